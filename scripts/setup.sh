@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test Smelt. Idempotent; silent when
+# nothing is missing.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ ccache pkg-config zlib1g-dev python3-numpy
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libdnnl-dev libfmt-dev googletest libgtest-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
