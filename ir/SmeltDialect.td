@@ -1,0 +1,45 @@
+// The smelt dialect: a dataflow graph of tensor ops with static shapes, XLA-style.
+#ifndef SMELT_DIALECT_TD
+#define SMELT_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Smelt_Dialect : Dialect {
+  let name = "smelt";
+  let cppNamespace = "::smelt";
+  let summary = "A dataflow graph of tensor ops with static shapes.";
+  let hasConstantMaterializer = 1;
+  let description = [{
+    Values are builtin ranked tensors with static shapes of f32, f16, bf16, f64, i32, i64 or i1.
+    Every op infers or checks its result type, and its verifier names the offending operand,
+    shapes and attribute. docs/ops.md gives the exact semantics the back ends implement.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Types and enums
+//===----------------------------------------------------------------------===//
+
+def Smelt_Element : AnyTypeOf<[F32, F16, BF16, F64, I32, I64, I1]>;
+def Smelt_Float : AnyTypeOf<[F32, F16, BF16, F64]>;
+def Smelt_Number : AnyTypeOf<[F32, F16, BF16, F64, I32, I64]>;
+
+def Smelt_Tensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I32, I64, I1]>;
+def Smelt_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16, F64]>;
+def Smelt_NumberTensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I32, I64]>;
+def Smelt_PredTensor : StaticShapeTensorOf<[I1]>;
+def Smelt_IndexTensor : StaticShapeTensorOf<[I64]>;
+
+def Smelt_CompareDirection : I32EnumAttr<"CompareDirection", "comparison of compare", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>, I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>, I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::smelt";
+}
+
+def Smelt_ReduceKind : I32EnumAttr<"ReduceKind", "combiner of reduce", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>, I32EnumAttrCase<"min", 2>]> {
+  let cppNamespace = "::smelt";
+}
+
+#endif // SMELT_DIALECT_TD

@@ -1,0 +1,486 @@
+// Ops of the smelt dialect: sources, elementwise, shape, reductions, contractions.
+#ifndef SMELT_OPS_TD
+#define SMELT_OPS_TD
+
+include "ir/SmeltDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Smelt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Smelt_Dialect, mnemonic, !listconcat([Pure], traits)>;
+
+// Ops whose result type follows from operands and attributes. The shape rules live in
+// ir/SmeltOps.cpp as `infer<Name>` functions, so the parser, the verifier and the builder share
+// one check and one message.
+class Smelt_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Smelt_Op<mnemonic, !listconcat([InferTypeOpAdaptor], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+def Smelt_ConstantOp : Smelt_InferredOp<"constant", [ConstantLike]> {
+  let summary = "a tensor literal";
+  let description = [{
+    A tensor whose elements are given by `value`.
+
+    ```mlir
+    %c = smelt.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def Smelt_IotaOp : Smelt_Op<"iota"> {
+  let summary = "indices along one dimension";
+  let description = [{
+    Each element holds its index along `dimension`.
+
+    ```mlir
+    %i = smelt.iota dim = 1 : tensor<2x3xi64>   // [[0, 1, 2], [0, 1, 2]]
+    ```
+  }];
+  let arguments = (ins I64Attr:$dimension);
+  let results = (outs Smelt_NumberTensor:$result);
+  let assemblyFormat = "`dim` `=` $dimension attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Smelt_RngUniformOp : Smelt_Op<"rng_uniform"> {
+  let summary = "counter-based uniform random numbers";
+  let description = [{
+    Uniform numbers in [`low`, `high`) from Philox4x32-10 keyed by `seed` and counted by element
+    index (docs/ops.md), so every device draws the same numbers for the same seed.
+
+    ```mlir
+    %u = smelt.rng_uniform seed = 7, low = 0.0, high = 1.0 : tensor<256x512xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$seed, F64Attr:$low, F64Attr:$high);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = [{
+    `seed` `=` $seed `,` `low` `=` $low `,` `high` `=` $high attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smelt_RngNormalOp : Smelt_Op<"rng_normal"> {
+  let summary = "counter-based normal random numbers";
+  let description = [{
+    Normal numbers with `mean` and `stddev` (Box-Muller over Philox4x32-10, docs/ops.md).
+
+    ```mlir
+    %n = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<784x512xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$seed, F64Attr:$mean, F64Attr:$stddev);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = [{
+    `seed` `=` $seed `,` `mean` `=` $mean `,` `stddev` `=` $stddev attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Smelt_UnaryOp<string mnemonic, Constraint tensorType, string what>
+    : Smelt_InferredOp<mnemonic, [Elementwise]> {
+  let summary = "elementwise " # what;
+  let description = "Applies " # what # " to each element.\n\n```mlir\n%y = smelt." # mnemonic #
+                    " %x : tensor<4x8xf32>\n```";
+  let arguments = (ins tensorType:$x);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location>, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(adaptor.getX().getType());
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Smelt_NegOp : Smelt_UnaryOp<"neg", Smelt_NumberTensor, "negation">;
+def Smelt_AbsOp : Smelt_UnaryOp<"abs", Smelt_NumberTensor, "absolute value">;
+def Smelt_ReluOp : Smelt_UnaryOp<"relu", Smelt_NumberTensor, "max(x, 0)">;
+def Smelt_ExpOp : Smelt_UnaryOp<"exp", Smelt_FloatTensor, "e^x">;
+def Smelt_LogOp : Smelt_UnaryOp<"log", Smelt_FloatTensor, "the natural logarithm">;
+def Smelt_TanhOp : Smelt_UnaryOp<"tanh", Smelt_FloatTensor, "the hyperbolic tangent">;
+def Smelt_LogisticOp : Smelt_UnaryOp<"logistic", Smelt_FloatTensor, "the sigmoid 1/(1+e^-x)">;
+def Smelt_SqrtOp : Smelt_UnaryOp<"sqrt", Smelt_FloatTensor, "the square root">;
+def Smelt_RsqrtOp : Smelt_UnaryOp<"rsqrt", Smelt_FloatTensor, "the reciprocal square root">;
+def Smelt_ErfOp : Smelt_UnaryOp<"erf", Smelt_FloatTensor, "the error function">;
+
+// Binary ops take operands of one type; the builder inserts broadcast_in_dim for NumPy
+// broadcasting, so the IR states every broadcast. The custom type directive prints one type
+// when both operands share it, which they must.
+class Smelt_BinaryOp<string mnemonic, Constraint tensorType, string what>
+    : Smelt_InferredOp<mnemonic, [Elementwise]> {
+  let summary = "elementwise " # what;
+  let description = "Computes " # what # " of each pair of elements; both operands have the " #
+                    "same type.\n\n```mlir\n%z = smelt." # mnemonic #
+                    " %x, %y : tensor<4x8xf32>\n```";
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` custom<SameTypes>(type($lhs), type($rhs))";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferSameTypes(location, getOperationName(), {"lhs", "rhs"},
+                            {adaptor.getLhs(), adaptor.getRhs()}, types);
+    }
+  }];
+}
+
+def Smelt_AddOp : Smelt_BinaryOp<"add", Smelt_NumberTensor, "the sum">;
+def Smelt_SubOp : Smelt_BinaryOp<"sub", Smelt_NumberTensor, "the difference">;
+def Smelt_MulOp : Smelt_BinaryOp<"mul", Smelt_NumberTensor, "the product">;
+def Smelt_DivOp : Smelt_BinaryOp<"div", Smelt_NumberTensor,
+                                 "the quotient (integers truncate; x/0 is 0)">;
+def Smelt_MaxOp : Smelt_BinaryOp<"max", Smelt_NumberTensor, "the maximum">;
+def Smelt_MinOp : Smelt_BinaryOp<"min", Smelt_NumberTensor, "the minimum">;
+def Smelt_PowOp : Smelt_BinaryOp<"pow", Smelt_FloatTensor, "lhs raised to rhs">;
+
+def Smelt_CompareOp : Smelt_InferredOp<"compare", [Elementwise]> {
+  let summary = "elementwise comparison";
+  let description = [{
+    Compares each pair of elements with `direction` (eq, ne, lt, le, gt, ge), giving i1.
+
+    ```mlir
+    %m = smelt.compare lt, %x, %y : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_CompareDirection:$direction, Smelt_Tensor:$lhs, Smelt_Tensor:$rhs);
+  let results = (outs Smelt_PredTensor:$result);
+  let assemblyFormat = [{
+    $direction `,` $lhs `,` $rhs attr-dict `:` custom<SameTypes>(type($lhs), type($rhs))
+  }];
+}
+
+def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise]> {
+  let summary = "elementwise choice";
+  let description = [{
+    Takes `on_true` where `pred` holds and `on_false` elsewhere; all three have one shape.
+
+    ```mlir
+    %z = smelt.select %m, %x, %y : tensor<4xi1>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_PredTensor:$pred, Smelt_Tensor:$on_true, Smelt_Tensor:$on_false);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = [{
+    $pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,`
+    custom<SameTypes>(type($on_true), type($on_false))
+  }];
+}
+
+def Smelt_ConvertOp : Smelt_Op<"convert", [Elementwise]> {
+  let summary = "elementwise change of element type";
+  let description = [{
+    Converts each element to the result's element type: floats round to nearest even, float to
+    integer truncates toward zero and saturates (NaN gives 0), anything to i1 is `x != 0`.
+
+    ```mlir
+    %h = smelt.convert %x : tensor<4xf32> -> tensor<4xbf16>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim"> {
+  let summary = "broadcast to a larger shape";
+  let description = [{
+    Operand dimension i becomes result dimension `dims[i]` (strictly increasing); an operand
+    dimension of size 1 is repeated, any other must equal its result dimension. Other result
+    dimensions are new.
+
+    ```mlir
+    %b = smelt.broadcast_in_dim %bias, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x, DenseI64ArrayAttr:$broadcast_dimensions);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = [{
+    $x `,` `dims` `=` $broadcast_dimensions attr-dict `:` type($x) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Smelt_ReshapeOp : Smelt_Op<"reshape"> {
+  let summary = "same elements, new shape";
+  let description = [{
+    Reinterprets the row-major elements with the result's shape; the element count is kept.
+
+    ```mlir
+    %f = smelt.reshape %img : tensor<256x28x28x1xf32> -> tensor<256x784xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Smelt_TransposeOp : Smelt_InferredOp<"transpose"> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension i is operand dimension `permutation[i]`.
+
+    ```mlir
+    %t = smelt.transpose %x, permutation = [1, 0] : tensor<3x4xf32>   // tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x, DenseI64ArrayAttr:$permutation);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = "$x `,` `permutation` `=` $permutation attr-dict `:` type($x)";
+}
+
+def Smelt_SliceOp : Smelt_InferredOp<"slice"> {
+  let summary = "a strided box of elements";
+  let description = [{
+    Takes indices start, start + stride, ... below limit in each dimension.
+
+    ```mlir
+    %s = smelt.slice %x [0:2:1, 1:4:2] : tensor<3x4xf32>   // tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x, DenseI64ArrayAttr:$start_indices,
+                   DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = [{
+    $x custom<SliceRanges>($start_indices, $limit_indices, $strides) attr-dict `:` type($x)
+  }];
+}
+
+def Smelt_ConcatOp : Smelt_InferredOp<"concat"> {
+  let summary = "join tensors along one dimension";
+  let description = [{
+    Operands agree in element type and in every dimension but `dimension`.
+
+    ```mlir
+    %c = smelt.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<5x3xf32>   // tensor<7x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Smelt_Tensor>:$inputs, I64Attr:$dimension);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = "$inputs `dim` `=` $dimension attr-dict `:` type($inputs)";
+}
+
+def Smelt_PadOp : Smelt_InferredOp<"pad"> {
+  let summary = "grow each dimension with a constant";
+  let description = [{
+    Adds `low[i]` elements before and `high[i]` after dimension i, all equal to `value`.
+
+    ```mlir
+    %p = smelt.pad %x low = [1, 0] high = [1, 2] value = 0.0 : tensor<2x2xf32>  // tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x, DenseI64ArrayAttr:$low, DenseI64ArrayAttr:$high,
+                   F64Attr:$value);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = [{
+    $x `low` `=` $low `high` `=` $high `value` `=` $value attr-dict `:` type($x)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Smelt_ReduceOp : Smelt_InferredOp<"reduce"> {
+  let summary = "sum, max or min over dimensions";
+  let description = [{
+    Combines elements over `axes` (strictly increasing) with `kind`; those dimensions are
+    dropped from the result.
+
+    ```mlir
+    %s = smelt.reduce sum %x axes = [1] : tensor<256x10xf32>   // tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_ReduceKind:$kind, Smelt_NumberTensor:$x,
+                   DenseI64ArrayAttr:$axes);
+  let results = (outs Smelt_NumberTensor:$result);
+  let assemblyFormat = "$kind $x `axes` `=` $axes attr-dict `:` type($x)";
+}
+
+def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax"> {
+  let summary = "index of the largest element along one dimension";
+  let description = [{
+    Gives the i64 index of the maximum along `axis`, which is dropped; ties go to the first
+    index and NaN counts as largest.
+
+    ```mlir
+    %k = smelt.argmax %logits axis = 1 : tensor<256x10xf32>   // tensor<256xi64>
+    ```
+  }];
+  let arguments = (ins Smelt_NumberTensor:$x, I64Attr:$axis);
+  let results = (outs Smelt_IndexTensor:$result);
+  let assemblyFormat = "$x `axis` `=` $axis attr-dict `:` type($x)";
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Smelt_MatmulOp : Smelt_InferredOp<"matmul"> {
+  let summary = "batched matrix product";
+  let description = [{
+    `lhs` is [..., M, K] and `rhs` is [..., K, N] with equal leading batch dimensions, giving
+    [..., M, N]. `transpose_lhs` / `transpose_rhs` swap the last two dimensions of an operand
+    first, so the IR never needs an explicit transpose for a backward pass.
+
+    ```mlir
+    %y = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
+    %g = smelt.matmul %x, %dy transpose_lhs : tensor<256x784xf32>, tensor<256x512xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_FloatTensor:$lhs, Smelt_FloatTensor:$rhs,
+                   UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+// Window attributes shared by convolutions and pooling: two strides, four paddings
+// (top, bottom, left, right), two dilations.
+defvar Smelt_ConvWindow = (ins DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                          DenseI64ArrayAttr:$dilation);
+defvar Smelt_PoolWindow = (ins DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$strides,
+                          DenseI64ArrayAttr:$padding);
+
+def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d"> {
+  let summary = "2-D convolution, NHWC input and HWIO filter";
+  let description = [{
+    Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C, F], giving NHWC
+    [N, OH, OW, F] with OH = (H + top + bottom - dh*(KH-1) - 1) / sh + 1.
+
+    ```mlir
+    %y = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1]
+        : tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>   // tensor<8x28x28x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$filter),
+                       Smelt_ConvWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($input) `,` type($filter)";
+}
+
+def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input"> {
+  let summary = "gradient of conv2d with respect to its input";
+  let description = [{
+    Given the gradient of a conv2d's result and its filter, the gradient of its input, whose
+    type is the result type (the forward input's shape cannot always be recovered from strides).
+
+    ```mlir
+    %dx = smelt.conv2d_backward_input %dy, %w strides = [1, 1] padding = [1, 1, 1, 1]
+        dilation = [1, 1] : tensor<8x28x28x32xf32>, tensor<3x3x1x32xf32> -> tensor<8x28x28x1xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$grad_output, Smelt_FloatTensor:$filter),
+                       Smelt_ConvWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$grad_output `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($grad_output) `,` type($filter) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter"> {
+  let summary = "gradient of conv2d with respect to its filter";
+  let description = [{
+    Given a conv2d's input and the gradient of its result, the gradient of its HWIO filter,
+    whose type is the result type.
+
+    ```mlir
+    %dw = smelt.conv2d_backward_filter %x, %dy strides = [1, 1] padding = [1, 1, 1, 1]
+        dilation = [1, 1] : tensor<8x28x28x1xf32>, tensor<8x28x28x32xf32> -> tensor<3x3x1x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$grad_output),
+                       Smelt_ConvWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad_output `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($input) `,` type($grad_output) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d"> {
+  let summary = "2-D max pooling, NHWC";
+  let description = [{
+    The maximum of each window; padding never wins. OH = (H + top + bottom - kh) / sh + 1.
+
+    ```mlir
+    %p = smelt.max_pool2d %x window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
+        : tensor<8x28x28x32xf32>   // tensor<8x14x14x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$input), Smelt_PoolWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$input `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input)";
+}
+
+def Smelt_AvgPool2DOp : Smelt_InferredOp<"avg_pool2d"> {
+  let summary = "2-D average pooling, NHWC";
+  let description = [{
+    The mean of each window over the elements inside the input (padding is not counted).
+
+    ```mlir
+    %p = smelt.avg_pool2d %x window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
+        : tensor<8x28x28x32xf32>   // tensor<8x14x14x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$input), Smelt_PoolWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$input `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input)";
+}
+
+def Smelt_MaxPool2DBackwardOp : Smelt_InferredOp<"max_pool2d_backward"> {
+  let summary = "gradient of max_pool2d";
+  let description = [{
+    Routes each element of `grad_output` to the first maximum of its window in `input`.
+
+    ```mlir
+    %dx = smelt.max_pool2d_backward %x, %dy window = [2, 2] strides = [2, 2]
+        padding = [0, 0, 0, 0] : tensor<8x28x28x32xf32>, tensor<8x14x14x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$grad_output),
+                       Smelt_PoolWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad_output `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input) `,` type($grad_output)";
+}
+
+def Smelt_AvgPool2DBackwardOp : Smelt_Op<"avg_pool2d_backward"> {
+  let summary = "gradient of avg_pool2d";
+  let description = [{
+    Spreads each element of `grad_output` evenly over its window; the result type is the
+    forward input's.
+
+    ```mlir
+    %dx = smelt.avg_pool2d_backward %dy window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
+        : tensor<8x14x14x32xf32> -> tensor<8x28x28x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Smelt_FloatTensor:$grad_output), Smelt_PoolWindow);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = "$grad_output `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($grad_output) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // SMELT_OPS_TD

@@ -1,0 +1,70 @@
+// The Executable: what codegen produces and the runtime runs. Plain C++ data with no MLIR types,
+// so a later AOT artifact can serialize it and the runtime alone can load it.
+//
+// An Executable is a list of buffers (each a static TensorType) and a list of steps. Each step
+// names an op of the smelt dialect ("add", "matmul", ...), reads operand buffers, writes result
+// buffers and carries its attributes as plain values. Inputs are filled by the caller, constants
+// from `constants`, every other buffer by exactly one step.
+#pragma once
+
+#include "runtime/DType.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace smelt::rt {
+
+using BufferId = int32_t;
+
+/// An attribute value: integer, float, string or integer list. Enums (compare direction, reduce
+/// kind) travel as their keyword strings.
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+
+struct BufferInfo {
+  TensorType type;
+  /// Where the value came from, for messages: "%arg0", "matmul at model.mlir:4:10".
+  std::string name;
+};
+
+struct Step {
+  /// Op name without the dialect prefix: "add", "broadcast_in_dim", "conv2d" ...
+  std::string op;
+  std::vector<BufferId> operands;
+  std::vector<BufferId> results;
+  std::map<std::string, AttrValue> attrs;
+  /// Source location of the op, for error messages ("model.mlir:12:5").
+  std::string location;
+
+  /// Attribute accessors; the caller knows the op's attributes exist (codegen wrote them).
+  int64_t intAttr(const std::string &name) const;
+  double floatAttr(const std::string &name) const;
+  const std::string &stringAttr(const std::string &name) const;
+  const std::vector<int64_t> &intsAttr(const std::string &name) const;
+  bool hasAttr(const std::string &name) const { return attrs.count(name) != 0; }
+};
+
+struct Constant {
+  BufferId buffer;
+  /// Raw little-endian element bytes, exactly buffers[buffer].type.byteSize() long.
+  std::vector<uint8_t> bytes;
+};
+
+struct Executable {
+  /// Name of the entry function it was built from.
+  std::string name;
+  std::vector<BufferInfo> buffers;
+  /// Buffers the caller provides, in argument order.
+  std::vector<BufferId> inputs;
+  /// Buffers returned, in result order; one may also be an input or a constant.
+  std::vector<BufferId> outputs;
+  std::vector<Constant> constants;
+  std::vector<Step> steps;
+
+  /// Human-readable listing, one line per step: for `smelt dump` and debugging.
+  std::string str() const;
+};
+
+} // namespace smelt::rt

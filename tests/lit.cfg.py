@@ -1,0 +1,14 @@
+# lit configuration for Smelt's .mlir tests: smelt-opt, smelt and FileCheck on the PATH.
+import os
+import lit.formats
+
+config.name = "Smelt"
+config.test_format = lit.formats.ShTest(True)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.smelt_obj_root, "tests")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "unit", "inputs"]
+config.environment["PATH"] = os.pathsep.join(
+    [config.smelt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "inputs")))
