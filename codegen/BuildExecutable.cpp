@@ -1,0 +1,186 @@
+// Lowers a smelt function to an rt::Executable: buffers for values, steps for ops, attributes
+// as plain values (docs/ops.md names them), constants as little-endian bytes.
+#include "codegen/BuildExecutable.h"
+
+#include "ir/SmeltDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace smelt::codegen {
+
+namespace {
+
+std::optional<rt::DType> dtypeOf(Type type) {
+  if (type.isF32())
+    return rt::DType::f32;
+  if (type.isF16())
+    return rt::DType::f16;
+  if (type.isBF16())
+    return rt::DType::bf16;
+  if (type.isF64())
+    return rt::DType::f64;
+  if (type.isSignlessInteger(32))
+    return rt::DType::i32;
+  if (type.isSignlessInteger(64))
+    return rt::DType::i64;
+  if (type.isSignlessInteger(1))
+    return rt::DType::i1;
+  return std::nullopt;
+}
+
+/// "file:line:col" of the first file location inside `loc`, or "" when there is none.
+std::string locationString(Location loc) {
+  std::string text;
+  loc->walk([&](Location inner) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      text = (file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
+              std::to_string(file.getColumn()));
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return text;
+}
+
+/// An op's inherent attribute as a plain value; enums become their keyword.
+std::optional<rt::AttrValue> plainAttr(Attribute attr) {
+  if (auto direction = dyn_cast<CompareDirectionAttr>(attr))
+    return std::string(stringifyCompareDirection(direction.getValue()));
+  if (auto kind = dyn_cast<ReduceKindAttr>(attr))
+    return std::string(stringifyReduceKind(kind.getValue()));
+  if (isa<UnitAttr>(attr))
+    return int64_t(1);
+  if (auto b = dyn_cast<BoolAttr>(attr))
+    return int64_t(b.getValue());
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return i.getInt();
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return f.getValueAsDouble();
+  if (auto list = dyn_cast<DenseI64ArrayAttr>(attr))
+    return std::vector<int64_t>(list.asArrayRef().begin(), list.asArrayRef().end());
+  return std::nullopt;
+}
+
+/// The elements of a dense constant as little-endian bytes of `dtype`'s width.
+FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op, rt::DType dtype) {
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitOpError("value must be a dense elements attribute to be compiled, got ")
+           << op.getValue();
+  size_t width = rt::byteWidth(dtype);
+  std::vector<uint8_t> bytes;
+  bytes.reserve(size_t(dense.getNumElements()) * width);
+  auto append = [&](const llvm::APInt &bits) {
+    uint64_t word = bits.zextOrTrunc(64).getZExtValue(); // every dtype is at most 64 bits wide
+    for (size_t b = 0; b < width; ++b)
+      bytes.push_back(uint8_t(word >> (8 * b)));
+  };
+  if (rt::isFloat(dtype))
+    for (const llvm::APFloat &value : dense.getValues<llvm::APFloat>())
+      append(value.bitcastToAPInt());
+  else
+    for (const llvm::APInt &value : dense.getValues<llvm::APInt>())
+      append(value);
+  return bytes;
+}
+
+std::string smeltName(DictionaryAttr attrs, const char *fallback, unsigned index) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>("smelt.name"))
+      return name.str();
+  return fallback + std::to_string(index);
+}
+
+} // namespace
+
+std::string argumentName(func::FuncOp function, unsigned index) {
+  return smeltName(function.getArgAttrDict(index), "arg", index);
+}
+
+std::string resultName(func::FuncOp function, unsigned index) {
+  return smeltName(function.getResultAttrDict(index), "result", index);
+}
+
+FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
+  rt::Executable exe;
+  exe.name = function.getSymName().str();
+  llvm::DenseMap<Value, rt::BufferId> bufferOf;
+
+  auto addBuffer = [&](Value value, std::string name) -> FailureOr<rt::BufferId> {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    std::optional<rt::DType> dtype = type ? dtypeOf(type.getElementType()) : std::nullopt;
+    if (!dtype || !type.hasStaticShape())
+      return emitError(value.getLoc()) << "cannot compile a value of type " << value.getType()
+                                       << ": Smelt needs static tensors of f32, f16, bf16, "
+                                          "f64, i32, i64 or i1";
+    rt::BufferId id = rt::BufferId(exe.buffers.size());
+    exe.buffers.push_back({rt::TensorType{*dtype, type.getShape().vec()}, std::move(name)});
+    bufferOf[value] = id;
+    return id;
+  };
+
+  if (function.isExternal())
+    return function.emitOpError("has no body to compile");
+  for (BlockArgument arg : function.getArguments()) {
+    FailureOr<rt::BufferId> id = addBuffer(arg, argumentName(function, arg.getArgNumber()));
+    if (failed(id))
+      return failure();
+    exe.inputs.push_back(*id);
+  }
+
+  for (Operation &op : function.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands())
+        exe.outputs.push_back(bufferOf.at(v));
+      break;
+    }
+    if (!isa<SmeltDialect>(op.getDialect()))
+      return op.emitOpError("is not a smelt op; only smelt ops can be compiled");
+    std::string where = locationString(op.getLoc());
+    std::string label = op.getName().stripDialect().str() + (where.empty() ? "" : " at " + where);
+    FailureOr<rt::BufferId> result = addBuffer(op.getResult(0), label);
+    if (failed(result))
+      return failure();
+
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      FailureOr<std::vector<uint8_t>> bytes =
+          constantBytes(constant, exe.buffers[*result].type.dtype);
+      if (failed(bytes))
+        return failure();
+      exe.constants.push_back({*result, std::move(*bytes)});
+      continue;
+    }
+
+    rt::Step step;
+    step.op = op.getName().stripDialect().str();
+    step.location = where;
+    for (Value operand : op.getOperands())
+      step.operands.push_back(bufferOf.at(operand));
+    step.results.push_back(*result);
+    for (NamedAttribute attr : op.getAttrs()) {
+      // Discardable attributes (dialect-prefixed, like a future smelt.device) are not semantics.
+      if (attr.getName().getValue().contains('.'))
+        continue;
+      std::optional<rt::AttrValue> value = plainAttr(attr.getValue());
+      if (!value)
+        return op.emitOpError("attribute '") << attr.getName().getValue()
+                                             << "' has a kind codegen cannot carry: "
+                                             << attr.getValue();
+      step.attrs[attr.getName().str()] = std::move(*value);
+    }
+    // Absent unit attributes mean false; the runtime reads every flag explicitly.
+    if (isa<MatmulOp>(op)) {
+      step.attrs.try_emplace("transpose_lhs", int64_t(0));
+      step.attrs.try_emplace("transpose_rhs", int64_t(0));
+    }
+    exe.steps.push_back(std::move(step));
+  }
+  return exe;
+}
+
+} // namespace smelt::codegen

@@ -1,0 +1,46 @@
+"""Test helper for `smelt run` lit tests: makes random .npy inputs and checks outputs against
+a float64 NumPy reference of the model under test."""
+import sys
+import numpy as np
+
+
+def random(path, shape, dtype, seed):
+    rng = np.random.default_rng(int(seed))
+    dims = [int(d) for d in shape.split(",") if d]
+    if dtype.startswith("i"):
+        x = rng.integers(-50, 50, size=dims).astype(dtype)
+    else:
+        x = rng.uniform(-1.0, 1.0, size=dims).astype(dtype)
+        x[np.abs(x) < 1e-3] = 0.5  # never zeros
+    np.save(path, x)
+
+
+def rel(got, ref):
+    return float(np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+def check_dense(dir):
+    """y = relu(x @ w + b), s = sum(y, axis=1) against float64."""
+    x, w, b = (np.load(f"{dir}/{n}.npy").astype(np.float64) for n in ("x", "w", "b"))
+    y_ref = np.maximum(x @ w + b, 0.0)
+    y, s = np.load(f"{dir}/out/y.npy"), np.load(f"{dir}/out/rowsum.npy")
+    assert y.dtype == np.float32 and y.shape == y_ref.shape, (y.dtype, y.shape)
+    assert s.dtype == np.float32 and s.shape == (x.shape[0],), (s.dtype, s.shape)
+    ey, es = rel(y, y_ref), rel(s, y_ref.sum(axis=1))
+    k = np.load(f"{dir}/out/result2.npy")
+    assert k.dtype == np.int64 and (k == np.argmax(y_ref, axis=1)).all()
+    assert ey < 1e-5 and es < 1e-5, (ey, es)
+    print(f"dense OK rel_err y={ey:.2e} rowsum={es:.2e}")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "random":
+        random(*sys.argv[2:6])
+    elif cmd == "check-dense":
+        check_dense(sys.argv[2])
+    elif cmd == "truncate":
+        data = open(sys.argv[2], "rb").read()
+        open(sys.argv[3], "wb").write(data[: int(sys.argv[4])])
+    else:
+        sys.exit(f"unknown command {cmd}")

@@ -1,0 +1,18 @@
+// smelt: the driver. Subcommands share one parser (LLVM's cl, as MLIR tools do); each has
+// --help. `smelt run` compiles a .mlir function and runs it on the CPU with .npy inputs.
+#include "tools/smelt/Commands.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv,
+                                    "Smelt: a dataflow-graph compiler for training.\n\n"
+                                    "  smelt run model.mlir --input x=x.npy --output-dir out\n");
+  if (smelt::tools::runSubcommand)
+    return smelt::tools::runCommand();
+  llvm::WithColor::error(llvm::errs(), "smelt") << "no subcommand given; try `smelt --help`\n";
+  return 1;
+}
