@@ -1,0 +1,151 @@
+// CPU executor: validation, kernel preparation and the run loop.
+#include "runtime/CpuExecutor.h"
+
+#include "runtime/cpu/Kernels.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <new>
+
+namespace smelt::rt {
+
+namespace {
+
+std::string bufferLabel(const Executable &exe, BufferId id) {
+  return fmt::format("b{} ({}, {})", id, exe.buffers[id].name, exe.buffers[id].type.str());
+}
+
+/// Checks ids and the one-producer-before-use rule; returns which buffers are inputs.
+Status validateDataflow(const Executable &exe) {
+  size_t count = exe.buffers.size();
+  std::vector<char> defined(count, 0);
+  auto inRange = [&](BufferId id) { return id >= 0 && size_t(id) < count; };
+  auto define = [&](BufferId id, const std::string &by) -> Status {
+    if (!inRange(id))
+      return Status::error(fmt::format("{}: buffer id {} is out of range (the executable has "
+                                       "{} buffers)",
+                                       by, id, count));
+    if (defined[id])
+      return Status::error(fmt::format("{}: buffer {} already has a value; each buffer is "
+                                       "written once",
+                                       by, bufferLabel(exe, id)));
+    defined[id] = 1;
+    return Status();
+  };
+  for (size_t i = 0; i < exe.inputs.size(); ++i)
+    if (Status s = define(exe.inputs[i], fmt::format("input #{}", i)); !s.ok())
+      return s;
+  for (const Constant &c : exe.constants) {
+    if (Status s = define(c.buffer, "constant"); !s.ok())
+      return s;
+    if (c.bytes.size() != exe.buffers[c.buffer].type.byteSize())
+      return Status::error(fmt::format("constant {} has {} bytes, its type needs {}",
+                                       bufferLabel(exe, c.buffer), c.bytes.size(),
+                                       exe.buffers[c.buffer].type.byteSize()));
+  }
+  for (const Step &step : exe.steps) {
+    for (BufferId id : step.operands)
+      if (!inRange(id) || !defined[id])
+        return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
+                                         inRange(id) ? "is read before any step writes it"
+                                                     : "is out of range"));
+    if (step.results.size() != 1)
+      return Status::error(fmt::format("{}: a step writes one result, this one {}",
+                                       cpu::describe(step), step.results.size()));
+    if (Status s = define(step.results[0], cpu::describe(step)); !s.ok())
+      return s;
+  }
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])
+      return Status::error(fmt::format("output #{} (buffer {}) is never written", i,
+                                       exe.outputs[i]));
+  return Status();
+}
+
+} // namespace
+
+Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
+  if (Status s = validateDataflow(executable); !s.ok())
+    return s;
+  CpuExecutor exec;
+  exec.executable_ = std::make_shared<const Executable>(executable);
+  const Executable &exe = *exec.executable_;
+  for (const Step &step : exe.steps) {
+    cpu::StepTypes types;
+    for (BufferId id : step.operands)
+      types.operands.push_back(exe.buffers[id].type);
+    types.result = exe.buffers[step.results[0]].type;
+    Expected<cpu::Kernel> kernel = cpu::prepareKernel(step, types);
+    if (!kernel)
+      return kernel.status();
+    exec.kernels_.push_back(std::move(*kernel));
+  }
+  // Allocate every non-input buffer once; constants are filled now and never written again.
+  std::vector<char> isInput(exe.buffers.size(), 0);
+  for (BufferId id : exe.inputs)
+    isInput[id] = 1;
+  exec.storage_.resize(exe.buffers.size());
+  for (size_t id = 0; id < exe.buffers.size(); ++id) {
+    if (isInput[id])
+      continue;
+    try {
+      exec.storage_[id] = HostTensor::zeros(exe.buffers[id].type);
+    } catch (const std::bad_alloc &) {
+      return Status::error(fmt::format("out of memory allocating {} bytes for buffer {}",
+                                       exe.buffers[id].type.byteSize(), bufferLabel(exe, id)));
+    }
+  }
+  for (const Constant &c : exe.constants)
+    std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
+  return exec;
+}
+
+Status CpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
+  std::vector<const HostTensor *> pointers;
+  for (const HostTensor &t : inputs)
+    pointers.push_back(&t);
+  return run(pointers, outputs);
+}
+
+Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
+                        std::vector<HostTensor> &outputs) {
+  const Executable &exe = *executable_;
+  if (inputs.size() != exe.inputs.size())
+    return Status::error(fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(),
+                                     inputs.size()));
+  std::vector<const void *> address(exe.buffers.size());
+  for (size_t id = 0; id < exe.buffers.size(); ++id)
+    address[id] = storage_[id].raw();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferInfo &info = exe.buffers[exe.inputs[i]];
+    if (!inputs[i] || inputs[i]->type() != info.type)
+      return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
+                                       info.type.str(),
+                                       inputs[i] ? inputs[i]->type().str() : "nothing"));
+    address[exe.inputs[i]] = inputs[i]->raw();
+  }
+  stepMicros_.assign(exe.steps.size(), 0.0);
+  std::vector<const void *> operands;
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    const Step &step = exe.steps[s];
+    operands.clear();
+    for (BufferId id : step.operands)
+      operands.push_back(address[id]);
+    auto start = std::chrono::steady_clock::now();
+    kernels_[s](operands.data(), storage_[step.results[0]].raw());
+    stepMicros_[s] = std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  }
+  outputs.clear();
+  for (BufferId id : exe.outputs) {
+    HostTensor out = HostTensor::zeros(exe.buffers[id].type);
+    std::memcpy(out.raw(), address[id], out.byteSize());
+    outputs.push_back(std::move(out));
+  }
+  return Status();
+}
+
+} // namespace smelt::rt

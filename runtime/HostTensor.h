@@ -1,0 +1,44 @@
+// A tensor in host memory: a TensorType and 64-byte-aligned storage it owns.
+#pragma once
+
+#include "runtime/DType.h"
+#include "runtime/Half.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smelt::rt {
+
+class HostTensor {
+public:
+  HostTensor() = default;
+  /// A tensor of `type` with every byte zero.
+  static HostTensor zeros(const TensorType &type);
+  /// A tensor of `type` holding `values` converted to its dtype (f16/bf16 round to nearest).
+  static HostTensor fromDoubles(const TensorType &type, const std::vector<double> &values);
+
+  const TensorType &type() const { return type_; }
+  size_t byteSize() const { return type_.byteSize(); }
+  void *raw() { return storage_.get(); }
+  const void *raw() const { return storage_.get(); }
+  template <typename T> T *data() { return static_cast<T *>(raw()); }
+  template <typename T> const T *data() const { return static_cast<const T *>(raw()); }
+
+  /// Element `i` (row-major) as a double, whatever the dtype.
+  double at(int64_t i) const;
+  /// Every element as a double: what tests compare against a float64 reference.
+  std::vector<double> toDoubles() const;
+  /// "[0.25, -1.5, ... ] (N elements)": the first few values, for tools.
+  std::string summary(size_t count = 6) const;
+
+private:
+  struct Free {
+    void operator()(uint8_t *p) const;
+  };
+  TensorType type_;
+  std::unique_ptr<uint8_t, Free> storage_;
+};
+
+} // namespace smelt::rt

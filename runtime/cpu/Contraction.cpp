@@ -1,0 +1,197 @@
+// Contractions: matmul and conv2d (forward, backward input, backward filter). f32 runs on
+// oneDNN primitives built once per step; f16/bf16 stage through f32; f64, which oneDNN lacks,
+// runs plain loops in double (it serves reference and gradient checks, not speed).
+#include "runtime/DTypeDispatch.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/OneDnn.h"
+#include "runtime/cpu/Staging.h"
+#include "runtime/cpu/Window.h"
+
+#include <fmt/format.h>
+
+namespace smelt::rt::cpu {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+/// Wraps a primitive and its argument slots into a Kernel: `slots[i]` is the DNNL_ARG of
+/// operand i; the result goes to `resultSlot`.
+Kernel primitiveKernel(dnnl::primitive primitive, std::vector<std::pair<int, memory::desc>> slots,
+                       std::pair<int, memory::desc> result) {
+  return [=](const void *const *in, void *out) {
+    std::unordered_map<int, memory> args;
+    for (size_t i = 0; i < slots.size(); ++i)
+      args.emplace(slots[i].first,
+                   memory(slots[i].second, oneDnnEngine(), const_cast<void *>(in[i])));
+    args.emplace(result.first, memory(result.second, oneDnnEngine(), out));
+    primitive.execute(oneDnnStream(), args);
+    oneDnnStream().wait();
+  };
+}
+
+Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  bool tl = attrs.integer("transpose_lhs") != 0, tr = attrs.integer("transpose_rhs") != 0;
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &a = types.operands[0], &b = types.operands[1], &c = types.result;
+  size_t rank = a.shape.size();
+  bool ok = rank >= 2 && b.shape.size() == rank && c.shape.size() == rank;
+  int64_t batch = 1;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = a.shape[i] == b.shape[i] && a.shape[i] == c.shape[i];
+    batch *= a.shape[i];
+  }
+  int64_t m = ok ? a.shape[rank - (tl ? 1 : 2)] : 0, k = ok ? a.shape[rank - (tl ? 2 : 1)] : 0;
+  int64_t n = ok ? b.shape[rank - (tr ? 2 : 1)] : 0;
+  ok = ok && b.shape[rank - (tr ? 1 : 2)] == k && c.shape[rank - 2] == m && c.shape[rank - 1] == n;
+  if (!ok || !isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype)
+    return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", describe(step), a.str(),
+                                     b.str(), tl ? " (lhs transposed)" : "",
+                                     tr ? " (rhs transposed)" : "", c.str()));
+  if (a.dtype == DType::f64) {
+    return Kernel([=](const void *const *in, void *out) {
+      const double *x = static_cast<const double *>(in[0]), *y = static_cast<const double *>(in[1]);
+      double *z = static_cast<double *>(out);
+      for (int64_t p = 0; p < batch; ++p)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (int64_t q = 0; q < k; ++q)
+              s += x[p * m * k + (tl ? q * m + i : i * k + q)] *
+                   y[p * k * n + (tr ? j * k + q : q * n + j)];
+            z[p * m * n + i * n + j] = s;
+          }
+    });
+  }
+  // Transposes are strides, not copies.
+  memory::desc lhs({batch, m, k}, memory::data_type::f32,
+                   tl ? memory::dims{m * k, 1, m} : memory::dims{m * k, k, 1});
+  memory::desc rhs({batch, k, n}, memory::data_type::f32,
+                   tr ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
+  memory::desc dst({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
+  dnnl::primitive primitive;
+  if (Status s = oneDnnChecked(describe(step), [&] {
+        primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
+            dnnl::matmul::desc(lhs, rhs, dst), oneDnnEngine()));
+      });
+      !s.ok())
+    return s;
+  return stagedThrough(DType::f32,
+                       primitiveKernel(primitive, {{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}},
+                                       {DNNL_ARG_DST, dst}),
+                       types);
+}
+
+/// The convolution geometry of a step, whichever of the three tensors is its result.
+Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMode mode) {
+  AttrReader attrs(step);
+  std::vector<int64_t> strides = attrs.ints("strides", 2), padding = attrs.ints("padding", 4),
+                       dilation = attrs.ints("dilation", 2);
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &input = mode == ConvMode::BackwardInput ? types.result : types.operands[0];
+  const TensorType &filter = mode == ConvMode::Forward         ? types.operands[1]
+                             : mode == ConvMode::BackwardInput ? types.operands[1]
+                                                               : types.result;
+  const TensorType &output = mode == ConvMode::Forward         ? types.result
+                             : mode == ConvMode::BackwardInput ? types.operands[0]
+                                                               : types.operands[1];
+  auto bad = [&](const char *why) {
+    return Status::error(fmt::format("{}: input {}, filter {}, output {}: {}", describe(step),
+                                     input.str(), filter.str(), output.str(), why));
+  };
+  if (input.shape.size() != 4 || filter.shape.size() != 4 || output.shape.size() != 4)
+    return bad("NHWC input and output and HWIO filter must be rank 4");
+  Window2D g{input.shape[0], input.shape[1], input.shape[2], input.shape[3], filter.shape[0],
+             filter.shape[1], filter.shape[3], output.shape[1], output.shape[2], strides[0],
+             strides[1], padding[0], padding[1], padding[2], padding[3], dilation[0],
+             dilation[1]};
+  if (filter.shape[2] != g.c || output.shape[0] != g.n || output.shape[3] != g.f || g.sh < 1 ||
+      g.sw < 1 || g.dh < 1 || g.dw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 || g.pr < 0)
+    return bad("shapes or window attributes do not agree");
+  int64_t eh = g.dh * (g.kh - 1) + 1, ew = g.dw * (g.kw - 1) + 1;
+  if (g.h + g.pt + g.pb < eh || g.w + g.pl + g.pr < ew ||
+      g.oh != (g.h + g.pt + g.pb - eh) / g.sh + 1 || g.ow != (g.w + g.pl + g.pr - ew) / g.sw + 1)
+    return bad("the output size does not follow from the window");
+  for (const TensorType &t : types.operands)
+    if (t.dtype != types.result.dtype || !isFloat(t.dtype))
+      return bad("operands and result need one float dtype");
+  return g;
+}
+
+Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
+  Expected<Window2D> geometry = convGeometry(step, types, mode);
+  if (!geometry)
+    return geometry.status();
+  Window2D g = *geometry;
+  if (types.result.dtype == DType::f64) {
+    return Kernel([g, mode](const void *const *in, void *out) {
+      auto *a = const_cast<double *>(static_cast<const double *>(in[0]));
+      auto *b = const_cast<double *>(static_cast<const double *>(in[1]));
+      auto *r = static_cast<double *>(out);
+      // The loops read two of x, w, y and accumulate into the third (the result).
+      if (mode == ConvMode::Forward)
+        convLoops(mode, g, a, b, r);
+      else if (mode == ConvMode::BackwardInput)
+        convLoops(mode, g, r, b, a);
+      else
+        convLoops(mode, g, a, r, b);
+    });
+  }
+  memory::desc src({g.n, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
+  memory::desc weights({g.f, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::hwio);
+  memory::desc dst({g.n, g.f, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
+  memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, padL{g.pt, g.pl},
+      padR{g.pb, g.pr};
+  dnnl::primitive primitive;
+  Status built = oneDnnChecked(describe(step), [&] {
+    auto algorithm = dnnl::algorithm::convolution_direct;
+    dnnl::convolution_forward::primitive_desc forward(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
+                                        weights, dst, strides, dilates, padL, padR),
+        oneDnnEngine());
+    if (mode == ConvMode::Forward)
+      primitive = dnnl::convolution_forward(forward);
+    else if (mode == ConvMode::BackwardInput)
+      primitive = dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
+          dnnl::convolution_backward_data::desc(algorithm, src, weights, dst, strides, dilates,
+                                                padL, padR),
+          oneDnnEngine(), forward));
+    else
+      primitive = dnnl::convolution_backward_weights(
+          dnnl::convolution_backward_weights::primitive_desc(
+              dnnl::convolution_backward_weights::desc(algorithm, src, weights, dst, strides,
+                                                       dilates, padL, padR),
+              oneDnnEngine(), forward));
+  });
+  if (!built.ok())
+    return built;
+  Kernel kernel =
+      mode == ConvMode::Forward
+          ? primitiveKernel(primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}},
+                            {DNNL_ARG_DST, dst})
+      : mode == ConvMode::BackwardInput
+          ? primitiveKernel(primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
+                            {DNNL_ARG_DIFF_SRC, src})
+          : primitiveKernel(primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
+                            {DNNL_ARG_DIFF_WEIGHTS, weights});
+  return stagedThrough(DType::f32, kernel, types);
+}
+
+} // namespace
+
+Expected<Kernel> prepareContraction(const Step &step, const StepTypes &types) {
+  if (types.operands.size() != 2)
+    return Status::error(fmt::format("{}: takes 2 operands, got {}", describe(step),
+                                     types.operands.size()));
+  if (step.op == "matmul")
+    return matmul(step, types);
+  return conv(step, types, step.op == "conv2d"                  ? ConvMode::Forward
+                           : step.op == "conv2d_backward_input" ? ConvMode::BackwardInput
+                                                                : ConvMode::BackwardFilter);
+}
+
+} // namespace smelt::rt::cpu

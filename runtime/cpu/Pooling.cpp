@@ -1,0 +1,104 @@
+// Pooling: max and avg forward on oneDNN for f32 (f16/bf16 staged through f32), plain loops in
+// double for f64; both gradients are plain loops in double, staged for every other dtype.
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/OneDnn.h"
+#include "runtime/cpu/Staging.h"
+#include "runtime/cpu/Window.h"
+
+#include <fmt/format.h>
+
+namespace smelt::rt::cpu {
+
+namespace {
+
+using dnnl::memory;
+
+Expected<Window2D> poolGeometry(const Step &step, const TensorType &input,
+                                const TensorType &output) {
+  AttrReader attrs(step);
+  std::vector<int64_t> window = attrs.ints("window", 2), strides = attrs.ints("strides", 2),
+                       padding = attrs.ints("padding", 4);
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  auto bad = [&](const char *why) {
+    return Status::error(fmt::format("{}: input {} and output {}: {}", describe(step),
+                                     input.str(), output.str(), why));
+  };
+  if (input.shape.size() != 4 || output.shape.size() != 4 || !isFloat(input.dtype) ||
+      input.dtype != output.dtype)
+    return bad("pooling needs rank-4 NHWC tensors of one float dtype");
+  Window2D g{input.shape[0], input.shape[1], input.shape[2], input.shape[3], window[0],
+             window[1], input.shape[3], output.shape[1], output.shape[2], strides[0],
+             strides[1], padding[0], padding[1], padding[2], padding[3]};
+  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 ||
+      g.pr < 0 || g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw ||
+      g.h + g.pt + g.pb < g.kh || g.w + g.pl + g.pr < g.kw ||
+      output.shape[0] != g.n || output.shape[3] != g.c ||
+      g.oh != (g.h + g.pt + g.pb - g.kh) / g.sh + 1 || g.ow != (g.w + g.pl + g.pr - g.kw) / g.sw + 1)
+    return bad("the output size does not follow from the window");
+  return g;
+}
+
+Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
+  if (types.operands.size() != 1)
+    return Status::error(fmt::format("{}: takes 1 operand", describe(step)));
+  Expected<Window2D> geometry = poolGeometry(step, types.operands[0], types.result);
+  if (!geometry)
+    return geometry.status();
+  Window2D g = *geometry;
+  if (types.result.dtype == DType::f64)
+    return Kernel([g, isMax](const void *const *in, void *out) {
+      poolForward(isMax, g, static_cast<const double *>(in[0]), static_cast<double *>(out));
+    });
+  memory::desc src({g.n, g.c, g.h, g.w}, memory::data_type::f32, memory::format_tag::nhwc);
+  memory::desc dst({g.n, g.c, g.oh, g.ow}, memory::data_type::f32, memory::format_tag::nhwc);
+  dnnl::primitive primitive;
+  if (Status s = oneDnnChecked(describe(step), [&] {
+        primitive = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(
+            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference,
+                                        isMax ? dnnl::algorithm::pooling_max
+                                              : dnnl::algorithm::pooling_avg_exclude_padding,
+                                        src, dst, {g.sh, g.sw}, {g.kh, g.kw}, {g.pt, g.pl},
+                                        {g.pb, g.pr}),
+            oneDnnEngine()));
+      });
+      !s.ok())
+    return s;
+  Kernel kernel = [primitive, src, dst](const void *const *in, void *out) {
+    memory x(src, oneDnnEngine(), const_cast<void *>(in[0])), y(dst, oneDnnEngine(), out);
+    primitive.execute(oneDnnStream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}});
+    oneDnnStream().wait();
+  };
+  return stagedThrough(DType::f32, kernel, types);
+}
+
+Expected<Kernel> backward(const Step &step, const StepTypes &types, bool isMax) {
+  // max: (input, grad_output) -> grad_input; avg: (grad_output) -> grad_input.
+  if (types.operands.size() != (isMax ? 2u : 1u))
+    return Status::error(fmt::format("{}: takes {} operands", describe(step), isMax ? 2 : 1));
+  const TensorType &gradOutput = types.operands[isMax ? 1 : 0];
+  if (isMax && types.operands[0] != types.result)
+    return Status::error(fmt::format("{}: result {} must have the input's type {}",
+                                     describe(step), types.result.str(),
+                                     types.operands[0].str()));
+  Expected<Window2D> geometry = poolGeometry(step, types.result, gradOutput);
+  if (!geometry)
+    return geometry.status();
+  Window2D g = *geometry;
+  Kernel kernel = [g, isMax](const void *const *in, void *out) {
+    const double *x = isMax ? static_cast<const double *>(in[0]) : nullptr;
+    const double *dy = static_cast<const double *>(in[isMax ? 1 : 0]);
+    poolBackward(isMax, g, x, dy, static_cast<double *>(out));
+  };
+  return stagedThrough(DType::f64, kernel, types);
+}
+
+} // namespace
+
+Expected<Kernel> preparePooling(const Step &step, const StepTypes &types) {
+  if (step.op == "max_pool2d" || step.op == "avg_pool2d")
+    return forward(step, types, step.op == "max_pool2d");
+  return backward(step, types, step.op == "max_pool2d_backward");
+}
+
+} // namespace smelt::rt::cpu

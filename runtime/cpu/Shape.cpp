@@ -1,0 +1,249 @@
+// Shape kernels: broadcast_in_dim, reshape, transpose, slice, concat, pad and iota. All but
+// iota are one strided box copy (copyBox) with the right strides and offsets.
+#include "runtime/DTypeDispatch.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+namespace smelt::rt::cpu {
+
+namespace {
+
+/// Row-major strides of `shape`, in bytes of `width`-byte elements.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape, size_t width) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = int64_t(width);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+template <typename T>
+void copyRow(uint8_t *dst, int64_t dstStride, const uint8_t *src, int64_t srcStride, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(dst + i * dstStride, src + i * srcStride, sizeof(T));
+}
+
+/// Copies the box `dims` from `src` to `dst`, both walked with byte strides; a stride of 0
+/// repeats (broadcast). Contiguous rows become one memcpy.
+void copyBox(uint8_t *dst, const int64_t *dstStrides, const uint8_t *src,
+             const int64_t *srcStrides, const int64_t *dims, size_t rank, size_t width) {
+  if (rank == 0) {
+    std::memcpy(dst, src, width);
+    return;
+  }
+  if (rank > 1) {
+    for (int64_t i = 0; i < dims[0]; ++i)
+      copyBox(dst + i * dstStrides[0], dstStrides + 1, src + i * srcStrides[0], srcStrides + 1,
+              dims + 1, rank - 1, width);
+    return;
+  }
+  int64_t n = dims[0], ds = dstStrides[0], ss = srcStrides[0];
+  if (ds == int64_t(width) && ss == int64_t(width))
+    std::memcpy(dst, src, size_t(n) * width);
+  else if (width == 8)
+    copyRow<uint64_t>(dst, ds, src, ss, n);
+  else if (width == 4)
+    copyRow<uint32_t>(dst, ds, src, ss, n);
+  else if (width == 2)
+    copyRow<uint16_t>(dst, ds, src, ss, n);
+  else
+    copyRow<uint8_t>(dst, ds, src, ss, n);
+}
+
+/// A kernel copying the box `dims` from operand `operand` (+ `srcOffset` bytes) into the result
+/// (+ `dstOffset`).
+Kernel boxKernel(std::vector<int64_t> dims, std::vector<int64_t> dstStrides, int64_t dstOffset,
+                 std::vector<int64_t> srcStrides, int64_t srcOffset, size_t width,
+                 size_t operand = 0) {
+  return [=](const void *const *in, void *out) {
+    copyBox(static_cast<uint8_t *>(out) + dstOffset, dstStrides.data(),
+            static_cast<const uint8_t *>(in[operand]) + srcOffset, srcStrides.data(), dims.data(),
+            dims.size(), width);
+  };
+}
+
+Status mismatch(const Step &step, const StepTypes &types, const std::string &why) {
+  std::vector<std::string> operands;
+  for (const TensorType &t : types.operands)
+    operands.push_back(t.str());
+  return Status::error(fmt::format("{}: operands ({}) and result {} do not fit: {}",
+                                   describe(step), fmt::join(operands, ", "),
+                                   types.result.str(), why));
+}
+
+Expected<Kernel> broadcast(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  const TensorType &in = types.operands[0], &out = types.result;
+  std::vector<int64_t> map = attrs.ints("broadcast_dimensions", in.shape.size());
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  size_t width = byteWidth(in.dtype);
+  std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides(out.shape.size(), 0);
+  for (size_t i = 0; i < map.size(); ++i) {
+    if (map[i] < 0 || map[i] >= int64_t(out.shape.size()) ||
+        (in.shape[i] != 1 && in.shape[i] != out.shape[map[i]]))
+      return mismatch(step, types, fmt::format("dims = [{}]", fmt::join(map, ", ")));
+    srcStrides[map[i]] = in.shape[i] == 1 ? 0 : inStrides[i];
+  }
+  return boxKernel(out.shape, stridesOf(out.shape, width), 0, srcStrides, 0, width);
+}
+
+Expected<Kernel> transpose(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  const TensorType &in = types.operands[0], &out = types.result;
+  std::vector<int64_t> perm = attrs.ints("permutation", in.shape.size());
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  size_t width = byteWidth(in.dtype);
+  std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] < 0 || perm[i] >= int64_t(in.shape.size()) || out.shape[i] != in.shape[perm[i]])
+      return mismatch(step, types, fmt::format("permutation = [{}]", fmt::join(perm, ", ")));
+    srcStrides.push_back(inStrides[perm[i]]);
+  }
+  return boxKernel(out.shape, stridesOf(out.shape, width), 0, srcStrides, 0, width);
+}
+
+Expected<Kernel> slice(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  const TensorType &in = types.operands[0], &out = types.result;
+  size_t rank = in.shape.size();
+  std::vector<int64_t> start = attrs.ints("start_indices", rank),
+                       limit = attrs.ints("limit_indices", rank), step_ = attrs.ints("strides", rank);
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  size_t width = byteWidth(in.dtype);
+  std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides;
+  int64_t offset = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    if (start[i] < 0 || start[i] > limit[i] || limit[i] > in.shape[i] || step_[i] < 1 ||
+        out.shape[i] != (limit[i] - start[i] + step_[i] - 1) / step_[i])
+      return mismatch(step, types, fmt::format("range {}:{}:{} of dimension {}", start[i],
+                                               limit[i], step_[i], i));
+    offset += start[i] * inStrides[i];
+    srcStrides.push_back(inStrides[i] * step_[i]);
+  }
+  return boxKernel(out.shape, stridesOf(out.shape, width), 0, srcStrides, offset, width);
+}
+
+Expected<Kernel> concat(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  int64_t dim = attrs.integer("dimension");
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &out = types.result;
+  if (dim < 0 || dim >= int64_t(out.shape.size()))
+    return mismatch(step, types, fmt::format("dimension {}", dim));
+  size_t width = byteWidth(out.dtype);
+  std::vector<int64_t> outStrides = stridesOf(out.shape, width);
+  std::vector<Kernel> parts;
+  int64_t along = 0;
+  for (size_t k = 0; k < types.operands.size(); ++k) {
+    const TensorType &in = types.operands[k];
+    parts.push_back(boxKernel(in.shape, outStrides, along * outStrides[dim],
+                              stridesOf(in.shape, width), 0, width, k));
+    along += in.shape[dim];
+  }
+  if (along != out.shape[dim])
+    return mismatch(step, types, "sizes along the dimension do not add up");
+  return Kernel([parts](const void *const *in, void *out) {
+    for (const Kernel &part : parts)
+      part(in, out);
+  });
+}
+
+Expected<Kernel> pad(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  const TensorType &in = types.operands[0], &out = types.result;
+  size_t rank = in.shape.size();
+  std::vector<int64_t> low = attrs.ints("low", rank), high = attrs.ints("high", rank);
+  double value = attrs.real("value");
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  size_t width = byteWidth(in.dtype);
+  std::vector<int64_t> outStrides = stridesOf(out.shape, width);
+  int64_t offset = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    if (low[i] < 0 || high[i] < 0 || out.shape[i] != in.shape[i] + low[i] + high[i])
+      return mismatch(step, types, fmt::format("low {} high {} in dimension {}", low[i],
+                                               high[i], i));
+    offset += low[i] * outStrides[i];
+  }
+  // The padding value, stored once in the dtype, then repeated over the result.
+  uint8_t fill[8];
+  visitDType(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v = fromCompute<T>(value);
+    std::memcpy(fill, &v, sizeof(T));
+  });
+  std::vector<int64_t> fillStrides(rank, 0);
+  std::vector<uint8_t> pattern(fill, fill + width);
+  Kernel inner = boxKernel(in.shape, outStrides, offset, stridesOf(in.shape, width), 0, width);
+  std::vector<int64_t> outShape = out.shape;
+  return Kernel([=](const void *const *in, void *out) {
+    const void *patternPtr[] = {pattern.data()};
+    boxKernel(outShape, outStrides, 0, fillStrides, 0, width)(patternPtr, out);
+    inner(in, out);
+  });
+}
+
+Expected<Kernel> iota(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  int64_t dim = attrs.integer("dimension");
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &out = types.result;
+  if (dim < 0 || dim >= int64_t(out.shape.size()))
+    return mismatch(step, types, fmt::format("dimension {}", dim));
+  int64_t inner = 1;
+  for (size_t i = size_t(dim) + 1; i < out.shape.size(); ++i)
+    inner *= out.shape[i];
+  int64_t size = out.shape[dim], n = out.numElements();
+  return visitDType(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return Kernel([=](const void *const *, void *result) {
+      T *y = static_cast<T *>(result);
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = fromCompute<T>((i / inner) % size);
+    });
+  });
+}
+
+} // namespace
+
+Expected<Kernel> prepareShape(const Step &step, const StepTypes &types) {
+  size_t operands = step.op == "iota" ? 0 : 1;
+  if (step.op == "concat" ? types.operands.empty() : types.operands.size() != operands)
+    return Status::error(fmt::format("{}: wrong number of operands ({})", describe(step),
+                                     types.operands.size()));
+  for (const TensorType &t : types.operands)
+    if (t.dtype != types.result.dtype)
+      return mismatch(step, types, "element types differ");
+  if (step.op == "reshape") {
+    if (types.operands[0].numElements() != types.result.numElements())
+      return mismatch(step, types, "element counts differ");
+    size_t bytes = types.result.byteSize();
+    return Kernel([bytes](const void *const *in, void *out) { std::memcpy(out, in[0], bytes); });
+  }
+  if (step.op == "iota")
+    return iota(step, types);
+  if (types.operands[0].shape.size() != types.result.shape.size() && step.op != "broadcast_in_dim")
+    return mismatch(step, types, "ranks differ");
+  if (step.op == "broadcast_in_dim")
+    return broadcast(step, types);
+  if (step.op == "transpose")
+    return transpose(step, types);
+  if (step.op == "slice")
+    return slice(step, types);
+  if (step.op == "concat")
+    return concat(step, types);
+  return pad(step, types);
+}
+
+} // namespace smelt::rt::cpu

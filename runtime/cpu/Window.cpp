@@ -1,0 +1,100 @@
+// Plain loops over 2-D windows: f64 convolution and pooling, and the pooling gradients.
+#include "runtime/cpu/Window.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace smelt::rt::cpu {
+
+void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y) {
+  double *zeroed = mode == ConvMode::Forward ? y : mode == ConvMode::BackwardInput ? x : w;
+  int64_t zeroCount = mode == ConvMode::Forward         ? g.n * g.oh * g.ow * g.f
+                      : mode == ConvMode::BackwardInput ? g.n * g.h * g.w * g.c
+                                                        : g.kh * g.kw * g.c * g.f;
+  std::fill(zeroed, zeroed + zeroCount, 0.0);
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox)
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+          if (iy < 0 || iy >= g.h)
+            continue;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            int64_t ix = ox * g.sw - g.pl + kx * g.dw;
+            if (ix < 0 || ix >= g.w)
+              continue;
+            double *xs = x + ((b * g.h + iy) * g.w + ix) * g.c;
+            double *ws = w + (ky * g.kw + kx) * g.c * g.f;
+            double *ys = y + ((b * g.oh + oy) * g.ow + ox) * g.f;
+            for (int64_t c = 0; c < g.c; ++c)
+              for (int64_t f = 0; f < g.f; ++f) {
+                if (mode == ConvMode::Forward)
+                  ys[f] += xs[c] * ws[c * g.f + f];
+                else if (mode == ConvMode::BackwardInput)
+                  xs[c] += ys[f] * ws[c * g.f + f];
+                else
+                  ws[c * g.f + f] += xs[c] * ys[f];
+              }
+          }
+        }
+}
+
+namespace {
+/// Calls fn(outputIndex, inputIndex, inBoundsCount) for every in-bounds element of every
+/// window, channel by channel.
+template <typename Fn> void forEachWindow(const Window2D &g, Fn fn) {
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        int64_t y0 = std::max<int64_t>(oy * g.sh - g.pt, 0);
+        int64_t y1 = std::min<int64_t>(oy * g.sh - g.pt + g.kh, g.h);
+        int64_t x0 = std::max<int64_t>(ox * g.sw - g.pl, 0);
+        int64_t x1 = std::min<int64_t>(ox * g.sw - g.pl + g.kw, g.w);
+        int64_t count = (y1 - y0) * (x1 - x0);
+        for (int64_t c = 0; c < g.c; ++c) {
+          int64_t out = ((b * g.oh + oy) * g.ow + ox) * g.c + c;
+          fn(out, b, y0, y1, x0, x1, c, count);
+        }
+      }
+}
+} // namespace
+
+void poolForward(bool isMax, const Window2D &g, const double *x, double *y) {
+  forEachWindow(g, [&](int64_t out, int64_t b, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
+                       int64_t c, int64_t count) {
+    double acc = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (int64_t iy = y0; iy < y1; ++iy)
+      for (int64_t ix = x0; ix < x1; ++ix) {
+        double v = x[((b * g.h + iy) * g.w + ix) * g.c + c];
+        acc = isMax ? ((v > acc || v != v) ? v : acc) : acc + v;
+      }
+    y[out] = isMax ? acc : acc / double(count);
+  });
+}
+
+void poolBackward(bool isMax, const Window2D &g, const double *x, const double *dy, double *dx) {
+  std::fill(dx, dx + g.n * g.h * g.w * g.c, 0.0);
+  forEachWindow(g, [&](int64_t out, int64_t b, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
+                       int64_t c, int64_t count) {
+    if (!isMax) {
+      for (int64_t iy = y0; iy < y1; ++iy)
+        for (int64_t ix = x0; ix < x1; ++ix)
+          dx[((b * g.h + iy) * g.w + ix) * g.c + c] += dy[out] / double(count);
+      return;
+    }
+    int64_t best = -1;
+    double bestValue = 0;
+    for (int64_t iy = y0; iy < y1; ++iy)
+      for (int64_t ix = x0; ix < x1; ++ix) {
+        int64_t at = ((b * g.h + iy) * g.w + ix) * g.c + c;
+        if (best < 0 || x[at] > bestValue) {
+          best = at;
+          bestValue = x[at];
+        }
+      }
+    dx[best] += dy[out];
+  });
+}
+
+} // namespace smelt::rt::cpu

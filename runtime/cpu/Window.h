@@ -1,0 +1,33 @@
+// Geometry of 2-D windows (convolutions and pooling, NHWC) and the plain loops over it that
+// serve f64 (oneDNN has no f64) and the pooling gradients.
+#pragma once
+
+#include "runtime/Executable.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+
+namespace smelt::rt::cpu {
+
+struct Window2D {
+  int64_t n, h, w, c;          // input NHWC
+  int64_t kh, kw, f;           // window (filter HWIO: kh, kw, c, f; pooling: f == c)
+  int64_t oh, ow;              // output spatial size
+  int64_t sh, sw;              // strides
+  int64_t pt, pb, pl, pr;      // padding
+  int64_t dh = 1, dw = 1;      // dilation
+};
+
+/// Which of the three convolution products a loop computes.
+enum class ConvMode { Forward, BackwardInput, BackwardFilter };
+
+/// Plain convolution in double: Forward y += x*w, BackwardInput dx += dy*w, BackwardFilter
+/// dw += x*dy, with zeroed outputs. Pointers are x (NHWC), w (HWIO), y (N,OH,OW,F).
+void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y);
+
+/// Plain pooling in double. Forward writes y from x; backward adds dy into dx (zeroed first):
+/// max routes to the first maximum of each window, avg spreads over the in-bounds elements.
+void poolForward(bool isMax, const Window2D &g, const double *x, double *y);
+void poolBackward(bool isMax, const Window2D &g, const double *x, const double *dy, double *dx);
+
+} // namespace smelt::rt::cpu
