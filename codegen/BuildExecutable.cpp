@@ -48,11 +48,13 @@ std::string locationString(Location loc) {
 }
 
 /// An op's inherent attribute as a plain value; enums become their keyword.
-std::optional<rt::AttrValue> plainAttr(Attribute attr) {
-  if (auto direction = dyn_cast<CompareDirectionAttr>(attr))
-    return std::string(stringifyCompareDirection(direction.getValue()));
-  if (auto kind = dyn_cast<ReduceKindAttr>(attr))
-    return std::string(stringifyReduceKind(kind.getValue()));
+std::optional<rt::AttrValue> plainAttr(Operation &op, Attribute attr) {
+  // Enum attributes are integer attributes underneath, so they are told apart by op, not by
+  // attribute class (a reduce kind would pass for a compare direction).
+  if (auto compare = dyn_cast<CompareOp>(op); compare && attr == compare.getDirectionAttr())
+    return std::string(stringifyCompareDirection(compare.getDirection()));
+  if (auto reduce = dyn_cast<ReduceOp>(op); reduce && attr == reduce.getKindAttr())
+    return std::string(stringifyReduceKind(reduce.getKind()));
   if (isa<UnitAttr>(attr))
     return int64_t(1);
   if (auto b = dyn_cast<BoolAttr>(attr))
@@ -166,7 +168,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       // Discardable attributes (dialect-prefixed, like a future smelt.device) are not semantics.
       if (attr.getName().getValue().contains('.'))
         continue;
-      std::optional<rt::AttrValue> value = plainAttr(attr.getValue());
+      std::optional<rt::AttrValue> value = plainAttr(op, attr.getValue());
       if (!value)
         return op.emitOpError("attribute '") << attr.getName().getValue()
                                              << "' has a kind codegen cannot carry: "
