@@ -80,11 +80,10 @@ int main(int argc, char **argv) {
   std::vector<rt::HostTensor> params;
   check(init.run(std::vector<rt::HostTensor>{}, params));
 
-  // Parameters first (builder order), then the images.
-  std::vector<const rt::HostTensor *> args;
+  // Arguments in the order the builder created them: the images, then the parameters.
+  std::vector<const rt::HostTensor *> args = {nullptr};
   for (const rt::HostTensor &p : params)
     args.push_back(&p);
-  args.push_back(nullptr);
   const float *images = test->images.data<float>();
   int64_t correct = 0;
   std::vector<double> batchMs;
@@ -93,7 +92,7 @@ int main(int argc, char **argv) {
     int64_t n = std::min(batch, count - begin);
     rt::HostTensor x = rt::HostTensor::zeros({rt::DType::f32, {n, 784}});
     std::memcpy(x.data<float>(), images + begin * 784, size_t(n) * 784 * sizeof(float));
-    args.back() = &x;
+    args[0] = &x;
     std::vector<rt::HostTensor> out;
     auto t0 = Clock::now();
     check(n == batch ? forward.run(args, out) : forwardRest->run(args, out));

@@ -1,0 +1,154 @@
+// Layers and composites as compositions of smelt ops; fusion (later) makes them fast.
+#include "frontend/Layers.h"
+
+namespace smelt {
+
+namespace {
+/// `x` with dimension `axis` reduced and then broadcast back, for "x - max(x)" patterns.
+Tensor keepDims(Tensor reduced, Tensor like, int64_t axis, Loc loc) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < like.rank(); ++d)
+    if (d != axis)
+      dims.push_back(d);
+  return broadcastInDim(reduced, like.shape(), dims, loc);
+}
+
+int64_t positiveAxis(Tensor x, int64_t axis, Loc loc) {
+  if (axis < -x.rank() || axis >= x.rank())
+    x.graph().fail(loc, "axis " + std::to_string(axis) + " is out of range for rank " +
+                            std::to_string(x.rank()));
+  return axis < 0 ? axis + x.rank() : axis;
+}
+} // namespace
+
+Tensor activate(Tensor x, Activation activation, Loc loc) {
+  switch (activation) {
+  case Activation::None:
+    return x;
+  case Activation::Relu:
+    return relu(x, loc);
+  case Activation::Tanh:
+    return tanh(x, loc);
+  case Activation::Logistic:
+    return logistic(x, loc);
+  case Activation::Softmax:
+    return softmax(x, -1, loc);
+  }
+  return x;
+}
+
+Tensor dense(Tensor x, int64_t units, const std::string &name, Activation activation,
+             Initializer kernelInit, Loc loc) {
+  Graph &g = x.graph();
+  if (x.rank() != 2)
+    g.fail(loc, "dense layer '" + name + "' needs a [batch, features] input, got rank " +
+                    std::to_string(x.rank()) + " (flatten it first)");
+  Tensor w = g.parameter(name + "/kernel", {x.dim(1), units}, kernelInit, x.dtype(), loc);
+  Tensor b = g.parameter(name + "/bias", {units}, Initializer::zeros(), x.dtype(), loc);
+  return activate(add(matmul(x, w, false, false, loc), b, loc), activation, loc);
+}
+
+Quad windowPadding(Padding padding, const std::vector<int64_t> &inputShape, Pair window,
+                   Pair strides, Pair dilation) {
+  if (padding == Padding::Valid || inputShape.size() != 4)
+    return {0, 0, 0, 0};
+  Quad out{};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = inputShape[1 + i], extent = dilation[i] * (window[i] - 1) + 1;
+    int64_t size = (in + strides[i] - 1) / strides[i];
+    int64_t total = std::max<int64_t>((size - 1) * strides[i] + extent - in, 0);
+    out[2 * i] = total / 2;
+    out[2 * i + 1] = total - total / 2;
+  }
+  return out;
+}
+
+Tensor conv2dLayer(Tensor x, int64_t filters, Pair kernel, const std::string &name,
+                   Pair strides, Padding padding, Activation activation, Initializer kernelInit,
+                   Loc loc) {
+  Graph &g = x.graph();
+  if (x.rank() != 4)
+    g.fail(loc, "conv2d layer '" + name + "' needs an NHWC input, got rank " +
+                    std::to_string(x.rank()));
+  Tensor w = g.parameter(name + "/kernel", {kernel[0], kernel[1], x.dim(3), filters},
+                         kernelInit, x.dtype(), loc);
+  Tensor b = g.parameter(name + "/bias", {filters}, Initializer::zeros(), x.dtype(), loc);
+  Tensor y = conv2d(x, w, strides, windowPadding(padding, x.shape(), kernel, strides), {1, 1},
+                    loc);
+  return activate(add(y, b, loc), activation, loc);
+}
+
+Tensor maxPool(Tensor x, Pair window, Pair strides, Padding padding, Loc loc) {
+  return maxPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides), loc);
+}
+
+Tensor avgPool(Tensor x, Pair window, Pair strides, Padding padding, Loc loc) {
+  return avgPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides), loc);
+}
+
+Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, Loc loc) {
+  if (rate < 0 || rate >= 1)
+    x.graph().fail(loc, "dropout rate " + std::to_string(rate) + " must be in [0, 1)");
+  if (!training || rate == 0)
+    return x;
+  Tensor u = rngUniform(x.graph(), x.shape(), seed, 0.0, 1.0, x.dtype(), loc);
+  Tensor keep = compare(u, scalarLike(u, rate, loc), CompareDirection::ge, loc);
+  Tensor scaled = mul(x, scalarLike(x, 1.0 / (1.0 - rate), loc), loc);
+  return select(keep, scaled, scalarLike(x, 0.0, loc), loc);
+}
+
+Tensor flatten(Tensor x, Loc loc) {
+  if (x.rank() < 1)
+    x.graph().fail(loc, "flatten needs a batch dimension");
+  return reshape(x, {x.dim(0), -1}, loc);
+}
+
+Tensor softmax(Tensor x, int64_t axis, Loc loc) {
+  axis = positiveAxis(x, axis, loc);
+  Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
+  Tensor e = exp(shifted, loc);
+  return div(e, keepDims(reduceSum(e, {axis}, loc), x, axis, loc), loc);
+}
+
+Tensor logSoftmax(Tensor x, int64_t axis, Loc loc) {
+  axis = positiveAxis(x, axis, loc);
+  Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
+  Tensor logSum = log(reduceSum(exp(shifted, loc), {axis}, loc), loc);
+  return sub(shifted, keepDims(logSum, x, axis, loc), loc);
+}
+
+/// Checks that `logits` is [N, C] and `labels` [N] integer class indices.
+static void checkLabels(Tensor logits, Tensor labels, Loc loc) {
+  Graph &g = logits.graph();
+  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0))
+    g.fail(loc, "logits must be [N, C] and labels [N]: got logits of rank " +
+                    std::to_string(logits.rank()) + " and labels of rank " +
+                    std::to_string(labels.rank()));
+  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+    g.fail(loc, "labels must be i32 or i64 class indices");
+}
+
+/// A one-hot [N, C] mask of `labels` [N] in the dtype of `logits`.
+static Tensor oneHot(Tensor logits, Tensor labels, Loc loc) {
+  checkLabels(logits, labels, loc);
+  Graph &g = logits.graph();
+  Tensor classes = iota(g, logits.shape(), 1, labels.dtype(), loc);
+  Tensor hit = compare(classes, broadcastInDim(labels, logits.shape(), {0}, loc),
+                       CompareDirection::eq, loc);
+  return convert(hit, logits.dtype(), loc);
+}
+
+Tensor sparseSoftmaxCrossEntropy(Tensor logits, Tensor labels, Loc loc) {
+  Tensor picked = reduceSum(mul(logSoftmax(logits, 1, loc), oneHot(logits, labels, loc), loc),
+                            {1}, loc);
+  return neg(mean(picked, {0}, loc), loc);
+}
+
+Tensor accuracy(Tensor logits, Tensor labels, Loc loc) {
+  checkLabels(logits, labels, loc);
+  Tensor predicted = convert(argmax(logits, 1, loc), labels.dtype(), loc);
+  Tensor hit = convert(compare(predicted, labels, CompareDirection::eq, loc), DType::f32, loc);
+  return mean(hit, {0}, loc);
+}
+
+} // namespace smelt

@@ -1,0 +1,20 @@
+// The ready-made models.
+#include "frontend/Models.h"
+
+namespace smelt {
+
+Tensor mlpClassifier(Graph &g, Tensor x, const std::vector<int64_t> &layers, double dropoutRate,
+                     bool training, uint64_t dropoutSeed, Loc loc) {
+  if (layers.size() < 2 || x.rank() != 2 || x.dim(1) != layers[0])
+    g.fail(loc, "mlpClassifier needs layer sizes {input, ..., classes} matching a [batch, " +
+                    std::to_string(layers.empty() ? 0 : layers[0]) + "] input");
+  Tensor h = x;
+  for (size_t i = 1; i + 1 < layers.size(); ++i) {
+    h = dense(h, layers[i], "dense" + std::to_string(i), Activation::Relu,
+              Initializer::glorotUniform(), loc);
+    h = dropout(h, dropoutRate, dropoutSeed + i, training, loc);
+  }
+  return dense(h, layers.back(), "logits", Activation::None, Initializer::glorotUniform(), loc);
+}
+
+} // namespace smelt

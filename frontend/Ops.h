@@ -1,0 +1,115 @@
+// One builder function per smelt op, plus NumPy-broadcasting arithmetic operators. Each takes
+// the caller's source location (a defaulted argument) so an error points at the user's line.
+#pragma once
+
+#include "frontend/Graph.h"
+#include "ir/SmeltDialect.h"
+
+#include <array>
+
+namespace smelt {
+
+// Sources.
+Tensor constant(Graph &g, double value, const std::vector<int64_t> &shape = {},
+                DType dtype = DType::f32, Loc loc = Loc::current());
+Tensor constant(Graph &g, const std::vector<double> &values, const std::vector<int64_t> &shape,
+                DType dtype = DType::f32, Loc loc = Loc::current());
+Tensor iota(Graph &g, const std::vector<int64_t> &shape, int64_t dimension,
+            DType dtype = DType::i64, Loc loc = Loc::current());
+Tensor rngUniform(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double low,
+                  double high, DType dtype = DType::f32, Loc loc = Loc::current());
+Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double mean,
+                 double stddev, DType dtype = DType::f32, Loc loc = Loc::current());
+
+// Elementwise, unary.
+Tensor neg(Tensor x, Loc loc = Loc::current());
+Tensor abs(Tensor x, Loc loc = Loc::current());
+Tensor relu(Tensor x, Loc loc = Loc::current());
+Tensor exp(Tensor x, Loc loc = Loc::current());
+Tensor log(Tensor x, Loc loc = Loc::current());
+Tensor tanh(Tensor x, Loc loc = Loc::current());
+Tensor logistic(Tensor x, Loc loc = Loc::current());
+Tensor sqrt(Tensor x, Loc loc = Loc::current());
+Tensor rsqrt(Tensor x, Loc loc = Loc::current());
+Tensor erf(Tensor x, Loc loc = Loc::current());
+
+// Elementwise, binary, with NumPy broadcasting (explicit broadcast_in_dim in the IR).
+Tensor add(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor sub(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor mul(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor div(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor maximum(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor minimum(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor pow(Tensor a, Tensor b, Loc loc = Loc::current());
+Tensor compare(Tensor a, Tensor b, CompareDirection direction, Loc loc = Loc::current());
+Tensor select(Tensor pred, Tensor onTrue, Tensor onFalse, Loc loc = Loc::current());
+Tensor convert(Tensor x, DType dtype, Loc loc = Loc::current());
+/// A scalar of `like`'s dtype, broadcast by the caller as needed.
+Tensor scalarLike(Tensor like, double value, Loc loc = Loc::current());
+
+// Shape. Axes may be negative (counted from the end, as in NumPy).
+Tensor broadcastTo(Tensor x, const std::vector<int64_t> &shape, Loc loc = Loc::current());
+Tensor broadcastInDim(Tensor x, const std::vector<int64_t> &shape,
+                      const std::vector<int64_t> &dims, Loc loc = Loc::current());
+/// One dimension may be -1: it takes what the element count leaves.
+Tensor reshape(Tensor x, std::vector<int64_t> shape, Loc loc = Loc::current());
+Tensor transpose(Tensor x, const std::vector<int64_t> &permutation, Loc loc = Loc::current());
+Tensor slice(Tensor x, const std::vector<int64_t> &start, const std::vector<int64_t> &limit,
+             std::vector<int64_t> strides = {}, Loc loc = Loc::current());
+Tensor concat(const std::vector<Tensor> &parts, int64_t axis, Loc loc = Loc::current());
+Tensor pad(Tensor x, const std::vector<int64_t> &low, const std::vector<int64_t> &high,
+           double value = 0, Loc loc = Loc::current());
+
+// Reductions.
+Tensor reduceSum(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor reduceMax(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor reduceMin(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor mean(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor argmax(Tensor x, int64_t axis, Loc loc = Loc::current());
+
+// Contractions. Windows: strides {sh, sw}, padding {top, bottom, left, right}, dilation.
+using Pair = std::array<int64_t, 2>;
+using Quad = std::array<int64_t, 4>;
+Tensor matmul(Tensor a, Tensor b, bool transposeA = false, bool transposeB = false,
+              Loc loc = Loc::current());
+Tensor conv2d(Tensor input, Tensor filter, Pair strides = {1, 1}, Quad padding = {0, 0, 0, 0},
+              Pair dilation = {1, 1}, Loc loc = Loc::current());
+Tensor conv2dBackwardInput(Tensor gradOutput, Tensor filter,
+                           const std::vector<int64_t> &inputShape, Pair strides, Quad padding,
+                           Pair dilation = {1, 1}, Loc loc = Loc::current());
+Tensor conv2dBackwardFilter(Tensor input, Tensor gradOutput,
+                            const std::vector<int64_t> &filterShape, Pair strides, Quad padding,
+                            Pair dilation = {1, 1}, Loc loc = Loc::current());
+Tensor maxPool2d(Tensor input, Pair window, Pair strides, Quad padding = {0, 0, 0, 0},
+                 Loc loc = Loc::current());
+Tensor avgPool2d(Tensor input, Pair window, Pair strides, Quad padding = {0, 0, 0, 0},
+                 Loc loc = Loc::current());
+Tensor maxPool2dBackward(Tensor input, Tensor gradOutput, Pair window, Pair strides,
+                         Quad padding = {0, 0, 0, 0}, Loc loc = Loc::current());
+Tensor avgPool2dBackward(Tensor gradOutput, const std::vector<int64_t> &inputShape,
+                         Pair window, Pair strides, Quad padding = {0, 0, 0, 0},
+                         Loc loc = Loc::current());
+
+/// A Tensor that remembers where the expression using it was written: operators cannot take a
+/// defaulted location argument, so their first operand captures it on conversion.
+struct Located {
+  Tensor tensor;
+  Loc loc;
+  Located(Tensor t, Loc l = Loc::current()) : tensor(t), loc(l) {}
+};
+
+Tensor operator+(Located a, Tensor b);
+Tensor operator-(Located a, Tensor b);
+Tensor operator*(Located a, Tensor b);
+Tensor operator/(Located a, Tensor b);
+Tensor operator+(Located a, double b);
+Tensor operator-(Located a, double b);
+Tensor operator*(Located a, double b);
+Tensor operator/(Located a, double b);
+Tensor operator+(double a, Located b);
+Tensor operator-(double a, Located b);
+Tensor operator*(double a, Located b);
+Tensor operator/(double a, Located b);
+Tensor operator-(Located a);
+
+} // namespace smelt
