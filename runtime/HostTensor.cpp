@@ -27,6 +27,19 @@ HostTensor HostTensor::zeros(const TensorType &type) {
   return t;
 }
 
+HostTensor::HostTensor(const HostTensor &other) {
+  if (!other.storage_)
+    return;
+  *this = zeros(other.type_);
+  std::memcpy(raw(), other.raw(), other.byteSize());
+}
+
+HostTensor &HostTensor::operator=(const HostTensor &other) {
+  if (this != &other)
+    *this = HostTensor(other);
+  return *this;
+}
+
 HostTensor HostTensor::fromDoubles(const TensorType &type, const std::vector<double> &values) {
   HostTensor t = zeros(type);
   visitDType(type.dtype, [&](auto tag) {

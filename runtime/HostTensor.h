@@ -14,6 +14,11 @@ namespace smelt::rt {
 class HostTensor {
 public:
   HostTensor() = default;
+  HostTensor(HostTensor &&) = default;
+  HostTensor &operator=(HostTensor &&) = default;
+  /// Copies are deep: each tensor owns its storage.
+  HostTensor(const HostTensor &other);
+  HostTensor &operator=(const HostTensor &other);
   /// A tensor of `type` with every byte zero.
   static HostTensor zeros(const TensorType &type);
   /// A tensor of `type` holding `values` converted to its dtype (f16/bf16 round to nearest).

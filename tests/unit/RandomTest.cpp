@@ -1,0 +1,67 @@
+// Counter-based random numbers: Philox known answers, determinism, and distribution moments.
+#include "TestUtil.h"
+
+#include "frontend/Ops.h"
+#include "runtime/cpu/Random.h"
+
+#include <cmath>
+
+namespace smelt::test {
+namespace {
+
+TEST(Random, PhiloxKnownAnswers) {
+  // Random123's published test vectors for philox4x32-10.
+  EXPECT_EQ(rt::cpu::philox4x32({0, 0, 0, 0}, {0, 0}),
+            (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(rt::cpu::philox4x32({~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}),
+            (std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(rt::cpu::philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+                                {0xa4093822, 0x299f31d0}),
+            (std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Random, UniformAndNormalMomentsAndDeterminism) {
+  uint64_t seed = rngSeed() % 1000003;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const int64_t n = 1 << 20;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    mlir::MLIRContext ctx;
+    Graph g(ctx, "f");
+    g.setOutputs({rngUniform(g, {n}, seed, -1.0, 3.0, dtype),
+                  rngNormal(g, {n}, seed, 0.5, 2.0, dtype),
+                  rngUniform(g, {n}, seed + 1, -1.0, 3.0, dtype)});
+    std::vector<rt::HostTensor> first = run(g, {}), second = run(g, {});
+    ASSERT_EQ(first.size(), 3u);
+    ASSERT_EQ(second.size(), 3u);
+    EXPECT_EQ(std::memcmp(first[0].raw(), second[0].raw(), first[0].byteSize()), 0);
+    std::vector<double> u = first[0].toDoubles(), z = first[1].toDoubles();
+    double um = 0, uv = 0, zm = 0, zv = 0, lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) {
+      um += u[i];
+      zm += z[i];
+      lo = std::min(lo, u[i]);
+      hi = std::max(hi, u[i]);
+    }
+    um /= n;
+    zm /= n;
+    for (int64_t i = 0; i < n; ++i) {
+      uv += (u[i] - um) * (u[i] - um);
+      zv += (z[i] - zm) * (z[i] - zm);
+    }
+    uv /= n;
+    zv /= n;
+    // Uniform(-1, 3): mean 1, variance 16/12; Normal(0.5, 2): mean 0.5, variance 4. Tolerances
+    // are ~6 standard errors at n = 2^20.
+    EXPECT_NEAR(um, 1.0, 6 * std::sqrt(16.0 / 12 / n));
+    EXPECT_NEAR(uv, 16.0 / 12, 0.01);
+    EXPECT_NEAR(zm, 0.5, 6 * 2.0 / std::sqrt(double(n)));
+    EXPECT_NEAR(zv, 4.0, 0.04);
+    EXPECT_GE(lo, -1.0);
+    EXPECT_LT(hi, 3.0);
+    EXPECT_NE(std::memcmp(first[0].raw(), first[2].raw(), first[0].byteSize()), 0)
+        << "different seeds must give different numbers";
+  }
+}
+
+} // namespace
+} // namespace smelt::test

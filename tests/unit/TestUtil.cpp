@@ -1,0 +1,118 @@
+// Implementation of the shared unit-test helpers.
+#include "TestUtil.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace smelt::test {
+
+uint64_t rngSeed() {
+  static uint64_t seed = [] {
+    if (const char *fixed = std::getenv("SMELT_TEST_SEED"))
+      return uint64_t(std::strtoull(fixed, nullptr, 10));
+    return (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  }();
+  return seed;
+}
+
+std::mt19937_64 &rng() {
+  static std::mt19937_64 generator(rngSeed());
+  return generator;
+}
+
+double draw(double lo, double hi, double minMagnitude) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (;;) {
+    double v = dist(rng());
+    if (std::abs(v) >= minMagnitude)
+      return v;
+  }
+}
+
+rt::DType toRt(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return rt::DType::f32;
+  case DType::f16:
+    return rt::DType::f16;
+  case DType::bf16:
+    return rt::DType::bf16;
+  case DType::f64:
+    return rt::DType::f64;
+  case DType::i32:
+    return rt::DType::i32;
+  case DType::i64:
+    return rt::DType::i64;
+  case DType::i1:
+    break;
+  }
+  return rt::DType::i1;
+}
+
+rt::HostTensor randomTensor(const std::vector<int64_t> &shape, DType dtype,
+                            const std::function<double()> &gen) {
+  rt::TensorType type{toRt(dtype), shape};
+  std::vector<double> values(size_t(type.numElements()));
+  for (double &v : values) {
+    v = gen ? gen() : draw(-2.0, 2.0);
+    if (dtype == DType::i32 || dtype == DType::i64)
+      v = std::round(v * 10.0);
+    if (dtype == DType::i1)
+      v = v > 0;
+  }
+  return rt::HostTensor::fromDoubles(type, values);
+}
+
+std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> &inputs,
+                                const std::string &function) {
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler capture(&graph.context(), [&](mlir::Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return mlir::success();
+  });
+  mlir::FailureOr<rt::Executable> exe =
+      codegen::compile(graph.module(), function.empty() ? graph.name() : function);
+  if (failed(exe)) {
+    ADD_FAILURE() << "compile failed:\n" << diagnostics;
+    return {};
+  }
+  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
+  if (!cpu) {
+    ADD_FAILURE() << "executor: " << cpu.message();
+    return {};
+  }
+  std::vector<rt::HostTensor> outputs;
+  if (rt::Status s = cpu->run(inputs, outputs); !s.ok())
+    ADD_FAILURE() << "run: " << s.message();
+  return outputs;
+}
+
+double relError(const std::vector<double> &got, const std::vector<double> &ref) {
+  if (got.size() != ref.size())
+    return INFINITY;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return 2e-6;
+  case DType::f16:
+    return 1e-3;
+  case DType::bf16:
+    return 8e-3;
+  case DType::f64:
+    return 1e-12;
+  default:
+    return 0;
+  }
+}
+
+} // namespace smelt::test

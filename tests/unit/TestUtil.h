@@ -1,0 +1,42 @@
+// Shared helpers of the unit tests: fresh random inputs (never zeros), running a builder graph
+// on the CPU, and the relative-norm comparison against float64 references.
+#pragma once
+
+#include "codegen/Compile.h"
+#include "frontend/Graph.h"
+#include "runtime/CpuExecutor.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+namespace smelt::test {
+
+/// A generator seeded from std::random_device; its seed is printed on failure (SCOPED_TRACE in
+/// the caller) so a failing draw can be replayed with SMELT_TEST_SEED.
+std::mt19937_64 &rng();
+uint64_t rngSeed();
+
+/// Uniform in [lo, hi] with |x| >= minMagnitude, so nothing is (near) zero.
+double draw(double lo, double hi, double minMagnitude = 0.05);
+
+rt::DType toRt(DType dtype);
+
+/// A tensor of `dtype` filled from `gen` (defaults to uniform in [-2, 2] away from zero);
+/// integers are rounded. f16/bf16 values are rounded when stored: read them back with
+/// toDoubles() for the reference.
+rt::HostTensor randomTensor(const std::vector<int64_t> &shape, DType dtype,
+                            const std::function<double()> &gen = {});
+
+/// Compiles `graph`'s function (default pipeline included) and runs it on `inputs`.
+std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> &inputs,
+                                const std::string &function = "");
+
+/// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
+double relError(const std::vector<double> &got, const std::vector<double> &ref);
+
+/// The tolerance of a float64-reference comparison for results of `dtype`.
+double tolerance(DType dtype);
+
+} // namespace smelt::test
