@@ -181,7 +181,9 @@ def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise]> {
   }];
 }
 
-def Smelt_ConvertOp : Smelt_Op<"convert", [Elementwise]> {
+// Not marked Elementwise: that trait's generic shape check would run before, and hide, the
+// verifier's message naming both types.
+def Smelt_ConvertOp : Smelt_Op<"convert"> {
   let summary = "elementwise change of element type";
   let description = [{
     Converts each element to the result's element type: floats round to nearest even, float to
