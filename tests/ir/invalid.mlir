@@ -252,6 +252,7 @@ func.func @concat_mismatch(%a: tensor<3x4xf32>, %b: tensor<3x5xf32>) {
 
 // The custom syntax cannot even spell an empty concat; the generic form reaches the verifier.
 func.func @concat_empty() {
+  // expected-error @+2 {{'smelt.concat' op needs at least one operand}}
   // expected-error @+1 {{'smelt.concat' op failed to infer returned types}}
   %0 = "smelt.concat"() <{dimension = 0 : i64}> : () -> tensor<3xf32>
   return
