@@ -6,6 +6,9 @@
 
 namespace smelt::tools {
 
+/// Every option of the driver is in this category; LLVM's own global options are hidden.
+llvm::cl::OptionCategory &smeltCategory();
+
 extern llvm::cl::SubCommand runSubcommand;
 int runCommand();
 

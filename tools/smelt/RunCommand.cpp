@@ -24,17 +24,17 @@ namespace smelt::tools {
 cl::SubCommand runSubcommand("run", "Compile a function of a .mlir module and run it on the CPU");
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
-                                      cl::sub(runSubcommand));
+                                      cl::sub(runSubcommand), cl::cat(smeltCategory()));
 static cl::list<std::string> inputSpecs(
     "input", cl::desc("An argument's value: NAME=FILE.npy, NAME being the argument's "
                       "smelt.name, argN, or its position N"),
-    cl::value_desc("name=file.npy"), cl::sub(runSubcommand));
+    cl::value_desc("name=file.npy"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> outputDir(
     "output-dir", cl::desc("Write each result to DIR/<name>.npy (created if missing)"),
-    cl::value_desc("dir"), cl::sub(runSubcommand));
+    cl::value_desc("dir"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to run (default: @main, or the only function)"),
-    cl::value_desc("name"), cl::sub(runSubcommand));
+    cl::value_desc("name"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
 
 static int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";

@@ -6,8 +6,17 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
+namespace smelt::tools {
+llvm::cl::OptionCategory &smeltCategory() {
+  static llvm::cl::OptionCategory category("smelt options");
+  return category;
+}
+} // namespace smelt::tools
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // libLLVM registers hundreds of backend flags; a user of smelt needs none of them.
+  llvm::cl::HideUnrelatedOptions(smelt::tools::smeltCategory());
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "Smelt: a dataflow-graph compiler for training.\n\n"
                                     "  smelt run model.mlir --input x=x.npy --output-dir out\n");
