@@ -77,6 +77,17 @@ Status mismatch(const Step &step, const StepTypes &types, const std::string &why
                                    types.result.str(), why));
 }
 
+/// The `dimension` attribute of concat and iota, checked against the result's rank.
+Expected<int64_t> dimensionAttr(const Step &step, const StepTypes &types) {
+  AttrReader attrs(step);
+  int64_t dim = attrs.integer("dimension");
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  if (dim < 0 || dim >= int64_t(types.result.shape.size()))
+    return mismatch(step, types, fmt::format("dimension {}", dim));
+  return dim;
+}
+
 Expected<Kernel> broadcast(const Step &step, const StepTypes &types) {
   AttrReader attrs(step);
   const TensorType &in = types.operands[0], &out = types.result;
@@ -133,13 +144,11 @@ Expected<Kernel> slice(const Step &step, const StepTypes &types) {
 }
 
 Expected<Kernel> concat(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  int64_t dim = attrs.integer("dimension");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  Expected<int64_t> dimension = dimensionAttr(step, types);
+  if (!dimension)
+    return dimension.status();
+  int64_t dim = *dimension;
   const TensorType &out = types.result;
-  if (dim < 0 || dim >= int64_t(out.shape.size()))
-    return mismatch(step, types, fmt::format("dimension {}", dim));
   size_t width = byteWidth(out.dtype);
   std::vector<int64_t> outStrides = stridesOf(out.shape, width);
   std::vector<Kernel> parts;
@@ -194,13 +203,11 @@ Expected<Kernel> pad(const Step &step, const StepTypes &types) {
 }
 
 Expected<Kernel> iota(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  int64_t dim = attrs.integer("dimension");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  Expected<int64_t> dimension = dimensionAttr(step, types);
+  if (!dimension)
+    return dimension.status();
+  int64_t dim = *dimension;
   const TensorType &out = types.result;
-  if (dim < 0 || dim >= int64_t(out.shape.size()))
-    return mismatch(step, types, fmt::format("dimension {}", dim));
   int64_t inner = 1;
   for (size_t i = size_t(dim) + 1; i < out.shape.size(); ++i)
     inner *= out.shape[i];

@@ -37,6 +37,14 @@ const std::vector<UnaryCase> &unaryCases() {
 
 const DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
+/// The float dtypes, and i32/i64 too for ops that take integers.
+std::vector<DType> dtypesFor(bool integers) {
+  std::vector<DType> dtypes(std::begin(kFloats), std::end(kFloats));
+  if (integers)
+    dtypes.insert(dtypes.end(), {DType::i32, DType::i64});
+  return dtypes;
+}
+
 std::vector<double> applyEach(const std::vector<double> &x, const std::function<double(double)> &f) {
   std::vector<double> y;
   for (double v : x)
@@ -47,10 +55,7 @@ std::vector<double> applyEach(const std::vector<double> &x, const std::function<
 TEST(Elementwise, UnaryOpsMatchFloat64) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   for (const UnaryCase &c : unaryCases()) {
-    std::vector<DType> dtypes(std::begin(kFloats), std::end(kFloats));
-    if (c.integers)
-      dtypes.insert(dtypes.end(), {DType::i32, DType::i64});
-    for (DType dtype : dtypes) {
+    for (DType dtype : dtypesFor(c.integers)) {
       SCOPED_TRACE(std::string(c.name) + " dtype " + std::to_string(int(dtype)));
       mlir::MLIRContext ctx;
       Graph g(ctx, "f");
@@ -83,10 +88,7 @@ TEST(Elementwise, BinaryOpsMatchFloat64) {
       {"pow", smelt::pow, [](double a, double b) { return std::pow(a, b); }, false},
   };
   for (const BinaryCase &c : cases) {
-    std::vector<DType> dtypes(std::begin(kFloats), std::end(kFloats));
-    if (c.integers)
-      dtypes.insert(dtypes.end(), {DType::i32, DType::i64});
-    for (DType dtype : dtypes) {
+    for (DType dtype : dtypesFor(c.integers)) {
       SCOPED_TRACE(std::string(c.name) + " dtype " + std::to_string(int(dtype)));
       mlir::MLIRContext ctx;
       Graph g(ctx, "f");
