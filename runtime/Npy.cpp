@@ -94,6 +94,9 @@ Expected<HostTensor> readNpy(const std::string &path) {
       long long d = std::strtoll(item.c_str(), &end, 10);
       if (d < 0 || item.find_first_not_of(" 0123456789L") != std::string::npos)
         return error("malformed shape " + *shapeText + " in the header");
+      // Reject sizes whose byte count would overflow before anything is allocated.
+      if (d > 0 && type.numElements() > (int64_t(1) << 50) / d)
+        return error("shape " + *shapeText + " in the header is too large");
       type.shape.push_back(d);
     }
     if (comma == std::string::npos)
