@@ -3,6 +3,7 @@
 
 #include "ir/SmeltDialect.cpp.inc"
 #include "ir/SmeltEnums.cpp.inc"
+#include "ir/SmeltInterfaces.cpp.inc"
 
 namespace smelt {
 

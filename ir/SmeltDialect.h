@@ -12,6 +12,7 @@
 #include "ir/SmeltEnums.h.inc"
 
 #include "ir/SmeltDialect.h.inc"
+#include "ir/SmeltInterfaces.h.inc"
 
 namespace smelt {
 

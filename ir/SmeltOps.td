@@ -3,6 +3,7 @@
 #define SMELT_OPS_TD
 
 include "ir/SmeltDialect.td"
+include "ir/SmeltInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -14,6 +15,9 @@ class Smelt_Op<string mnemonic, list<Trait> traits = []>
 // one check and one message.
 class Smelt_InferredOp<string mnemonic, list<Trait> traits = []>
     : Smelt_Op<mnemonic, !listconcat([InferTypeOpAdaptor], traits)>;
+
+// An op with a gradient rule (ir/Vjp.cpp).
+defvar Smelt_Differentiable = DeclareOpInterfaceMethods<Smelt_DifferentiableOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Sources
@@ -89,7 +93,7 @@ def Smelt_RngNormalOp : Smelt_Op<"rng_normal"> {
 //===----------------------------------------------------------------------===//
 
 class Smelt_UnaryOp<string mnemonic, Constraint tensorType, string what>
-    : Smelt_InferredOp<mnemonic, [Elementwise]> {
+    : Smelt_InferredOp<mnemonic, [Elementwise, Smelt_Differentiable]> {
   let summary = "elementwise " # what;
   let description = "Applies " # what # " to each element.\n\n```mlir\n%y = smelt." # mnemonic #
                     " %x : tensor<4x8xf32>\n```";
@@ -121,7 +125,7 @@ def Smelt_ErfOp : Smelt_UnaryOp<"erf", Smelt_FloatTensor, "the error function">;
 // broadcasting, so the IR states every broadcast. The custom type directive prints one type
 // when both operands share it, which they must.
 class Smelt_BinaryOp<string mnemonic, Constraint tensorType, string what>
-    : Smelt_InferredOp<mnemonic, [Elementwise]> {
+    : Smelt_InferredOp<mnemonic, [Elementwise, Smelt_Differentiable]> {
   let summary = "elementwise " # what;
   let description = "Computes " # what # " of each pair of elements; both operands have the " #
                     "same type.\n\n```mlir\n%z = smelt." # mnemonic #
@@ -164,7 +168,7 @@ def Smelt_CompareOp : Smelt_InferredOp<"compare", [Elementwise]> {
   }];
 }
 
-def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise]> {
+def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise, Smelt_Differentiable]> {
   let summary = "elementwise choice";
   let description = [{
     Takes `on_true` where `pred` holds and `on_false` elsewhere; all three have one shape.
@@ -183,7 +187,7 @@ def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise]> {
 
 // Not marked Elementwise: that trait's generic shape check would run before, and hide, the
 // verifier's message naming both types.
-def Smelt_ConvertOp : Smelt_Op<"convert"> {
+def Smelt_ConvertOp : Smelt_Op<"convert", [Smelt_Differentiable]> {
   let summary = "elementwise change of element type";
   let description = [{
     Converts each element to the result's element type: floats round to nearest even, float to
@@ -204,7 +208,7 @@ def Smelt_ConvertOp : Smelt_Op<"convert"> {
 // Shape
 //===----------------------------------------------------------------------===//
 
-def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim"> {
+def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim", [Smelt_Differentiable]> {
   let summary = "broadcast to a larger shape";
   let description = [{
     Operand dimension i becomes result dimension `dims[i]` (strictly increasing); an operand
@@ -224,7 +228,7 @@ def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim"> {
   let hasFolder = 1;
 }
 
-def Smelt_ReshapeOp : Smelt_Op<"reshape"> {
+def Smelt_ReshapeOp : Smelt_Op<"reshape", [Smelt_Differentiable]> {
   let summary = "same elements, new shape";
   let description = [{
     Reinterprets the row-major elements with the result's shape; the element count is kept.
@@ -240,7 +244,7 @@ def Smelt_ReshapeOp : Smelt_Op<"reshape"> {
   let hasFolder = 1;
 }
 
-def Smelt_TransposeOp : Smelt_InferredOp<"transpose"> {
+def Smelt_TransposeOp : Smelt_InferredOp<"transpose", [Smelt_Differentiable]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension i is operand dimension `permutation[i]`.
@@ -254,7 +258,7 @@ def Smelt_TransposeOp : Smelt_InferredOp<"transpose"> {
   let assemblyFormat = "$x `,` `permutation` `=` $permutation attr-dict `:` type($x)";
 }
 
-def Smelt_SliceOp : Smelt_InferredOp<"slice"> {
+def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable]> {
   let summary = "a strided box of elements";
   let description = [{
     Takes indices start, start + stride, ... below limit in each dimension.
@@ -271,7 +275,7 @@ def Smelt_SliceOp : Smelt_InferredOp<"slice"> {
   }];
 }
 
-def Smelt_ConcatOp : Smelt_InferredOp<"concat"> {
+def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable]> {
   let summary = "join tensors along one dimension";
   let description = [{
     Operands agree in element type and in every dimension but `dimension`.
@@ -285,7 +289,7 @@ def Smelt_ConcatOp : Smelt_InferredOp<"concat"> {
   let assemblyFormat = "$inputs `dim` `=` $dimension attr-dict `:` type($inputs)";
 }
 
-def Smelt_PadOp : Smelt_InferredOp<"pad"> {
+def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable]> {
   let summary = "grow each dimension with a constant";
   let description = [{
     Adds `low[i]` elements before and `high[i]` after dimension i, all equal to `value`.
@@ -306,7 +310,7 @@ def Smelt_PadOp : Smelt_InferredOp<"pad"> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def Smelt_ReduceOp : Smelt_InferredOp<"reduce"> {
+def Smelt_ReduceOp : Smelt_InferredOp<"reduce", [Smelt_Differentiable]> {
   let summary = "sum, max or min over dimensions";
   let description = [{
     Combines elements over `axes` (strictly increasing) with `kind`; those dimensions are
@@ -341,7 +345,7 @@ def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax"> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Smelt_MatmulOp : Smelt_InferredOp<"matmul"> {
+def Smelt_MatmulOp : Smelt_InferredOp<"matmul", [Smelt_Differentiable]> {
   let summary = "batched matrix product";
   let description = [{
     `lhs` is [..., M, K] and `rhs` is [..., K, N] with equal leading batch dimensions, giving
@@ -369,7 +373,7 @@ defvar Smelt_ConvWindow = (ins DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pa
 defvar Smelt_PoolWindow = (ins DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$strides,
                           DenseI64ArrayAttr:$padding);
 
-def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d"> {
+def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable]> {
   let summary = "2-D convolution, NHWC input and HWIO filter";
   let description = [{
     Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C, F], giving NHWC
@@ -422,7 +426,7 @@ def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter"> {
   let hasVerifier = 1;
 }
 
-def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d"> {
+def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d", [Smelt_Differentiable]> {
   let summary = "2-D max pooling, NHWC";
   let description = [{
     The maximum of each window; padding never wins. OH = (H + top + bottom - kh) / sh + 1.
@@ -437,7 +441,7 @@ def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d"> {
   let assemblyFormat = "$input `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input)";
 }
 
-def Smelt_AvgPool2DOp : Smelt_InferredOp<"avg_pool2d"> {
+def Smelt_AvgPool2DOp : Smelt_InferredOp<"avg_pool2d", [Smelt_Differentiable]> {
   let summary = "2-D average pooling, NHWC";
   let description = [{
     The mean of each window over the elements inside the input (padding is not counted).

@@ -1,10 +1,19 @@
-// Smelt's pass pipeline. Passes of their own arrive with later work (autodiff, fuse, ...), each
-// declared in Passes.td; the default pipeline is the numbered script in Passes.cpp.
+// Smelt's passes (declared in Passes.td, one file each) and the default pipeline, the numbered
+// script in Passes.cpp.
 #pragma once
 
+#include "ir/SmeltDialect.h"
+
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace smelt {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
 
 /// Appends the default compile pipeline, run on a module before codegen.
 void buildDefaultPipeline(mlir::OpPassManager &pm);

@@ -1,0 +1,88 @@
+// smelt-autodiff: the generated gradient IR for representative cases.
+// RUN: smelt-opt %s -split-input-file -smelt-autodiff -verify-diagnostics | FileCheck %s
+
+// d/dw sum(w * x) = x and d/dx = w.
+// CHECK-LABEL: func.func @main_grad
+// CHECK-SAME: (%[[W:.+]]: tensor<3xf32>, %[[X:.+]]: tensor<3xf32>)
+// CHECK-SAME: {smelt.name = "loss"}
+// CHECK-SAME: {smelt.name = "grad/arg0"}
+// CHECK: %[[ONE:.+]] = smelt.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[G:.+]] = smelt.broadcast_in_dim %[[ONE]], dims = [] : tensor<f32> -> tensor<3xf32>
+// CHECK: %[[DW:.+]] = smelt.mul %[[G]], %[[X]]
+// CHECK: %[[DX:.+]] = smelt.mul %[[G]], %[[W]]
+// CHECK: return %{{.+}}, %[[DW]], %[[DX]]
+func.func @main(%w: tensor<3xf32>, %x: tensor<3xf32>) -> tensor<f32> {
+  %0 = smelt.mul %w, %x : tensor<3xf32>
+  %1 = smelt.reduce sum %0 axes = [0] : tensor<3xf32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// Only smelt.param arguments are differentiated; a broadcast's gradient is a reduction; the
+// matmul's weight gradient is x^T g (transpose_lhs), and nothing is built for the input x.
+// CHECK-LABEL: func.func @main_grad
+// CHECK-SAME: -> (tensor<f32> {smelt.name = "loss"}, tensor<4x2xf32> {smelt.name = "grad/w"}, tensor<2xf32> {smelt.name = "grad/b"})
+// CHECK: smelt.relu
+// CHECK: smelt.select
+// CHECK-DAG: %[[DB:.+]] = smelt.reduce sum %{{.+}} axes = [0] : tensor<8x2xf32>
+// CHECK-DAG: %[[DW:.+]] = smelt.matmul %arg0, %{{.+}} transpose_lhs : tensor<8x4xf32>, tensor<8x2xf32>
+// CHECK-NOT: transpose_rhs
+// CHECK: return %{{.+}}, %[[DW]], %[[DB]]
+func.func @main(%x: tensor<8x4xf32> {smelt.name = "x"},
+                %w: tensor<4x2xf32> {smelt.name = "w", smelt.param},
+                %b: tensor<2xf32> {smelt.name = "b", smelt.param}) -> tensor<f32> {
+  %0 = smelt.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32>
+  %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<2xf32> -> tensor<8x2xf32>
+  %2 = smelt.add %0, %1 : tensor<8x2xf32>
+  %3 = smelt.relu %2 : tensor<8x2xf32>
+  %4 = smelt.reduce sum %3 axes = [0, 1] : tensor<8x2xf32>
+  return %4 : tensor<f32>
+}
+
+// -----
+
+// A parameter the loss does not use gets a zero gradient and no backward ops.
+// CHECK-LABEL: func.func @main_grad
+// CHECK: %[[Z:.+]] = smelt.constant dense<0.000000e+00> : tensor<5xf32>
+// CHECK-NOT: smelt.mul
+// CHECK: return %{{.+}}, %{{.+}}, %[[Z]]
+func.func @main(%a: tensor<f32> {smelt.param}, %unused: tensor<5xf32> {smelt.param}) -> tensor<f32> {
+  %0 = smelt.exp %a : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// A value used twice accumulates both contributions; compare stops the gradient.
+// CHECK-LABEL: func.func @main_grad
+// CHECK: smelt.compare
+// CHECK: %[[T1:.+]] = smelt.mul
+// CHECK: %[[T2:.+]] = smelt.mul
+// CHECK: smelt.add %[[T1]], %[[T2]]
+func.func @main(%x: tensor<f32>) -> tensor<f32> {
+  %0 = smelt.mul %x, %x : tensor<f32>
+  %z = smelt.constant dense<0.0> : tensor<f32>
+  %m = smelt.compare gt, %x, %z : tensor<f32>
+  %1 = smelt.select %m, %0, %z : tensor<i1>, tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// The loss must be a float scalar.
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{autodiff needs a rank-0 float loss, got 'tensor<3xf32>'}}
+  %0 = smelt.exp %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// An op with no gradient rule between the argument and the loss is an error at that op.
+func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<2x2x2x2xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'smelt.conv2d_backward_filter' op has no gradient rule}}
+  %0 = smelt.conv2d_backward_filter %x, %x strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32> -> tensor<1x1x2x2xf32>
+  %1 = smelt.reduce sum %0 axes = [0, 1, 2, 3] : tensor<1x1x2x2xf32>
+  return %1 : tensor<f32>
+}
