@@ -3,6 +3,7 @@
 #include "frontend/Graph.h"
 
 #include "frontend/Ops.h"
+#include "ir/Autodiff.h"
 #include "ir/SmeltDialect.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -150,6 +151,35 @@ Tensor Graph::parameter(const std::string &name, const std::vector<int64_t> &sha
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   parameters_.push_back({name, shape, dtype, init, (z ^ (z >> 31)) & 0x7fffffffffffffffull});
   return t;
+}
+
+std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt, Loc loc) {
+  if (finished_)
+    fail(loc, "graph @" + name_ + " is finished; build gradients before setOutputs");
+  std::string message;
+  ScopedDiagnosticHandler capture(&context(), [&](Diagnostic &diag) {
+    if (message.empty())
+      message = diag.str();
+    return success();
+  });
+  SmallVector<Value> values;
+  for (const Tensor &t : wrt)
+    values.push_back(t.value());
+  FailureOr<SmallVector<Value>> grads = buildGradients(builder_, loss.value(), values);
+  if (failed(grads))
+    fail(loc, message);
+  std::vector<Tensor> out;
+  for (Value g : *grads)
+    out.emplace_back(this, g);
+  return out;
+}
+
+std::vector<Tensor> Graph::parameterTensors() {
+  std::vector<Tensor> out;
+  for (unsigned i = 0; i < function_.getNumArguments(); ++i)
+    if (function_.getArgAttr(i, "smelt.param"))
+      out.emplace_back(this, function_.getArgument(i));
+  return out;
 }
 
 void Graph::setOutputs(const std::vector<Tensor> &outputs, const std::vector<std::string> &names,

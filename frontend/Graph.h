@@ -92,6 +92,12 @@ public:
   /// A trainable parameter: an argument marked `smelt.param`, initialized by @<name>_init.
   Tensor parameter(const std::string &name, const std::vector<int64_t> &shape, Initializer init,
                    DType dtype = DType::f32, Loc loc = Loc::current());
+  /// The gradients of the rank-0 `loss` with respect to each of `wrt` (reverse-mode autodiff,
+  /// ir/Autodiff.h), built into this graph so optimizer steps can use them.
+  std::vector<Tensor> gradients(Tensor loss, const std::vector<Tensor> &wrt,
+                                Loc loc = Loc::current());
+  /// The parameters created so far, as tensors of this graph, in creation order.
+  std::vector<Tensor> parameterTensors();
   /// Ends the function: returns `outputs`, named `names` (`smelt.name` on the results).
   void setOutputs(const std::vector<Tensor> &outputs, const std::vector<std::string> &names = {},
                   Loc loc = Loc::current());
