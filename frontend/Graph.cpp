@@ -231,11 +231,12 @@ void Graph::buildInitializer(Loc loc) {
     switch (p.init.kind) {
     case Initializer::Kind::GlorotUniform: {
       double limit = std::sqrt(6.0 / (fanIn + fanOut));
-      value = rngUniform(*this, p.shape, p.seed, -limit, limit, p.dtype, loc);
+      value = rngUniform(*this, p.shape, p.seed, -limit, limit, p.dtype, std::nullopt, loc);
       break;
     }
     case Initializer::Kind::HeNormal:
-      value = rngNormal(*this, p.shape, p.seed, 0.0, std::sqrt(2.0 / fanIn), p.dtype, loc);
+      value = rngNormal(*this, p.shape, p.seed, 0.0, std::sqrt(2.0 / fanIn), p.dtype,
+                        std::nullopt, loc);
       break;
     case Initializer::Kind::Zeros:
     case Initializer::Kind::Constant:

@@ -86,12 +86,13 @@ Tensor avgPool(Tensor x, Pair window, Pair strides, Padding padding, Loc loc) {
   return avgPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides), loc);
 }
 
-Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, Loc loc) {
+Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, std::optional<Tensor> step,
+               Loc loc) {
   if (rate < 0 || rate >= 1)
     x.graph().fail(loc, "dropout rate " + std::to_string(rate) + " must be in [0, 1)");
   if (!training || rate == 0)
     return x;
-  Tensor u = rngUniform(x.graph(), x.shape(), seed, 0.0, 1.0, x.dtype(), loc);
+  Tensor u = rngUniform(x.graph(), x.shape(), seed, 0.0, 1.0, x.dtype(), step, loc);
   Tensor keep = compare(u, scalarLike(u, rate, loc), CompareDirection::ge, loc);
   Tensor scaled = mul(x, scalarLike(x, 1.0 / (1.0 - rate), loc), loc);
   return select(keep, scaled, scalarLike(x, 0.0, loc), loc);

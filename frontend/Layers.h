@@ -26,9 +26,11 @@ Tensor maxPool(Tensor x, Pair window, Pair strides, Padding padding = Padding::V
                Loc loc = Loc::current());
 Tensor avgPool(Tensor x, Pair window, Pair strides, Padding padding = Padding::Valid,
                Loc loc = Loc::current());
-/// Training: zeroes each element with probability `rate` (counter-based draws from `seed`)
-/// and scales the rest by 1/(1-rate). Inference: x itself.
-Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, Loc loc = Loc::current());
+/// Training: zeroes each element with probability `rate` (counter-based draws from `seed`,
+/// and from `step` when given, so each training step draws a new mask) and scales the rest by
+/// 1/(1-rate). Inference: x itself.
+Tensor dropout(Tensor x, double rate, uint64_t seed, bool training,
+               std::optional<Tensor> step = std::nullopt, Loc loc = Loc::current());
 /// [batch, ...] -> [batch, product of the rest].
 Tensor flatten(Tensor x, Loc loc = Loc::current());
 

@@ -153,16 +153,20 @@ Tensor iota(Graph &g, const std::vector<int64_t> &shape, int64_t dimension, DTyp
                 tensorType(g, shape, dtype), loc);
 }
 
+static std::vector<Value> offsetOperand(const std::optional<Tensor> &offset) {
+  return offset ? std::vector<Value>{offset->value()} : std::vector<Value>{};
+}
+
 Tensor rngUniform(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double low,
-                  double high, DType dtype, Loc loc) {
-  return g.make("smelt.rng_uniform", {},
+                  double high, DType dtype, std::optional<Tensor> offset, Loc loc) {
+  return g.make("smelt.rng_uniform", offsetOperand(offset),
                 {integer(g, "seed", int64_t(seed)), real(g, "low", low), real(g, "high", high)},
                 tensorType(g, shape, dtype), loc);
 }
 
 Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double mean,
-                 double stddev, DType dtype, Loc loc) {
-  return g.make("smelt.rng_normal", {},
+                 double stddev, DType dtype, std::optional<Tensor> offset, Loc loc) {
+  return g.make("smelt.rng_normal", offsetOperand(offset),
                 {integer(g, "seed", int64_t(seed)), real(g, "mean", mean),
                  real(g, "stddev", stddev)},
                 tensorType(g, shape, dtype), loc);

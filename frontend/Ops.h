@@ -6,6 +6,7 @@
 #include "ir/SmeltDialect.h"
 
 #include <array>
+#include <optional>
 
 namespace smelt {
 
@@ -16,10 +17,14 @@ Tensor constant(Graph &g, const std::vector<double> &values, const std::vector<i
                 DType dtype = DType::f32, Loc loc = Loc::current());
 Tensor iota(Graph &g, const std::vector<int64_t> &shape, int64_t dimension,
             DType dtype = DType::i64, Loc loc = Loc::current());
+/// Counter-based draws; `offset` (a rank-0 i64 tensor, such as a step counter) selects a fresh
+/// stream per value without recompiling.
 Tensor rngUniform(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double low,
-                  double high, DType dtype = DType::f32, Loc loc = Loc::current());
+                  double high, DType dtype = DType::f32,
+                  std::optional<Tensor> offset = std::nullopt, Loc loc = Loc::current());
 Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double mean,
-                 double stddev, DType dtype = DType::f32, Loc loc = Loc::current());
+                 double stddev, DType dtype = DType::f32,
+                 std::optional<Tensor> offset = std::nullopt, Loc loc = Loc::current());
 
 // Elementwise, unary.
 Tensor neg(Tensor x, Loc loc = Loc::current());

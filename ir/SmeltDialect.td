@@ -30,6 +30,10 @@ def Smelt_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16, F64]>;
 def Smelt_NumberTensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I32, I64]>;
 def Smelt_PredTensor : StaticShapeTensorOf<[I1]>;
 def Smelt_IndexTensor : StaticShapeTensorOf<[I64]>;
+// A rank-0 i64 tensor whose type the assembly format can rebuild, so it need not be spelled.
+def Smelt_I64Scalar : 0DTensorOf<[I64]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
+}
 
 def Smelt_CompareDirection : I32EnumAttr<"CompareDirection", "comparison of compare", [
     I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>, I32EnumAttrCase<"lt", 2>,

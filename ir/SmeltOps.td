@@ -57,16 +57,20 @@ def Smelt_RngUniformOp : Smelt_Op<"rng_uniform"> {
   let summary = "counter-based uniform random numbers";
   let description = [{
     Uniform numbers in [`low`, `high`) from Philox4x32-10 keyed by `seed` and counted by element
-    index (docs/ops.md), so every device draws the same numbers for the same seed.
+    index (docs/ops.md), so every device draws the same numbers for the same seed. The optional
+    rank-0 i64 `offset` fills the counter's upper words: a training step passes its step number
+    so dropout draws a new mask each step from one compiled function.
 
     ```mlir
     %u = smelt.rng_uniform seed = 7, low = 0.0, high = 1.0 : tensor<256x512xf32>
     ```
   }];
-  let arguments = (ins I64Attr:$seed, F64Attr:$low, F64Attr:$high);
+  let arguments = (ins I64Attr:$seed, F64Attr:$low, F64Attr:$high,
+                   Optional<Smelt_I64Scalar>:$offset);
   let results = (outs Smelt_FloatTensor:$result);
   let assemblyFormat = [{
-    `seed` `=` $seed `,` `low` `=` $low `,` `high` `=` $high attr-dict `:` type($result)
+    `seed` `=` $seed `,` `low` `=` $low `,` `high` `=` $high (`offset` $offset^)? attr-dict
+    `:` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -80,10 +84,12 @@ def Smelt_RngNormalOp : Smelt_Op<"rng_normal"> {
     %n = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<784x512xf32>
     ```
   }];
-  let arguments = (ins I64Attr:$seed, F64Attr:$mean, F64Attr:$stddev);
+  let arguments = (ins I64Attr:$seed, F64Attr:$mean, F64Attr:$stddev,
+                   Optional<Smelt_I64Scalar>:$offset);
   let results = (outs Smelt_FloatTensor:$result);
   let assemblyFormat = [{
-    `seed` `=` $seed `,` `mean` `=` $mean `,` `stddev` `=` $stddev attr-dict `:` type($result)
+    `seed` `=` $seed `,` `mean` `=` $mean `,` `stddev` `=` $stddev (`offset` $offset^)? attr-dict
+    `:` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -25,22 +25,23 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<u
 
 namespace {
 
-std::array<uint32_t, 4> wordsAt(uint64_t index, uint64_t seed) {
-  return philox4x32({uint32_t(index), uint32_t(index >> 32), 0, 0},
+std::array<uint32_t, 4> wordsAt(uint64_t index, uint64_t seed, uint64_t offset) {
+  return philox4x32({uint32_t(index), uint32_t(index >> 32), uint32_t(offset),
+                     uint32_t(offset >> 32)},
                     {uint32_t(seed), uint32_t(seed >> 32)});
 }
 
 } // namespace
 
-double uniformAt(uint64_t index, uint64_t seed, bool wide) {
-  std::array<uint32_t, 4> r = wordsAt(index, seed);
+double uniformAt(uint64_t index, uint64_t seed, uint64_t offset, bool wide) {
+  std::array<uint32_t, 4> r = wordsAt(index, seed, offset);
   if (wide)
     return double((uint64_t(r[0]) << 21) ^ (r[1] >> 11)) * 0x1p-53;
   return double(float(r[0] >> 8) * 0x1p-24f);
 }
 
-double normalAt(uint64_t index, uint64_t seed, bool wide) {
-  std::array<uint32_t, 4> r = wordsAt(index, seed);
+double normalAt(uint64_t index, uint64_t seed, uint64_t offset, bool wide) {
+  std::array<uint32_t, 4> r = wordsAt(index, seed, offset);
   if (wide) {
     double u1 = (double(r[0] >> 8) + 1) * 0x1p-24, u2 = double(r[1] >> 8) * 0x1p-24;
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
@@ -56,23 +57,29 @@ Expected<Kernel> prepareRandom(const Step &step, const StepTypes &types) {
   double a = attrs.real(uniform ? "low" : "mean"), b = attrs.real(uniform ? "high" : "stddev");
   if (Status s = attrs.status(); !s.ok())
     return s;
-  if (!types.operands.empty() || !isFloat(types.result.dtype))
-    return Status::error(fmt::format("{}: takes no operands and gives floats, not {}",
+  bool hasOffset = types.operands.size() == 1;
+  if (types.operands.size() > 1 || !isFloat(types.result.dtype) ||
+      (hasOffset && types.operands[0] != TensorType{DType::i64, {}}))
+    return Status::error(fmt::format("{}: takes an optional tensor<i64> offset and gives "
+                                     "floats, not {}",
                                      describe(step), types.result.str()));
   int64_t n = types.result.numElements();
   bool wide = types.result.dtype == DType::f64;
   return visitDType(types.result.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return Kernel([=](const void *const *, void *out) {
+    return Kernel([=](const void *const *in, void *out) {
+      uint64_t offset = hasOffset ? uint64_t(*static_cast<const int64_t *>(in[0])) : 0;
       T *y = static_cast<T *>(out);
       for (int64_t i = 0; i < n; ++i) {
+        uint64_t index = uint64_t(i);
         if (wide)
-          y[i] = fromCompute<T>(uniform ? a + (b - a) * uniformAt(uint64_t(i), seed, true)
-                                        : a + b * normalAt(uint64_t(i), seed, true));
+          y[i] = fromCompute<T>(uniform ? a + (b - a) * uniformAt(index, seed, offset, true)
+                                        : a + b * normalAt(index, seed, offset, true));
         else
-          y[i] = fromCompute<T>(uniform ? float(a) + (float(b) - float(a)) *
-                                                         float(uniformAt(uint64_t(i), seed, false))
-                                        : float(a) + float(b) * float(normalAt(uint64_t(i), seed, false)));
+          y[i] = fromCompute<T>(
+              uniform ? float(a) + (float(b) - float(a)) *
+                                       float(uniformAt(index, seed, offset, false))
+                      : float(a) + float(b) * float(normalAt(index, seed, offset, false)));
       }
     });
   });

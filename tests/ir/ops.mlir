@@ -11,6 +11,9 @@ func.func @sources() -> (tensor<2xf32>, tensor<2x3xi64>, tensor<4x5xf32>, tensor
   %u = smelt.rng_uniform seed = 7, low = -1.0, high = 1.0 : tensor<4x5xf32>
   // CHECK: smelt.rng_normal seed = 3, mean = 0.000000e+00, stddev = 2.000000e+00 : tensor<4x5xbf16>
   %n = smelt.rng_normal seed = 3, mean = 0.0, stddev = 2.0 : tensor<4x5xbf16>
+  %step = smelt.constant dense<7> : tensor<i64>
+  // CHECK: smelt.rng_uniform seed = 7, low = 0.000000e+00, high = 1.000000e+00 offset %{{.*}} : tensor<4x5xf32>
+  %o = smelt.rng_uniform seed = 7, low = 0.0, high = 1.0 offset %step : tensor<4x5xf32>
   return %c, %i, %u, %n : tensor<2xf32>, tensor<2x3xi64>, tensor<4x5xf32>, tensor<4x5xbf16>
 }
 

@@ -63,5 +63,22 @@ TEST(Random, UniformAndNormalMomentsAndDeterminism) {
   }
 }
 
+TEST(Random, OffsetSelectsAStreamAndZeroMatchesNoOffset) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor step = g.input("step", {}, DType::i64);
+  g.setOutputs({rngUniform(g, {64}, 5, 0.0, 1.0, DType::f32, step),
+                rngUniform(g, {64}, 5, 0.0, 1.0, DType::f32)});
+  auto at = [&](double s) {
+    return run(g, {rt::HostTensor::fromDoubles({rt::DType::i64, {}}, {s})});
+  };
+  std::vector<rt::HostTensor> zero = at(0), one = at(1), big = at(double(1ll << 40));
+  ASSERT_EQ(zero.size(), 2u);
+  EXPECT_EQ(zero[0].toDoubles(), zero[1].toDoubles());
+  EXPECT_NE(one[0].toDoubles(), zero[0].toDoubles());
+  EXPECT_NE(big[0].toDoubles(), one[0].toDoubles());
+  EXPECT_EQ(at(1)[0].toDoubles(), one[0].toDoubles());
+}
+
 } // namespace
 } // namespace smelt::test
