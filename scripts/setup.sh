@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config zlib1g-dev python3-numpy
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  libdnnl-dev libfmt-dev googletest libgtest-dev libbenchmark-dev
+  libdnnl-dev libfmt-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
   dataset-fashion-mnist
 )
 missing=()

@@ -12,4 +12,7 @@ llvm::cl::OptionCategory &smeltCategory();
 extern llvm::cl::SubCommand runSubcommand;
 int runCommand();
 
+extern llvm::cl::SubCommand trainSubcommand;
+int trainCommand();
+
 } // namespace smelt::tools

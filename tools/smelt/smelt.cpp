@@ -19,9 +19,12 @@ int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(smelt::tools::smeltCategory());
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "Smelt: a dataflow-graph compiler for training.\n\n"
-                                    "  smelt run model.mlir --input x=x.npy --output-dir out\n");
+                                    "  smelt run model.mlir --input x=x.npy --output-dir out\n"
+                                    "  smelt train --model=mlp --epochs=5\n");
   if (smelt::tools::runSubcommand)
     return smelt::tools::runCommand();
+  if (smelt::tools::trainSubcommand)
+    return smelt::tools::trainCommand();
   llvm::WithColor::error(llvm::errs(), "smelt") << "no subcommand given; try `smelt --help`\n";
   return 1;
 }

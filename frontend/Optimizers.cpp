@@ -1,0 +1,92 @@
+// The optimizer update rules, written with smelt ops.
+#include "frontend/Optimizers.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace smelt {
+
+namespace {
+std::string slotName(const char *optimizer, const char *slot, Tensor param) {
+  auto name = mlir::dyn_cast<mlir::BlockArgument>(param.value())
+                  ? param.graph().function().getArgAttrOfType<mlir::StringAttr>(
+                        mlir::cast<mlir::BlockArgument>(param.value()).getArgNumber(),
+                        "smelt.name")
+                  : mlir::StringAttr();
+  return std::string(optimizer) + "/" + slot + "/" + (name ? name.str() : "param");
+}
+} // namespace
+
+std::optional<OptimizerKind> parseOptimizer(const std::string &name) {
+  if (name == "sgd")
+    return OptimizerKind::SGD;
+  if (name == "momentum")
+    return OptimizerKind::Momentum;
+  if (name == "adam")
+    return OptimizerKind::Adam;
+  if (name == "adamw")
+    return OptimizerKind::AdamW;
+  return std::nullopt;
+}
+
+OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
+                               const std::vector<Tensor> &params,
+                               const std::vector<Tensor> &grads, Loc loc) {
+  if (params.size() != grads.size())
+    g.fail(loc, "optimizer: " + std::to_string(params.size()) + " parameters but " +
+                    std::to_string(grads.size()) + " gradients");
+  OptimizerUpdate update;
+  auto lr = [&](Tensor like) { return scalarLike(like, config.learningRate, loc); };
+  switch (config.kind) {
+  case OptimizerKind::SGD:
+    for (size_t i = 0; i < params.size(); ++i)
+      update.newParams.push_back(sub(params[i], mul(lr(params[i]), grads[i], loc), loc));
+    break;
+  case OptimizerKind::Momentum:
+    for (size_t i = 0; i < params.size(); ++i) {
+      Tensor v = g.input(slotName("momentum", "velocity", params[i]), params[i].shape(),
+                         params[i].dtype(), loc);
+      Tensor mu = scalarLike(v, config.momentum, loc);
+      Tensor newV = sub(mul(mu, v, loc), mul(lr(v), grads[i], loc), loc);
+      update.stateInputs.push_back(v);
+      update.newState.push_back(newV);
+      update.newParams.push_back(add(params[i], newV, loc));
+    }
+    break;
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW: {
+    Tensor step = g.input("adam/step", {}, DType::f32, loc);
+    Tensor t = add(step, scalarLike(step, 1.0, loc), loc);
+    Tensor b1 = scalarLike(step, config.beta1, loc), b2 = scalarLike(step, config.beta2, loc);
+    Tensor one = scalarLike(step, 1.0, loc);
+    Tensor alpha = mul(scalarLike(step, config.learningRate, loc),
+                       div(sqrt(sub(one, pow(b2, t, loc), loc), loc),
+                           sub(one, pow(b1, t, loc), loc), loc),
+                       loc);
+    update.stateInputs.push_back(step);
+    update.newState.push_back(t);
+    for (size_t i = 0; i < params.size(); ++i) {
+      Tensor p = params[i], gr = grads[i];
+      Tensor m = g.input(slotName("adam", "m", p), p.shape(), p.dtype(), loc);
+      Tensor v = g.input(slotName("adam", "v", p), p.shape(), p.dtype(), loc);
+      Tensor newM = add(m, mul(sub(gr, m, loc), scalarLike(m, 1 - config.beta1, loc), loc), loc);
+      Tensor newV = add(v, mul(sub(mul(gr, gr, loc), v, loc),
+                               scalarLike(v, 1 - config.beta2, loc), loc),
+                        loc);
+      Tensor stepSize = div(mul(convert(alpha, p.dtype(), loc), newM, loc),
+                            add(sqrt(newV, loc), scalarLike(v, config.epsilon, loc), loc), loc);
+      Tensor newP = sub(p, stepSize, loc);
+      if (config.kind == OptimizerKind::AdamW)
+        newP = sub(newP, mul(scalarLike(p, config.learningRate * config.weightDecay, loc), p,
+                             loc),
+                   loc);
+      update.stateInputs.insert(update.stateInputs.end(), {m, v});
+      update.newState.insert(update.newState.end(), {newM, newV});
+      update.newParams.push_back(newP);
+    }
+    break;
+  }
+  }
+  return update;
+}
+
+} // namespace smelt

@@ -1,0 +1,57 @@
+// In-memory datasets of examples and labels: a seeded shuffle per epoch, batches gathered in
+// that order (with or without the remainder), and prefetching on a background thread.
+#pragma once
+
+#include "runtime/HostTensor.h"
+
+#include <deque>
+#include <future>
+#include <optional>
+
+namespace smelt::rt {
+
+struct Batch {
+  HostTensor examples; // [batch, ...]
+  HostTensor labels;   // [batch]
+};
+
+class Dataset {
+public:
+  /// `examples` is [N, ...] of any dtype, `labels` [N].
+  Dataset(HostTensor examples, HostTensor labels);
+
+  int64_t size() const { return examples_.type().shape[0]; }
+  /// Examples [begin, end) as a dataset of their own (a validation split, say).
+  Dataset slice(int64_t begin, int64_t end) const;
+  /// The order of one epoch: a permutation drawn from (seed, epoch) when `shuffle`, so a
+  /// resumed run sees the same batches as an uninterrupted one.
+  std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, bool shuffle) const;
+  /// How many batches an epoch has.
+  int64_t batchCount(int64_t batchSize, bool dropRemainder) const;
+  /// Batch `index` of `order`; the last one is short unless the remainder is dropped.
+  Batch batch(const std::vector<int64_t> &order, int64_t batchSize, int64_t index) const;
+
+private:
+  HostTensor examples_, labels_;
+};
+
+/// Produces the batches of one epoch in order while keeping `depth` of them being gathered on
+/// background threads, so the training step never waits on data it could have had.
+class BatchStream {
+public:
+  BatchStream(const Dataset &data, std::vector<int64_t> order, int64_t batchSize,
+              bool dropRemainder, int depth = 2);
+  /// The next batch, or nullopt after the last.
+  std::optional<Batch> next();
+  int64_t batchCount() const { return count_; }
+
+private:
+  void refill();
+  const Dataset &data_;
+  std::vector<int64_t> order_;
+  int64_t batchSize_, count_, issued_ = 0;
+  int depth_;
+  std::deque<std::future<Batch>> pending_;
+};
+
+} // namespace smelt::rt

@@ -1,0 +1,157 @@
+// safetensors reader and writer on nlohmann::json, with atomic replacement on write.
+#include "runtime/Safetensors.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+namespace smelt::rt {
+
+namespace {
+
+struct DTypeCode {
+  DType dtype;
+  const char *code;
+};
+constexpr DTypeCode kCodes[] = {{DType::f32, "F32"}, {DType::f16, "F16"}, {DType::bf16, "BF16"},
+                                {DType::f64, "F64"}, {DType::i32, "I32"}, {DType::i64, "I64"},
+                                {DType::i1, "BOOL"}};
+
+Status syncPath(const std::string &path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0)
+    return Status::error(fmt::format("{}: cannot open to sync: {}", path, std::strerror(errno)));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0)
+    return Status::error(fmt::format("{}: fsync failed: {}", path, std::strerror(errno)));
+  return Status();
+}
+
+} // namespace
+
+Status writeSafetensors(const std::string &path, const Checkpoint &checkpoint) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!checkpoint.metadata.empty())
+    header["__metadata__"] = checkpoint.metadata;
+  size_t offset = 0;
+  for (const NamedTensor &t : checkpoint.tensors) {
+    const char *code = nullptr;
+    for (const DTypeCode &c : kCodes)
+      if (c.dtype == t.tensor.type().dtype)
+        code = c.code;
+    header[t.name] = {{"dtype", code},
+                      {"shape", t.tensor.type().shape},
+                      {"data_offsets", {offset, offset + t.tensor.byteSize()}}};
+    offset += t.tensor.byteSize();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // the spec allows padding the header with spaces
+  uint64_t length = text.size();
+
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    for (int i = 0; i < 8; ++i)
+      out.put(char(length >> (8 * i)));
+    out << text;
+    for (const NamedTensor &t : checkpoint.tensors)
+      out.write(static_cast<const char *>(t.tensor.raw()), std::streamsize(t.tensor.byteSize()));
+    if (!out.flush())
+      return Status::error(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
+  }
+  if (Status s = syncPath(tmp, O_RDONLY); !s.ok())
+    return s;
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::error(fmt::format("{}: cannot rename {} into place: {}", path, tmp,
+                                     std::strerror(errno)));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return syncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+}
+
+Expected<Checkpoint> readSafetensors(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto error = [&](const std::string &what) { return Status::error(path + ": " + what); };
+  if (bytes.size() < 8)
+    return error("truncated: the 8-byte header length is missing");
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i)
+    length |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+  if (length > bytes.size() - 8)
+    return error(fmt::format("header length {} at offset 0 runs past the end of the file "
+                             "({} bytes)",
+                             length, bytes.size()));
+  nlohmann::ordered_json header = nlohmann::ordered_json::parse(
+      bytes.begin() + 8, bytes.begin() + 8 + std::ptrdiff_t(length), nullptr, false);
+  if (header.is_discarded() || !header.is_object())
+    return error("the header at offset 8 is not a JSON object");
+  size_t dataStart = 8 + length, dataSize = bytes.size() - dataStart;
+
+  Checkpoint checkpoint;
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (auto &[name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      for (auto &[key, value] : entry.items())
+        if (value.is_string())
+          checkpoint.metadata[key] = value.get<std::string>();
+      continue;
+    }
+    auto bad = [&](const std::string &what) { return error("tensor '" + name + "': " + what); };
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets") || !entry["dtype"].is_string() ||
+        !entry["shape"].is_array() || !entry["data_offsets"].is_array() ||
+        entry["data_offsets"].size() != 2)
+      return bad("needs dtype, shape and data_offsets [begin, end]");
+    std::optional<DType> dtype;
+    for (const DTypeCode &c : kCodes)
+      if (entry["dtype"] == c.code)
+        dtype = c.dtype;
+    if (!dtype)
+      return bad("dtype " + entry["dtype"].get<std::string>() + " is not supported");
+    TensorType type{*dtype, {}};
+    for (auto &d : entry["shape"]) {
+      if (!d.is_number_unsigned())
+        return bad("shape " + entry["shape"].dump() + " is not a list of sizes");
+      type.shape.push_back(d.get<int64_t>());
+    }
+    auto &offsets = entry["data_offsets"];
+    if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+      return bad("data_offsets must be unsigned integers");
+    size_t begin = offsets[0].get<size_t>(), end = offsets[1].get<size_t>();
+    if (begin > end || end > dataSize)
+      return bad(fmt::format("data_offsets [{}, {}] fall outside the {} bytes of data", begin,
+                             end, dataSize));
+    if (end - begin != type.byteSize())
+      return bad(fmt::format("{} needs {} bytes but data_offsets hold {}", type.str(),
+                             type.byteSize(), end - begin));
+    HostTensor tensor = HostTensor::zeros(type);
+    std::memcpy(tensor.raw(), bytes.data() + dataStart + begin, end - begin);
+    checkpoint.tensors.push_back({name, std::move(tensor)});
+    ranges.push_back({begin, end});
+  }
+  std::vector<size_t> order(checkpoint.tensors.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  for (size_t i = 1; i < order.size(); ++i)
+    if (ranges[order[i]].first < ranges[order[i - 1]].second)
+      return error("tensors '" + checkpoint.tensors[order[i - 1]].name + "' and '" +
+                   checkpoint.tensors[order[i]].name + "' overlap");
+  std::vector<NamedTensor> sorted;
+  for (size_t i : order)
+    sorted.push_back(std::move(checkpoint.tensors[i]));
+  checkpoint.tensors = std::move(sorted);
+  return checkpoint;
+}
+
+} // namespace smelt::rt

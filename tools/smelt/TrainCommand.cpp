@@ -1,0 +1,157 @@
+// `smelt train`: trains the MLP or the small CNN on Fashion-MNIST on the CPU, with Keras-style
+// progress per epoch, validation on the last part of the training set, a final test accuracy,
+// and safetensors checkpoints that --resume continues from.
+#include "tools/smelt/Commands.h"
+
+#include "runtime/Mnist.h"
+#include "train/Trainer.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <filesystem>
+#include <unistd.h>
+
+namespace cl = llvm::cl;
+
+namespace smelt::tools {
+
+cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST (CPU)");
+
+static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout) or cnn "
+                                                    "(conv-pool-conv-pool-dense)"),
+                                  cl::init("mlp"), cl::sub(trainSubcommand),
+                                  cl::cat(smeltCategory()));
+static cl::opt<int> epochs("epochs", cl::desc("Epochs to train"), cl::init(5),
+                           cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> batch("batch", cl::desc("Batch size"), cl::init(256),
+                          cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<double> learningRate("lr", cl::desc("Learning rate"), cl::init(1e-3),
+                                    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> optimizer("optimizer", cl::desc("sgd, momentum, adam or adamw"),
+                                      cl::init("adam"), cl::sub(trainSubcommand),
+                                      cl::cat(smeltCategory()));
+static cl::opt<unsigned long long> seed("seed", cl::desc("Seed of parameters, shuffling and "
+                                                         "dropout"),
+                                        cl::init(0), cl::sub(trainSubcommand),
+                                        cl::cat(smeltCategory()));
+static cl::opt<double> dropoutRate("dropout", cl::desc("Dropout rate after hidden layers"),
+                                   cl::init(0.2), cl::sub(trainSubcommand),
+                                   cl::cat(smeltCategory()));
+static cl::opt<double> validationSplit("validation-split",
+                                       cl::desc("Fraction of the training set, taken from its "
+                                                "end, used for validation"),
+                                       cl::init(0.1), cl::sub(trainSubcommand),
+                                       cl::cat(smeltCategory()));
+static cl::opt<int> limit("limit", cl::desc("Train on only the first N training examples "
+                                            "(0: all)"),
+                          cl::init(0), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> dataDir("data-dir", cl::desc("Directory of the Fashion-MNIST IDX "
+                                                         "files"),
+                                    cl::init("/usr/share/datasets/fashion-mnist"),
+                                    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> checkpointPath(
+    "checkpoint", cl::desc("Save parameters and optimizer state here (safetensors) after each "
+                           "epoch"),
+    cl::value_desc("file"), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<bool> resume("resume", cl::desc("Continue from --checkpoint if it exists"),
+                            cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+
+static int fail(const std::string &message) {
+  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
+  return 1;
+}
+
+int trainCommand() {
+  using Clock = std::chrono::steady_clock;
+  std::optional<OptimizerKind> kind = parseOptimizer(optimizer);
+  if (!kind)
+    return fail("--optimizer=" + optimizer + " is not one of sgd, momentum, adam, adamw");
+  if (epochs < 0 || batch < 1 || limit < 0 || validationSplit < 0 || validationSplit >= 1)
+    return fail("--epochs, --batch, --limit and --validation-split need sensible values");
+  if (resume && checkpointPath.empty())
+    return fail("--resume needs --checkpoint=FILE");
+
+  rt::Expected<rt::MnistSplit> trainSplit = rt::loadMnist(dataDir, "train");
+  if (!trainSplit)
+    return fail(trainSplit.message());
+  rt::Expected<rt::MnistSplit> testSplit = rt::loadMnist(dataDir, "t10k");
+  if (!testSplit)
+    return fail(testSplit.message());
+  rt::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
+  int64_t count = limit ? std::min<int64_t>(limit, all.size()) : all.size();
+  int64_t validationCount = int64_t(double(count) * validationSplit);
+  rt::Dataset train = all.slice(0, count - validationCount);
+  std::optional<rt::Dataset> validation;
+  if (validationCount > 0)
+    validation = all.slice(count - validationCount, count);
+  rt::Dataset test(std::move(testSplit->images), std::move(testSplit->labels));
+
+  train::TrainConfig config;
+  config.model = model;
+  config.batch = batch;
+  config.seed = seed;
+  config.dropout = dropoutRate;
+  config.optimizer.kind = *kind;
+  config.optimizer.learningRate = learningRate;
+  auto start = Clock::now();
+  rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
+  if (!trainer)
+    return fail(trainer.message());
+  llvm::outs() << llvm::format("%s on cpu:0: %lld training, %lld validation, %lld test "
+                               "examples; compiled in %.2f s\n",
+                               model.c_str(), (long long)train.size(),
+                               (long long)validationCount, (long long)test.size(),
+                               std::chrono::duration<double>(Clock::now() - start).count());
+
+  int64_t firstEpoch = 0;
+  if (resume && std::filesystem::exists(std::string(checkpointPath))) {
+    rt::Expected<int64_t> done = (*trainer)->load(checkpointPath);
+    if (!done)
+      return fail(done.message());
+    firstEpoch = *done;
+    llvm::outs() << "resumed from " << checkpointPath << " after epoch " << firstEpoch << "\n";
+  }
+
+  bool tty = ::isatty(STDOUT_FILENO);
+  for (int64_t epoch = firstEpoch; epoch < epochs; ++epoch) {
+    llvm::outs() << "Epoch " << epoch + 1 << "/" << epochs << "\n";
+    auto epochStart = Clock::now();
+    rt::Expected<train::Metrics> metrics = (*trainer)->trainEpoch(
+        train, epoch, [&](int64_t step, int64_t steps, const train::Metrics &m) {
+          if (tty)
+            llvm::outs() << llvm::format("\r%lld/%lld - loss: %.4f - accuracy: %.4f",
+                                         (long long)step, (long long)steps, m.loss, m.accuracy)
+                         << (step == steps ? "\r" : ""),
+                llvm::outs().flush();
+        });
+    if (!metrics)
+      return fail(metrics.message());
+    double seconds = std::chrono::duration<double>(Clock::now() - epochStart).count();
+    int64_t steps = train.batchCount(batch, true);
+    llvm::outs() << llvm::format("%lld/%lld - %.1fs - loss: %.4f - accuracy: %.4f",
+                                 (long long)steps, (long long)steps, seconds, metrics->loss,
+                                 metrics->accuracy);
+    if (validation) {
+      rt::Expected<train::Metrics> val = (*trainer)->evaluate(*validation);
+      if (!val)
+        return fail(val.message());
+      llvm::outs() << llvm::format(" - val_loss: %.4f - val_accuracy: %.4f", val->loss,
+                                   val->accuracy);
+    }
+    llvm::outs() << llvm::format(" - %.0f examples/s\n", double(metrics->examples) / seconds);
+    if (!checkpointPath.empty())
+      if (rt::Status s = (*trainer)->save(checkpointPath, epoch + 1); !s.ok())
+        return fail(s.message());
+  }
+  rt::Expected<train::Metrics> result = (*trainer)->evaluate(test);
+  if (!result)
+    return fail(result.message());
+  llvm::outs() << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
+                               result->accuracy);
+  return 0;
+}
+
+} // namespace smelt::tools

@@ -1,0 +1,68 @@
+// Training on Fashion-MNIST-shaped data: builds the training step (model, loss, gradients,
+// optimizer) and the evaluation step with the builder, compiles them once, and runs epochs,
+// evaluation and checkpoints. What `smelt train` and the training tests drive.
+#pragma once
+
+#include "frontend/Optimizers.h"
+#include "runtime/CpuExecutor.h"
+#include "runtime/Dataset.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+
+namespace smelt::train {
+
+struct TrainConfig {
+  std::string model = "mlp"; // mlp: 784-512-256-10 with dropout; cnn: conv-pool-conv-pool-dense
+  int64_t batch = 256;
+  OptimizerConfig optimizer;  // Adam, learning rate 1e-3
+  uint64_t seed = 0;          // parameters, shuffling and dropout all derive from it
+  double dropout = 0.2;
+  int64_t evalBatch = 1000;
+};
+
+struct Metrics {
+  double loss = 0, accuracy = 0;
+  int64_t examples = 0;
+};
+
+class Trainer {
+public:
+  /// Builds and compiles the init, training and evaluation functions; errors name the step.
+  static rt::Expected<std::unique_ptr<Trainer>> create(const TrainConfig &config);
+
+  /// One epoch over `data` in the order drawn from (seed, epoch), dropping a last partial
+  /// batch. `progress(step, steps, runningMetrics)` is called after each step.
+  rt::Expected<Metrics>
+  trainEpoch(const rt::Dataset &data, int64_t epoch,
+             const std::function<void(int64_t, int64_t, const Metrics &)> &progress = {});
+  /// Loss and accuracy over all of `data` (no dropout).
+  rt::Expected<Metrics> evaluate(const rt::Dataset &data);
+
+  /// Parameters, optimizer state and progress as safetensors, written atomically.
+  rt::Status save(const std::string &path, int64_t epochsDone) const;
+  /// Restores a checkpoint written by save() for the same model; returns its epochs done.
+  rt::Expected<int64_t> load(const std::string &path);
+
+  const std::vector<rt::HostTensor> &parameters() const { return params_; }
+  const std::vector<std::string> &parameterNames() const { return paramNames_; }
+  int64_t globalStep() const { return step_; }
+  const TrainConfig &config() const { return config_; }
+
+private:
+  Trainer() = default;
+  rt::Expected<rt::CpuExecutor *> evalExecutor(int64_t batch);
+
+  TrainConfig config_;
+  std::unique_ptr<mlir::MLIRContext> context_;
+  std::unique_ptr<rt::CpuExecutor> trainStep_;
+  std::map<int64_t, std::unique_ptr<rt::CpuExecutor>> evalSteps_;
+  std::vector<rt::HostTensor> params_, state_;
+  std::vector<std::string> paramNames_, stateNames_;
+  int64_t step_ = 0;
+};
+
+} // namespace smelt::train
