@@ -54,7 +54,9 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
     break;
   case OptimizerKind::Adam:
   case OptimizerKind::AdamW: {
-    Tensor step = g.input("adam/step", {}, DType::f32, loc);
+    // The step count lives in the parameters' dtype so the bias correction is as precise as
+    // the parameters (f32 master weights in training, f64 in gradient tests).
+    Tensor step = g.input("adam/step", {}, params.empty() ? DType::f32 : params[0].dtype(), loc);
     Tensor t = add(step, scalarLike(step, 1.0, loc), loc);
     Tensor b1 = scalarLike(step, config.beta1, loc), b2 = scalarLike(step, config.beta2, loc);
     Tensor one = scalarLike(step, 1.0, loc);

@@ -37,12 +37,13 @@ std::string AttrReader::keyword(const std::string &name) {
   return v ? *v : std::string();
 }
 
-std::vector<int64_t> AttrReader::ints(const std::string &name, size_t count) {
+std::vector<int64_t> AttrReader::ints(const std::string &name, std::optional<size_t> count) {
   const std::vector<int64_t> *v = get<std::vector<int64_t>>(name, "integer list");
-  if (v && count && v->size() != count && error_.empty())
+  bool fits = v && (!count || v->size() == *count);
+  if (v && !fits && error_.empty())
     error_ = fmt::format("{}: attribute '{}' = [{}] needs {} values", describe(step_), name,
-                         fmt::join(*v, ", "), count);
-  return v && (!count || v->size() == count) ? *v : std::vector<int64_t>(count, 1);
+                         fmt::join(*v, ", "), *count);
+  return fits ? *v : std::vector<int64_t>(count.value_or(0), 1);
 }
 
 Expected<Kernel> prepareKernel(const Step &step, const StepTypes &types) {

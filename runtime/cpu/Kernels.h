@@ -6,6 +6,7 @@
 #include "runtime/Status.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,9 @@ public:
   int64_t integer(const std::string &name);
   double real(const std::string &name);
   std::string keyword(const std::string &name);
-  std::vector<int64_t> ints(const std::string &name, size_t count = 0);
+  /// An integer list; with `count`, one of exactly that many values (a rank-0 operand's list
+  /// must be empty). On error it returns `count` ones so callers can index it safely.
+  std::vector<int64_t> ints(const std::string &name, std::optional<size_t> count = std::nullopt);
   Status status() const { return error_.empty() ? Status() : Status::error(error_); }
 
 private:

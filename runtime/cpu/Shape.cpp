@@ -97,7 +97,7 @@ Expected<Kernel> broadcast(const Step &step, const StepTypes &types) {
   size_t width = byteWidth(in.dtype);
   std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides(out.shape.size(), 0);
   for (size_t i = 0; i < map.size(); ++i) {
-    if (map[i] < 0 || map[i] >= int64_t(out.shape.size()) ||
+    if (map[i] < 0 || map[i] >= int64_t(out.shape.size()) || (i && map[i] <= map[i - 1]) ||
         (in.shape[i] != 1 && in.shape[i] != out.shape[map[i]]))
       return mismatch(step, types, fmt::format("dims = [{}]", fmt::join(map, ", ")));
     srcStrides[map[i]] = in.shape[i] == 1 ? 0 : inStrides[i];
@@ -113,9 +113,12 @@ Expected<Kernel> transpose(const Step &step, const StepTypes &types) {
     return s;
   size_t width = byteWidth(in.dtype);
   std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides;
+  std::vector<bool> seen(perm.size(), false);
   for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] < 0 || perm[i] >= int64_t(in.shape.size()) || out.shape[i] != in.shape[perm[i]])
+    if (perm[i] < 0 || perm[i] >= int64_t(in.shape.size()) || seen[perm[i]] ||
+        out.shape[i] != in.shape[perm[i]])
       return mismatch(step, types, fmt::format("permutation = [{}]", fmt::join(perm, ", ")));
+    seen[perm[i]] = true;
     srcStrides.push_back(inStrides[perm[i]]);
   }
   return boxKernel(out.shape, stridesOf(out.shape, width), 0, srcStrides, 0, width);
@@ -155,6 +158,13 @@ Expected<Kernel> concat(const Step &step, const StepTypes &types) {
   int64_t along = 0;
   for (size_t k = 0; k < types.operands.size(); ++k) {
     const TensorType &in = types.operands[k];
+    // Every operand must fit the result but along `dimension`, or its box would overrun it.
+    for (size_t i = 0; i < out.shape.size(); ++i)
+      if (in.shape.size() != out.shape.size() ||
+          (int64_t(i) != dim && in.shape[i] != out.shape[i]))
+        return mismatch(step, types, fmt::format("operand #{} differs from the result outside "
+                                                 "dimension {}",
+                                                 k, dim));
     parts.push_back(boxKernel(in.shape, outStrides, along * outStrides[dim],
                               stridesOf(in.shape, width), 0, width, k));
     along += in.shape[dim];
@@ -208,6 +218,8 @@ Expected<Kernel> iota(const Step &step, const StepTypes &types) {
     return dimension.status();
   int64_t dim = *dimension;
   const TensorType &out = types.result;
+  if (out.dtype == DType::i1)
+    return mismatch(step, types, "iota has no i1 form");
   int64_t inner = 1;
   for (size_t i = size_t(dim) + 1; i < out.shape.size(); ++i)
     inner *= out.shape[i];

@@ -1,0 +1,211 @@
+// Training: optimizer updates against float64 formulas, datasets, safetensors checkpoints,
+// one epoch of the MLP on Fashion-MNIST, and bit-identical resumption.
+#include "TestUtil.h"
+
+#include "frontend/Optimizers.h"
+#include "runtime/Mnist.h"
+#include "runtime/Safetensors.h"
+#include "train/Trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace smelt::test {
+namespace {
+
+/// Runs two optimizer steps on p with gradients g1, g2 through the graph and returns p.
+std::vector<double> twoSteps(const OptimizerConfig &config, const rt::HostTensor &p0,
+                             const rt::HostTensor &g1, const rt::HostTensor &g2) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "step");
+  Tensor p = g.parameter("p", p0.type().shape, Initializer::zeros(), DType::f64);
+  Tensor grad = g.input("g", p0.type().shape, DType::f64);
+  OptimizerUpdate u = applyOptimizer(g, config, {p}, {grad});
+  std::vector<Tensor> outs = u.newParams;
+  outs.insert(outs.end(), u.newState.begin(), u.newState.end());
+  g.setOutputs(outs);
+  // State inputs start at zero, in their f64 (or f32 for Adam's step) types.
+  std::vector<rt::HostTensor> state;
+  for (const Tensor &s : u.stateInputs)
+    state.push_back(rt::HostTensor::zeros({toRt(s.dtype()), s.shape()}));
+  rt::HostTensor param = p0;
+  for (const rt::HostTensor *gr : {&g1, &g2}) {
+    std::vector<rt::HostTensor> args = {param, *gr};
+    args.insert(args.end(), state.begin(), state.end());
+    std::vector<rt::HostTensor> out = run(g, args);
+    param = out[0];
+    for (size_t i = 0; i < state.size(); ++i)
+      state[i] = out[1 + i];
+  }
+  return param.toDoubles();
+}
+
+TEST(Optimizers, TwoStepsMatchFloat64Formulas) {
+  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
+  rt::HostTensor p0 = randomTensor({7}, DType::f64), g1 = randomTensor({7}, DType::f64),
+                 g2 = randomTensor({7}, DType::f64);
+  std::vector<double> p = p0.toDoubles(), a = g1.toDoubles(), b = g2.toDoubles();
+  const double lr = 0.05;
+  for (OptimizerKind kind : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam,
+                             OptimizerKind::AdamW}) {
+    OptimizerConfig config;
+    config.kind = kind;
+    config.learningRate = lr;
+    std::vector<double> ref = p, m(7, 0), v(7, 0);
+    for (int t = 1; t <= 2; ++t) {
+      const std::vector<double> &gr = t == 1 ? a : b;
+      double alpha = lr * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+      for (int i = 0; i < 7; ++i) {
+        double old = ref[i];
+        switch (kind) {
+        case OptimizerKind::SGD:
+          ref[i] -= lr * gr[i];
+          break;
+        case OptimizerKind::Momentum:
+          m[i] = 0.9 * m[i] - lr * gr[i];
+          ref[i] += m[i];
+          break;
+        case OptimizerKind::Adam:
+        case OptimizerKind::AdamW:
+          m[i] = 0.9 * m[i] + 0.1 * gr[i];
+          v[i] = 0.999 * v[i] + 0.001 * gr[i] * gr[i];
+          ref[i] -= alpha * m[i] / (std::sqrt(v[i]) + 1e-7);
+          if (kind == OptimizerKind::AdamW)
+            ref[i] -= lr * 0.004 * old;
+          break;
+        }
+      }
+    }
+    EXPECT_LE(relError(twoSteps(config, p0, g1, g2), ref), 1e-13) << "optimizer " << int(kind);
+  }
+}
+
+TEST(Dataset, EpochOrdersArePermutationsFixedBySeedAndEpoch) {
+  rt::Dataset data(rt::HostTensor::fromDoubles({rt::DType::f32, {10, 2}},
+                                               std::vector<double>(20, 1.0)),
+                   rt::HostTensor::fromDoubles({rt::DType::i32, {10}},
+                                               {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  std::vector<int64_t> a = data.epochOrder(3, 0, true), b = data.epochOrder(3, 0, true),
+                       c = data.epochOrder(3, 1, true);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, data.epochOrder(3, 0, false));
+  EXPECT_EQ(data.batchCount(4, true), 2);
+  EXPECT_EQ(data.batchCount(4, false), 3);
+  rt::Batch last = data.batch(a, 4, 2);
+  EXPECT_EQ(last.labels.type().shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(last.labels.at(0), double(a[8]));
+  rt::BatchStream stream(data, a, 4, true);
+  int batches = 0;
+  while (std::optional<rt::Batch> b2 = stream.next())
+    EXPECT_EQ(b2->labels.at(0), double(a[4 * batches++]));
+  EXPECT_EQ(batches, 2);
+}
+
+TEST(Safetensors, RoundTripAndCorruptFiles) {
+  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("smelt-ckpt-" + std::to_string(::getpid()) + ".safetensors"))
+                         .string();
+  rt::Checkpoint c;
+  c.tensors = {{"w", randomTensor({3, 4}, DType::f32)},
+               {"b", randomTensor({4}, DType::bf16)},
+               {"n", randomTensor({}, DType::i64)}};
+  c.metadata = {{"epoch", "3"}};
+  ASSERT_TRUE(rt::writeSafetensors(path, c).ok());
+  rt::Expected<rt::Checkpoint> back = rt::readSafetensors(path);
+  ASSERT_TRUE(back.ok()) << back.message();
+  ASSERT_EQ(back->tensors.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back->tensors[i].name, c.tensors[i].name);
+    EXPECT_EQ(back->tensors[i].tensor.type(), c.tensors[i].tensor.type());
+    EXPECT_EQ(std::memcmp(back->tensors[i].tensor.raw(), c.tensors[i].tensor.raw(),
+                          c.tensors[i].tensor.byteSize()),
+              0);
+  }
+  EXPECT_EQ(back->metadata.at("epoch"), "3");
+
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto expectError = [&](const std::string &corrupt, const std::string &expected) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << corrupt;
+    rt::Expected<rt::Checkpoint> r = rt::readSafetensors(path);
+    ASSERT_FALSE(r.ok()) << expected;
+    EXPECT_NE(r.message().find(path), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find(expected), std::string::npos) << r.message();
+  };
+  expectError(bytes.substr(0, 5), "header length is missing");
+  expectError(bytes.substr(0, 20), "runs past the end");
+  expectError(bytes.substr(0, bytes.size() - 3), "fall outside");
+  std::string garbled = bytes;
+  garbled[9] = '#';
+  expectError(garbled, "not a JSON object");
+  std::filesystem::remove(path);
+}
+
+rt::Dataset fashion(const char *split, int64_t limit = 0) {
+  rt::Expected<rt::MnistSplit> s = rt::loadMnist("/usr/share/datasets/fashion-mnist", split);
+  EXPECT_TRUE(s.ok()) << s.message();
+  rt::Dataset d(std::move(s->images), std::move(s->labels));
+  return limit ? d.slice(0, limit) : d;
+}
+
+TEST(Training, OneEpochOfTheMlpReachesEightyPercent) {
+  train::TrainConfig config;
+  config.seed = rngSeed() % 1000;
+  SCOPED_TRACE("seed " + std::to_string(config.seed));
+  rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
+  ASSERT_TRUE(trainer.ok()) << trainer.message();
+  rt::Expected<train::Metrics> epoch = (*trainer)->trainEpoch(fashion("train"), 0);
+  ASSERT_TRUE(epoch.ok()) << epoch.message();
+  rt::Expected<train::Metrics> test = (*trainer)->evaluate(fashion("t10k"));
+  ASSERT_TRUE(test.ok()) << test.message();
+  EXPECT_GE(test->accuracy, 0.80);
+  EXPECT_EQ(test->examples, 10000);
+}
+
+TEST(Training, ResumedRunEqualsUninterruptedRunBitForBit) {
+  train::TrainConfig config;
+  config.seed = 11;
+  config.batch = 128;
+  rt::Dataset data = fashion("train", 2048);
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("smelt-resume-" + std::to_string(::getpid()) + ".safetensors"))
+                         .string();
+  auto uninterrupted = train::Trainer::create(config);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.message();
+  std::vector<double> losses;
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    rt::Expected<train::Metrics> m = (*uninterrupted)->trainEpoch(data, epoch);
+    ASSERT_TRUE(m.ok()) << m.message();
+    losses.push_back(m->loss);
+    if (epoch == 1)
+      ASSERT_TRUE((*uninterrupted)->save(path, 2).ok());
+  }
+  auto resumed = train::Trainer::create(config);
+  ASSERT_TRUE(resumed.ok());
+  rt::Expected<int64_t> done = (*resumed)->load(path);
+  ASSERT_TRUE(done.ok()) << done.message();
+  ASSERT_EQ(*done, 2);
+  rt::Expected<train::Metrics> m = (*resumed)->trainEpoch(data, 2);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->loss, losses[2]);
+  const auto &a = (*uninterrupted)->parameters(), &b = (*resumed)->parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].byteSize()), 0)
+        << (*resumed)->parameterNames()[i];
+
+  // The same seed gives the same loss curve.
+  auto again = train::Trainer::create(config);
+  ASSERT_TRUE(again.ok());
+  for (int64_t epoch = 0; epoch < 2; ++epoch)
+    EXPECT_EQ((*again)->trainEpoch(data, epoch)->loss, losses[epoch]);
+  std::filesystem::remove(path);
+}
+
+} // namespace
+} // namespace smelt::test
