@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <new>
 
 namespace smelt::rt {
 
@@ -17,7 +16,7 @@ std::string bufferLabel(const Executable &exe, BufferId id) {
   return fmt::format("b{} ({}, {})", id, exe.buffers[id].name, exe.buffers[id].type.str());
 }
 
-/// Checks ids and the one-producer-before-use rule; returns which buffers are inputs.
+/// Checks buffer ids, constants' sizes and that each buffer has one producer before any use.
 Status validateDataflow(const Executable &exe) {
   size_t count = exe.buffers.size();
   std::vector<char> defined(count, 0);
@@ -72,6 +71,24 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
   CpuExecutor exec;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;
+  // Allocate every non-input buffer once (this also rejects negative or overflowing shapes
+  // before any kernel sees them); constants are filled now and never written again.
+  std::vector<char> isInput(exe.buffers.size(), 0);
+  for (BufferId id : exe.inputs)
+    isInput[id] = 1;
+  exec.storage_.resize(exe.buffers.size());
+  for (size_t id = 0; id < exe.buffers.size(); ++id) {
+    if (isInput[id])
+      continue;
+    Expected<HostTensor> buffer =
+        HostTensor::allocate(exe.buffers[id].type, fmt::format("buffer b{} ({})", id,
+                                                               exe.buffers[id].name));
+    if (!buffer)
+      return buffer.status();
+    exec.storage_[id] = std::move(*buffer);
+  }
+  for (const Constant &c : exe.constants)
+    std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
   for (const Step &step : exe.steps) {
     cpu::StepTypes types;
     for (BufferId id : step.operands)
@@ -82,23 +99,6 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
       return kernel.status();
     exec.kernels_.push_back(std::move(*kernel));
   }
-  // Allocate every non-input buffer once; constants are filled now and never written again.
-  std::vector<char> isInput(exe.buffers.size(), 0);
-  for (BufferId id : exe.inputs)
-    isInput[id] = 1;
-  exec.storage_.resize(exe.buffers.size());
-  for (size_t id = 0; id < exe.buffers.size(); ++id) {
-    if (isInput[id])
-      continue;
-    try {
-      exec.storage_[id] = HostTensor::zeros(exe.buffers[id].type);
-    } catch (const std::bad_alloc &) {
-      return Status::error(fmt::format("out of memory allocating {} bytes for buffer {}",
-                                       exe.buffers[id].type.byteSize(), bufferLabel(exe, id)));
-    }
-  }
-  for (const Constant &c : exe.constants)
-    std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
   return exec;
 }
 
@@ -139,12 +139,19 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                          std::chrono::steady_clock::now() - start)
                          .count();
   }
-  outputs.clear();
-  for (BufferId id : exe.outputs) {
-    HostTensor out = HostTensor::zeros(exe.buffers[id].type);
-    std::memcpy(out.raw(), address[id], out.byteSize());
-    outputs.push_back(std::move(out));
+  // Results go to a fresh vector, assigned last: `outputs` may hold the very tensors `inputs`
+  // points at (a training loop feeding its state back in), which must stay alive until here.
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    BufferId id = exe.outputs[i];
+    Expected<HostTensor> out =
+        HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
+    if (!out)
+      return out.status();
+    std::memcpy(out->raw(), address[id], out->byteSize());
+    results.push_back(std::move(*out));
   }
+  outputs = std::move(results);
   return Status();
 }
 

@@ -37,6 +37,26 @@ template <typename Fn> decltype(auto) visitDType(DType dtype, Fn &&fn) {
   return fn(TypeTag<bool>{});
 }
 
+/// The DType whose storage type is T (float -> f32, Half -> f16, bool -> i1 ...).
+template <typename T> constexpr DType dtypeOf() {
+  if constexpr (std::is_same_v<T, float>)
+    return DType::f32;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DType::f16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DType::bf16;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::f64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::i64;
+  else {
+    static_assert(std::is_same_v<T, bool>, "not the storage type of a Smelt dtype");
+    return DType::i1;
+  }
+}
+
 template <typename T> struct ComputeOf {
   using type = T;
 };
@@ -66,7 +86,11 @@ template <typename T, typename V> inline T fromCompute(V value) {
       return std::numeric_limits<T>::max();
     return T(value);
   } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    return T(float(value));
+    // From double or an integer, round once (through round-to-odd), not twice via float.
+    if constexpr (!std::is_same_v<V, float>)
+      return T(floatRoundedToOdd(double(value)));
+    else
+      return T(float(value));
   } else {
     return T(value);
   }

@@ -2,6 +2,7 @@
 // to nearest even, so the CPU computes in f32 and stores what a GPU would.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -16,6 +17,18 @@ inline float bitsFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+/// Narrows a double to float rounding to odd (truncate, then set the last bit if inexact).
+/// Rounding that float again to f16 or bf16 (at least two bits fewer) then gives exactly the
+/// nearest-even result of rounding the double directly: no double-rounding error.
+inline float floatRoundedToOdd(double d) {
+  float f = float(d);
+  if (double(f) == d || d != d)
+    return f;
+  if (std::fabs(double(f)) > std::fabs(d)) // rounded away from zero: step back
+    f = std::nextafter(f, 0.0f);
+  return bitsFloat(floatBits(f) | 1u);
 }
 
 struct BFloat16 {

@@ -1,8 +1,6 @@
 // HostTensor: aligned allocation and conversions to and from double.
 #include "runtime/HostTensor.h"
 
-#include "runtime/DTypeDispatch.h"
-
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -25,6 +23,22 @@ HostTensor HostTensor::zeros(const TensorType &type) {
   std::memset(p, 0, bytes);
   t.storage_.reset(p);
   return t;
+}
+
+Expected<HostTensor> HostTensor::allocate(const TensorType &type, const std::string &what) {
+  // Check the size before computing it: a negative or overflowing shape is an error here, not
+  // a huge request to the allocator or undefined behaviour.
+  uint64_t bytes = byteWidth(type.dtype);
+  for (int64_t d : type.shape)
+    if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes) || bytes > (uint64_t(1) << 60))
+      return Status::error(fmt::format("{}: {} has a {} dimension", what, type.str(),
+                                       d < 0 ? "negative" : "too large a"));
+  try {
+    return zeros(type);
+  } catch (const std::bad_alloc &) {
+    return Status::error(fmt::format("out of memory allocating {} bytes for {} ({})",
+                                     type.byteSize(), what, type.str()));
+  }
 }
 
 HostTensor::HostTensor(const HostTensor &other) {

@@ -2,7 +2,8 @@
 #pragma once
 
 #include "runtime/DType.h"
-#include "runtime/Half.h"
+#include "runtime/Status.h"
+#include "runtime/DTypeDispatch.h"
 
 #include <cstdint>
 #include <memory>
@@ -19,10 +20,23 @@ public:
   /// Copies are deep: each tensor owns its storage.
   HostTensor(const HostTensor &other);
   HostTensor &operator=(const HostTensor &other);
-  /// A tensor of `type` with every byte zero.
+  /// A tensor of `type` with every byte zero. Throws std::bad_alloc when memory runs out;
+  /// allocate() reports it as a Status instead.
   static HostTensor zeros(const TensorType &type);
+  /// zeros() that never throws: running out of memory is an error naming `what` and the bytes.
+  static Expected<HostTensor> allocate(const TensorType &type, const std::string &what);
   /// A tensor of `type` holding `values` converted to its dtype (f16/bf16 round to nearest).
   static HostTensor fromDoubles(const TensorType &type, const std::vector<double> &values);
+  /// A tensor of `shape` holding `values` in row-major order; its dtype is the one stored as T
+  /// (float -> f32, Half -> f16, int64_t -> i64, bool -> i1 ...). Like fromDoubles, values past
+  /// the element count are ignored and missing ones stay zero.
+  template <typename T>
+  static HostTensor fromVector(std::vector<int64_t> shape, const std::vector<T> &values) {
+    HostTensor t = zeros(TensorType{dtypeOf<T>(), std::move(shape)});
+    for (size_t i = 0; i < values.size() && int64_t(i) < t.type().numElements(); ++i)
+      t.data<T>()[i] = values[i];
+    return t;
+  }
 
   const TensorType &type() const { return type_; }
   size_t byteSize() const { return type_.byteSize(); }

@@ -40,8 +40,12 @@ Expected<HostTensor> readNpy(const std::string &path) {
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto error = [&](const std::string &what) { return Status::error(path + ": " + what); };
 
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+  if (bytes.compare(0, 6, "\x93NUMPY") != 0)
     return error("not a .npy file: the magic \\x93NUMPY is missing at offset 0");
+  if (bytes.size() < 10)
+    return error(fmt::format("truncated: the version and header length at offset 6 need 4 "
+                             "bytes, the file has {} in all",
+                             bytes.size()));
   int major = uint8_t(bytes[6]);
   size_t headerLen, headerStart;
   if (major == 1) {

@@ -31,8 +31,12 @@ Expected<Window2D> poolGeometry(const Step &step, const TensorType &input,
              window[1], input.shape[3], output.shape[1], output.shape[2], strides[0],
              strides[1], padding[0], padding[1], padding[2], padding[3]};
   if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 ||
-      g.pr < 0 || g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw ||
-      g.h + g.pt + g.pb < g.kh || g.w + g.pl + g.pr < g.kw ||
+      g.pr < 0)
+    return bad("window and strides must be >= 1 and padding >= 0");
+  // A window lying wholly in the padding would have no max and nothing to average.
+  if (g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw)
+    return bad("padding must be smaller than the window");
+  if (g.h + g.pt + g.pb < g.kh || g.w + g.pl + g.pr < g.kw ||
       output.shape[0] != g.n || output.shape[3] != g.c ||
       g.oh != (g.h + g.pt + g.pb - g.kh) / g.sh + 1 || g.ow != (g.w + g.pl + g.pr - g.kw) / g.sw + 1)
     return bad("the output size does not follow from the window");

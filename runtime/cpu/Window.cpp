@@ -88,7 +88,8 @@ void poolBackward(bool isMax, const Window2D &g, const double *x, const double *
     for (int64_t iy = y0; iy < y1; ++iy)
       for (int64_t ix = x0; ix < x1; ++ix) {
         int64_t at = ((b * g.h + iy) * g.w + ix) * g.c + c;
-        if (best < 0 || x[at] > bestValue) {
+        // The first maximum, with NaN larger than anything, as in the forward max.
+        if (best < 0 || x[at] > bestValue || (x[at] != x[at] && bestValue == bestValue)) {
           best = at;
           bestValue = x[at];
         }
