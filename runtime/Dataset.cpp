@@ -63,17 +63,22 @@ Batch Dataset::batch(const std::vector<int64_t> &order, int64_t batchSize, int64
 }
 
 BatchStream::BatchStream(const Dataset &data, std::vector<int64_t> order, int64_t batchSize,
-                         bool dropRemainder, int depth)
+                         bool dropRemainder, int depth, BatchMap map)
     : data_(data), order_(std::move(order)), batchSize_(batchSize),
-      count_(data.batchCount(batchSize, dropRemainder)), depth_(std::max(depth, 1)) {
+      count_(data.batchCount(batchSize, dropRemainder)), depth_(std::max(depth, 1)),
+      map_(std::move(map)) {
   refill();
 }
 
 void BatchStream::refill() {
   while (int(pending_.size()) < depth_ && issued_ < count_) {
     int64_t index = issued_++;
-    pending_.push_back(std::async(std::launch::async,
-                                  [this, index] { return data_.batch(order_, batchSize_, index); }));
+    pending_.push_back(std::async(std::launch::async, [this, index] {
+      Batch b = data_.batch(order_, batchSize_, index);
+      if (map_)
+        map_(b);
+      return b;
+    }));
   }
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/HostTensor.h"
 
 #include <deque>
+#include <functional>
 #include <future>
 #include <optional>
 
@@ -35,12 +36,16 @@ private:
   HostTensor examples_, labels_;
 };
 
-/// Produces the batches of one epoch in order while keeping `depth` of them being gathered on
-/// background threads, so the training step never waits on data it could have had.
+/// A transformation of a batch (augmentation, normalization), run on the worker threads.
+using BatchMap = std::function<void(Batch &)>;
+
+/// Produces the batches of one epoch in order while keeping `depth` of them being gathered
+/// (and transformed by `map`) on background threads, so the training step never waits on data
+/// it could have had.
 class BatchStream {
 public:
   BatchStream(const Dataset &data, std::vector<int64_t> order, int64_t batchSize,
-              bool dropRemainder, int depth = 2);
+              bool dropRemainder, int depth = 2, BatchMap map = {});
   /// The next batch, or nullopt after the last.
   std::optional<Batch> next();
   int64_t batchCount() const { return count_; }
@@ -51,6 +56,7 @@ private:
   std::vector<int64_t> order_;
   int64_t batchSize_, count_, issued_ = 0;
   int depth_;
+  BatchMap map_;
   std::deque<std::future<Batch>> pending_;
 };
 

@@ -7,6 +7,7 @@
 #include "runtime/Safetensors.h"
 #include "train/Trainer.h"
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -103,6 +104,17 @@ TEST(Dataset, EpochOrdersArePermutationsFixedBySeedAndEpoch) {
   while (std::optional<rt::Batch> b2 = stream.next())
     EXPECT_EQ(b2->labels.at(0), double(a[4 * batches++]));
   EXPECT_EQ(batches, 2);
+
+  // map runs on the worker threads, once per batch, before the batch is handed out.
+  std::atomic<int> mapped = 0;
+  rt::BatchStream doubled(data, a, 4, false, 3, [&](rt::Batch &batch) {
+    ++mapped;
+    for (int64_t i = 0; i < batch.labels.type().shape[0]; ++i)
+      batch.labels.data<int32_t>()[i] *= 2;
+  });
+  for (int i = 0; std::optional<rt::Batch> b3 = doubled.next(); ++i)
+    EXPECT_EQ(b3->labels.at(0), 2.0 * double(a[4 * i]));
+  EXPECT_EQ(mapped.load(), 3);
 }
 
 TEST(Safetensors, RoundTripAndCorruptFiles) {
