@@ -10,18 +10,37 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
-#include <cmath>
 #include <filesystem>
 
 using namespace mlir;
 
 namespace smelt {
 
+[[noreturn]] static void emptyTensor() {
+  throw BuildError("an empty smelt::Tensor (default-constructed, never assigned) was used");
+}
+
+Graph &Tensor::graph() const {
+  if (!graph_)
+    emptyTensor();
+  return *graph_;
+}
+
 mlir::RankedTensorType Tensor::type() const {
+  if (!graph_)
+    emptyTensor();
   return cast<RankedTensorType>(value_.getType());
 }
 
 std::vector<int64_t> Tensor::shape() const { return type().getShape().vec(); }
+
+int64_t Tensor::dim(int64_t axis, Loc loc) const {
+  int64_t r = rank();
+  if (axis < -r || axis >= r)
+    throwBuildError(loc, "axis " + std::to_string(axis) + " is out of range for shape " +
+                             shapeString(shape()));
+  return type().getDimSize(axis < 0 ? axis + r : axis);
+}
 
 DType Tensor::dtype() const {
   Type t = type().getElementType();
@@ -40,29 +59,35 @@ DType Tensor::dtype() const {
   return DType::f32;
 }
 
-Graph::Graph(MLIRContext &context, std::string name, uint64_t seed)
-    : name_(std::move(name)), seed_(seed), builder_(&context) {
-  context.loadDialect<SmeltDialect, func::FuncDialect>();
-  module_ = ModuleOp::create(UnknownLoc::get(&context));
-  builder_.setInsertionPointToEnd(module_->getBody());
-  function_ = func::FuncOp::create(builder_, UnknownLoc::get(&context), name_,
-                                   builder_.getFunctionType({}, {}));
-  builder_.setInsertionPointToEnd(function_.addEntryBlock());
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
-Location Graph::location(Loc loc) {
-  return FileLineColLoc::get(&context(), loc.file_name(), loc.line(), loc.column());
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return "f32";
+  case DType::f16:
+    return "f16";
+  case DType::bf16:
+    return "bf16";
+  case DType::f64:
+    return "f64";
+  case DType::i32:
+    return "i32";
+  case DType::i64:
+    return "i64";
+  case DType::i1:
+    break;
+  }
+  return "i1";
 }
 
-void throwBuildError(Loc loc, const std::string &message) {
-  throw BuildError(std::filesystem::path(loc.file_name()).filename().string() + ":" +
-                   std::to_string(loc.line()) + ": " + message);
-}
-
-void Graph::fail(Loc loc, const std::string &message) { throwBuildError(loc, message); }
-
-Type Graph::elementType(DType dtype) {
-  Builder &b = builder_;
+Type elementType(MLIRContext &context, DType dtype) {
+  Builder b(&context);
   switch (dtype) {
   case DType::f32:
     return b.getF32Type();
@@ -82,10 +107,51 @@ Type Graph::elementType(DType dtype) {
   return b.getI1Type();
 }
 
+Graph::Graph(MLIRContext &context, std::string name, uint64_t seed, Loc loc)
+    : name_(std::move(name)), seed_(seed), builder_(&context) {
+  context.loadDialect<SmeltDialect, func::FuncDialect>();
+  ownedModule_ = ModuleOp::create(UnknownLoc::get(&context));
+  moduleOp_ = *ownedModule_;
+  createFunction(loc);
+}
+
+Graph::Graph(ModuleOp module, std::string name, uint64_t seed, Loc loc)
+    : name_(std::move(name)), seed_(seed), moduleOp_(module), builder_(module.getContext()) {
+  module.getContext()->loadDialect<SmeltDialect, func::FuncDialect>();
+  createFunction(loc);
+}
+
+void Graph::createFunction(Loc loc) {
+  // Two graphs in one module must not clash, nor may a graph clash with another's init.
+  if (moduleOp_.lookupSymbol(name_))
+    fail(loc, "the module already has a symbol @" + name_);
+  builder_.setInsertionPointToEnd(moduleOp_.getBody());
+  function_ = func::FuncOp::create(builder_, location(loc), name_,
+                                   builder_.getFunctionType({}, {}));
+  builder_.setInsertionPointToEnd(function_.addEntryBlock());
+}
+
+Location Graph::location(Loc loc) {
+  return FileLineColLoc::get(&context(), loc.file_name(), loc.line(), loc.column());
+}
+
+void throwBuildError(Loc loc, const std::string &message) {
+  throw BuildError(std::filesystem::path(loc.file_name()).filename().string() + ":" +
+                   std::to_string(loc.line()) + ": " + message);
+}
+
+void Graph::fail(Loc loc, const std::string &message) { throwBuildError(loc, message); }
+
 Tensor Graph::make(llvm::StringRef opName, ValueRange operands,
                    llvm::ArrayRef<NamedAttribute> attributes, Type resultType, Loc loc) {
   if (finished_)
     fail(loc, "graph @" + name_ + " is finished (setOutputs was called); it takes no more ops");
+  // A value of another graph (or of this graph's init function) would verify as an op but
+  // break dominance, which only a whole-module verify would notice: refuse it here.
+  for (auto [i, v] : llvm::enumerate(operands))
+    if (v.getParentBlock() != builder_.getInsertionBlock())
+      fail(loc, "operand #" + std::to_string(i) + " of '" + opName.str() +
+                    "' belongs to another graph than @" + name_);
   // The first diagnostic is the one that names the problem; keep it for the BuildError.
   std::string message;
   ScopedDiagnosticHandler capture(&context(), [&](Diagnostic &diag) {
@@ -93,26 +159,33 @@ Tensor Graph::make(llvm::StringRef opName, ValueRange operands,
       message = diag.str();
     return success();
   });
+  auto failWith = [&](Operation *op) {
+    op->erase();
+    fail(loc, message.empty() ? (llvm::Twine("'") + opName + "' op is invalid").str() : message);
+  };
   OperationState state(location(loc), opName);
   state.addOperands(operands);
   state.addAttributes(attributes);
   state.addTypes(resultType ? resultType : builder_.getNoneType());
   Operation *op = builder_.create(state);
   if (!resultType) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer) {
+      message = (llvm::Twine("'") + opName +
+                 "' cannot infer its result type; the builder must pass one")
+                    .str();
+      failWith(op);
+    }
     SmallVector<Type> types;
-    auto infer = cast<InferTypeOpInterface>(op);
     if (failed(infer.inferReturnTypes(&context(), op->getLoc(), op->getOperands(),
                                       op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
-                                      op->getRegions(), types))) {
-      op->erase();
-      fail(loc, message);
-    }
+                                      op->getRegions(), types)) ||
+        types.size() != 1)
+      failWith(op);
     op->getResult(0).setType(types[0]);
   }
-  if (failed(verify(op))) {
-    op->erase();
-    fail(loc, message);
-  }
+  if (failed(verify(op)))
+    failWith(op);
   return Tensor(this, op->getResult(0));
 }
 
@@ -122,7 +195,8 @@ Tensor Graph::addArgument(const std::string &name, const std::vector<int64_t> &s
     fail(loc, "graph @" + name_ + " is finished; add inputs before setOutputs");
   for (int64_t d : shape)
     if (d < 0)
-      fail(loc, "input '" + name + "' has a negative dimension");
+      fail(loc, "'" + name + "' has shape " + shapeString(shape) +
+                    ": dimensions must be >= 0");
   for (unsigned i = 0; i < function_.getNumArguments(); ++i)
     if (auto existing = function_.getArgAttrOfType<StringAttr>(i, "smelt.name");
         existing && existing.getValue() == name)
@@ -144,13 +218,24 @@ Tensor Graph::input(const std::string &name, const std::vector<int64_t> &shape, 
 
 Tensor Graph::parameter(const std::string &name, const std::vector<int64_t> &shape,
                         Initializer init, DType dtype, Loc loc) {
+  // Checked now rather than in buildInitializer, so the error points at this call.
+  bool random = init.kind == Initializer::Kind::GlorotUniform ||
+                init.kind == Initializer::Kind::HeNormal;
+  bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
+                 dtype == DType::f64;
+  if (random && !isFloat)
+    fail(loc, "parameter '" + name + "' is " + dtypeName(dtype) +
+                  ": a random initializer needs a float dtype");
   Tensor t = addArgument(name, shape, dtype, true, loc);
-  // Each parameter draws from its own stream: the graph seed mixed with its index (splitmix64).
-  uint64_t z = seed_ + 0x9e3779b97f4a7c15ull * (parameters_.size() + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  parameters_.push_back({name, shape, dtype, init, (z ^ (z >> 31)) & 0x7fffffffffffffffull});
+  parameters_.push_back(
+      {name, shape, dtype, init, parameterSeed(seed_, parameters_.size()), loc});
   return t;
+}
+
+void Graph::setSeed(uint64_t seed) {
+  seed_ = seed;
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    parameters_[i].seed = parameterSeed(seed_, i);
 }
 
 std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt, Loc loc) {
@@ -203,47 +288,27 @@ void Graph::setOutputs(const std::vector<Tensor> &outputs, const std::vector<std
   finished_ = true;
 }
 
-/// Keras' fans: [in, out] for a matrix; receptive field times channels for a conv kernel.
-static std::pair<double, double> fans(const std::vector<int64_t> &shape) {
-  if (shape.empty())
-    return {1, 1};
-  if (shape.size() == 1)
-    return {double(shape[0]), double(shape[0])};
-  double receptive = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i)
-    receptive *= double(shape[i]);
-  return {shape[shape.size() - 2] * receptive, shape.back() * receptive};
-}
-
 void Graph::buildInitializer(Loc loc) {
   std::string initName = name_ + "_init";
+  if (moduleOp_.lookupSymbol(initName))
+    fail(loc, "the module already has a symbol @" + initName +
+                  " (buildInitializer is called once per graph)");
   OpBuilder::InsertionGuard guard(builder_);
-  builder_.setInsertionPointToEnd(module_->getBody());
+  builder_.setInsertionPointToEnd(moduleOp_.getBody());
   auto init = func::FuncOp::create(builder_, location(loc), initName,
                                    builder_.getFunctionType({}, {}));
   builder_.setInsertionPointToEnd(init.addEntryBlock());
+  // make() refuses ops once the graph is finished; the init function is a separate one.
   bool wasFinished = finished_;
   finished_ = false;
   SmallVector<Value> values;
-  for (const ParameterSpec &p : parameters_) {
-    auto [fanIn, fanOut] = fans(p.shape);
-    Tensor value;
-    switch (p.init.kind) {
-    case Initializer::Kind::GlorotUniform: {
-      double limit = std::sqrt(6.0 / (fanIn + fanOut));
-      value = rngUniform(*this, p.shape, p.seed, -limit, limit, p.dtype, std::nullopt, loc);
-      break;
-    }
-    case Initializer::Kind::HeNormal:
-      value = rngNormal(*this, p.shape, p.seed, 0.0, std::sqrt(2.0 / fanIn), p.dtype,
-                        std::nullopt, loc);
-      break;
-    case Initializer::Kind::Zeros:
-    case Initializer::Kind::Constant:
-      value = constant(*this, p.init.value, p.shape, p.dtype, loc);
-      break;
-    }
-    values.push_back(value.value());
+  try {
+    for (const ParameterSpec &p : parameters_)
+      values.push_back(initialValue(*this, p).value());
+  } catch (...) {
+    finished_ = wasFinished;
+    init.erase();
+    throw;
   }
   func::ReturnOp::create(builder_, location(loc), values);
   init.setFunctionType(builder_.getFunctionType({}, ValueRange(values).getTypes()));

@@ -1,14 +1,35 @@
-// The C++ builder: a Graph builds one function of a smelt module, a Tensor is a typed handle
-// to a value in it. Shapes are checked by the dialect's own rules (the same code the verifier
-// runs), and a mistake throws BuildError naming the caller's file and line:
+// The C++ builder's core: a Graph builds one function of a smelt module, a Tensor is a typed
+// handle to a value in it, BuildError is what a mistake throws.
+//
+// Shapes are checked by the dialect's own rules (each op is created generically, its result
+// type inferred by the op's InferTypeOpInterface and the op verified), never re-implemented
+// here, so the builder and `smelt-opt` can never disagree. A mistake throws BuildError naming
+// the caller's file and line and the dialect's message; every public function takes a
+// defaulted std::source_location for that, and the same location becomes the op's MLIR
+// location, so IR dumps point at user code.
+//
+// Where things are: Ops.h has one function per op plus NumPy-broadcasting operators, Layers.h
+// the Keras-like layers and stable composites, Initializers.h the parameter initializers,
+// Optimizers.h optimizer updates as graph code, Models.h ready-made models.
+//
+// Usage, an MLP forward pass plus its JAX-style init function:
 //
 //   mlir::MLIRContext ctx;
-//   smelt::Graph g(ctx, "forward");
+//   smelt::Graph g(ctx, "forward", /*seed=*/1);
 //   smelt::Tensor x = g.input("images", {256, 784});
 //   smelt::Tensor h = smelt::dense(x, 512, "dense1", smelt::Activation::Relu);
-//   smelt::Tensor logits = smelt::dense(h, 10, "logits");
-//   g.setOutputs({logits}, {"logits"});
-//   g.buildInitializer();   // @forward_init returns every parameter's seeded initial value
+//   smelt::Tensor logits = smelt::dense(h, 10, "logits");      // [256, 10]
+//   smelt::Tensor probs = smelt::softmax(logits);               // stable: exp(x - max) / sum
+//   g.setOutputs({logits, probs}, {"logits", "probs"});
+//   g.buildInitializer();   // @forward_init() returns every parameter's seeded initial value
+//   g.module().print(llvm::outs());
+//
+//   try { smelt::matmul(x, h); }   // K mismatch: 784 vs 256
+//   catch (const smelt::BuildError &e) { /* "model.cpp:12: 'smelt.matmul' op contracting..." */ }
+//
+// @forward takes (images, dense1/kernel, dense1/bias, logits/kernel, logits/bias): inputs and
+// parameters are arguments in creation order, named by `smelt.name`, parameters marked
+// `smelt.param`.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +37,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+
+#include "frontend/Initializers.h"
 
 #include <source_location>
 #include <stdexcept>
@@ -46,12 +69,15 @@ public:
   Tensor() = default;
   Tensor(Graph *graph, mlir::Value value) : graph_(graph), value_(value) {}
 
-  Graph &graph() const { return *graph_; }
+  /// False for a default-constructed Tensor; using one throws BuildError.
+  explicit operator bool() const { return graph_ != nullptr; }
+  Graph &graph() const;
   mlir::Value value() const { return value_; }
   mlir::RankedTensorType type() const;
   std::vector<int64_t> shape() const;
   int64_t rank() const { return type().getRank(); }
-  int64_t dim(int64_t axis) const { return type().getDimSize(axis); }
+  /// The size of dimension `axis` (negative counts from the end).
+  int64_t dim(int64_t axis, Loc loc = Loc::current()) const;
   int64_t numElements() const { return type().getNumElements(); }
   DType dtype() const;
 
@@ -60,31 +86,35 @@ private:
   mlir::Value value_;
 };
 
-/// How a parameter gets its first value (Keras' initializers; fans as Keras computes them).
-struct Initializer {
-  enum class Kind { GlorotUniform, HeNormal, Zeros, Constant } kind = Kind::Zeros;
-  double value = 0;
-  static Initializer glorotUniform() { return {Kind::GlorotUniform}; }
-  /// Keras draws He normal from a truncated normal; Smelt has no truncation op yet, so this is
-  /// a plain normal with stddev sqrt(2 / fan_in).
-  static Initializer heNormal() { return {Kind::HeNormal}; }
-  static Initializer zeros() { return {Kind::Zeros}; }
-  static Initializer constant(double v) { return {Kind::Constant, v}; }
-};
-
+/// What buildInitializer needs to know about a parameter.
 struct ParameterSpec {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype;
   Initializer init;
-  uint64_t seed;
+  uint64_t seed;          // parameterSeed(graph seed, index)
+  Loc loc = Loc::current(); // where parameter() was called: the init ops point there
 };
+
+/// "[3, 4]": how messages print shapes.
+std::string shapeString(const std::vector<int64_t> &shape);
+/// "f32", "i64", ...
+const char *dtypeName(DType dtype);
+/// The MLIR element type of `dtype`.
+mlir::Type elementType(mlir::MLIRContext &context, DType dtype);
 
 class Graph {
 public:
   /// A graph building function `name` in a module of its own. `seed` makes parameter
   /// initialization reproducible.
-  explicit Graph(mlir::MLIRContext &context, std::string name = "main", uint64_t seed = 0);
+  explicit Graph(mlir::MLIRContext &context, std::string name = "main", uint64_t seed = 0,
+                 Loc loc = Loc::current());
+  /// A graph building function `name` into `module`, which the caller owns (several graphs
+  /// may share one module, e.g. a forward and a training step).
+  Graph(mlir::ModuleOp module, std::string name, uint64_t seed = 0, Loc loc = Loc::current());
+  // Tensors point at their Graph: it must stay where it is.
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
 
   /// A new function argument (`smelt.name` = name).
   Tensor input(const std::string &name, const std::vector<int64_t> &shape,
@@ -101,33 +131,44 @@ public:
   /// Ends the function: returns `outputs`, named `names` (`smelt.name` on the results).
   void setOutputs(const std::vector<Tensor> &outputs, const std::vector<std::string> &names = {},
                   Loc loc = Loc::current());
-  /// Adds @<name>_init: no arguments, every parameter's initial value in parameter order.
+  /// Adds @<name>_init: no arguments, every parameter's initial value in parameter order
+  /// (results named like the parameters). Call it once, after the last parameter.
   void buildInitializer(Loc loc = Loc::current());
 
-  mlir::ModuleOp module() { return *module_; }
+  /// The graph seed; each parameter's seed is parameterSeed(seed, its index), so changing it
+  /// re-seeds the parameters created so far too.
+  uint64_t seed() const { return seed_; }
+  void setSeed(uint64_t seed);
+
+  mlir::ModuleOp module() { return moduleOp_; }
   mlir::func::FuncOp function() { return function_; }
-  mlir::MLIRContext &context() { return *module_->getContext(); }
+  mlir::MLIRContext &context() { return *moduleOp_->getContext(); }
   const std::string &name() const { return name_; }
   const std::vector<ParameterSpec> &parameters() const { return parameters_; }
+  /// True once setOutputs was called: the function takes no more ops or arguments.
+  bool finished() const { return finished_; }
 
-  /// Creates op `opName` and checks it with the dialect: the result type is inferred when
-  /// `resultType` is null, then the op is verified. Throws BuildError with the dialect's message
-  /// at `loc` on failure. Every op helper goes through here.
+  /// Creates op `opName` and checks it with the dialect: the result type is inferred (the op's
+  /// InferTypeOpInterface) when `resultType` is null, then the op is verified. On failure the
+  /// op is erased and BuildError thrown with the dialect's first message at `loc`. Every op
+  /// helper goes through here.
   Tensor make(llvm::StringRef opName, mlir::ValueRange operands,
               llvm::ArrayRef<mlir::NamedAttribute> attributes, mlir::Type resultType, Loc loc);
 
-  mlir::Type elementType(DType dtype);
+  mlir::Type elementType(DType dtype) { return smelt::elementType(context(), dtype); }
   mlir::Location location(Loc loc);
   mlir::OpBuilder &builder() { return builder_; }
   [[noreturn]] void fail(Loc loc, const std::string &message);
 
 private:
+  void createFunction(Loc loc);
   Tensor addArgument(const std::string &name, const std::vector<int64_t> &shape, DType dtype,
                      bool isParameter, Loc loc);
 
   std::string name_;
   uint64_t seed_;
-  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  mlir::OwningOpRef<mlir::ModuleOp> ownedModule_; // null when building into a given module
+  mlir::ModuleOp moduleOp_;
   mlir::func::FuncOp function_;
   mlir::OpBuilder builder_;
   std::vector<ParameterSpec> parameters_;

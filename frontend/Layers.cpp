@@ -1,6 +1,9 @@
 // Layers and composites as compositions of smelt ops; fusion (later) makes them fast.
 #include "frontend/Layers.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace smelt {
 
 namespace {
@@ -43,6 +46,8 @@ Tensor dense(Tensor x, int64_t units, const std::string &name, Activation activa
   if (x.rank() != 2)
     g.fail(loc, "dense layer '" + name + "' needs a [batch, features] input, got rank " +
                     std::to_string(x.rank()) + " (flatten it first)");
+  if (units <= 0)
+    g.fail(loc, "dense layer '" + name + "' needs units >= 1, got " + std::to_string(units));
   Tensor w = g.parameter(name + "/kernel", {x.dim(1), units}, kernelInit, x.dtype(), loc);
   Tensor b = g.parameter(name + "/bias", {units}, Initializer::zeros(), x.dtype(), loc);
   return activate(add(matmul(x, w, false, false, loc), b, loc), activation, loc);
@@ -63,27 +68,47 @@ Quad windowPadding(Padding padding, const std::vector<int64_t> &inputShape, Pair
   return out;
 }
 
+Quad windowPadding(const PaddingSpec &padding, const std::vector<int64_t> &inputShape,
+                   Pair window, Pair strides, Pair dilation, Loc loc) {
+  if (padding.explicitPadding)
+    return *padding.explicitPadding;
+  if (padding.mode)
+    return windowPadding(*padding.mode, inputShape, window, strides, dilation);
+  std::string name = padding.name;
+  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  if (name != "same" && name != "valid")
+    throwBuildError(loc, "padding \"" + padding.name +
+                             "\" is neither \"same\" nor \"valid\" (or give {top, bottom, "
+                             "left, right})");
+  return windowPadding(name == "same" ? Padding::Same : Padding::Valid, inputShape, window,
+                       strides, dilation);
+}
+
 Tensor conv2dLayer(Tensor x, int64_t filters, Pair kernel, const std::string &name,
-                   Pair strides, Padding padding, Activation activation, Initializer kernelInit,
-                   Loc loc) {
+                   Pair strides, PaddingSpec padding, Activation activation,
+                   Initializer kernelInit, Loc loc) {
   Graph &g = x.graph();
   if (x.rank() != 4)
-    g.fail(loc, "conv2d layer '" + name + "' needs an NHWC input, got rank " +
-                    std::to_string(x.rank()));
+    g.fail(loc, "conv2d layer '" + name + "' needs an NHWC input, got shape " +
+                    shapeString(x.shape()));
+  if (filters <= 0 || kernel[0] <= 0 || kernel[1] <= 0)
+    g.fail(loc, "conv2d layer '" + name + "' needs filters >= 1 and a kernel of at least 1x1");
+  Quad pads = windowPadding(padding, x.shape(), kernel, strides, {1, 1}, loc);
   Tensor w = g.parameter(name + "/kernel", {kernel[0], kernel[1], x.dim(3), filters},
                          kernelInit, x.dtype(), loc);
   Tensor b = g.parameter(name + "/bias", {filters}, Initializer::zeros(), x.dtype(), loc);
-  Tensor y = conv2d(x, w, strides, windowPadding(padding, x.shape(), kernel, strides), {1, 1},
-                    loc);
+  Tensor y = conv2d(x, w, strides, pads, {1, 1}, loc);
   return activate(add(y, b, loc), activation, loc);
 }
 
-Tensor maxPool(Tensor x, Pair window, Pair strides, Padding padding, Loc loc) {
-  return maxPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides), loc);
+Tensor maxPool(Tensor x, Pair window, Pair strides, PaddingSpec padding, Loc loc) {
+  return maxPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides, {1, 1}, loc),
+                   loc);
 }
 
-Tensor avgPool(Tensor x, Pair window, Pair strides, Padding padding, Loc loc) {
-  return avgPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides), loc);
+Tensor avgPool(Tensor x, Pair window, Pair strides, PaddingSpec padding, Loc loc) {
+  return avgPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides, {1, 1}, loc),
+                   loc);
 }
 
 Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, std::optional<Tensor> step,
@@ -104,6 +129,49 @@ Tensor flatten(Tensor x, Loc loc) {
   return reshape(x, {x.dim(0), -1}, loc);
 }
 
+//===----------------------------------------------------------------------===//
+// Graph-first spellings
+//===----------------------------------------------------------------------===//
+
+/// The graph-first overloads take `g` for readability only; a tensor of another graph would
+/// put the layer's parameters in the wrong function.
+static Tensor inGraph(Graph &g, Tensor x, Loc loc) {
+  if (&x.graph() != &g)
+    g.fail(loc, "the input tensor belongs to graph @" + x.graph().name() + ", not @" + g.name());
+  return x;
+}
+
+Tensor dense(Graph &g, Tensor x, int64_t units, const std::string &name, Activation activation,
+             Initializer kernelInit, Loc loc) {
+  return dense(inGraph(g, x, loc), units, name, activation, kernelInit, loc);
+}
+
+Tensor conv2d(Graph &g, Tensor x, int64_t filters, Pair kernel, const std::string &name,
+              Pair strides, PaddingSpec padding, Activation activation, Initializer kernelInit,
+              Loc loc) {
+  return conv2dLayer(inGraph(g, x, loc), filters, kernel, name, strides, std::move(padding),
+                     activation, kernelInit, loc);
+}
+
+Tensor maxPool(Graph &g, Tensor x, Pair window, Pair strides, PaddingSpec padding, Loc loc) {
+  return maxPool(inGraph(g, x, loc), window, strides, std::move(padding), loc);
+}
+
+Tensor avgPool(Graph &g, Tensor x, Pair window, Pair strides, PaddingSpec padding, Loc loc) {
+  return avgPool(inGraph(g, x, loc), window, strides, std::move(padding), loc);
+}
+
+Tensor dropout(Graph &g, Tensor x, double rate, uint64_t seed, bool training,
+               std::optional<Tensor> step, Loc loc) {
+  return dropout(inGraph(g, x, loc), rate, seed, training, step, loc);
+}
+
+Tensor flatten(Graph &g, Tensor x, Loc loc) { return flatten(inGraph(g, x, loc), loc); }
+
+//===----------------------------------------------------------------------===//
+// Composites
+//===----------------------------------------------------------------------===//
+
 Tensor softmax(Tensor x, int64_t axis, Loc loc) {
   axis = positiveAxis(x, axis, loc);
   Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
@@ -122,11 +190,11 @@ Tensor logSoftmax(Tensor x, int64_t axis, Loc loc) {
 static void checkLabels(Tensor logits, Tensor labels, Loc loc) {
   Graph &g = logits.graph();
   if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0))
-    g.fail(loc, "logits must be [N, C] and labels [N]: got logits of rank " +
-                    std::to_string(logits.rank()) + " and labels of rank " +
-                    std::to_string(labels.rank()));
+    g.fail(loc, "logits must be [N, C] and labels [N]: got logits " +
+                    shapeString(logits.shape()) + " and labels " + shapeString(labels.shape()));
   if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
-    g.fail(loc, "labels must be i32 or i64 class indices");
+    g.fail(loc, std::string("labels must be i32 or i64 class indices, got ") +
+                    dtypeName(labels.dtype()));
 }
 
 /// A one-hot [N, C] mask of `labels` [N] in the dtype of `logits`.

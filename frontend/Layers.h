@@ -10,29 +10,63 @@ enum class Activation { None, Relu, Tanh, Logistic, Softmax };
 /// "same" pads so the output is ceil(input / stride) (TensorFlow's rule), "valid" does not pad.
 enum class Padding { Same, Valid };
 
+/// A window's padding as a layer takes it: Padding::Same / Padding::Valid, the strings "same"
+/// / "valid" (Keras' spelling; another string is a BuildError at the layer's call), or an
+/// explicit {top, bottom, left, right}.
+struct PaddingSpec {
+  PaddingSpec(Padding p) : mode(p) {}
+  PaddingSpec(const char *name) : name(name ? name : "") {}
+  PaddingSpec(const std::string &name) : name(name) {}
+  PaddingSpec(Quad explicitPadding) : explicitPadding(explicitPadding) {}
+  PaddingSpec(int64_t top, int64_t bottom, int64_t left, int64_t right)
+      : explicitPadding(Quad{top, bottom, left, right}) {}
+
+  std::optional<Padding> mode;
+  std::string name;
+  std::optional<Quad> explicitPadding;
+};
+
 Tensor activate(Tensor x, Activation activation, Loc loc = Loc::current());
 
-/// y = activation(x W + b); x is [batch, features], W [features, units] (Glorot uniform by
-/// default), b [units] zeros.
+/// y = activation(x W + b); x is [batch, features], W "<name>/kernel" [features, units]
+/// (Glorot uniform by default), b "<name>/bias" [units] zeros.
 Tensor dense(Tensor x, int64_t units, const std::string &name,
              Activation activation = Activation::None,
              Initializer kernelInit = Initializer::glorotUniform(), Loc loc = Loc::current());
-/// NHWC convolution with an HWIO kernel (He normal by default) and a bias.
+/// NHWC convolution with an HWIO kernel "<name>/kernel" [kh, kw, C, filters] (He normal by
+/// default) and a bias "<name>/bias" [filters] (zeros).
 Tensor conv2dLayer(Tensor x, int64_t filters, Pair kernel, const std::string &name,
-                   Pair strides = {1, 1}, Padding padding = Padding::Same,
+                   Pair strides = {1, 1}, PaddingSpec padding = Padding::Same,
                    Activation activation = Activation::None,
                    Initializer kernelInit = Initializer::heNormal(), Loc loc = Loc::current());
-Tensor maxPool(Tensor x, Pair window, Pair strides, Padding padding = Padding::Valid,
+Tensor maxPool(Tensor x, Pair window, Pair strides, PaddingSpec padding = Padding::Valid,
                Loc loc = Loc::current());
-Tensor avgPool(Tensor x, Pair window, Pair strides, Padding padding = Padding::Valid,
+Tensor avgPool(Tensor x, Pair window, Pair strides, PaddingSpec padding = Padding::Valid,
                Loc loc = Loc::current());
-/// Training: zeroes each element with probability `rate` (counter-based draws from `seed`,
-/// and from `step` when given, so each training step draws a new mask) and scales the rest by
-/// 1/(1-rate). Inference: x itself.
+/// Training: zeroes each element with probability `rate` (keeps it where a counter-based
+/// uniform draw from `seed`, and from `step` when given, so each training step draws a new
+/// mask, is >= rate) and scales the rest by 1/(1-rate). Inference: x itself.
 Tensor dropout(Tensor x, double rate, uint64_t seed, bool training,
                std::optional<Tensor> step = std::nullopt, Loc loc = Loc::current());
 /// [batch, ...] -> [batch, product of the rest].
 Tensor flatten(Tensor x, Loc loc = Loc::current());
+
+// The same layers in Keras-functional spelling, graph first: `dense(g, x, 10, "logits")`.
+// `x` must belong to `g`.
+Tensor dense(Graph &g, Tensor x, int64_t units, const std::string &name,
+             Activation activation = Activation::None,
+             Initializer kernelInit = Initializer::glorotUniform(), Loc loc = Loc::current());
+Tensor conv2d(Graph &g, Tensor x, int64_t filters, Pair kernel, const std::string &name,
+              Pair strides = {1, 1}, PaddingSpec padding = Padding::Same,
+              Activation activation = Activation::None,
+              Initializer kernelInit = Initializer::heNormal(), Loc loc = Loc::current());
+Tensor maxPool(Graph &g, Tensor x, Pair window, Pair strides,
+               PaddingSpec padding = Padding::Valid, Loc loc = Loc::current());
+Tensor avgPool(Graph &g, Tensor x, Pair window, Pair strides,
+               PaddingSpec padding = Padding::Valid, Loc loc = Loc::current());
+Tensor dropout(Graph &g, Tensor x, double rate, uint64_t seed, bool training,
+               std::optional<Tensor> step = std::nullopt, Loc loc = Loc::current());
+Tensor flatten(Graph &g, Tensor x, Loc loc = Loc::current());
 
 /// exp(x - max) / sum(exp(x - max)) along `axis`.
 Tensor softmax(Tensor x, int64_t axis = -1, Loc loc = Loc::current());
@@ -43,8 +77,12 @@ Tensor sparseSoftmaxCrossEntropy(Tensor logits, Tensor labels, Loc loc = Loc::cu
 /// Fraction of rows whose argmax equals the label, as an f32 scalar.
 Tensor accuracy(Tensor logits, Tensor labels, Loc loc = Loc::current());
 
-/// The (top, bottom, left, right) padding of a window for `padding` ("same": TensorFlow's).
+/// The (top, bottom, left, right) padding of a window for `padding` ("same": TensorFlow's,
+/// the extra row or column going to the bottom or right).
 Quad windowPadding(Padding padding, const std::vector<int64_t> &inputShape, Pair window,
                    Pair strides, Pair dilation = {1, 1});
+/// The same for any PaddingSpec; an unknown name is a BuildError at `loc`.
+Quad windowPadding(const PaddingSpec &padding, const std::vector<int64_t> &inputShape,
+                   Pair window, Pair strides, Pair dilation = {1, 1}, Loc loc = Loc::current());
 
 } // namespace smelt

@@ -3,6 +3,7 @@
 // does not do itself: NumPy broadcasting, negative axes, -1 in reshape, scalars.
 #include "frontend/Ops.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -10,13 +11,6 @@ using namespace mlir;
 namespace smelt {
 
 namespace {
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 NamedAttribute named(Graph &g, const char *name, Attribute value) {
   return g.builder().getNamedAttr(name, value);
@@ -35,30 +29,31 @@ Tensor unary(const char *op, Tensor x, Loc loc) {
   return x.graph().make(op, {x.value()}, {}, nullptr, loc);
 }
 
-/// NumPy's broadcast shape of `a` and `b`, or a BuildError naming both.
-std::vector<int64_t> broadcastShape(Graph &g, const std::vector<int64_t> &a,
-                                    const std::vector<int64_t> &b, Loc loc) {
-  std::vector<int64_t> out(std::max(a.size(), b.size()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
-    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (da != db && da != 1 && db != 1)
-      g.fail(loc, "shapes " + shapeString(a) + " and " + shapeString(b) +
-                      " do not broadcast: dimension " + std::to_string(da) + " vs " +
-                      std::to_string(db));
-    out[out.size() - 1 - i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-/// Broadcasts every operand to their common shape, so `op` sees equal shapes.
+/// Broadcasts every operand to their common shape (NumPy's rule: align from the right, a 1
+/// stretches), so the op sees equal shapes. Incompatible shapes are a BuildError naming all.
 std::vector<Tensor> broadcastAll(std::vector<Tensor> xs, Loc loc) {
   Graph &g = xs[0].graph();
-  std::vector<int64_t> shape = xs[0].shape();
-  for (size_t i = 1; i < xs.size(); ++i) {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < xs.size(); ++i)
     if (&xs[i].graph() != &g)
-      g.fail(loc, "operands belong to different graphs");
-    shape = broadcastShape(g, shape, xs[i].shape(), loc);
+      g.fail(loc, "operand #" + std::to_string(i) + " belongs to graph @" +
+                      xs[i].graph().name() + ", not @" + g.name());
+  for (const Tensor &x : xs) {
+    std::vector<int64_t> b = x.shape(), out(std::max(shape.size(), b.size()));
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t da = i < shape.size() ? shape[shape.size() - 1 - i] : 1;
+      int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+      if (da != db && da != 1 && db != 1) {
+        std::string shapes;
+        for (size_t j = 0; j < xs.size(); ++j)
+          shapes += (j == 0 ? "" : j + 1 == xs.size() ? " and " : ", ") +
+                    shapeString(xs[j].shape());
+        g.fail(loc, "shapes " + shapes + " do not broadcast: dimension " + std::to_string(da) +
+                        " vs " + std::to_string(db));
+      }
+      out[out.size() - 1 - i] = da == 1 ? db : da;
+    }
+    shape = std::move(out);
   }
   for (Tensor &x : xs)
     x = broadcastTo(x, shape, loc);
@@ -104,7 +99,11 @@ Tensor window(const char *op, std::vector<Value> operands, Pair a, Pair b, Quad 
   return g.make(op, operands, attrs, resultType, loc);
 }
 
-Type tensorType(Graph &g, const std::vector<int64_t> &shape, DType dtype) {
+/// The static tensor type; a negative size would silently make a dynamic dimension.
+Type tensorType(Graph &g, const std::vector<int64_t> &shape, DType dtype, Loc loc) {
+  for (int64_t d : shape)
+    if (d < 0)
+      g.fail(loc, "shape " + shapeString(shape) + " has a negative dimension");
   return RankedTensorType::get(shape, g.elementType(dtype));
 }
 
@@ -116,7 +115,7 @@ Type tensorType(Graph &g, const std::vector<int64_t> &shape, DType dtype) {
 
 Tensor constant(Graph &g, const std::vector<double> &values, const std::vector<int64_t> &shape,
                 DType dtype, Loc loc) {
-  auto type = cast<RankedTensorType>(tensorType(g, shape, dtype));
+  auto type = cast<RankedTensorType>(tensorType(g, shape, dtype, loc));
   if (int64_t(values.size()) != type.getNumElements() && values.size() != 1)
     g.fail(loc, "constant of shape " + shapeString(shape) + " needs " +
                     std::to_string(type.getNumElements()) + " values, got " +
@@ -133,9 +132,17 @@ Tensor constant(Graph &g, const std::vector<double> &values, const std::vector<i
     }
     attr = DenseElementsAttr::get(type, items);
   } else {
+    // Integers truncate toward zero, as convert does; i1 is "v != 0". A value the type cannot
+    // hold is an error rather than a silent wrap.
+    unsigned width = element.getIntOrFloatBitWidth();
+    double limit = std::ldexp(1.0, int(width) - 1);
     SmallVector<APInt> items;
-    for (double v : values)
-      items.push_back(APInt(element.getIntOrFloatBitWidth(), uint64_t(int64_t(v)), true));
+    for (double v : values) {
+      if (width > 1 && !(std::trunc(v) >= -limit && std::trunc(v) < limit))
+        g.fail(loc, "constant value " + std::to_string(v) + " does not fit " + dtypeName(dtype));
+      uint64_t bits = width == 1 ? uint64_t(v != 0) : uint64_t(int64_t(v));
+      items.emplace_back(width, bits, /*isSigned=*/width > 1);
+    }
     attr = DenseElementsAttr::get(type, items);
   }
   return g.make("smelt.constant", {}, {named(g, "value", attr)}, nullptr, loc);
@@ -150,7 +157,7 @@ Tensor iota(Graph &g, const std::vector<int64_t> &shape, int64_t dimension, DTyp
             Loc loc) {
   dimension = normalizeAxis(g, dimension, int64_t(shape.size()), loc);
   return g.make("smelt.iota", {}, {integer(g, "dimension", dimension)},
-                tensorType(g, shape, dtype), loc);
+                tensorType(g, shape, dtype, loc), loc);
 }
 
 static std::vector<Value> offsetOperand(const std::optional<Tensor> &offset) {
@@ -161,7 +168,7 @@ Tensor rngUniform(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, do
                   double high, DType dtype, std::optional<Tensor> offset, Loc loc) {
   return g.make("smelt.rng_uniform", offsetOperand(offset),
                 {integer(g, "seed", int64_t(seed)), real(g, "low", low), real(g, "high", high)},
-                tensorType(g, shape, dtype), loc);
+                tensorType(g, shape, dtype, loc), loc);
 }
 
 Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, double mean,
@@ -169,7 +176,7 @@ Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, dou
   return g.make("smelt.rng_normal", offsetOperand(offset),
                 {integer(g, "seed", int64_t(seed)), real(g, "mean", mean),
                  real(g, "stddev", stddev)},
-                tensorType(g, shape, dtype), loc);
+                tensorType(g, shape, dtype, loc), loc);
 }
 
 //===----------------------------------------------------------------------===//
@@ -213,7 +220,7 @@ Tensor convert(Tensor x, DType dtype, Loc loc) {
   if (x.dtype() == dtype)
     return x;
   Graph &g = x.graph();
-  return g.make("smelt.convert", {x.value()}, {}, tensorType(g, x.shape(), dtype), loc);
+  return g.make("smelt.convert", {x.value()}, {}, tensorType(g, x.shape(), dtype, loc), loc);
 }
 
 Tensor scalarLike(Tensor like, double value, Loc loc) {
@@ -228,7 +235,7 @@ Tensor broadcastInDim(Tensor x, const std::vector<int64_t> &shape,
                       const std::vector<int64_t> &dims, Loc loc) {
   Graph &g = x.graph();
   return g.make("smelt.broadcast_in_dim", {x.value()}, {ints(g, "broadcast_dimensions", dims)},
-                tensorType(g, shape, x.dtype()), loc);
+                tensorType(g, shape, x.dtype(), loc), loc);
 }
 
 Tensor broadcastTo(Tensor x, const std::vector<int64_t> &shape, Loc loc) {
@@ -266,7 +273,7 @@ Tensor reshape(Tensor x, std::vector<int64_t> shape, Loc loc) {
   }
   if (x.shape() == shape)
     return x;
-  return g.make("smelt.reshape", {x.value()}, {}, tensorType(g, shape, x.dtype()), loc);
+  return g.make("smelt.reshape", {x.value()}, {}, tensorType(g, shape, x.dtype(), loc), loc);
 }
 
 Tensor transpose(Tensor x, const std::vector<int64_t> &permutation, Loc loc) {
@@ -360,7 +367,7 @@ Tensor conv2dBackwardInput(Tensor gradOutput, Tensor filter,
   Graph &g = gradOutput.graph();
   return window("smelt.conv2d_backward_input", {gradOutput.value(), filter.value()}, strides,
                 dilation, padding, "strides", "dilation",
-                tensorType(g, inputShape, gradOutput.dtype()), g, loc);
+                tensorType(g, inputShape, gradOutput.dtype(), loc), g, loc);
 }
 
 Tensor conv2dBackwardFilter(Tensor input, Tensor gradOutput,
@@ -369,7 +376,7 @@ Tensor conv2dBackwardFilter(Tensor input, Tensor gradOutput,
   Graph &g = input.graph();
   return window("smelt.conv2d_backward_filter", {input.value(), gradOutput.value()}, strides,
                 dilation, padding, "strides", "dilation",
-                tensorType(g, filterShape, input.dtype()), g, loc);
+                tensorType(g, filterShape, input.dtype(), loc), g, loc);
 }
 
 Tensor maxPool2d(Tensor input, Pair windowSize, Pair strides, Quad padding, Loc loc) {
@@ -392,7 +399,7 @@ Tensor avgPool2dBackward(Tensor gradOutput, const std::vector<int64_t> &inputSha
                          Pair windowSize, Pair strides, Quad padding, Loc loc) {
   Graph &g = gradOutput.graph();
   return window("smelt.avg_pool2d_backward", {gradOutput.value()}, windowSize, strides, padding,
-                "window", "strides", tensorType(g, inputShape, gradOutput.dtype()), g, loc);
+                "window", "strides", tensorType(g, inputShape, gradOutput.dtype(), loc), g, loc);
 }
 
 //===----------------------------------------------------------------------===//
