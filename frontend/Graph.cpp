@@ -238,6 +238,21 @@ void Graph::setSeed(uint64_t seed) {
     parameters_[i].seed = parameterSeed(seed_, i);
 }
 
+Graph::Mark Graph::mark() {
+  mlir::Block &body = function_.getBody().front();
+  return {body.empty() ? nullptr : &body.back(), function_.getNumArguments(), parameters_.size()};
+}
+
+void Graph::rollback(const Mark &mark) {
+  // Ops are only ever appended, so everything after the mark is new; erase users first.
+  mlir::Block &body = function_.getBody().front();
+  while (!body.empty() && &body.back() != mark.lastOp)
+    body.back().erase();
+  while (function_.getNumArguments() > mark.numArguments)
+    (void)function_.eraseArgument(function_.getNumArguments() - 1);
+  parameters_.resize(mark.numParameters);
+}
+
 std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt, Loc loc) {
   if (finished_)
     fail(loc, "graph @" + name_ + " is finished; build gradients before setOutputs");
@@ -248,11 +263,18 @@ std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt
     return success();
   });
   SmallVector<Value> values;
-  for (const Tensor &t : wrt)
+  for (const Tensor &t : wrt) {
+    if (&t.graph() != this || &loss.graph() != this)
+      fail(loc, "gradients: the loss and every tensor differentiated for must be of @" + name_);
     values.push_back(t.value());
+  }
+  // A rule that fails halfway has already written part of the backward pass: drop it.
+  Mark before = mark();
   FailureOr<SmallVector<Value>> grads = buildGradients(builder_, loss.value(), values);
-  if (failed(grads))
-    fail(loc, message);
+  if (failed(grads)) {
+    rollback(before);
+    fail(loc, message.empty() ? "gradients: the loss cannot be differentiated" : message);
+  }
   std::vector<Tensor> out;
   for (Value g : *grads)
     out.emplace_back(this, g);

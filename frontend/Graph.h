@@ -148,6 +148,19 @@ public:
   /// True once setOutputs was called: the function takes no more ops or arguments.
   bool finished() const { return finished_; }
 
+  /// Runs `build` (a layer, a composite) all or nothing: when it throws, every op, argument
+  /// and parameter it added is removed again before the exception goes on, so a failed layer
+  /// leaves no orphan parameters that the init function and callers would have to supply.
+  template <typename Fn> auto atomically(Fn &&build) -> decltype(build()) {
+    Mark mark = this->mark();
+    try {
+      return build();
+    } catch (...) {
+      rollback(mark);
+      throw;
+    }
+  }
+
   /// Creates op `opName` and checks it with the dialect: the result type is inferred (the op's
   /// InferTypeOpInterface) when `resultType` is null, then the op is verified. On failure the
   /// op is erased and BuildError thrown with the dialect's first message at `loc`. Every op
@@ -161,6 +174,14 @@ public:
   [[noreturn]] void fail(Loc loc, const std::string &message);
 
 private:
+  /// How far the graph was built: its last op, argument count and parameter count.
+  struct Mark {
+    mlir::Operation *lastOp;
+    unsigned numArguments;
+    size_t numParameters;
+  };
+  Mark mark();
+  void rollback(const Mark &mark);
   void createFunction(Loc loc);
   Tensor addArgument(const std::string &name, const std::vector<int64_t> &shape, DType dtype,
                      bool isParameter, Loc loc);

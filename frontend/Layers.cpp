@@ -48,9 +48,11 @@ Tensor dense(Tensor x, int64_t units, const std::string &name, Activation activa
                     std::to_string(x.rank()) + " (flatten it first)");
   if (units <= 0)
     g.fail(loc, "dense layer '" + name + "' needs units >= 1, got " + std::to_string(units));
-  Tensor w = g.parameter(name + "/kernel", {x.dim(1), units}, kernelInit, x.dtype(), loc);
-  Tensor b = g.parameter(name + "/bias", {units}, Initializer::zeros(), x.dtype(), loc);
-  return activate(add(matmul(x, w, false, false, loc), b, loc), activation, loc);
+  return g.atomically([&] {
+    Tensor w = g.parameter(name + "/kernel", {x.dim(1), units}, kernelInit, x.dtype(), loc);
+    Tensor b = g.parameter(name + "/bias", {units}, Initializer::zeros(), x.dtype(), loc);
+    return activate(add(matmul(x, w, false, false, loc), b, loc), activation, loc);
+  });
 }
 
 Quad windowPadding(Padding padding, const std::vector<int64_t> &inputShape, Pair window,
@@ -94,21 +96,25 @@ Tensor conv2dLayer(Tensor x, int64_t filters, Pair kernel, const std::string &na
   if (filters <= 0 || kernel[0] <= 0 || kernel[1] <= 0)
     g.fail(loc, "conv2d layer '" + name + "' needs filters >= 1 and a kernel of at least 1x1");
   Quad pads = windowPadding(padding, x.shape(), kernel, strides, {1, 1}, loc);
-  Tensor w = g.parameter(name + "/kernel", {kernel[0], kernel[1], x.dim(3), filters},
-                         kernelInit, x.dtype(), loc);
-  Tensor b = g.parameter(name + "/bias", {filters}, Initializer::zeros(), x.dtype(), loc);
-  Tensor y = conv2d(x, w, strides, pads, {1, 1}, loc);
-  return activate(add(y, b, loc), activation, loc);
+  // The convolution can still fail (a kernel larger than the padded input, a zero stride)
+  // after the parameters exist: all or nothing.
+  return g.atomically([&] {
+    Tensor w = g.parameter(name + "/kernel", {kernel[0], kernel[1], x.dim(3), filters},
+                           kernelInit, x.dtype(), loc);
+    Tensor b = g.parameter(name + "/bias", {filters}, Initializer::zeros(), x.dtype(), loc);
+    Tensor y = conv2d(x, w, strides, pads, {1, 1}, loc);
+    return activate(add(y, b, loc), activation, loc);
+  });
 }
 
 Tensor maxPool(Tensor x, Pair window, Pair strides, PaddingSpec padding, Loc loc) {
-  return maxPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides, {1, 1}, loc),
-                   loc);
+  Quad pads = windowPadding(padding, x.shape(), window, strides, {1, 1}, loc);
+  return maxPool2d(x, window, strides, pads, loc);
 }
 
 Tensor avgPool(Tensor x, Pair window, Pair strides, PaddingSpec padding, Loc loc) {
-  return avgPool2d(x, window, strides, windowPadding(padding, x.shape(), window, strides, {1, 1}, loc),
-                   loc);
+  Quad pads = windowPadding(padding, x.shape(), window, strides, {1, 1}, loc);
+  return avgPool2d(x, window, strides, pads, loc);
 }
 
 Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, std::optional<Tensor> step,
@@ -117,10 +123,12 @@ Tensor dropout(Tensor x, double rate, uint64_t seed, bool training, std::optiona
     x.graph().fail(loc, "dropout rate " + std::to_string(rate) + " must be in [0, 1)");
   if (!training || rate == 0)
     return x;
-  Tensor u = rngUniform(x.graph(), x.shape(), seed, 0.0, 1.0, x.dtype(), step, loc);
-  Tensor keep = compare(u, scalarLike(u, rate, loc), CompareDirection::ge, loc);
-  Tensor scaled = mul(x, scalarLike(x, 1.0 / (1.0 - rate), loc), loc);
-  return select(keep, scaled, scalarLike(x, 0.0, loc), loc);
+  return x.graph().atomically([&] {
+    Tensor u = rngUniform(x.graph(), x.shape(), seed, 0.0, 1.0, x.dtype(), step, loc);
+    Tensor keep = compare(u, scalarLike(u, rate, loc), CompareDirection::ge, loc);
+    Tensor scaled = mul(x, scalarLike(x, 1.0 / (1.0 - rate), loc), loc);
+    return select(keep, scaled, scalarLike(x, 0.0, loc), loc);
+  });
 }
 
 Tensor flatten(Tensor x, Loc loc) {
@@ -174,16 +182,20 @@ Tensor flatten(Graph &g, Tensor x, Loc loc) { return flatten(inGraph(g, x, loc),
 
 Tensor softmax(Tensor x, int64_t axis, Loc loc) {
   axis = positiveAxis(x, axis, loc);
-  Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
-  Tensor e = exp(shifted, loc);
-  return div(e, keepDims(reduceSum(e, {axis}, loc), x, axis, loc), loc);
+  return x.graph().atomically([&] {
+    Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
+    Tensor e = exp(shifted, loc);
+    return div(e, keepDims(reduceSum(e, {axis}, loc), x, axis, loc), loc);
+  });
 }
 
 Tensor logSoftmax(Tensor x, int64_t axis, Loc loc) {
   axis = positiveAxis(x, axis, loc);
-  Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
-  Tensor logSum = log(reduceSum(exp(shifted, loc), {axis}, loc), loc);
-  return sub(shifted, keepDims(logSum, x, axis, loc), loc);
+  return x.graph().atomically([&] {
+    Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
+    Tensor logSum = log(reduceSum(exp(shifted, loc), {axis}, loc), loc);
+    return sub(shifted, keepDims(logSum, x, axis, loc), loc);
+  });
 }
 
 /// Checks that `logits` is [N, C] and `labels` [N] integer class indices.
@@ -199,7 +211,6 @@ static void checkLabels(Tensor logits, Tensor labels, Loc loc) {
 
 /// A one-hot [N, C] mask of `labels` [N] in the dtype of `logits`.
 static Tensor oneHot(Tensor logits, Tensor labels, Loc loc) {
-  checkLabels(logits, labels, loc);
   Graph &g = logits.graph();
   Tensor classes = iota(g, logits.shape(), 1, labels.dtype(), loc);
   Tensor hit = compare(classes, broadcastInDim(labels, logits.shape(), {0}, loc),
@@ -208,16 +219,22 @@ static Tensor oneHot(Tensor logits, Tensor labels, Loc loc) {
 }
 
 Tensor sparseSoftmaxCrossEntropy(Tensor logits, Tensor labels, Loc loc) {
-  Tensor picked = reduceSum(mul(logSoftmax(logits, 1, loc), oneHot(logits, labels, loc), loc),
-                            {1}, loc);
-  return neg(mean(picked, {0}, loc), loc);
+  checkLabels(logits, labels, loc);
+  return logits.graph().atomically([&] {
+    Tensor logProbs = logSoftmax(logits, 1, loc);
+    Tensor picked = reduceSum(mul(logProbs, oneHot(logits, labels, loc), loc), {1}, loc);
+    return neg(mean(picked, {0}, loc), loc);
+  });
 }
 
 Tensor accuracy(Tensor logits, Tensor labels, Loc loc) {
   checkLabels(logits, labels, loc);
-  Tensor predicted = convert(argmax(logits, 1, loc), labels.dtype(), loc);
-  Tensor hit = convert(compare(predicted, labels, CompareDirection::eq, loc), DType::f32, loc);
-  return mean(hit, {0}, loc);
+  return logits.graph().atomically([&] {
+    Tensor predicted = convert(argmax(logits, 1, loc), labels.dtype(), loc);
+    Tensor hit =
+        convert(compare(predicted, labels, CompareDirection::eq, loc), DType::f32, loc);
+    return mean(hit, {0}, loc);
+  });
 }
 
 } // namespace smelt

@@ -410,14 +410,18 @@ Tensor operator+(Located a, Tensor b) { return add(a.tensor, b, a.loc); }
 Tensor operator-(Located a, Tensor b) { return sub(a.tensor, b, a.loc); }
 Tensor operator*(Located a, Tensor b) { return mul(a.tensor, b, a.loc); }
 Tensor operator/(Located a, Tensor b) { return div(a.tensor, b, a.loc); }
-Tensor operator+(Located a, double b) { return add(a.tensor, scalarLike(a.tensor, b, a.loc), a.loc); }
-Tensor operator-(Located a, double b) { return sub(a.tensor, scalarLike(a.tensor, b, a.loc), a.loc); }
-Tensor operator*(Located a, double b) { return mul(a.tensor, scalarLike(a.tensor, b, a.loc), a.loc); }
-Tensor operator/(Located a, double b) { return div(a.tensor, scalarLike(a.tensor, b, a.loc), a.loc); }
-Tensor operator+(double a, Located b) { return add(scalarLike(b.tensor, a, b.loc), b.tensor, b.loc); }
-Tensor operator-(double a, Located b) { return sub(scalarLike(b.tensor, a, b.loc), b.tensor, b.loc); }
-Tensor operator*(double a, Located b) { return mul(scalarLike(b.tensor, a, b.loc), b.tensor, b.loc); }
-Tensor operator/(double a, Located b) { return div(scalarLike(b.tensor, a, b.loc), b.tensor, b.loc); }
+
+// A double operand becomes a rank-0 constant of the tensor's dtype; broadcasting does the rest.
+static Tensor scalarFor(const Located &x, double v) { return scalarLike(x.tensor, v, x.loc); }
+
+Tensor operator+(Located a, double b) { return add(a.tensor, scalarFor(a, b), a.loc); }
+Tensor operator-(Located a, double b) { return sub(a.tensor, scalarFor(a, b), a.loc); }
+Tensor operator*(Located a, double b) { return mul(a.tensor, scalarFor(a, b), a.loc); }
+Tensor operator/(Located a, double b) { return div(a.tensor, scalarFor(a, b), a.loc); }
+Tensor operator+(double a, Located b) { return add(scalarFor(b, a), b.tensor, b.loc); }
+Tensor operator-(double a, Located b) { return sub(scalarFor(b, a), b.tensor, b.loc); }
+Tensor operator*(double a, Located b) { return mul(scalarFor(b, a), b.tensor, b.loc); }
+Tensor operator/(double a, Located b) { return div(scalarFor(b, a), b.tensor, b.loc); }
 Tensor operator-(Located a) { return neg(a.tensor, a.loc); }
 
 } // namespace smelt

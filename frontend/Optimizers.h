@@ -26,7 +26,8 @@ struct OptimizerUpdate {
 };
 
 /// Adds the optimizer's state as inputs of `g` (named "<optimizer>/<slot>/<parameter>", plus
-/// "adam/step", in the parameters' dtype, for Adam's bias correction) and builds one update step of `params` from `grads`:
+/// "adam/step", in the parameters' dtype, for Adam's bias correction) and builds one update
+/// step of `params` from `grads`:
 ///   SGD       p -= lr g
 ///   Momentum  v = mu v - lr g;  p += v
 ///   Adam      m += (1-b1)(g - m);  v += (1-b2)(g^2 - v);  t += 1;

@@ -29,10 +29,12 @@ Expected<HostTensor> HostTensor::allocate(const TensorType &type, const std::str
   // Check the size before computing it: a negative or overflowing shape is an error here, not
   // a huge request to the allocator or undefined behaviour.
   uint64_t bytes = byteWidth(type.dtype);
-  for (int64_t d : type.shape)
-    if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes) || bytes > (uint64_t(1) << 60))
-      return Status::error(fmt::format("{}: {} has a {} dimension", what, type.str(),
-                                       d < 0 ? "negative" : "too large a"));
+  for (int64_t d : type.shape) {
+    if (d < 0)
+      return Status::error(fmt::format("{}: {} has a negative dimension", what, type.str()));
+    if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes) || bytes > (uint64_t(1) << 60))
+      return Status::error(fmt::format("{}: {} is too large to allocate", what, type.str()));
+  }
   try {
     return zeros(type);
   } catch (const std::bad_alloc &) {

@@ -3,9 +3,10 @@
 # nothing is missing.
 set -euo pipefail
 packages=(
+  # ocl-icd-opencl-dev: oneDNN's CMake package looks for OpenCL (only a Recommends of libdnnl-dev)
   cmake ninja-build g++ ccache pkg-config zlib1g-dev python3-numpy
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  libdnnl-dev libfmt-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
+  libdnnl-dev ocl-icd-opencl-dev libfmt-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
   dataset-fashion-mnist
 )
 missing=()

@@ -1,10 +1,9 @@
-// .npy and IDX readers: round trips, and each malformed file rejected with a message naming
-// the file and the problem.
+// IDX files and the Fashion-MNIST loader: round trips, and each malformed file rejected with a
+// message naming the file and the problem. (.npy has its own tests in runtime/NpyTest.cpp.)
 #include "TestUtil.h"
 
 #include "runtime/Idx.h"
 #include "runtime/Mnist.h"
-#include "runtime/Npy.h"
 
 #include <zlib.h>
 
@@ -22,85 +21,6 @@ std::string tempPath(const std::string &name) {
 
 void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string readBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-TEST(Npy, RoundTripsEveryNumPyDtype) {
-  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
-  for (DType dtype : {DType::f32, DType::f16, DType::f64, DType::i32, DType::i64, DType::i1})
-    for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 5}, {7}, {}, {2, 0, 3}}) {
-      rt::HostTensor t = randomTensor(shape, dtype);
-      std::string path = tempPath("roundtrip.npy");
-      ASSERT_TRUE(rt::writeNpy(path, t).ok());
-      EXPECT_EQ(readBytes(path).size() % 64, t.byteSize() % 64) << "header padded to 64";
-      rt::Expected<rt::HostTensor> back = rt::readNpy(path);
-      ASSERT_TRUE(back.ok()) << back.message();
-      EXPECT_EQ(back->type(), t.type());
-      EXPECT_EQ(std::memcmp(back->raw(), t.raw(), t.byteSize()), 0);
-      std::filesystem::remove(path);
-    }
-}
-
-TEST(Npy, RejectsBf16OnWrite) {
-  rt::HostTensor t = randomTensor({2}, DType::bf16);
-  rt::Status s = rt::writeNpy(tempPath("bf16.npy"), t);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("NumPy has no bf16"), std::string::npos) << s.message();
-}
-
-TEST(Npy, MalformedFilesNameFileAndProblem) {
-  rt::HostTensor t = randomTensor({2, 3}, DType::f32);
-  std::string good = tempPath("good.npy");
-  ASSERT_TRUE(rt::writeNpy(good, t).ok());
-  std::string bytes = readBytes(good);
-  auto header = [&](const std::string &dict) {
-    std::string h = dict;
-    h.append(118 - h.size() - 1, ' ');
-    h += '\n';
-    return std::string("\x93NUMPY\x01\x00\x76\x00", 10) + h;
-  };
-  struct Case {
-    const char *name;
-    std::string bytes;
-    const char *expected;
-  };
-  const Case cases[] = {
-      {"magic", "PK\x03\x04 not numpy at all", "magic"},
-      {"version", std::string("\x93NUMPY\x07\x00\x10\x00", 10) + std::string(16, ' '),
-       "version 7.0"},
-      {"header", bytes.substr(0, 40), "truncated header: 118 bytes expected at offset 10"},
-      {"data", bytes.substr(0, 140), "needs 24 bytes at offset 128"},
-      {"extra", bytes + "xyz", "3 bytes after"},
-      {"dtype", header("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }") +
-                    std::string(48, '\0'),
-       "dtype '<c8' is not supported"},
-      {"endian", header("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }") +
-                     std::string(24, '\0'),
-       "big-endian"},
-      {"fortran", header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }") +
-                      std::string(24, '\0'),
-       "Fortran-order"},
-      {"dict", header("{'descr': '<f4'}"), "needs 'descr', 'fortran_order' and 'shape'"},
-      {"bool", header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }") + "\x01\x05",
-       "bool byte 5 at offset 129"},
-  };
-  for (const Case &c : cases) {
-    std::string path = tempPath(std::string(c.name) + ".npy");
-    writeBytes(path, c.bytes);
-    rt::Expected<rt::HostTensor> r = rt::readNpy(path);
-    ASSERT_FALSE(r.ok()) << c.name;
-    EXPECT_NE(r.message().find(path), std::string::npos) << r.message();
-    EXPECT_NE(r.message().find(c.expected), std::string::npos) << c.name << ": " << r.message();
-    std::filesystem::remove(path);
-  }
-  rt::Expected<rt::HostTensor> missing = rt::readNpy(tempPath("does-not-exist.npy"));
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.message().find("cannot open"), std::string::npos);
-  std::filesystem::remove(good);
 }
 
 /// An IDX file: magic 0 0 8 rank, big-endian dims, then `data`.

@@ -3,6 +3,8 @@
 // graph must stay usable, with nothing half-built left in it.
 #include "FrontendTesting.h"
 
+#include "frontend/Models.h"
+
 namespace smelt::frontend_test {
 namespace {
 
@@ -216,8 +218,32 @@ TEST_F(BuildErrors, Layers) {
                 {"logits must be [N, C] and labels [N]: got logits [4, 10] and labels [3]"});
   expectFailure(FAILS_AT(accuracy(logits, l3)), {"labels [3]"});
   expectFailure(FAILS_AT(softmax(i)), {"'smelt.exp' op", "tensor<4xi32>"});
+  expectFailure(FAILS_AT(mlpClassifier(g, x, {784, 0, 10})), {"dense layer 'dense1'"});
   // A failed layer leaves no parameters behind.
   EXPECT_TRUE(g.parameters().empty());
+}
+
+TEST_F(BuildErrors, AFailedLayerIsUndoneWhole) {
+  unsigned arguments = g.function().getNumArguments();
+  size_t ops = g.function().getBody().front().getOperations().size();
+  // The kernel is 7x7 but the unpadded input 5x5: conv2d fails after both parameters exist.
+  expectFailure(FAILS_AT(conv2d(g, img, 4, {7, 7}, "c", {1, 1}, "valid")),
+                {"'smelt.conv2d' op", "larger than"});
+  // "d/kernel" is made, then "d/bias" clashes with an existing input.
+  g.input("d/bias", {3});
+  ++arguments;
+  expectFailure(FAILS_AT(dense(x, 3, "d")), {"already has an input or parameter named 'd/bias'"});
+  // Composites undo their partial ops: the max and the shift before exp fails.
+  expectFailure(FAILS_AT(logSoftmax(i)), {"'smelt.exp' op"});
+  expectFailure(FAILS_AT(sparseSoftmaxCrossEntropy(x, g.input("labels", {8}, DType::f32))),
+                {"labels must be i32 or i64"});
+  ++arguments;
+  EXPECT_TRUE(g.parameters().empty());
+  EXPECT_EQ(g.function().getNumArguments(), arguments);
+  EXPECT_EQ(g.function().getBody().front().getOperations().size(), ops) << print(g.function());
+  // The names are free again.
+  conv2d(g, img, 4, {3, 3}, "c");
+  EXPECT_EQ(g.parameters().size(), 2u);
 }
 
 } // namespace

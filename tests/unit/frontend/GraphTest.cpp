@@ -112,5 +112,29 @@ TEST(Graph, OutputsWithoutNamesAndNoOutputs) {
   EXPECT_EQ(empty.function().getNumResults(), 0u);
 }
 
+TEST(Graph, GradientsAreBuiltIntoTheGraph) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "step");
+  Tensor x = g.input("x", {4, 3});
+  Tensor w = g.parameter("w", {3, 2}, Initializer::glorotUniform());
+  Tensor unused = g.parameter("unused", {5}, Initializer::zeros());
+  Tensor loss = mean(reduceSum(tanh(matmul(x, w)), {1}), {0});
+  std::vector<Tensor> grads = g.gradients(loss, {w, unused});
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_EQ(grads[0].type(), w.type());
+  EXPECT_EQ(grads[1].type(), unused.type());
+  g.setOutputs({loss, grads[0], grads[1]});
+  EXPECT_TRUE(verifies(g)) << print(g.module());
+
+  // A non-scalar loss: the autodiff message at this line, and nothing left half-built.
+  Graph h(ctx, "bad");
+  Tensor v = h.input("v", {3});
+  size_t ops = h.function().getBody().front().getOperations().size();
+  int line = __LINE__ + 1;
+  std::string message = errorOf([&] { h.gradients(exp(v), {v}); });
+  expectMessage(message, site(line), {"autodiff needs a rank-0 float loss", "tensor<3xf32>"});
+  EXPECT_EQ(h.function().getBody().front().getOperations().size(), ops + 1) << "only the exp";
+}
+
 } // namespace
 } // namespace smelt::frontend_test

@@ -1,0 +1,175 @@
+// matmul and conv2d against naive float64 loops: every transpose-flag combination with batch
+// dims, conv2d with non-square stride, padding and dilation, and both convolution gradients,
+// checked directly and through the adjoint identity <conv(x,w), g> = <x, dx(g,w)> = <w, dw(x,g)>.
+#include "RuntimeTestUtil.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace smelt::rt::test {
+namespace {
+
+using Ints = std::vector<int64_t>;
+const DType kFloats[] = {DType::f32, DType::f16, DType::bf16, DType::f64};
+
+/// Naive batched matmul on row-major [batch, ., .] data; `tl`/`tr` read the stored matrices
+/// transposed.
+std::vector<double> naiveMatmul(const std::vector<double> &a, const std::vector<double> &b,
+                                int64_t batch, int64_t m, int64_t k, int64_t n, bool tl, bool tr) {
+  std::vector<double> c(size_t(batch * m * n), 0.0);
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q)
+          s += a[size_t(p * m * k + (tl ? q * m + i : i * k + q))] *
+               b[size_t(p * k * n + (tr ? j * k + q : q * n + j))];
+        c[size_t((p * m + i) * n + j)] = s;
+      }
+  return c;
+}
+
+TEST(Contraction, MatmulEveryTransposeFlagWithBatchDims) {
+  int64_t m = 5, k = 37, n = 6;
+  for (Ints batchDims : {Ints{}, Ints{3}, Ints{2, 3}})
+    for (DType dtype : kFloats)
+      for (int flags = 0; flags < 4; ++flags) {
+        bool tl = flags & 1, tr = flags & 2;
+        int64_t batch = 1;
+        for (int64_t d : batchDims)
+          batch *= d;
+        auto shape = [&](int64_t rows, int64_t cols) {
+          Ints s = batchDims;
+          s.push_back(rows);
+          s.push_back(cols);
+          return s;
+        };
+        HostTensor a = randomTensor(dtype, tl ? shape(k, m) : shape(m, k));
+        HostTensor b = randomTensor(dtype, tr ? shape(n, k) : shape(k, n));
+        std::vector<double> ref = naiveMatmul(a.toDoubles(), b.toDoubles(), batch, m, k, n, tl, tr);
+        expectClose(runOp("matmul", {a, b}, {dtype, shape(m, n)},
+                          {{"transpose_lhs", int64_t(tl)}, {"transpose_rhs", int64_t(tr)}}),
+                    ref, fmt::format("matmul {} x {}", a.type().str(), b.type().str()));
+      }
+}
+
+struct ConvCase {
+  int64_t n, h, w, c, kh, kw, f;
+  Ints strides, padding, dilation;
+  int64_t oh() const {
+    return (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
+  }
+  int64_t ow() const {
+    return (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
+  }
+  Ints input() const { return {n, h, w, c}; }
+  Ints filter() const { return {kh, kw, c, f}; }
+  Ints output() const { return {n, oh(), ow(), f}; }
+  Attrs attrs() const {
+    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation}};
+  }
+};
+
+const ConvCase kConvCases[] = {
+    {2, 9, 7, 3, 3, 2, 4, {2, 1}, {1, 2, 0, 1}, {2, 1}},
+    {1, 6, 8, 2, 2, 3, 5, {1, 2}, {0, 0, 2, 1}, {1, 2}},
+    {2, 5, 5, 4, 1, 1, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+};
+
+/// Calls fn(xIndex, wIndex, yIndex) for every product term of the direct convolution: the one
+/// loop nest from which the forward result and both gradients are read off.
+template <typename Fn> void forEachConvTerm(const ConvCase &g, Fn fn) {
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t oy = 0; oy < g.oh(); ++oy)
+      for (int64_t ox = 0; ox < g.ow(); ++ox)
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            int64_t iy = oy * g.strides[0] - g.padding[0] + ky * g.dilation[0];
+            int64_t ix = ox * g.strides[1] - g.padding[2] + kx * g.dilation[1];
+            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
+              continue;
+            for (int64_t c = 0; c < g.c; ++c)
+              for (int64_t f = 0; f < g.f; ++f)
+                fn(size_t(((b * g.h + iy) * g.w + ix) * g.c + c),
+                   size_t(((ky * g.kw + kx) * g.c + c) * g.f + f),
+                   size_t(((b * g.oh() + oy) * g.ow() + ox) * g.f + f));
+          }
+}
+
+double dot(const std::vector<double> &a, const std::vector<double> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+TEST(Contraction, Conv2DAndBothGradientsAgainstDirectLoops) {
+  for (const ConvCase &g : kConvCases)
+    for (DType dtype : kFloats) {
+      HostTensor x = randomTensor(dtype, g.input()), w = randomTensor(dtype, g.filter()),
+                 dy = randomTensor(dtype, g.output());
+      std::vector<double> xv = x.toDoubles(), wv = w.toDoubles(), gv = dy.toDoubles();
+      std::vector<double> y(gv.size(), 0.0), dx(xv.size(), 0.0), dw(wv.size(), 0.0);
+      forEachConvTerm(g, [&](size_t xi, size_t wi, size_t yi) {
+        y[yi] += xv[xi] * wv[wi];
+        dx[xi] += gv[yi] * wv[wi];
+        dw[wi] += xv[xi] * gv[yi];
+      });
+      std::string what =
+          fmt::format("{} input {} filter {}", dtypeName(dtype), x.type().str(), w.type().str());
+      // Gradient sums run over many more terms than the forward: allow f32 a little more.
+      double tol = dtype == DType::f32 ? 1e-5 : -1;
+      expectClose(runOp("conv2d", {x, w}, {dtype, g.output()}, g.attrs()), y, "conv2d " + what);
+      expectClose(runOp("conv2d_backward_input", {dy, w}, {dtype, g.input()}, g.attrs()), dx,
+                  "conv2d_backward_input " + what, tol);
+      expectClose(runOp("conv2d_backward_filter", {x, dy}, {dtype, g.filter()}, g.attrs()), dw,
+                  "conv2d_backward_filter " + what, tol);
+    }
+}
+
+TEST(Contraction, ConvGradientsSatisfyTheAdjointIdentity) {
+  for (const ConvCase &g : kConvCases)
+    for (DType dtype : {DType::f32, DType::f64}) {
+      HostTensor x = randomTensor(dtype, g.input()), w = randomTensor(dtype, g.filter()),
+                 dy = randomTensor(dtype, g.output());
+      double forward =
+          dot(runOp("conv2d", {x, w}, {dtype, g.output()}, g.attrs()).toDoubles(), dy.toDoubles());
+      double viaInput =
+          dot(x.toDoubles(),
+              runOp("conv2d_backward_input", {dy, w}, {dtype, g.input()}, g.attrs()).toDoubles());
+      double viaFilter =
+          dot(w.toDoubles(),
+              runOp("conv2d_backward_filter", {x, dy}, {dtype, g.filter()}, g.attrs()).toDoubles());
+      double tol = (dtype == DType::f64 ? 1e-12 : 1e-5) * std::max(1.0, std::fabs(forward));
+      EXPECT_NEAR(viaInput, forward, tol) << dtypeName(dtype) << " <x, dx(g, w)>";
+      EXPECT_NEAR(viaFilter, forward, tol) << dtypeName(dtype) << " <w, dw(x, g)>";
+    }
+}
+
+TEST(Contraction, RejectsShapesThatDoNotContract) {
+  TensorType a{DType::f32, {4, 5}}, b{DType::f32, {6, 3}};
+  std::string mm = createError("matmul", {a, b}, {DType::f32, {4, 3}},
+                               {{"transpose_lhs", int64_t(0)}, {"transpose_rhs", int64_t(0)}});
+  EXPECT_NE(mm.find("tensor<4x5xf32> x tensor<6x3xf32> does not give tensor<4x3xf32>"),
+            std::string::npos)
+      << mm;
+  std::string ints =
+      createError("matmul", {{DType::i32, {2, 2}}, {DType::i32, {2, 2}}}, {DType::i32, {2, 2}},
+                  {{"transpose_lhs", int64_t(0)}, {"transpose_rhs", int64_t(0)}});
+  EXPECT_FALSE(ints.empty()) << "matmul is float only";
+  const ConvCase &g = kConvCases[0];
+  std::string conv = createError("conv2d", {{DType::f32, g.input()}, {DType::f32, g.filter()}},
+                                 {DType::f32, {g.n, g.oh() + 1, g.ow(), g.f}}, g.attrs());
+  EXPECT_NE(conv.find("the output size does not follow from the window"), std::string::npos)
+      << conv;
+  std::string missing =
+      createError("conv2d", {{DType::f32, g.input()}, {DType::f32, g.filter()}},
+                  {DType::f32, g.output()}, {{"strides", g.strides}, {"padding", g.padding}});
+  EXPECT_NE(missing.find("attribute 'dilation' (integer list) is missing"), std::string::npos)
+      << missing;
+}
+
+} // namespace
+} // namespace smelt::rt::test

@@ -1,0 +1,163 @@
+// The CpuExecutor: a multi-step Executable with constants run repeatedly, outputs that alias
+// inputs, per-step timings, and each validation error naming the step, buffer and shapes.
+#include "RuntimeTestUtil.h"
+
+#include <cstring>
+
+namespace smelt::rt::test {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+/// y = reduce_sum(x * c + x, axis 1), returning (y, x): c is a constant.
+Executable multiStep(const std::vector<float> &c) {
+  Executable exe;
+  exe.name = "multi";
+  TensorType matrix{DType::f32, {2, 3}};
+  exe.buffers = {{matrix, "%arg0"},
+                 {matrix, "%cst"},
+                 {matrix, "mul"},
+                 {matrix, "add"},
+                 {{DType::f32, {2}}, "reduce"}};
+  exe.inputs = {0};
+  Constant constant{1, std::vector<uint8_t>(24)};
+  std::memcpy(constant.bytes.data(), c.data(), 24);
+  exe.constants = {constant};
+  exe.steps = {
+      {"mul", {0, 1}, {2}, {}, "m.mlir:2:3"},
+      {"add", {2, 0}, {3}, {}, "m.mlir:3:3"},
+      {"reduce", {3}, {4}, {{"kind", std::string("sum")}, {"axes", Ints{1}}}, "m.mlir:4:3"}};
+  exe.outputs = {4, 0};
+  return exe;
+}
+
+TEST(Executor, RunsStepsInOrderWithConstantsAndIsReusable) {
+  std::vector<float> c = {1, 2, 3, -1, -2, -3};
+  Expected<CpuExecutor> exec = CpuExecutor::create(multiStep(c));
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  for (int run = 0; run < 3; ++run) {
+    HostTensor x = randomTensor(DType::f32, {2, 3});
+    std::vector<double> xv = x.toDoubles(), ref(2, 0.0);
+    for (size_t i = 0; i < 6; ++i)
+      ref[i / 3] += double(float(float(xv[i] * c[i]) + float(xv[i])));
+    std::vector<HostTensor> outputs;
+    ASSERT_TRUE(exec->run({x}, outputs).ok());
+    ASSERT_EQ(outputs.size(), 2u);
+    expectClose(outputs[0], ref, "run " + std::to_string(run));
+    EXPECT_EQ(outputs[1].toDoubles(), xv) << "an input returned as an output";
+    EXPECT_EQ(exec->lastStepMicros().size(), 3u);
+  }
+}
+
+TEST(Executor, OutputsMayBeTheInputsVector) {
+  // A training loop feeds its state back: run(state, state) must read before it replaces.
+  Expected<CpuExecutor> exec = CpuExecutor::create(multiStep({1, 1, 1, 1, 1, 1}));
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  std::vector<HostTensor> state = {HostTensor::fromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6})};
+  ASSERT_TRUE(exec->run(state, state).ok());
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[0].toDoubles(), (std::vector<double>{12, 30}));
+  EXPECT_EQ(state[1].toDoubles(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(Executor, RunRejectsWrongInputsNamingThem) {
+  TensorType want{DType::f32, {256, 784}};
+  Expected<CpuExecutor> exec = CpuExecutor::create(oneStep("add", {want, want}, want));
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  std::vector<HostTensor> outputs;
+  HostTensor good = HostTensor::zeros(want), bad = HostTensor::zeros({DType::f32, {256, 783}});
+  Status s = exec->run({good, bad}, outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "input #1 (%arg1): expected tensor<256x784xf32>, got tensor<256x783xf32>");
+  Status count = exec->run({good}, outputs);
+  ASSERT_FALSE(count.ok());
+  EXPECT_NE(count.message().find("takes 2 inputs, got 1"), std::string::npos) << count.message();
+  Status dtype = exec->run({good, HostTensor::zeros({DType::f16, {256, 784}})}, outputs);
+  EXPECT_NE(dtype.message().find("got tensor<256x784xf16>"), std::string::npos);
+}
+
+/// The create() error of `exe`, or "" when it is valid.
+std::string errorOf(const Executable &exe) {
+  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+  return exec ? std::string() : exec.message();
+}
+
+void expectError(const Executable &exe, const std::string &part) {
+  std::string message = errorOf(exe);
+  EXPECT_NE(message.find(part), std::string::npos) << "got: '" << message << "'";
+}
+
+TEST(Executor, CreateRejectsBrokenDataflowNamingStepAndBuffer) {
+  TensorType t{DType::f32, {4}};
+  Executable base = oneStep("neg", {t}, t);
+  ASSERT_EQ(errorOf(base), "");
+
+  Executable missingProducer = base;
+  missingProducer.buffers.push_back({t, "never written"});
+  missingProducer.steps[0].operands = {2};
+  expectError(missingProducer, "'neg' (test.mlir:1:1): operand buffer 2 is read before any step");
+
+  Executable outOfRange = base;
+  outOfRange.steps[0].operands = {7};
+  expectError(outOfRange, "operand buffer 7 is out of range");
+
+  Executable twice = base;
+  twice.steps.push_back(twice.steps[0]);
+  expectError(twice, "already has a value; each buffer is written once");
+
+  Executable overwritesInput = base;
+  overwritesInput.steps[0].results = {0};
+  expectError(overwritesInput, "buffer b0 (%arg0, tensor<4xf32>) already has a value");
+
+  Executable unknown = base;
+  unknown.steps[0].op = "frobnicate";
+  expectError(unknown, "'frobnicate' (test.mlir:1:1): the CPU has no kernel for op 'frobnicate'");
+
+  Executable constant = base;
+  constant.buffers.push_back({t, "%cst"});
+  constant.constants.push_back({2, std::vector<uint8_t>(15)});
+  expectError(constant, "constant b2 (%cst, tensor<4xf32>) has 15 bytes, its type needs 16");
+
+  Executable unwritten = base;
+  unwritten.buffers.push_back({t, "orphan"});
+  unwritten.outputs.push_back(2);
+  expectError(unwritten, "output #1 (buffer 2) is never written");
+
+  Executable arity = base;
+  arity.steps[0].operands = {0, 0};
+  expectError(arity, "'neg' (test.mlir:1:1): takes 1 operands, got 2");
+
+  Executable negative = base;
+  negative.buffers[1].type.shape = {-4};
+  negative.steps[0].op = "reshape";
+  expectError(negative, "buffer b1 (neg at test.mlir:1:1): tensor<-4xf32> has a negative");
+
+  Executable huge = base;
+  huge.buffers[1].type.shape = {int64_t(1) << 40, int64_t(1) << 40};
+  expectError(huge, "buffer b1 (neg at test.mlir:1:1): tensor<1099511627776x1099511627776xf32> "
+                    "is too large to allocate");
+}
+
+TEST(Executor, CreateRejectsMistypedAttributes) {
+  TensorType x{DType::f32, {2, 3}};
+  std::string kind = createError("argmax", {x}, {DType::i64, {2}}, {{"axis", 1.0}});
+  EXPECT_NE(kind.find("'argmax' (test.mlir:1:1): attribute 'axis' (integer) is of the wrong kind"),
+            std::string::npos)
+      << kind;
+  std::string count =
+      createError("transpose", {x}, {DType::f32, {3, 2}}, {{"permutation", Ints{1, 0, 2}}});
+  EXPECT_NE(count.find("attribute 'permutation' = [1, 0, 2] needs 2 values"), std::string::npos)
+      << count;
+}
+
+TEST(Executor, OutOfMemoryIsAnErrorNamingBufferAndBytes) {
+  // 2^52 bytes passes the size check but exceeds any x86-64 process's address space.
+  TensorType big{DType::f32, {int64_t(1) << 50}};
+  std::string message = createError("reshape", {big}, big);
+  EXPECT_NE(message.find("out of memory allocating 4503599627370496 bytes for buffer b1"),
+            std::string::npos)
+      << message;
+}
+
+} // namespace
+} // namespace smelt::rt::test

@@ -1,0 +1,167 @@
+// Runtime test helpers: per-test seeding, random tensors, one-step Executables, comparisons.
+#include "RuntimeTestUtil.h"
+
+#include "runtime/DTypeDispatch.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+namespace smelt::rt::test {
+
+uint64_t baseSeed() {
+  static const uint64_t seed = [] {
+    const char *fromEnv = std::getenv("SMELT_TEST_SEED");
+    uint64_t s = fromEnv ? std::strtoull(fromEnv, nullptr, 10)
+                         : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::printf("runtime-tests: SMELT_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+std::mt19937_64 &rng() {
+  // Re-seeded whenever a new test asks, so each test's draws depend only on the seed and its
+  // name, not on which tests ran before it.
+  static std::mt19937_64 generator;
+  static std::string owner;
+  const testing::TestInfo *info = testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "";
+  if (name != owner) {
+    owner = name;
+    generator.seed(baseSeed() ^ std::hash<std::string>{}(name));
+  }
+  return generator;
+}
+
+double draw(double lo, double hi, double minMagnitude) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (;;) {
+    double x = dist(rng());
+    if (std::fabs(x) >= minMagnitude)
+      return x;
+  }
+}
+
+HostTensor randomTensor(DType dtype, const std::vector<int64_t> &shape,
+                        const std::function<double()> &gen) {
+  TensorType type{dtype, shape};
+  std::vector<double> values(size_t(type.numElements()));
+  for (double &v : values) {
+    if (dtype == DType::i1)
+      v = double(rng()() & 1);
+    else if (!isFloat(dtype))
+      v = std::round(gen ? gen() : draw(-50, 50, 1));
+    else
+      v = gen ? gen() : draw(-2, 2);
+  }
+  return HostTensor::fromDoubles(type, values);
+}
+
+Executable oneStep(const std::string &op, const std::vector<TensorType> &operands,
+                   const TensorType &result, const Attrs &attrs) {
+  Executable exe;
+  exe.name = "test_" + op;
+  Step step;
+  step.op = op;
+  step.attrs = attrs;
+  step.location = "test.mlir:1:1";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    exe.buffers.push_back({operands[i], "%arg" + std::to_string(i)});
+    exe.inputs.push_back(BufferId(i));
+    step.operands.push_back(BufferId(i));
+  }
+  exe.buffers.push_back({result, op + " at test.mlir:1:1"});
+  step.results.push_back(BufferId(operands.size()));
+  exe.outputs.push_back(BufferId(operands.size()));
+  exe.steps.push_back(std::move(step));
+  return exe;
+}
+
+HostTensor runOp(const std::string &op, const std::vector<HostTensor> &inputs,
+                 const TensorType &result, const Attrs &attrs) {
+  std::vector<TensorType> types;
+  for (const HostTensor &t : inputs)
+    types.push_back(t.type());
+  Expected<CpuExecutor> exec = CpuExecutor::create(oneStep(op, types, result, attrs));
+  if (!exec) {
+    ADD_FAILURE() << op << ": create failed: " << exec.message();
+    return HostTensor::zeros(result);
+  }
+  std::vector<HostTensor> outputs;
+  if (Status s = exec->run(inputs, outputs); !s.ok()) {
+    ADD_FAILURE() << op << ": run failed: " << s.message();
+    return HostTensor::zeros(result);
+  }
+  return std::move(outputs.at(0));
+}
+
+std::string createError(const std::string &op, const std::vector<TensorType> &operands,
+                        const TensorType &result, const Attrs &attrs) {
+  Expected<CpuExecutor> exec = CpuExecutor::create(oneStep(op, operands, result, attrs));
+  return exec ? std::string() : exec.message();
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+void forEachIndex(const std::vector<int64_t> &shape,
+                  const std::function<void(const std::vector<int64_t> &, int64_t)> &fn) {
+  int64_t count = TensorType{DType::f32, shape}.numElements();
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    fn(index, flat);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+double relError(const std::vector<double> &got, const std::vector<double> &ref) {
+  if (got.size() != ref.size())
+    return INFINITY;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(ref[i]))
+      return INFINITY;
+    if (std::isnan(ref[i]) || (std::isinf(ref[i]) && got[i] == ref[i]))
+      continue;
+    diff += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+  case DType::f64:
+    return 1e-12;
+  case DType::f32:
+    return 5e-6;
+  case DType::f16:
+    return 2e-3;
+  case DType::bf16:
+    return 1.5e-2;
+  default:
+    return 0;
+  }
+}
+
+void expectClose(const HostTensor &got, const std::vector<double> &ref, const std::string &what,
+                 double tol) {
+  double limit = tol >= 0 ? tol : tolerance(got.type().dtype);
+  double err = relError(got.toDoubles(), ref);
+  EXPECT_LE(err, limit) << what << " (" << got.type().str() << "): relative error " << err << " > "
+                        << limit << "; got " << got.summary() << "; SMELT_TEST_SEED=" << baseSeed();
+}
+
+} // namespace smelt::rt::test

@@ -1,0 +1,67 @@
+// Helpers of the runtime tests: seeded random tensors (never zeros), one-step Executables built
+// by hand and run on the CpuExecutor, row-major index walks, and relative-norm comparison.
+#pragma once
+
+#include "runtime/CpuExecutor.h"
+#include "runtime/Executable.h"
+#include "runtime/HostTensor.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace smelt::rt::test {
+
+/// The generator of the current test: seeded from SMELT_TEST_SEED when set, else from
+/// std::random_device, mixed with the test's name. The seed is printed at start and in every
+/// comparison failure, so a failing draw can be replayed.
+std::mt19937_64 &rng();
+uint64_t baseSeed();
+
+/// Uniform in [lo, hi], redrawn while |x| < minMagnitude so no input is (near) zero.
+double draw(double lo, double hi, double minMagnitude = 0.05);
+
+/// A tensor of `dtype` and `shape` filled by `gen` (default: draw(-2, 2)); integer dtypes round
+/// the draws, i1 takes a fair coin. f16/bf16 values are rounded when stored, so references must
+/// read the tensor back with toDoubles().
+HostTensor randomTensor(DType dtype, const std::vector<int64_t> &shape,
+                        const std::function<double()> &gen = {});
+
+using Attrs = std::map<std::string, AttrValue>;
+
+/// An Executable whose inputs are `operands` (buffers 0..n-1) and whose one step `op` writes
+/// buffer n of type `result`, which it returns.
+Executable oneStep(const std::string &op, const std::vector<TensorType> &operands,
+                   const TensorType &result, const Attrs &attrs = {});
+
+/// Runs `op` on `inputs` through a one-step Executable. Failures (create or run) are reported
+/// as test failures and give a zero tensor of `result`, so the caller's comparison fails too.
+HostTensor runOp(const std::string &op, const std::vector<HostTensor> &inputs,
+                 const TensorType &result, const Attrs &attrs = {});
+
+/// The message `CpuExecutor::create` gives for the one-step Executable, or "" if it succeeds.
+std::string createError(const std::string &op, const std::vector<TensorType> &operands,
+                        const TensorType &result, const Attrs &attrs = {});
+
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
+/// Calls fn(index, flat) for every multi-index of `shape` in row-major order.
+void forEachIndex(const std::vector<int64_t> &shape,
+                  const std::function<void(const std::vector<int64_t> &, int64_t)> &fn);
+
+/// ||got - ref|| / ||ref|| (the absolute norm when ref is all zeros); infinite when the sizes
+/// differ or got has a NaN that ref does not.
+double relError(const std::vector<double> &got, const std::vector<double> &ref);
+/// Tolerance for a float64 comparison of results of `dtype`: f64 1e-12, f32 1e-5, f16 2e-3,
+/// bf16 1.5e-2, integers exact.
+double tolerance(DType dtype);
+
+/// Expects relError(got, ref) <= tol (default tolerance(got's dtype)), naming `what` and the seed.
+void expectClose(const HostTensor &got, const std::vector<double> &ref, const std::string &what,
+                 double tol = -1);
+
+} // namespace smelt::rt::test
