@@ -2,6 +2,7 @@
 // as plain values (docs/ops.md names them), constants as little-endian bytes.
 #include "codegen/BuildExecutable.h"
 
+#include "codegen/FusionWalk.h"
 #include "ir/SmeltDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -14,24 +15,6 @@ using namespace mlir;
 namespace smelt::codegen {
 
 namespace {
-
-std::optional<rt::DType> dtypeOf(Type type) {
-  if (type.isF32())
-    return rt::DType::f32;
-  if (type.isF16())
-    return rt::DType::f16;
-  if (type.isBF16())
-    return rt::DType::bf16;
-  if (type.isF64())
-    return rt::DType::f64;
-  if (type.isSignlessInteger(32))
-    return rt::DType::i32;
-  if (type.isSignlessInteger(64))
-    return rt::DType::i64;
-  if (type.isSignlessInteger(1))
-    return rt::DType::i1;
-  return std::nullopt;
-}
 
 /// "file:line:col" of the first file location inside `loc`, or "" when there is none.
 std::string locationString(Location loc) {
@@ -100,6 +83,23 @@ std::string smeltName(DictionaryAttr attrs, const char *fallback, unsigned index
 
 } // namespace
 
+rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
+  rt::FusedKernel kernel;
+  kernel.name = std::move(name);
+  kernel.kind = stringifyFusionKind(fusion.getKind()).str();
+  // A loop kernel's unit is one element of its results; a reduction's, one reduced result.
+  auto result = cast<RankedTensorType>(fusion.getResult(0).getType());
+  kernel.units = result.getNumElements();
+  for (Operation &op : fusion.getBody().front().without_terminator())
+    kernel.ops += (kernel.ops.empty() ? "" : "+") + op.getName().stripDialect().str();
+  return kernel;
+}
+
+std::vector<FusionOp> fusionsInOrder(func::FuncOp function) {
+  auto range = function.getBody().front().getOps<FusionOp>();
+  return std::vector<FusionOp>(range.begin(), range.end());
+}
+
 std::string argumentName(func::FuncOp function, unsigned index) {
   return smeltName(function.getArgAttrDict(index), "arg", index);
 }
@@ -145,6 +145,24 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       return op.emitOpError("is not a smelt op; only smelt ops can be compiled");
     std::string where = locationString(op.getLoc());
     std::string label = op.getName().stripDialect().str() + (where.empty() ? "" : " at " + where);
+    if (auto fusion = dyn_cast<FusionOp>(op)) {
+      rt::Step step;
+      step.op = "fusion";
+      step.location = where;
+      step.attrs["kernel"] = int64_t(exe.kernels.size());
+      for (Value operand : fusion.getInputs())
+        step.operands.push_back(bufferOf.at(operand));
+      for (Value result : fusion.getResults()) {
+        FailureOr<rt::BufferId> id = addBuffer(result, label);
+        if (failed(id))
+          return failure();
+        step.results.push_back(*id);
+      }
+      exe.kernels.push_back(describeKernel(fusion, exe.name + "_fusion" +
+                                                       std::to_string(exe.kernels.size())));
+      exe.steps.push_back(std::move(step));
+      continue;
+    }
     FailureOr<rt::BufferId> result = addBuffer(op.getResult(0), label);
     if (failed(result))
       return failure();

@@ -495,4 +495,63 @@ def Smelt_AvgPool2DBackwardOp : Smelt_Op<"avg_pool2d_backward"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Structure: fusion regions (written by smelt-fuse, one kernel each)
+//===----------------------------------------------------------------------===//
+
+def Smelt_FusionKind : I32EnumAttr<"FusionKind", "shape of a fusion's kernel", [
+    I32EnumAttrCase<"loop", 0>, I32EnumAttrCase<"reduction", 1>]> {
+  let cppNamespace = "::smelt";
+}
+
+def Smelt_FusionOp : Smelt_Op<"fusion", [IsolatedFromAbove, SingleBlock]> {
+  let summary = "a region of ops that becomes one kernel";
+  let description = [{
+    The body computes the results from the block arguments (the `inputs`) with elementwise,
+    convert, broadcast_in_dim, reshape, transpose, iota and scalar constant ops, and for a
+    `reduction` fusion with reduces as the roots. A `loop` fusion yields values of one shape
+    (its iteration space; dtypes may differ); a `reduction` fusion yields only reduces, all
+    over the same operand shape and axes. Codegen renders the body once per back end
+    (codegen/FusionWalk.h): CUDA C++ for the GPU, LLVM through MLIR for the CPU.
+
+    ```mlir
+    %y = smelt.fusion loop (%x, %b) : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32> {
+    ^bb0(%xs: tensor<256x512xf32>, %bs: tensor<512xf32>):
+      %0 = smelt.broadcast_in_dim %bs, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
+      %1 = smelt.add %xs, %0 : tensor<256x512xf32>
+      %2 = smelt.relu %1 : tensor<256x512xf32>
+      smelt.yield %2 : tensor<256x512xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Smelt_FusionKind:$kind, Variadic<Smelt_Tensor>:$inputs);
+  let results = (outs Variadic<Smelt_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The yield that ends the body.
+    YieldOp getYield();
+    /// The shape every element of the kernel is computed over: the yielded shape of a loop
+    /// fusion, the reduced operand's shape of a reduction fusion.
+    ::llvm::ArrayRef<int64_t> getIterationShape();
+  }];
+}
+
+def Smelt_YieldOp : Op<Smelt_Dialect, "yield",
+    [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the results of a fusion body";
+  let description = [{
+    Ends a `smelt.fusion` body; its operands become the fusion's results, in order.
+
+    ```mlir
+    smelt.yield %2, %3 : tensor<256x512xf32>, tensor<256x512xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Smelt_Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
 #endif // SMELT_OPS_TD

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -52,6 +53,46 @@ struct Constant {
   std::vector<uint8_t> bytes;
 };
 
+/// A kernel made from one smelt.fusion. Its step's operands are the fusion's inputs and its
+/// results the fusion's results; a kernel reads them through one array of pointers, inputs
+/// first, then results.
+struct FusedKernel {
+  /// The symbol in the CPU code and the CUDA module: "main_fusion3".
+  std::string name;
+  /// "loop" (one element of every result per iteration) or "reduction" (one element of every
+  /// reduce per unit).
+  std::string kind;
+  /// The independent units a launch is split into: a loop kernel's blocks of elements, a
+  /// reduction's result elements. CPU threads take ranges of units; the GPU grid covers them.
+  int64_t units = 0;
+  /// The ops it computes, for listings and the profiler: "broadcast_in_dim+add+relu".
+  std::string ops;
+  /// Suggested CUDA launch: threads per block and blocks (0 when there is no CUDA code).
+  int64_t cudaBlock = 0;
+  int64_t cudaGrid = 0;
+};
+
+/// A CPU kernel entry: computes units [begin, end) of kernel `FusedKernel`, reading and writing
+/// the buffers in `args` (inputs, then results).
+using CpuKernelFn = void (*)(void *const *args, int64_t begin, int64_t end);
+
+/// The fused kernels compiled for this CPU, in process. `owner` keeps the code alive (the JIT
+/// engine); the runtime only calls through `entries`, indexed like Executable::kernels.
+struct CpuCode {
+  std::shared_ptr<void> owner;
+  std::vector<CpuKernelFn> entries;
+  /// The optimized LLVM IR of all kernels, for dumps.
+  std::string llvmIR;
+};
+
+/// The fused kernels as one CUDA module: the source NVRTC compiled, and what it produced.
+struct CudaCode {
+  std::string arch; // "sm_90"
+  std::string source;
+  std::string ptx;
+  std::vector<uint8_t> cubin;
+};
+
 struct Executable {
   /// Name of the entry function it was built from.
   std::string name;
@@ -62,6 +103,11 @@ struct Executable {
   std::vector<BufferId> outputs;
   std::vector<Constant> constants;
   std::vector<Step> steps;
+  /// Fused kernels; a step with op "fusion" runs kernels[step.intAttr("kernel")].
+  std::vector<FusedKernel> kernels;
+  /// Their code for the CPU and for CUDA, when codegen produced it.
+  std::shared_ptr<const CpuCode> cpu;
+  std::shared_ptr<const CudaCode> cuda;
 
   /// Human-readable listing, one line per step: for `smelt dump` and debugging.
   std::string str() const;

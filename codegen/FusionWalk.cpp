@@ -1,0 +1,190 @@
+// The shared walk over a fusion body: index mapping of the shape ops and dispatch of each op
+// to the target (FusionWalk.h explains the design).
+#include "codegen/FusionWalk.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace mlir;
+
+namespace smelt::codegen {
+
+std::optional<rt::DType> dtypeOf(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    type = tensor.getElementType();
+  if (type.isF32())
+    return rt::DType::f32;
+  if (type.isF16())
+    return rt::DType::f16;
+  if (type.isBF16())
+    return rt::DType::bf16;
+  if (type.isF64())
+    return rt::DType::f64;
+  if (type.isSignlessInteger(32))
+    return rt::DType::i32;
+  if (type.isSignlessInteger(64))
+    return rt::DType::i64;
+  if (type.isSignlessInteger(1))
+    return rt::DType::i1;
+  return std::nullopt;
+}
+
+rt::DType elementDType(Value value) { return *dtypeOf(value.getType()); }
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+FusionWalk::FusionWalk(FusionOp fusion, ElementTarget &target)
+    : fusion_(fusion), target_(target) {}
+
+void FusionWalk::newScope() {
+  indices_.clear();
+  emitted_.clear();
+  derived_.clear();
+}
+
+FusionWalk::IndexRef FusionWalk::linearIndex(ArrayRef<int64_t> shape, Val linear) {
+  indices_.push_back({SmallVector<int64_t>(shape), linear, {}, shape.empty()});
+  return IndexRef(indices_.size() - 1);
+}
+
+FusionWalk::IndexRef FusionWalk::coordIndex(ArrayRef<int64_t> shape, ArrayRef<Val> coords) {
+  indices_.push_back({SmallVector<int64_t>(shape), std::nullopt, SmallVector<Val>(coords), true});
+  return IndexRef(indices_.size() - 1);
+}
+
+Val FusionWalk::linear(IndexRef at) {
+  Index &index = indices_[at];
+  if (!index.linear) {
+    // Horner's rule over the coordinates; a size-1 dimension contributes nothing.
+    std::optional<Val> sum;
+    for (size_t d = 0; d < index.shape.size(); ++d) {
+      if (sum)
+        sum = target_.indexMul(*sum, index.shape[d]);
+      if (index.shape[d] == 1)
+        continue;
+      sum = sum ? target_.indexAdd(*sum, index.coords[d]) : index.coords[d];
+    }
+    index.linear = sum ? *sum : target_.indexConstant(0);
+  }
+  return *index.linear;
+}
+
+ArrayRef<Val> FusionWalk::coords(IndexRef at) {
+  Index &index = indices_[at];
+  if (!index.hasCoords) {
+    // Peel dimensions from the last: coordinate = rest % size, rest /= size.
+    SmallVector<Val> coords(index.shape.size());
+    Val rest = *index.linear;
+    for (size_t d = index.shape.size(); d-- > 0;) {
+      int64_t size = index.shape[d];
+      if (size == 1) {
+        coords[d] = target_.indexConstant(0);
+        continue;
+      }
+      coords[d] = d == 0 ? rest : target_.indexRem(rest, size);
+      if (d > 0)
+        rest = target_.indexDiv(rest, size);
+    }
+    Index &again = indices_[at]; // the target may not grow indices_, but be safe
+    again.coords = std::move(coords);
+    again.hasCoords = true;
+  }
+  return indices_[at].coords;
+}
+
+FusionWalk::IndexRef FusionWalk::reduceOperandIndex(ReduceOp reduce, ArrayRef<Val> kept,
+                                                    ArrayRef<Val> reduced) {
+  ArrayRef<int64_t> shape = shapeOf(reduce.getX());
+  ArrayRef<int64_t> axes = reduce.getAxes();
+  SmallVector<Val> coords;
+  size_t nextKept = 0, nextReduced = 0;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    coords.push_back(llvm::is_contained(axes, d) ? reduced[nextReduced++] : kept[nextKept++]);
+  return coordIndex(shape, coords);
+}
+
+FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
+  auto [it, inserted] = derived_.try_emplace({op, at}, 0);
+  if (!inserted)
+    return it->second;
+  Value operand = op->getOperand(0);
+  ArrayRef<int64_t> from = shapeOf(operand);
+  IndexRef result;
+  bool sameShape = from == ArrayRef<int64_t>(indices_[at].shape);
+  if (isa<ReshapeOp>(op) || (isa<BroadcastInDimOp>(op) && sameShape)) {
+    // Same row-major position, counted in the operand's shape (an identity broadcast too).
+    result = linearIndex(from, linear(at));
+  } else if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {
+    ArrayRef<int64_t> dims = broadcast.getBroadcastDimensions();
+    int64_t count = 1;
+    for (int64_t size : from)
+      count *= size;
+    if (count == 1) {
+      result = linearIndex(from, target_.indexConstant(0)); // one value for every element
+    } else {
+      SmallVector<Val> coords;
+      ArrayRef<Val> outer = this->coords(at);
+      for (size_t i = 0; i < from.size(); ++i)
+        coords.push_back(from[i] == 1 ? target_.indexConstant(0) : outer[dims[i]]);
+      result = coordIndex(from, coords);
+    }
+  } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    ArrayRef<int64_t> permutation = transpose.getPermutation();
+    ArrayRef<Val> outer = this->coords(at);
+    SmallVector<Val> coords(from.size());
+    for (size_t i = 0; i < permutation.size(); ++i)
+      coords[permutation[i]] = outer[i];
+    result = coordIndex(from, coords);
+  } else {
+    llvm_unreachable("only shape ops remap indices");
+  }
+  derived_[{op, at}] = result;
+  return result;
+}
+
+Val FusionWalk::emit(Value value, IndexRef at) {
+  if (auto found = emitted_.find({value, at}); found != emitted_.end())
+    return found->second;
+  Val result;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    result = target_.load(arg.getArgNumber(), linear(at));
+  else
+    result = emitOp(value.getDefiningOp(), at);
+  emitted_[{value, at}] = result;
+  return result;
+}
+
+Val FusionWalk::emitOp(Operation *op, IndexRef at) {
+  rt::DType dtype = elementDType(op->getResult(0));
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    auto splat = cast<SplatElementsAttr>(constant.getValue());
+    if (rt::isFloat(dtype))
+      return target_.floatConstant(splat.getSplatValue<APFloat>().convertToDouble(), dtype);
+    return target_.integerConstant(
+        dtype == rt::DType::i1 ? int64_t(splat.getSplatValue<APInt>().getBoolValue())
+                               : splat.getSplatValue<APInt>().getSExtValue(),
+        dtype);
+  }
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return target_.indexToElement(coords(at)[iota.getDimension()], dtype);
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op))
+    return emit(op->getOperand(0), operandIndex(op, at));
+  if (auto convert = dyn_cast<ConvertOp>(op))
+    return target_.convert(emit(convert.getX(), at), elementDType(convert.getX()), dtype);
+  if (auto compare = dyn_cast<CompareOp>(op))
+    return target_.compare(compare.getDirection(), emit(compare.getLhs(), at),
+                           emit(compare.getRhs(), at), elementDType(compare.getLhs()));
+  if (auto select = dyn_cast<SelectOp>(op))
+    return target_.select(emit(select.getPred(), at), emit(select.getOnTrue(), at),
+                          emit(select.getOnFalse(), at), dtype);
+  llvm::StringRef name = op->getName().stripDialect();
+  if (op->getNumOperands() == 1)
+    return target_.unary(name, emit(op->getOperand(0), at), dtype);
+  if (op->getNumOperands() == 2)
+    return target_.binary(name, emit(op->getOperand(0), at), emit(op->getOperand(1), at), dtype);
+  llvm_unreachable("the fusion verifier admits only the ops above");
+}
+
+} // namespace smelt::codegen

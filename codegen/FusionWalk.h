@@ -1,0 +1,113 @@
+// The one walk over a fusion body that both back ends share (tinygrad's renderer pattern): it
+// turns "the value of body tensor v at element i" into calls on an ElementTarget, which the
+// CUDA renderer (codegen/cuda/) answers with C++ statements and the CPU lowering (codegen/cpu/)
+// with arith/math ops. The targets own the loops (grid-stride loops and block reductions on
+// the GPU, scf loops split over threads on the CPU); the walk owns what an element is.
+//
+// Indices are computed lazily: an elementwise chain passes one index through untouched, so a
+// fusion of same-shape ops reads every input at the loop's linear index (contiguous, so it
+// vectorizes); only broadcast_in_dim, transpose and iota ask for coordinates, and reshape keeps
+// the linear index and changes the shape it counts in.
+//
+// Numbers: f16 and bf16 are loaded into f32 and computed in f32, converts round to them
+// exactly (round to nearest even), and stores round once; f32, f64 and integers compute in
+// their own type. docs/ops.md gives every op's semantics, which the targets follow exactly.
+#pragma once
+
+#include "ir/SmeltDialect.h"
+#include "runtime/DType.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace smelt::codegen {
+
+/// A target's handle for one scalar it emitted: an index into its own table of C++ variable
+/// names or mlir::Values.
+using Val = unsigned;
+
+/// The element type of a smelt tensor type, or nullopt for one codegen cannot compile.
+std::optional<rt::DType> dtypeOf(mlir::Type type);
+/// dtypeOf for a ranked tensor value; the verifier guarantees it exists in a fusion body.
+rt::DType elementDType(mlir::Value value);
+
+/// What a back end supplies to the walk. Element values are in their compute type (f32 for
+/// f16/bf16 tensors); index values are 64-bit signed integers.
+class ElementTarget {
+public:
+  virtual ~ElementTarget() = default;
+
+  virtual Val indexConstant(int64_t value) = 0;
+  virtual Val indexAdd(Val a, Val b) = 0;
+  virtual Val indexMul(Val a, int64_t factor) = 0;
+  virtual Val indexDiv(Val a, int64_t divisor) = 0; // a >= 0, divisor > 0
+  virtual Val indexRem(Val a, int64_t divisor) = 0; // a >= 0, divisor > 0
+
+  /// Element `index` (row-major) of fusion input `input`, widened to its compute type.
+  virtual Val load(unsigned input, Val index) = 0;
+  /// A constant of `dtype` (its compute type): floats exactly, integers exactly, i1 as 0/1.
+  virtual Val floatConstant(double value, rt::DType dtype) = 0;
+  virtual Val integerConstant(int64_t value, rt::DType dtype) = 0;
+  /// The smelt op `op` ("neg", "exp", ..., "add", "max", "pow") on values of `dtype`.
+  virtual Val unary(llvm::StringRef op, Val x, rt::DType dtype) = 0;
+  virtual Val binary(llvm::StringRef op, Val a, Val b, rt::DType dtype) = 0;
+  /// An i1 from comparing two values of `dtype`.
+  virtual Val compare(CompareDirection direction, Val a, Val b, rt::DType dtype) = 0;
+  virtual Val select(Val pred, Val onTrue, Val onFalse, rt::DType dtype) = 0;
+  /// smelt.convert: rounds to f16/bf16 (staying in f32), float -> integer truncates and
+  /// saturates with NaN -> 0, anything -> i1 is x != 0.
+  virtual Val convert(Val x, rt::DType from, rt::DType to) = 0;
+  /// An index as an element of `dtype` (iota).
+  virtual Val indexToElement(Val index, rt::DType dtype) = 0;
+};
+
+class FusionWalk {
+public:
+  /// Names an index the walk keeps: valid until the next newScope().
+  using IndexRef = unsigned;
+
+  FusionWalk(FusionOp fusion, ElementTarget &target);
+
+  /// An index into a tensor of `shape` at row-major position `linear`.
+  IndexRef linearIndex(llvm::ArrayRef<int64_t> shape, Val linear);
+  /// An index into a tensor of `shape` at `coords` (one per dimension).
+  IndexRef coordIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Val> coords);
+  /// The index into `reduce`'s operand from the result's coordinates (`kept`, one per kept
+  /// dimension) and the coordinates along its reduced axes (`reduced`, in axis order).
+  IndexRef reduceOperandIndex(ReduceOp reduce, llvm::ArrayRef<Val> kept,
+                              llvm::ArrayRef<Val> reduced);
+
+  /// Emits body value `value` at `at` (an index into its shape). What was emitted since the
+  /// last newScope() is reused, so a value feeding several ops is computed once.
+  Val emit(mlir::Value value, IndexRef at);
+
+  /// Forgets every index and emitted value: the target calls it on entering a scope (a loop
+  /// body) where what it emitted before may not be visible.
+  void newScope();
+
+  Val linear(IndexRef at);
+  llvm::ArrayRef<Val> coords(IndexRef at);
+
+  FusionOp fusion() const { return fusion_; }
+
+private:
+  struct Index {
+    llvm::SmallVector<int64_t> shape;
+    std::optional<Val> linear;
+    llvm::SmallVector<Val> coords; // empty until asked for (or for rank 0)
+    bool hasCoords = false;
+  };
+  /// The index into `op`'s operand that element `at` of its result reads.
+  IndexRef operandIndex(mlir::Operation *op, IndexRef at);
+  Val emitOp(mlir::Operation *op, IndexRef at);
+
+  FusionOp fusion_;
+  ElementTarget &target_;
+  std::vector<Index> indices_;
+  llvm::DenseMap<std::pair<mlir::Value, IndexRef>, Val> emitted_;
+  llvm::DenseMap<std::pair<mlir::Operation *, IndexRef>, IndexRef> derived_;
+};
+
+} // namespace smelt::codegen
