@@ -551,7 +551,7 @@ def Smelt_YieldOp : Op<Smelt_Dialect, "yield",
     ```
   }];
   let arguments = (ins Variadic<Smelt_Tensor>:$values);
-  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
 #endif // SMELT_OPS_TD

@@ -5,10 +5,16 @@
 
 namespace smelt {
 
-void buildDefaultPipeline(mlir::OpPassManager &pm) {
+void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   // 1. Fold identity converts/reshapes/broadcasts and constants the builder left behind.
   pm.addPass(mlir::createCanonicalizerPass());
   // 2. Merge identical subgraphs (the same broadcast of a bias built twice, say).
+  pm.addPass(mlir::createCSEPass());
+  if (!options.fuse)
+    return;
+  // 3. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
+  pm.addPass(createFuse(FuseOptions{options.fusionReport}));
+  // 4. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
   pm.addPass(mlir::createCSEPass());
 }
 

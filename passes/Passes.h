@@ -15,7 +15,15 @@ namespace smelt {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Choices of the default pipeline.
+struct PipelineOptions {
+  /// Form smelt.fusion kernels (smelt-fuse); off, every op runs as its own step.
+  bool fuse = false;
+  /// Where smelt-fuse writes its decisions ("" for nowhere, "-" for stdout).
+  std::string fusionReport;
+};
+
 /// Appends the default compile pipeline, run on a module before codegen.
-void buildDefaultPipeline(mlir::OpPassManager &pm);
+void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 
 } // namespace smelt

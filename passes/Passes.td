@@ -41,4 +41,45 @@ def Autodiff : Pass<"smelt-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
+  let summary = "Producer-consumer and sibling fusion into smelt.fusion kernels";
+  let description = [{
+    Groups elementwise, convert, broadcast_in_dim, reshape, transpose, iota and splat
+    constant ops into their consumers, and into reduces as the roots of reduction kernels;
+    merges sibling kernels that read the same value; outlines each group as a `smelt.fusion`
+    that codegen renders as one kernel (CUDA C++ or LLVM). A cost model weighs the bytes a
+    fusion saves (the intermediate's write and read, and a kernel launch) against the
+    arithmetic it recomputes; vetoes keep a reduce the root of its own kernel and refuse
+    fusions that would make a cycle. passes/Fuse.cpp documents the algorithm. Every decision
+    is recorded with its reason: `report=FILE` writes them (`-` for stdout).
+
+    ```mlir
+    %0 = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
+    %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
+    %2 = smelt.add %0, %1 : tensor<256x512xf32>
+    %3 = smelt.relu %2 : tensor<256x512xf32>
+    // becomes
+    %0 = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
+    %1 = smelt.fusion loop (%0, %b) : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32> {
+    ^bb0(%m: tensor<256x512xf32>, %bias: tensor<512xf32>):
+      %b2 = smelt.broadcast_in_dim %bias, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
+      %s = smelt.add %m, %b2 : tensor<256x512xf32>
+      %r = smelt.relu %s : tensor<256x512xf32>
+      smelt.yield %r : tensor<256x512xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"reportPath", "report", "std::string", /*default=*/"\"\"",
+           "Write every fusion decision and its reason to this file (- for stdout)">,
+  ];
+  let statistics = [
+    Statistic<"numFusions", "fusions", "Fusion kernels formed">,
+    Statistic<"numDuplicated", "duplicated", "Producers copied into a consumer's kernel">,
+    Statistic<"numRejected", "rejected", "Fusible producers left out, with a reason">,
+    Statistic<"numSiblingsMerged", "siblings-merged", "Sibling kernels merged into one">,
+  ];
+  let dependentDialects = ["smelt::SmeltDialect"];
+}
+
 #endif // SMELT_PASSES_TD

@@ -505,3 +505,143 @@ func.func @constant_type() {
   %0 = smelt.constant dense<[1, 2]> : tensor<2xi8>
   return
 }
+
+// -----
+
+func.func @fusion_library_op(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = smelt.fusion loop (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>):
+    // expected-error @+1 {{'smelt.matmul' op cannot be inside a fusion}}
+    %1 = smelt.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32>
+    smelt.yield %1 : tensor<4x4xf32>
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @fusion_argument_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'smelt.fusion' op input #0 is 'tensor<4xf32>' but body argument #0 is 'tensor<4xf16>'}}
+  %0 = smelt.fusion loop (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf16>):
+    %1 = smelt.convert %a : tensor<4xf16> -> tensor<4xf32>
+    smelt.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_argument_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'smelt.fusion' op body takes 2 arguments but the fusion has 1 inputs}}
+  %0 = smelt.fusion loop (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+    smelt.yield %a : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_yield_types(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'smelt.fusion' op yields ('tensor<4xi1>') but its results are ('tensor<4xf32>')}}
+  %0 = smelt.fusion loop (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = smelt.compare gt, %a, %a : tensor<4xf32>
+    smelt.yield %1 : tensor<4xi1>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_empty(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'smelt.fusion' op yields nothing}}
+  smelt.fusion loop (%x) : (tensor<4xf32>) -> () {
+  ^bb0(%a: tensor<4xf32>):
+    smelt.yield
+  }
+  return
+}
+
+// -----
+
+func.func @fusion_loop_shapes(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<8xf32>) {
+  // expected-error @+1 {{'smelt.fusion' op result #1 is 'tensor<8xf32>' but result #0 is 'tensor<4x2xf32>'; a loop fusion's results share one shape}}
+  %0:2 = smelt.fusion loop (%x) : (tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x2xf32>):
+    %1 = smelt.reshape %a : tensor<4x2xf32> -> tensor<8xf32>
+    smelt.yield %a, %1 : tensor<4x2xf32>, tensor<8xf32>
+  }
+  return %0#0, %0#1 : tensor<4x2xf32>, tensor<8xf32>
+}
+
+// -----
+
+func.func @fusion_reduce_in_loop(%x: tensor<4x2xf32>) -> tensor<4xf32> {
+  %0 = smelt.fusion loop (%x) : (tensor<4x2xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4x2xf32>):
+    // expected-error @+1 {{'smelt.reduce' op is inside a loop fusion; reduces are the roots of reduction fusions}}
+    %1 = smelt.reduce sum %a axes = [1] : tensor<4x2xf32>
+    smelt.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_reduce_consumed(%x: tensor<4x2xf32>) -> tensor<4xf32> {
+  %0 = smelt.fusion reduction (%x) : (tensor<4x2xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4x2xf32>):
+    // expected-error @+1 {{'smelt.reduce' op feeds 'smelt.exp' inside the fusion; a reduce is only yielded}}
+    %1 = smelt.reduce sum %a axes = [1] : tensor<4x2xf32>
+    %2 = smelt.exp %1 : tensor<4xf32>
+    smelt.yield %2 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_reduction_root(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'smelt.fusion' op result #0 is not a reduce; a reduction fusion yields reduces}}
+  %0 = smelt.fusion reduction (%x) : (tensor<4x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%a: tensor<4x2xf32>):
+    %1 = smelt.exp %a : tensor<4x2xf32>
+    smelt.yield %1 : tensor<4x2xf32>
+  }
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @fusion_reduction_axes(%x: tensor<4x2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'smelt.fusion' op result #1 reduces 'tensor<4x2xf32>' over different axes or shape than result #0}}
+  %0:2 = smelt.fusion reduction (%x) : (tensor<4x2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  ^bb0(%a: tensor<4x2xf32>):
+    %1 = smelt.reduce sum %a axes = [1] : tensor<4x2xf32>
+    %2 = smelt.reduce sum %a axes = [0] : tensor<4x2xf32>
+    smelt.yield %1, %2 : tensor<4xf32>, tensor<2xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+func.func @fusion_captures(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %0 = smelt.fusion loop (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{using value defined outside the region}}
+    %1 = smelt.add %a, %y : tensor<4xf32>
+    smelt.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'smelt.yield' op expects parent op 'smelt.fusion'}}
+  smelt.yield %x : tensor<4xf32>
+}

@@ -150,3 +150,26 @@ func.func @pooling(%x: tensor<2x8x8x4xf32>, %dy: tensor<2x4x4x4xf32>) -> (tensor
   %3 = smelt.avg_pool2d_backward %dy window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
   return %0, %1, %2, %3 : tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>, tensor<2x8x8x4xf32>
 }
+
+// CHECK-LABEL: func.func @fusions
+func.func @fusions(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>, tensor<4xf32>) {
+  // CHECK: %[[L:.+]]:2 = smelt.fusion loop(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>) {
+  // CHECK-NEXT: ^bb0(%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8xf32>):
+  // CHECK: smelt.yield %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4x8xi1>
+  %0:2 = smelt.fusion loop (%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>) {
+  ^bb0(%xs: tensor<4x8xf32>, %bs: tensor<8xf32>):
+    %1 = smelt.broadcast_in_dim %bs, dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+    %2 = smelt.add %xs, %1 : tensor<4x8xf32>
+    %3 = smelt.compare gt, %2, %xs : tensor<4x8xf32>
+    smelt.yield %2, %3 : tensor<4x8xf32>, tensor<4x8xi1>
+  }
+  // CHECK: smelt.fusion reduction(%{{.*}}) : (tensor<4x8xf32>) -> tensor<4xf32>
+  // CHECK: smelt.reduce sum
+  %4 = smelt.fusion reduction (%x) : (tensor<4x8xf32>) -> tensor<4xf32> {
+  ^bb0(%xs: tensor<4x8xf32>):
+    %5 = smelt.exp %xs : tensor<4x8xf32>
+    %6 = smelt.reduce sum %5 axes = [1] : tensor<4x8xf32>
+    smelt.yield %6 : tensor<4xf32>
+  }
+  return %0#0, %0#1, %4 : tensor<4x8xf32>, tensor<4x8xi1>, tensor<4xf32>
+}

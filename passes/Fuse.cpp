@@ -1,0 +1,437 @@
+// smelt-fuse: XLA-style producer-consumer and sibling fusion of elementwise, remap and reduce
+// ops into smelt.fusion regions, each of which codegen renders as one kernel.
+//
+// Algorithm (Passes.td shows an example):
+//  1. Walk the ops from the last to the first. An op not yet taken by a fusion that can sit in
+//     a kernel (FusionRole other than None/Source) roots a new group: a reduce roots a
+//     `reduction` group over its operand's shape, anything else a `loop` group over its
+//     result's shape.
+//  2. Grow the group through its operands, deciding for each producer P:
+//     - veto: P is a library op or a reduce (a reduce ends its own kernel: no reduce into
+//       reduce, no reduce into an elementwise consumer);
+//     - fuse: every user of P is in the group, and the cost model agrees:
+//         saved = 2 * bytes(P) + kLaunchBytes      (P is neither written nor read back, and
+//                                                   needs no kernel of its own)
+//         recompute = (elements evaluated - elements(P)) * elementCost(P) / kFlopsPerByte
+//       where "elements evaluated" is the group's iteration count when P is read through a
+//       broadcast; fuse when saved >= recompute;
+//     - duplicate: P is a source, a broadcast (it reads its smaller operand instead), or a
+//       cheap op whose users all sit in fusions, so it is never written at all;
+//     - multi-output: P has the group's iteration shape in a loop group and none of its other
+//       users reaches the group (that would be a cycle): P moves in and is also a result;
+//     - otherwise reject, with the reason.
+//  3. Merge sibling groups: two groups of the same kind and iteration space (and axes) that
+//     read a common value and do not depend on each other become one multi-output kernel.
+//  4. Outline every group as a smelt.fusion, drop duplicated originals left unused, and
+//     restore a topological order.
+// Every decision is recorded; `report=<file>` writes them ("-" for stdout).
+#include "passes/FusionUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/Analysis/TopologicalSortUtils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "smelt-fuse"
+
+namespace smelt {
+
+#define GEN_PASS_DEF_FUSE
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+/// Bytes of memory traffic a kernel launch is worth (a few microseconds on a GPU).
+constexpr int64_t kLaunchBytes = 16384;
+/// Arithmetic that costs as much time as moving one byte.
+constexpr int64_t kFlopsPerByte = 8;
+
+struct Group {
+  FusionKind kind;
+  SmallVector<int64_t> shape;   // iteration space
+  SmallVector<int64_t> axes;    // reduced axes, for a reduction group
+  Operation *root;
+  SetVector<Operation *> members; // moved in
+  SmallPtrSet<Operation *, 8> duplicated;
+  std::vector<std::string> log;
+  bool merged = false;
+};
+
+std::string describe(Operation *op) {
+  std::string text = "'" + op->getName().stripDialect().str() + "'";
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
+  if (op->getNumResults() == 1) {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << op->getResult(0).getType();
+    text += " " + type;
+  }
+  return text;
+}
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (int64_t d : shape)
+    s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s.empty() ? "scalar" : s;
+}
+
+class Fuser {
+public:
+  explicit Fuser(func::FuncOp function) : function_(function) {}
+
+  void run() {
+    Block &block = function_.getBody().front();
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops)) {
+      FusionRole role = fusionRole(op);
+      if (role == FusionRole::None || role == FusionRole::Source || groupOf_.count(op))
+        continue;
+      if (diesAfterDuplication(op))
+        continue;
+      growGroup(newGroup(op));
+    }
+    mergeSiblings();
+  }
+
+  /// Outlines the groups; returns how many fusions were made.
+  unsigned outline() {
+    Block &block = function_.getBody().front();
+    unsigned made = 0;
+    // Number the fusions in program order of their roots, as a reader meets them.
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : block)
+      position[&op] = position.size();
+    llvm::stable_sort(groups_, [&](const Group &a, const Group &b) {
+      return position[a.root] < position[b.root];
+    });
+    for (Group &g : groups_) {
+      if (g.merged)
+        continue;
+      SmallVector<Operation *> members;
+      for (Operation &op : block)
+        if (g.members.contains(&op) || g.duplicated.contains(&op))
+          members.push_back(&op);
+      FusionOp fusion = outlineFusion(g.kind, members, g.duplicated);
+      fusion->setAttr("smelt.fusion_id", IntegerAttr::get(IntegerType::get(fusion.getContext(), 64),
+                                                          made));
+      g.log.insert(g.log.begin(), "fusion " + std::to_string(made) + " (" +
+                                      stringifyFusionKind(g.kind).str() + " over " +
+                                      shapeText(g.shape) + ", " +
+                                      std::to_string(fusion.getNumResults()) + " result" +
+                                      (fusion.getNumResults() == 1 ? "" : "s") + ", " +
+                                      std::to_string(members.size()) + " ops)");
+      ++made;
+    }
+    // Duplicated originals whose every user now reads its own copy.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (fusionRole(&op) != FusionRole::None && op.use_empty())
+        op.erase();
+    sortTopologically(&block);
+    return made;
+  }
+
+  void writeReport(llvm::raw_ostream &os) {
+    os << "smelt-fuse report for @" << function_.getSymName() << "\n";
+    for (Group &g : groups_) {
+      if (g.merged)
+        continue;
+      for (size_t i = 0; i < g.log.size(); ++i)
+        os << (i ? "  " : "") << g.log[i] << "\n";
+    }
+  }
+
+  unsigned numDuplicated = 0, numRejected = 0, numMerged = 0;
+
+private:
+  unsigned newGroup(Operation *root) {
+    Group g;
+    g.root = root;
+    if (auto reduce = dyn_cast<ReduceOp>(root)) {
+      g.kind = FusionKind::reduction;
+      g.shape = SmallVector<int64_t>(reduce.getX().getType().getShape());
+      g.axes = SmallVector<int64_t>(reduce.getAxes());
+    } else {
+      g.kind = FusionKind::loop;
+      g.shape = SmallVector<int64_t>(cast<RankedTensorType>(root->getResult(0).getType()).getShape());
+    }
+    g.members.insert(root);
+    g.log.push_back("root " + describe(root));
+    groups_.push_back(std::move(g));
+    groupOf_[root] = groups_.size() - 1;
+    return groups_.size() - 1;
+  }
+
+  /// Whether every user of `producer` moved into group `id`.
+  bool usedOnlyInside(Operation *producer, unsigned id) {
+    return llvm::all_of(producer->getUsers(), [&](Operation *user) {
+      auto it = groupOf_.find(user);
+      return it != groupOf_.end() && it->second == id;
+    });
+  }
+
+  /// Whether group `id` computes `op` itself (moved in or copied).
+  bool holds(unsigned id, Operation *op) {
+    return groups_[id].members.contains(op) || groups_[id].duplicated.contains(op);
+  }
+
+  /// An op every reader computes for itself: each user is in a group that holds a copy of
+  /// it, or is itself such an op whose copies all hold a copy of it too.
+  bool diesAfterDuplication(Operation *op) {
+    if (op->use_empty())
+      return false;
+    for (Operation *user : op->getUsers()) {
+      if (dead_.contains(user)) {
+        for (unsigned holder : copiedInto_[user])
+          if (!holds(holder, op))
+            return false;
+        continue;
+      }
+      auto it = groupOf_.find(user);
+      if (it == groupOf_.end() || !groups_[it->second].duplicated.contains(op))
+        return false;
+    }
+    dead_.insert(op);
+    return true;
+  }
+
+  /// How many times the group evaluates `producer`'s elements, per element it has.
+  int64_t evaluationsPerElement(const Group &g, Operation *producer) {
+    int64_t evaluated = 1;
+    for (int64_t d : g.shape)
+      evaluated *= d;
+    return std::max<int64_t>(1, evaluated / std::max<int64_t>(1, numElements(producer->getResult(0))));
+  }
+
+  /// Whether anything reachable from `from` (following users, and through whole groups once
+  /// they are fused) lies in group `id`.
+  bool reaches(Operation *from, unsigned id) {
+    SmallVector<Operation *> work{from};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!seen.insert(op).second)
+        continue;
+      auto it = groupOf_.find(op);
+      if (it != groupOf_.end()) {
+        if (it->second == id)
+          return true;
+        for (Operation *member : groups_[it->second].members)
+          work.push_back(member);
+      }
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          work.push_back(user);
+    }
+    return false;
+  }
+
+  void growGroup(unsigned id) {
+    SmallVector<Operation *> work{groups_[id].root};
+    DenseSet<Operation *> considered;
+    while (!work.empty()) {
+      Operation *consumer = work.pop_back_val();
+      for (Value operand : consumer->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if (!producer || !considered.insert(producer).second)
+          continue;
+        if (groups_[id].members.contains(producer) || groups_[id].duplicated.contains(producer))
+          continue;
+        if (decide(id, producer))
+          work.push_back(producer);
+      }
+    }
+  }
+
+  /// Decides whether `producer` joins group `id`; logs why. True when it joined.
+  bool decide(unsigned id, Operation *producer) {
+    Group &g = groups_[id];
+    FusionRole role = fusionRole(producer);
+    auto reject = [&](const std::string &why) {
+      if (role != FusionRole::None)
+        ++numRejected;
+      g.log.push_back("not fused: " + describe(producer) + ": " + why);
+      return false;
+    };
+    if (role == FusionRole::None)
+      return isa<ConstantOp>(producer) ? false : reject("no kernel renders it (library op)");
+    if (groupOf_.count(producer))
+      return reject("already in another fusion");
+    if (role == FusionRole::Reduce)
+      return reject(g.kind == FusionKind::reduction
+                        ? "a reduce does not fuse into a reduce"
+                        : "a reduce ends its own kernel; its consumers start another");
+    if (role == FusionRole::Source) {
+      g.duplicated.insert(producer);
+      copied_.insert(producer);
+      copiedInto_[producer].push_back(id);
+      ++numDuplicated;
+      g.log.push_back("duplicated: " + describe(producer) + ": free to recompute");
+      return true;
+    }
+    int64_t evaluations = evaluationsPerElement(g, producer);
+    int64_t elements = numElements(producer->getResult(0));
+    int64_t recomputeBytes = (evaluations - 1) * elements * elementCost(producer) / kFlopsPerByte;
+    if (usedOnlyInside(producer, id) && !copied_.contains(producer)) {
+      int64_t saved = 2 * numBytes(producer->getResult(0)) + kLaunchBytes;
+      if (saved < recomputeBytes)
+        return reject("recomputing it " + std::to_string(evaluations) + "x costs more (" +
+                      std::to_string(recomputeBytes) + " B-equivalent) than it saves (" +
+                      std::to_string(saved) + " B)");
+      g.members.insert(producer);
+      groupOf_[producer] = id;
+      g.log.push_back("fused: " + describe(producer) + ": only used here");
+      return true;
+    }
+    if (isa<BroadcastInDimOp>(producer)) {
+      g.duplicated.insert(producer);
+      copied_.insert(producer);
+      copiedInto_[producer].push_back(id);
+      ++numDuplicated;
+      g.log.push_back("duplicated: " + describe(producer) + ": reads its smaller operand instead");
+      return true;
+    }
+    // Copied into every consumer, P is never written or read back; each extra copy
+    // recomputes it and reads its operands again.
+    bool everyUserFusible = llvm::all_of(producer->getUsers(), [](Operation *user) {
+      FusionRole r = fusionRole(user);
+      return r != FusionRole::None && r != FusionRole::Source;
+    });
+    int64_t users = std::distance(producer->getUsers().begin(), producer->getUsers().end());
+    int64_t operandBytes = 0;
+    for (Value operand : producer->getOperands())
+      operandBytes += numBytes(operand);
+    int64_t saved = numBytes(producer->getResult(0)) * (1 + users);
+    int64_t cost = (users - 1) * (elements * elementCost(producer) / kFlopsPerByte + operandBytes) +
+                   users * recomputeBytes;
+    if (everyUserFusible && saved >= cost) {
+      g.duplicated.insert(producer);
+      copied_.insert(producer);
+      copiedInto_[producer].push_back(id);
+      ++numDuplicated;
+      g.log.push_back("duplicated: " + describe(producer) + ": every user is fused, so it is " +
+                      "never written (saves " + std::to_string(saved) + " B, recomputing costs " +
+                      std::to_string(cost) + " B-equivalent)");
+      return true;
+    }
+    if (g.kind == FusionKind::loop && !copied_.contains(producer) &&
+        cast<RankedTensorType>(producer->getResult(0).getType()).getShape() ==
+            ArrayRef<int64_t>(g.shape)) {
+      for (Operation *user : producer->getUsers())
+        if (!g.members.contains(user) && reaches(user, id))
+          return reject("its user " + describe(user) + " leads back into this fusion");
+      g.members.insert(producer);
+      groupOf_[producer] = id;
+      g.log.push_back("fused as an extra result: " + describe(producer) +
+                      ": also used outside, written once by this kernel");
+      return true;
+    }
+    return reject("used outside this fusion and too costly to recompute");
+  }
+
+  /// Values a group reads from outside.
+  SetVector<Value> inputsOf(const Group &g) {
+    SetVector<Value> inputs;
+    auto add = [&](Operation *op) {
+      for (Value v : op->getOperands())
+        if (!v.getDefiningOp() || !g.members.contains(v.getDefiningOp()))
+          inputs.insert(v);
+    };
+    for (Operation *op : g.members)
+      add(op);
+    for (Operation *op : g.duplicated)
+      add(op);
+    return inputs;
+  }
+
+  bool sameSpace(const Group &a, const Group &b) {
+    return a.kind == b.kind && a.shape == b.shape && a.axes == b.axes;
+  }
+
+  void mergeSiblings() {
+    for (unsigned a = 0; a < groups_.size(); ++a) {
+      if (groups_[a].merged)
+        continue;
+      for (unsigned b = a + 1; b < groups_.size(); ++b) {
+        if (groups_[b].merged || !sameSpace(groups_[a], groups_[b]))
+          continue;
+        SetVector<Value> ia = inputsOf(groups_[a]), ib = inputsOf(groups_[b]);
+        auto shared = llvm::find_if(ia, [&](Value v) { return ib.contains(v); });
+        if (shared == ia.end() || reaches(groups_[a].root, b) || reaches(groups_[b].root, a))
+          continue;
+        Group &into = groups_[a], &from = groups_[b];
+        std::string what;
+        llvm::raw_string_ostream os(what);
+        shared->printAsOperand(os, OpPrintingFlags());
+        into.log.push_back("merged sibling: the fusion rooted at " + describe(from.root) +
+                           " (both read " + what + ")");
+        for (Operation *op : from.members) {
+          into.members.insert(op);
+          groupOf_[op] = a;
+        }
+        for (Operation *op : from.duplicated)
+          if (!into.members.contains(op))
+            into.duplicated.insert(op);
+        for (size_t i = 1; i < from.log.size(); ++i)
+          into.log.push_back(from.log[i]);
+        from.merged = true;
+        ++numMerged;
+      }
+    }
+  }
+
+  func::FuncOp function_;
+  std::vector<Group> groups_;
+  DenseMap<Operation *, unsigned> groupOf_;
+  DenseSet<Operation *> dead_;
+  /// Ops some group holds a copy of: they never move into another group, so every copy's
+  /// original stays for outlining.
+  DenseSet<Operation *> copied_;
+  DenseMap<Operation *, SmallVector<unsigned, 2>> copiedInto_;
+};
+
+// A module pass, so the report lists the functions in order from one thread.
+struct FusePass : impl::FuseBase<FusePass> {
+  using FuseBase::FuseBase;
+
+  void runOnOperation() override {
+    std::string report;
+    llvm::raw_string_ostream os(report);
+    for (auto function : getOperation().getOps<func::FuncOp>()) {
+      if (function.isExternal())
+        continue;
+      Fuser fuser(function);
+      fuser.run();
+      numFusions += fuser.outline();
+      fuser.writeReport(os);
+      numDuplicated += fuser.numDuplicated;
+      numRejected += fuser.numRejected;
+      numSiblingsMerged += fuser.numMerged;
+    }
+    if (reportPath.empty())
+      return;
+    if (reportPath == "-") {
+      llvm::outs() << report;
+      return;
+    }
+    std::error_code error;
+    llvm::raw_fd_ostream file(reportPath, error);
+    if (error) {
+      getOperation().emitError() << "smelt-fuse: cannot write the report to '" << reportPath
+                                 << "': " << error.message();
+      return signalPassFailure();
+    }
+    file << report;
+  }
+};
+
+} // namespace
+
+} // namespace smelt

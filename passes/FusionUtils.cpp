@@ -1,0 +1,99 @@
+// Op classification, per-element cost and outlining for smelt-fuse.
+#include "passes/FusionUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace smelt {
+
+FusionRole fusionRole(Operation *op) {
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return isa<SplatElementsAttr>(constant.getValue()) ? FusionRole::Source : FusionRole::None;
+  if (isa<IotaOp>(op))
+    return FusionRole::Source;
+  if (op->hasTrait<OpTrait::Elementwise>() || isa<ConvertOp>(op))
+    return FusionRole::Elementwise;
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op))
+    return FusionRole::Remap;
+  if (isa<ReduceOp>(op))
+    return FusionRole::Reduce;
+  return FusionRole::None;
+}
+
+int64_t elementCost(Operation *op) {
+  if (isa<PowOp>(op))
+    return 40;
+  if (isa<ExpOp, LogOp, TanhOp, LogisticOp, ErfOp>(op))
+    return 20;
+  if (isa<DivOp, SqrtOp, RsqrtOp>(op))
+    return 4;
+  switch (fusionRole(op)) {
+  case FusionRole::Source:
+  case FusionRole::Remap:
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+int64_t numElements(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+int64_t numBytes(Value value) {
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  int64_t width = element.isInteger(1) ? 1 : int64_t(element.getIntOrFloatBitWidth() / 8);
+  return numElements(value) * width;
+}
+
+FusionOp outlineFusion(FusionKind kind, ArrayRef<Operation *> members,
+                       const SmallPtrSetImpl<Operation *> &duplicated) {
+  SmallPtrSet<Operation *, 16> inside(members.begin(), members.end());
+  // A duplicated member's original stays for users outside, so it reads from outside too.
+  auto outside = [&](Operation *user) {
+    return !inside.contains(user) || duplicated.contains(user);
+  };
+  SetVector<Value> inputs;
+  SmallVector<Value> results;
+  for (Operation *op : members) {
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || !inside.contains(producer))
+        inputs.insert(operand);
+    }
+    if (duplicated.contains(op))
+      continue;
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), outside))
+        results.push_back(result);
+  }
+
+  OpBuilder builder(members.front());
+  auto fusion = FusionOp::create(builder, members.front()->getLoc(), ValueRange(results).getTypes(),
+                                 kind, inputs.getArrayRef());
+  Block *body = builder.createBlock(&fusion.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : members)
+    builder.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value result : results)
+    yielded.push_back(mapping.lookup(result));
+  YieldOp::create(builder, fusion.getLoc(), yielded);
+
+  for (auto [result, replacement] : llvm::zip(results, fusion.getResults()))
+    result.replaceUsesWithIf(replacement, [&](OpOperand &use) {
+      return use.getOwner() != fusion && outside(use.getOwner());
+    });
+  // Moved members are now unused outside; erase users before producers.
+  for (Operation *op : llvm::reverse(members))
+    if (!duplicated.contains(op) && op->use_empty())
+      op->erase();
+  return fusion;
+}
+
+} // namespace smelt

@@ -1,0 +1,37 @@
+// What smelt-fuse needs to know about ops (which can sit in a kernel, what an element costs)
+// and how a chosen group of ops becomes a smelt.fusion. Kept apart from the pass so the
+// decisions in Fuse.cpp read as the algorithm its header describes.
+#pragma once
+
+#include "ir/SmeltDialect.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace smelt {
+
+/// How an op takes part in fusion.
+enum class FusionRole {
+  None,        // a library call or an op no kernel renders (matmul, conv2d, rng, slice ...)
+  Source,      // iota, splat constant: free to recompute in any kernel
+  Elementwise, // unary, binary, compare, select, convert
+  Remap,       // broadcast_in_dim, reshape, transpose: only move indices
+  Reduce,      // reduce: the root of a reduction kernel, never inside another
+};
+FusionRole fusionRole(mlir::Operation *op);
+
+/// Arithmetic per element, in "simple op" units: 1 for add or compare, 0 for a remap, about
+/// 20 for exp/log/tanh/erf, 40 for pow. The cost model weighs recomputation with it.
+int64_t elementCost(mlir::Operation *op);
+
+int64_t numElements(mlir::Value value);
+int64_t numBytes(mlir::Value value);
+
+/// Replaces `members` (in block order, all in one block) by one smelt.fusion of `kind`.
+/// Members in `duplicated` are cloned into the body and stay outside for their other users;
+/// the rest move in. The fusion's inputs are the values members read from outside, its results
+/// the moved members' values used outside, in block order; the fusion is created where its
+/// first member was (the caller sorts the block afterwards).
+FusionOp outlineFusion(FusionKind kind, llvm::ArrayRef<mlir::Operation *> members,
+                       const llvm::SmallPtrSetImpl<mlir::Operation *> &duplicated);
+
+} // namespace smelt

@@ -1,0 +1,200 @@
+// smelt-fuse: fusion decisions on chains, diamonds, broadcasts, reductions as roots, multiple
+// results, siblings, and each veto; the second run checks the report's reasons.
+// RUN: smelt-opt %s -split-input-file -smelt-fuse | FileCheck %s
+// RUN: smelt-opt %s -split-input-file -smelt-fuse=report=- -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: not smelt-opt %s -split-input-file -smelt-fuse=report=%t.missing/report.txt 2>&1 | FileCheck %s --check-prefix=BADPATH
+// BADPATH: error: smelt-fuse: cannot write the report to '{{.*}}missing/report.txt': No such file or directory
+
+// The MLP layer: the matmul stays a library call; broadcast, add and relu become one kernel.
+// CHECK-LABEL: func.func @bias_relu
+// CHECK: %[[MM:.+]] = smelt.matmul
+// CHECK: smelt.fusion loop(%arg2, %[[MM]])
+// CHECK-NEXT: ^bb0(%[[B:.+]]: tensor<16xf32>, %[[M:.+]]: tensor<4x16xf32>):
+// CHECK-NEXT: %[[BB:.+]] = smelt.broadcast_in_dim %[[B]], dims = [1]
+// CHECK-NEXT: %[[S:.+]] = smelt.add %[[M]], %[[BB]]
+// CHECK-NEXT: %[[R:.+]] = smelt.relu %[[S]]
+// CHECK-NEXT: smelt.yield %[[R]]
+// REPORT-LABEL: report for @bias_relu
+// REPORT: fusion 0 (loop over 4x16, 1 result, 3 ops)
+// REPORT: not fused: 'matmul' {{.*}}: no kernel renders it (library op)
+func.func @bias_relu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = smelt.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32>
+  %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<16xf32> -> tensor<4x16xf32>
+  %2 = smelt.add %0, %1 : tensor<4x16xf32>
+  %3 = smelt.relu %2 : tensor<4x16xf32>
+  return %3 : tensor<4x16xf32>
+}
+
+// -----
+
+// A diamond: one kernel, the shared neg computed once.
+// CHECK-LABEL: func.func @diamond
+// CHECK: smelt.fusion loop
+// CHECK: %[[N:.+]] = smelt.neg
+// CHECK-NEXT: %[[E:.+]] = smelt.exp %[[N]]
+// CHECK-NEXT: %[[T:.+]] = smelt.tanh %[[N]]
+// CHECK-NEXT: smelt.add %[[E]], %[[T]]
+// CHECK-NOT: smelt.fusion
+// REPORT-LABEL: report for @diamond
+// REPORT: fusion 0 (loop over 64, 1 result, 4 ops)
+func.func @diamond(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %a = smelt.neg %x : tensor<64xf32>
+  %b = smelt.exp %a : tensor<64xf32>
+  %c = smelt.tanh %a : tensor<64xf32>
+  %d = smelt.add %b, %c : tensor<64xf32>
+  return %d : tensor<64xf32>
+}
+
+// -----
+
+// A reduce is the root of its kernel and takes its operand's producers.
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK: smelt.fusion reduction
+// CHECK: %[[SQ:.+]] = smelt.mul
+// CHECK-NEXT: smelt.reduce sum %[[SQ]] axes = [1]
+func.func @sum_of_squares(%x: tensor<32x16xf32>) -> tensor<32xf32> {
+  %0 = smelt.mul %x, %x : tensor<32x16xf32>
+  %1 = smelt.reduce sum %0 axes = [1] : tensor<32x16xf32>
+  return %1 : tensor<32xf32>
+}
+
+// -----
+
+// No reduce into reduce: two kernels.
+// CHECK-LABEL: func.func @reduce_of_reduce
+// CHECK: %[[MAX:.+]] = smelt.fusion reduction(%arg0)
+// CHECK: smelt.reduce max
+// CHECK: smelt.fusion reduction(%[[MAX]])
+// CHECK: smelt.exp
+// CHECK-NEXT: smelt.reduce sum
+// REPORT-LABEL: report for @reduce_of_reduce
+// REPORT: not fused: 'reduce' {{.*}}: a reduce does not fuse into a reduce
+func.func @reduce_of_reduce(%x: tensor<32x16xf32>) -> tensor<f32> {
+  %0 = smelt.reduce max %x axes = [1] : tensor<32x16xf32>
+  %1 = smelt.exp %0 : tensor<32xf32>
+  %2 = smelt.reduce sum %1 axes = [0] : tensor<32xf32>
+  return %2 : tensor<f32>
+}
+
+// -----
+
+// A value also returned is an extra result of the kernel that computes it.
+// CHECK-LABEL: func.func @multi_output
+// CHECK: %[[F:.+]]:2 = smelt.fusion loop(%arg0, %arg1)
+// CHECK: %[[E:.+]] = smelt.exp
+// CHECK-NEXT: %[[S:.+]] = smelt.add %[[E]]
+// CHECK-NEXT: smelt.yield %[[E]], %[[S]]
+// CHECK: return %[[F]]#0, %[[F]]#1
+// REPORT-LABEL: report for @multi_output
+// REPORT: fused as an extra result: 'exp'
+func.func @multi_output(%x: tensor<128xf32>, %y: tensor<128xf32>) -> (tensor<128xf32>, tensor<128xf32>) {
+  %e = smelt.exp %x : tensor<128xf32>
+  %f = smelt.add %e, %y : tensor<128xf32>
+  return %e, %f : tensor<128xf32>, tensor<128xf32>
+}
+
+// -----
+
+// Fusing %a as an extra result would make a cycle through the matmul.
+// CHECK-LABEL: func.func @cycle_veto
+// CHECK: %[[EXP:.+]] = smelt.fusion loop(%arg0)
+// CHECK: %[[MM:.+]] = smelt.matmul %[[EXP]], %[[EXP]]
+// CHECK: smelt.fusion loop(%[[EXP]], %[[MM]])
+// REPORT-LABEL: report for @cycle_veto
+// REPORT: not fused: 'exp' {{.*}}: its user 'matmul' {{.*}} leads back into this fusion
+func.func @cycle_veto(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %a = smelt.exp %x : tensor<4x4xf32>
+  %m = smelt.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32>
+  %c = smelt.add %a, %m : tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}
+
+// -----
+
+// Recomputing a small exp for every element of a large broadcast costs more than it saves.
+// CHECK-LABEL: func.func @recompute_veto
+// CHECK: %[[E:.+]] = smelt.fusion loop(%arg0)
+// CHECK: smelt.fusion loop(%[[E]], %arg1)
+// REPORT-LABEL: report for @recompute_veto
+// REPORT: not fused: 'exp' {{.*}}: recomputing it 4096x costs more
+func.func @recompute_veto(%small: tensor<4xf32>, %big: tensor<4096x4xf32>) -> tensor<4096x4xf32> {
+  %e = smelt.exp %small : tensor<4xf32>
+  %b = smelt.broadcast_in_dim %e, dims = [1] : tensor<4xf32> -> tensor<4096x4xf32>
+  %s = smelt.add %big, %b : tensor<4096x4xf32>
+  return %s : tensor<4096x4xf32>
+}
+
+// -----
+
+// Siblings that read the same input merge into one two-result kernel.
+// CHECK-LABEL: func.func @siblings
+// CHECK: smelt.fusion loop(%arg0) {{.*}} -> (tensor<256xf32>, tensor<256xf32>)
+// CHECK-NOT: smelt.fusion
+// REPORT-LABEL: report for @siblings
+// REPORT: merged sibling: the fusion rooted at 'exp' {{.*}} (both read %arg0)
+func.func @siblings(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>) {
+  %a = smelt.exp %x : tensor<256xf32>
+  %b = smelt.log %x : tensor<256xf32>
+  return %a, %b : tensor<256xf32>, tensor<256xf32>
+}
+
+// -----
+
+// Sibling reductions over the same axes become one kernel.
+// CHECK-LABEL: func.func @sibling_reductions
+// CHECK: smelt.fusion reduction(%arg0)
+// CHECK: smelt.reduce sum
+// CHECK: smelt.reduce max
+// CHECK-NOT: smelt.fusion
+func.func @sibling_reductions(%x: tensor<32x16xf32>) -> (tensor<32xf32>, tensor<32xf32>) {
+  %s = smelt.reduce sum %x axes = [1] : tensor<32x16xf32>
+  %m = smelt.reduce max %x axes = [1] : tensor<32x16xf32>
+  return %s, %m : tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
+
+// Splat constants and iota are copied into the kernel; transpose and reshape only move indices.
+// CHECK-LABEL: func.func @sources_and_remaps
+// CHECK: smelt.fusion loop(%arg0)
+// CHECK-DAG: smelt.constant dense<0.000000e+00>
+// CHECK-DAG: smelt.iota dim = 1
+// CHECK-DAG: smelt.transpose
+// CHECK: smelt.reshape
+// CHECK-NOT: smelt.constant
+// CHECK: return
+// REPORT-LABEL: report for @sources_and_remaps
+// REPORT-DAG: duplicated: 'iota' {{.*}}: free to recompute
+// REPORT-DAG: duplicated: 'constant' {{.*}}: free to recompute
+func.func @sources_and_remaps(%x: tensor<3x4xf32>) -> tensor<12xf32> {
+  %zero = smelt.constant dense<0.0> : tensor<4x3xf32>
+  %i = smelt.iota dim = 1 : tensor<4x3xf32>
+  %t = smelt.transpose %x, permutation = [1, 0] : tensor<3x4xf32>
+  %m = smelt.max %t, %zero : tensor<4x3xf32>
+  %a = smelt.add %m, %i : tensor<4x3xf32>
+  %r = smelt.reshape %a : tensor<4x3xf32> -> tensor<12xf32>
+  return %r : tensor<12xf32>
+}
+
+// -----
+
+// Softmax: max, sum of exp, and the division: three kernels; exp is recomputed, never written.
+// CHECK-LABEL: func.func @softmax
+// CHECK: %[[MAX:.+]] = smelt.fusion reduction(%arg0)
+// CHECK: %[[SUM:.+]] = smelt.fusion reduction(%[[MAX]], %arg0)
+// CHECK: smelt.exp
+// CHECK: smelt.fusion loop(%[[MAX]], %arg0, %[[SUM]])
+// CHECK: smelt.exp
+// CHECK: smelt.div
+// REPORT-LABEL: report for @softmax
+// REPORT: duplicated: 'exp' {{.*}}: every user is fused, so it is never written
+func.func @softmax(%x: tensor<8x10xf32>) -> tensor<8x10xf32> {
+  %m = smelt.reduce max %x axes = [1] : tensor<8x10xf32>
+  %mb = smelt.broadcast_in_dim %m, dims = [0] : tensor<8xf32> -> tensor<8x10xf32>
+  %s = smelt.sub %x, %mb : tensor<8x10xf32>
+  %e = smelt.exp %s : tensor<8x10xf32>
+  %t = smelt.reduce sum %e axes = [1] : tensor<8x10xf32>
+  %tb = smelt.broadcast_in_dim %t, dims = [0] : tensor<8xf32> -> tensor<8x10xf32>
+  %r = smelt.div %e, %tb : tensor<8x10xf32>
+  return %r : tensor<8x10xf32>
+}
