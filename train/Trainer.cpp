@@ -61,6 +61,26 @@ rt::HostTensor scalarI64(int64_t v) {
 
 } // namespace
 
+std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config) {
+  auto graph = std::make_unique<Graph>(context, "train_step", config.seed);
+  Graph &g = *graph;
+  Tensor images = g.input("images", {config.batch, 784});
+  Tensor labels = g.input("labels", {config.batch}, DType::i32);
+  Tensor step = g.input("step", {}, DType::i64);
+  Tensor logits = buildModel(g, config, images, /*training=*/true, step);
+  Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
+  Tensor acc = accuracy(logits, labels);
+  std::vector<Tensor> params = g.parameterTensors();
+  std::vector<Tensor> grads = g.gradients(loss, params);
+  OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads);
+  std::vector<Tensor> outputs = update.newParams;
+  outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
+  outputs.insert(outputs.end(), {loss, acc});
+  g.setOutputs(outputs);
+  g.buildInitializer();
+  return graph;
+}
+
 rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config) {
   if (config.model != "mlp" && config.model != "cnn")
     return rt::Status::error("unknown model '" + config.model + "' (mlp or cnn)");
@@ -72,22 +92,9 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
   try {
     // The training step: (images, labels, step, params..., state...) ->
     // (params..., state..., loss, accuracy).
-    Graph g(*trainer->context_, "train_step", config.seed);
-    Tensor images = g.input("images", {config.batch, 784});
-    Tensor labels = g.input("labels", {config.batch}, DType::i32);
-    Tensor step = g.input("step", {}, DType::i64);
-    Tensor logits = buildModel(g, config, images, /*training=*/true, step);
-    Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
-    Tensor acc = accuracy(logits, labels);
-    std::vector<Tensor> params = g.parameterTensors();
-    std::vector<Tensor> grads = g.gradients(loss, params);
-    OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads);
-    std::vector<Tensor> outputs = update.newParams;
-    outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
-    outputs.insert(outputs.end(), {loss, acc});
-    g.setOutputs(outputs);
-    g.buildInitializer();
-    unsigned firstParam = 3, firstState = firstParam + unsigned(params.size());
+    std::unique_ptr<Graph> graph = buildTrainStep(*trainer->context_, config);
+    Graph &g = *graph;
+    unsigned firstParam = 3, firstState = firstParam + unsigned(g.parameters().size());
     for (unsigned i = firstParam; i < g.function().getNumArguments(); ++i)
       (i < firstState ? trainer->paramNames_ : trainer->stateNames_).push_back(argName(g, i));
     // Optimizer state starts at zero.

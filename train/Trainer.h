@@ -29,6 +29,10 @@ struct Metrics {
   int64_t examples = 0;
 };
 
+/// The training step as a graph: @train_step (images, labels, step, params..., state...) ->
+/// (params..., state..., loss, accuracy) and @train_step_init. Throws BuildError.
+std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config);
+
 class Trainer {
 public:
   /// Builds and compiles the init, training and evaluation functions; errors name the step.
