@@ -82,4 +82,40 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def MixedPrecision : Pass<"smelt-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Compute matmuls, convolutions and what follows them in bf16 or f16";
+  let description = [{
+    Keras' mixed_bfloat16 / mixed_float16 policies as a rewrite (ir/MixedPrecision.h): the
+    allow list (matmul, conv2d and its gradients) computes in the low type; the infer list
+    (elementwise arithmetic, compare, select, shape ops, pooling) follows an operand already
+    in it when its other operands are cheap to cast; the deny list (exp, log, pow, sqrt,
+    rsqrt, erf, reductions, argmax, random numbers) stays f32. Every value keeps its type:
+    a rewritten op's result is converted back to f32 for its users, and cast pairs between
+    low ops fold. Arguments (f32 master weights) and results stay f32. Run it before
+    smelt-autodiff so gradients reach the weights in f32.
+
+    ```mlir
+    %0 = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
+    %1 = smelt.relu %0 : tensor<256x512xf32>
+    // becomes (policy=mixed_bf16)
+    %xl = smelt.convert %x : tensor<256x784xf32> -> tensor<256x784xbf16>
+    %wl = smelt.convert %w : tensor<784x512xf32> -> tensor<784x512xbf16>
+    %0 = smelt.matmul %xl, %wl : tensor<256x784xbf16>, tensor<784x512xbf16>
+    %1 = smelt.relu %0 : tensor<256x512xbf16>
+    %2 = smelt.convert %1 : tensor<256x512xbf16> -> tensor<256x512xf32>
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"mixed_bf16\"",
+           "f32, mixed_bf16 or mixed_f16">,
+    Option<"functionName", "func", "std::string", /*default=*/"\"\"",
+           "Only this function (default: every function)">,
+  ];
+  let statistics = [
+    Statistic<"numLowPrecisionOps", "low-precision-ops", "Ops computing in bf16/f16">,
+    Statistic<"numCasts", "casts", "Converts left after folding cast pairs">,
+  ];
+  let dependentDialects = ["smelt::SmeltDialect"];
+}
+
 #endif // SMELT_PASSES_TD

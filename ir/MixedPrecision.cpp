@@ -1,0 +1,177 @@
+// The mixed-precision rewrite: allow/infer/deny lists and cast folding (MixedPrecision.h).
+#include "ir/MixedPrecision.h"
+
+#include "ir/SmeltDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace smelt {
+
+std::optional<PrecisionPolicy> parsePrecisionPolicy(StringRef name) {
+  if (name == "f32")
+    return PrecisionPolicy::f32;
+  if (name == "mixed_bf16")
+    return PrecisionPolicy::mixed_bf16;
+  if (name == "mixed_f16")
+    return PrecisionPolicy::mixed_f16;
+  return std::nullopt;
+}
+
+StringRef precisionPolicyName(PrecisionPolicy policy) {
+  switch (policy) {
+  case PrecisionPolicy::mixed_bf16:
+    return "mixed_bf16";
+  case PrecisionPolicy::mixed_f16:
+    return "mixed_f16";
+  default:
+    return "f32";
+  }
+}
+
+namespace {
+
+enum class List { Allow, Infer, Deny };
+
+List listOf(Operation *op) {
+  if (isa<MatmulOp, Conv2DOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp>(op))
+    return List::Allow;
+  // Ranges and accuracy that bf16/f16 cannot hold: exp overflows f16 above 11, log and
+  // sqrt lose the digits a loss needs, sums grow past f16's 65504.
+  if (isa<ExpOp, LogOp, PowOp, SqrtOp, RsqrtOp, ErfOp>(op))
+    return List::Deny;
+  if (op->hasTrait<OpTrait::Elementwise>() ||
+      isa<BroadcastInDimOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp, MaxPool2DOp,
+          AvgPool2DOp, MaxPool2DBackwardOp, AvgPool2DBackwardOp>(op))
+    return List::Infer;
+  return List::Deny;
+}
+
+bool isF32Tensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getElementType().isF32();
+}
+
+RankedTensorType withElement(Type type, Type element) {
+  return cast<RankedTensorType>(type).clone(element);
+}
+
+class Rewriter {
+public:
+  Rewriter(Block &block, Type low) : block_(block), low_(low) {}
+
+  MixedPrecisionStats run(bool eraseReplaced) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block_) // a builder's block has no terminator yet
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      List list = listOf(op);
+      if (list == List::Deny || !llvm::any_of(op->getOperands(), isF32Tensor) ||
+          llvm::any_of(op->getResultTypes(), [](Type t) {
+            auto type = dyn_cast<RankedTensorType>(t);
+            return type && isa<FloatType>(type.getElementType()) && !type.getElementType().isF32();
+          }))
+        continue;
+      if (list == List::Infer && !followsLowOperands(op))
+        continue;
+      lower(op);
+      if (eraseReplaced)
+        op->erase();
+    }
+    // Converts to the low type nobody read (a cast made for an op later left in f32).
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block_)))
+      if (isa<ConvertOp>(op) && op.use_empty())
+        op.erase();
+    for (Operation &op : block_)
+      stats_.casts += isa<ConvertOp>(op);
+    return stats_;
+  }
+
+private:
+  /// The low-precision value `v` holds, when it is a convert from it.
+  Value lowSource(Value v) {
+    if (auto convert = v.getDefiningOp<ConvertOp>())
+      if (convert.getX().getType().getElementType() == low_)
+        return convert.getX();
+    return {};
+  }
+
+  /// Whether casting `v` to the low type is as good as computing it there: constants, the
+  /// block's arguments (master weights, inputs) and broadcasts or reshapes of them.
+  bool cheapToCast(Value v) {
+    if (isa<BlockArgument>(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (auto constant = dyn_cast<ConstantOp>(def))
+      return isa<SplatElementsAttr>(constant.getValue());
+    if (isa<BroadcastInDimOp, ReshapeOp>(def))
+      return cheapToCast(def->getOperand(0)) || lowSource(def->getOperand(0));
+    return false;
+  }
+
+  bool followsLowOperands(Operation *op) {
+    bool anyLow = false;
+    for (Value operand : op->getOperands()) {
+      if (!isF32Tensor(operand))
+        continue;
+      if (lowSource(operand))
+        anyLow = true;
+      else if (!cheapToCast(operand))
+        return false;
+    }
+    return anyLow;
+  }
+
+  /// `v` in the low type: the value it was converted from, or a new (cached) convert.
+  Value toLow(Value v, OpBuilder &builder) {
+    if (Value source = lowSource(v))
+      return source;
+    auto [it, inserted] = lowered_.try_emplace(v, Value());
+    if (inserted) {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointAfterValue(v);
+      it->second = ConvertOp::create(builder, v.getLoc(), withElement(v.getType(), low_), v);
+    }
+    return it->second;
+  }
+
+  void lower(Operation *op) {
+    OpBuilder builder(op);
+    IRMapping mapping;
+    for (Value operand : op->getOperands())
+      if (isF32Tensor(operand))
+        mapping.map(operand, toLow(operand, builder));
+    Operation *clone = builder.clone(*op, mapping);
+    for (auto [old, result] : llvm::zip(op->getResults(), clone->getResults())) {
+      if (!isF32Tensor(old)) { // compare's i1
+        old.replaceAllUsesWith(result);
+        continue;
+      }
+      result.setType(withElement(old.getType(), low_));
+      old.replaceAllUsesWith(ConvertOp::create(builder, op->getLoc(), old.getType(), result));
+    }
+    ++stats_.lowPrecisionOps;
+  }
+
+  Block &block_;
+  Type low_;
+  DenseMap<Value, Value> lowered_;
+  MixedPrecisionStats stats_;
+};
+
+} // namespace
+
+MixedPrecisionStats applyMixedPrecision(Block &block, PrecisionPolicy policy,
+                                        bool eraseReplaced) {
+  if (policy == PrecisionPolicy::f32 || block.empty())
+    return {};
+  MLIRContext *context = block.getParentOp()->getContext();
+  Type low = policy == PrecisionPolicy::mixed_bf16 ? Type(BFloat16Type::get(context))
+                                                   : Type(Float16Type::get(context));
+  return Rewriter(block, low).run(eraseReplaced);
+}
+
+} // namespace smelt
