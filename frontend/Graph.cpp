@@ -253,6 +253,13 @@ void Graph::rollback(const Mark &mark) {
   parameters_.resize(mark.numParameters);
 }
 
+void Graph::applyPrecision(PrecisionPolicy policy, Loc loc) {
+  if (finished_)
+    fail(loc, "graph @" + name_ + " is finished; apply a precision policy before setOutputs");
+  // The replaced f32 ops stay (unused) so Tensor handles to them remain valid.
+  applyMixedPrecision(function_.getBody().front(), policy, /*eraseReplaced=*/false);
+}
+
 std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt, Loc loc) {
   if (finished_)
     fail(loc, "graph @" + name_ + " is finished; build gradients before setOutputs");

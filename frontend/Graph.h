@@ -39,6 +39,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include "frontend/Initializers.h"
+#include "ir/MixedPrecision.h"
 
 #include <source_location>
 #include <stdexcept>
@@ -126,6 +127,11 @@ public:
   /// ir/Autodiff.h), built into this graph so optimizer steps can use them.
   std::vector<Tensor> gradients(Tensor loss, const std::vector<Tensor> &wrt,
                                 Loc loc = Loc::current());
+  /// Rewrites the ops built so far under a mixed-precision policy (ir/MixedPrecision.h):
+  /// matmuls and convolutions compute in bf16/f16, what follows them where safe, the rest in
+  /// f32. Call it after the model and loss and before gradients(), which then flow back
+  /// through the casts to the f32 parameters. Tensors built before keep their f32 types.
+  void applyPrecision(PrecisionPolicy policy, Loc loc = Loc::current());
   /// The parameters created so far, as tensors of this graph, in creation order.
   std::vector<Tensor> parameterTensors();
   /// Ends the function: returns `outputs`, named `names` (`smelt.name` on the results).

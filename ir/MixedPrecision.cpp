@@ -81,9 +81,10 @@ public:
       if (eraseReplaced)
         op->erase();
     }
-    // Converts to the low type nobody read (a cast made for an op later left in f32).
+    // Casts made here that nobody read (for an op that was later left in f32); the block's
+    // own ops stay, since a builder may still hold them.
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block_)))
-      if (isa<ConvertOp>(op) && op.use_empty())
+      if (created_.contains(&op) && op.use_empty())
         op.erase();
     for (Operation &op : block_)
       stats_.casts += isa<ConvertOp>(op);
@@ -134,6 +135,7 @@ private:
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointAfterValue(v);
       it->second = ConvertOp::create(builder, v.getLoc(), withElement(v.getType(), low_), v);
+      created_.insert(it->second.getDefiningOp());
     }
     return it->second;
   }
@@ -159,6 +161,7 @@ private:
   Block &block_;
   Type low_;
   DenseMap<Value, Value> lowered_;
+  SmallPtrSet<Operation *, 16> created_;
   MixedPrecisionStats stats_;
 };
 

@@ -70,12 +70,22 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   Tensor logits = buildModel(g, config, images, /*training=*/true, step);
   Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
   Tensor acc = accuracy(logits, labels);
+  g.applyPrecision(config.precision);
   std::vector<Tensor> params = g.parameterTensors();
-  std::vector<Tensor> grads = g.gradients(loss, params);
-  OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads);
-  std::vector<Tensor> outputs = update.newParams;
-  outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
-  outputs.insert(outputs.end(), {loss, acc});
+  std::vector<Tensor> outputs;
+  if (config.precision == PrecisionPolicy::mixed_f16) {
+    ScaledUpdate update =
+        applyOptimizerWithLossScaling(g, config.optimizer, config.lossScale, loss, params);
+    outputs = update.newParams;
+    outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
+    outputs.insert(outputs.end(), {loss, acc, update.skipped});
+  } else {
+    std::vector<Tensor> grads = g.gradients(loss, params);
+    OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads);
+    outputs = update.newParams;
+    outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
+    outputs.insert(outputs.end(), {loss, acc});
+  }
   g.setOutputs(outputs);
   g.buildInitializer();
   return graph;
@@ -97,11 +107,15 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     unsigned firstParam = 3, firstState = firstParam + unsigned(g.parameters().size());
     for (unsigned i = firstParam; i < g.function().getNumArguments(); ++i)
       (i < firstState ? trainer->paramNames_ : trainer->stateNames_).push_back(argName(g, i));
-    // Optimizer state starts at zero.
+    // Optimizer state starts at zero, the loss scale at its initial value.
     for (unsigned i = firstState; i < g.function().getNumArguments(); ++i) {
       auto type = mlir::cast<mlir::RankedTensorType>(g.function().getArgument(i).getType());
       trainer->state_.push_back(
           rt::HostTensor::zeros({rt::DType::f32, std::vector<int64_t>(type.getShape())}));
+      if (argName(g, i) == "loss_scale/scale") {
+        *trainer->state_.back().data<float>() = float(config.lossScale.initialScale);
+        trainer->lossScaleSlot_ = int64_t(trainer->state_.size()) - 1;
+      }
     }
     auto init = compileFunction(g, "train_step_init");
     if (!init)
@@ -127,7 +141,10 @@ rt::Expected<rt::CpuExecutor *> Trainer::evalExecutor(int64_t batch) {
     Tensor images = g.input("images", {batch, 784});
     Tensor labels = g.input("labels", {batch}, DType::i32);
     Tensor logits = buildModel(g, config_, images, /*training=*/false, std::nullopt);
-    g.setOutputs({sparseSoftmaxCrossEntropy(logits, labels), accuracy(logits, labels)});
+    Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
+    Tensor acc = accuracy(logits, labels);
+    g.applyPrecision(config_.precision);
+    g.setOutputs({loss, acc});
     auto exe = compileFunction(g, "eval_step");
     if (!exe)
       return exe.status();
@@ -161,6 +178,10 @@ Trainer::trainEpoch(const rt::Dataset &data, int64_t epoch,
       state_[k] = std::move(outputs[paramCount + k]);
     double loss = outputs[paramCount + stateCount].at(0);
     double acc = outputs[paramCount + stateCount + 1].at(0);
+    if (lossScaleSlot_ >= 0) {
+      running.skippedSteps += outputs[paramCount + stateCount + 2].at(0) != 0;
+      running.lossScale = state_[lossScaleSlot_].at(0);
+    }
     int64_t n = batch->labels.type().shape[0];
     running.loss = (running.loss * running.examples + loss * n) / (running.examples + n);
     running.accuracy = (running.accuracy * running.examples + acc * n) / (running.examples + n);
@@ -205,6 +226,7 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
     checkpoint.tensors.push_back({stateNames_[i], state_[i]});
   checkpoint.metadata = {{"format", "smelt-checkpoint-1"},
                          {"model", config_.model},
+                         {"precision", precisionPolicyName(config_.precision).str()},
                          {"epochs_done", std::to_string(epochsDone)},
                          {"global_step", std::to_string(step_)},
                          {"seed", std::to_string(config_.seed)},

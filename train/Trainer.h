@@ -3,6 +3,7 @@
 // evaluation and checkpoints. What `smelt train` and the training tests drive.
 #pragma once
 
+#include "frontend/LossScale.h"
 #include "frontend/Optimizers.h"
 #include "runtime/CpuExecutor.h"
 #include "runtime/Dataset.h"
@@ -22,15 +23,23 @@ struct TrainConfig {
   uint64_t seed = 0;          // parameters, shuffling and dropout all derive from it
   double dropout = 0.2;
   int64_t evalBatch = 1000;
+  /// mixed_bf16 / mixed_f16 compute matmuls and what follows them in bf16/f16 with f32
+  /// master weights (Graph::applyPrecision); mixed_f16 adds dynamic loss scaling.
+  PrecisionPolicy precision = PrecisionPolicy::f32;
+  LossScaleConfig lossScale;
 };
 
 struct Metrics {
   double loss = 0, accuracy = 0;
   int64_t examples = 0;
+  /// Steps skipped for non-finite gradients (mixed_f16), and the loss scale after the last.
+  int64_t skippedSteps = 0;
+  double lossScale = 0;
 };
 
 /// The training step as a graph: @train_step (images, labels, step, params..., state...) ->
-/// (params..., state..., loss, accuracy) and @train_step_init. Throws BuildError.
+/// (params..., state..., loss, accuracy[, skipped]) and @train_step_init; `skipped` (1 when
+/// the step was skipped) and the loss-scale state exist under mixed_f16. Throws BuildError.
 std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config);
 
 class Trainer {
@@ -67,6 +76,8 @@ private:
   std::vector<rt::HostTensor> params_, state_;
   std::vector<std::string> paramNames_, stateNames_;
   int64_t step_ = 0;
+  /// Index in state_ of the loss scale (mixed_f16), else -1.
+  int64_t lossScaleSlot_ = -1;
 };
 
 } // namespace smelt::train

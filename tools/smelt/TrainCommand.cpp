@@ -56,6 +56,13 @@ static cl::opt<std::string> checkpointPath(
     "checkpoint", cl::desc("Save parameters and optimizer state here (safetensors) after each "
                            "epoch"),
     cl::value_desc("file"), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> precision(
+    "precision", cl::desc("f32, mixed_bf16 or mixed_f16 (bf16/f16 compute, f32 master weights; "
+                          "mixed_f16 adds dynamic loss scaling)"),
+    cl::init("f32"), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<double> initialLossScale(
+    "initial-loss-scale", cl::desc("Starting loss scale of mixed_f16"), cl::init(32768),
+    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<bool> resume("resume", cl::desc("Continue from --checkpoint if it exists"),
                             cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 
@@ -71,6 +78,11 @@ int trainCommand() {
     return fail("--optimizer=" + optimizer + " is not one of sgd, momentum, adam, adamw");
   if (epochs < 0 || batch < 1 || limit < 0 || validationSplit < 0 || validationSplit >= 1)
     return fail("--epochs, --batch, --limit and --validation-split need sensible values");
+  std::optional<PrecisionPolicy> policy = parsePrecisionPolicy(precision);
+  if (!policy)
+    return fail("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
+  if (!(initialLossScale > 0))
+    return fail("--initial-loss-scale must be positive");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint=FILE");
 
@@ -96,13 +108,15 @@ int trainCommand() {
   config.dropout = dropoutRate;
   config.optimizer.kind = *kind;
   config.optimizer.learningRate = learningRate;
+  config.precision = *policy;
+  config.lossScale.initialScale = initialLossScale;
   auto start = Clock::now();
   rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
   if (!trainer)
     return fail(trainer.message());
-  llvm::outs() << llvm::format("%s on cpu:0: %lld training, %lld validation, %lld test "
+  llvm::outs() << llvm::format("%s (%s) on cpu:0: %lld training, %lld validation, %lld test "
                                "examples; compiled in %.2f s\n",
-                               model.c_str(), (long long)train.size(),
+                               model.c_str(), precision.c_str(), (long long)train.size(),
                                (long long)validationCount, (long long)test.size(),
                                std::chrono::duration<double>(Clock::now() - start).count());
 
@@ -141,6 +155,10 @@ int trainCommand() {
       llvm::outs() << llvm::format(" - val_loss: %.4f - val_accuracy: %.4f", val->loss,
                                    val->accuracy);
     }
+    // Skipped steps are shown, never silent: users of other frameworks miss them.
+    if (*policy == PrecisionPolicy::mixed_f16)
+      llvm::outs() << llvm::format(" - skipped: %lld - loss_scale: %g",
+                                   (long long)metrics->skippedSteps, metrics->lossScale);
     llvm::outs() << llvm::format(" - %.0f examples/s\n", double(metrics->examples) / seconds);
     if (!checkpointPath.empty())
       if (rt::Status s = (*trainer)->save(checkpointPath, epoch + 1); !s.ok())

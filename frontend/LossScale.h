@@ -1,0 +1,34 @@
+// Dynamic loss scaling for f16 training, as graph code (Keras' LossScaleOptimizer): the loss
+// is multiplied by a scale before differentiation so small f16 gradients do not flush to
+// zero; gradients are unscaled in f32 before the optimizer; a step whose gradients are not
+// finite is skipped (parameters and optimizer state unchanged) and halves the scale; after
+// `growthInterval` finite steps in a row the scale doubles. The scale may fall below 1.
+#pragma once
+
+#include "frontend/Optimizers.h"
+
+namespace smelt {
+
+struct LossScaleConfig {
+  double initialScale = 32768; // 2^15
+  int64_t growthInterval = 2000;
+};
+
+struct ScaledUpdate {
+  /// "loss_scale/scale" and "loss_scale/good_steps" (f32 scalars), then the optimizer's state
+  /// inputs; newState follows the same order.
+  std::vector<Tensor> stateInputs;
+  std::vector<Tensor> newParams;
+  std::vector<Tensor> newState;
+  /// 1 when this step was skipped for non-finite gradients, else 0 (f32 scalar).
+  Tensor skipped;
+};
+
+/// Differentiates `loss` scaled, unscales the gradients of `params` and applies `optimizer`
+/// when they are all finite.
+ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &optimizer,
+                                           const LossScaleConfig &scaling, Tensor loss,
+                                           const std::vector<Tensor> &params,
+                                           Loc loc = Loc::current());
+
+} // namespace smelt
