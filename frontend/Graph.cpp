@@ -166,6 +166,8 @@ Tensor Graph::make(llvm::StringRef opName, ValueRange operands,
   OperationState state(location(loc), opName);
   state.addOperands(operands);
   state.addAttributes(attributes);
+  if (!deviceScope_.empty())
+    state.addAttribute("smelt.device", builder_.getStringAttr(deviceScope_));
   state.addTypes(resultType ? resultType : builder_.getNoneType());
   Operation *op = builder_.create(state);
   if (!resultType) {

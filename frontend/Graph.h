@@ -42,6 +42,7 @@
 #include "ir/MixedPrecision.h"
 
 #include <source_location>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -132,6 +133,17 @@ public:
   /// f32. Call it after the model and loss and before gradients(), which then flow back
   /// through the casts to the f32 parameters. Tensors built before keep their f32 types.
   void applyPrecision(PrecisionPolicy policy, Loc loc = Loc::current());
+  /// Runs `build` with every op it creates requesting `device` ("cpu:0", "gpu:0"): the
+  /// smelt.device attribute smelt-place-devices honours (or, softly, overrides with a reason
+  /// when the device or a kernel for the op is missing). Scopes nest; the innermost wins.
+  template <typename Fn> auto onDevice(const std::string &device, Fn &&build) -> decltype(build()) {
+    std::string outer = std::exchange(deviceScope_, device);
+    struct Restore {
+      std::string &scope, outer;
+      ~Restore() { scope = outer; }
+    } restore{deviceScope_, outer};
+    return build();
+  }
   /// The parameters created so far, as tensors of this graph, in creation order.
   std::vector<Tensor> parameterTensors();
   /// Ends the function: returns `outputs`, named `names` (`smelt.name` on the results).
@@ -200,6 +212,7 @@ private:
   mlir::OpBuilder builder_;
   std::vector<ParameterSpec> parameters_;
   bool finished_ = false;
+  std::string deviceScope_; // requested device of new ops; empty: the default
 };
 
 } // namespace smelt

@@ -496,6 +496,26 @@ def Smelt_AvgPool2DBackwardOp : Smelt_Op<"avg_pool2d_backward"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+def Smelt_CopyOp : Smelt_Op<"copy", [SameOperandsAndResultType]> {
+  let summary = "the same tensor on another device";
+  let description = [{
+    Its result is `x` placed where the copy itself is placed (its `smelt.device`):
+    smelt-place-devices inserts one wherever a value crosses between devices. On one device
+    it is a plain copy.
+
+    ```mlir
+    %g = smelt.copy %x {smelt.device = "gpu:0"} : tensor<256x784xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_Tensor:$x);
+  let results = (outs Smelt_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+//===----------------------------------------------------------------------===//
 // Structure: fusion regions (written by smelt-fuse, one kernel each)
 //===----------------------------------------------------------------------===//
 

@@ -74,6 +74,12 @@ std::string describe(Operation *op) {
   return text;
 }
 
+/// The device smelt-place-devices gave `op`, or "" before placement.
+StringRef deviceOf(Operation *op) {
+  auto device = op->getAttrOfType<StringAttr>("smelt.device");
+  return device ? device.getValue() : StringRef();
+}
+
 std::string shapeText(ArrayRef<int64_t> shape) {
   std::string s;
   for (int64_t d : shape)
@@ -119,7 +125,10 @@ public:
       for (Operation &op : block)
         if (g.members.contains(&op) || g.duplicated.contains(&op))
           members.push_back(&op);
+      auto device = g.root->getAttrOfType<StringAttr>("smelt.device"); // the root is erased
       FusionOp fusion = outlineFusion(g.kind, members, g.duplicated);
+      if (device)
+        fusion->setAttr("smelt.device", device);
       fusion->setAttr("smelt.fusion_id", IntegerAttr::get(IntegerType::get(fusion.getContext(), 64),
                                                           made));
       g.log.insert(g.log.begin(), "fusion " + std::to_string(made) + " (" +
@@ -261,9 +270,14 @@ private:
       return false;
     };
     if (role == FusionRole::None)
-      return isa<ConstantOp>(producer) ? false : reject("no kernel renders it (library op)");
+      return isa<ConstantOp>(producer) ? false
+             : reject(isa<CopyOp>(producer) ? "a copy between devices"
+                                            : "no kernel renders it (library op)");
     if (groupOf_.count(producer))
       return reject("already in another fusion");
+    if (deviceOf(producer) != deviceOf(g.root))
+      return reject("placed on " + deviceOf(producer).str() + ", the fusion on " +
+                    deviceOf(g.root).str());
     if (role == FusionRole::Reduce)
       return reject(g.kind == FusionKind::reduction
                         ? "a reduce does not fuse into a reduce"
@@ -352,7 +366,8 @@ private:
   }
 
   bool sameSpace(const Group &a, const Group &b) {
-    return a.kind == b.kind && a.shape == b.shape && a.axes == b.axes;
+    return a.kind == b.kind && a.shape == b.shape && a.axes == b.axes &&
+           deviceOf(a.root) == deviceOf(b.root);
   }
 
   void mergeSiblings() {

@@ -10,11 +10,16 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   pm.addPass(mlir::createCanonicalizerPass());
   // 2. Merge identical subgraphs (the same broadcast of a bias built twice, say).
   pm.addPass(mlir::createCSEPass());
+  // 3. Give every op a device (soft fallback to the CPU) and copy values between devices,
+  //    before fusion, which keeps each kernel on one device.
+  pm.addPass(createPlaceDevices(PlaceDevicesOptions{options.devices, options.defaultDevice,
+                                                    options.noGpuReason, options.strictPlacement,
+                                                    options.logDevicePlacement}));
   if (!options.fuse)
     return;
-  // 3. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
+  // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
   pm.addPass(createFuse(FuseOptions{options.fusionReport}));
-  // 4. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
+  // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
   pm.addPass(mlir::createCSEPass());
 }
 

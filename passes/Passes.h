@@ -17,6 +17,15 @@ namespace smelt {
 
 /// Choices of the default pipeline.
 struct PipelineOptions {
+  /// Devices that exist ("cpu:0,gpu:0"), and why there is no GPU when there is none; the
+  /// tools fill both from the runtime's device discovery.
+  std::string devices = "cpu:0";
+  std::string noGpuReason;
+  /// Where ops without a device scope go ("" for gpu:0 when it exists, else cpu:0).
+  std::string defaultDevice;
+  /// Placement: fail instead of falling back to the CPU; print every op's device.
+  bool strictPlacement = false;
+  bool logDevicePlacement = false;
   /// Form smelt.fusion kernels (smelt-fuse); off, every op runs as its own step.
   bool fuse = false;
   /// Where smelt-fuse writes its decisions ("" for nowhere, "-" for stdout).

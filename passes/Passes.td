@@ -118,4 +118,37 @@ def MixedPrecision : Pass<"smelt-mixed-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
+  let summary = "Give every op a device, with soft fallback to the CPU and copies between";
+  let description = [{
+    Sets `smelt.device` on every op: the device its builder scope asked for, else the default
+    (gpu:0 when `devices` lists one, else cpu:0). An op whose device does not exist, or that
+    the GPU has no kernel for (in its dtype), falls back to cpu:0 and the reason is recorded;
+    with `strict` that is an error naming the op. Arguments and results live on cpu:0, and a
+    `smelt.copy` is inserted wherever a value crosses devices. The function gets
+    `smelt.placement`, a one-line summary the tools print; `log-device-placement` prints every
+    op's device (TensorFlow's tf.debugging.set_log_device_placement).
+
+    ```mlir
+    %0 = smelt.argmax %x axis = 1 : tensor<8x10xf32>
+    // with devices=cpu:0,gpu:0 becomes
+    %0 = smelt.argmax %x axis = 1 {smelt.device = "cpu:0"} : tensor<8x10xf32>
+    // and the function: smelt.placement = "... 1 op on cpu:0 (argmax: no GPU kernel for 'argmax')"
+    ```
+  }];
+  let options = [
+    Option<"devices", "devices", "std::string", /*default=*/"\"cpu:0\"",
+           "The devices that exist, comma-separated (cpu:0 always does)">,
+    Option<"defaultDevice", "default-device", "std::string", /*default=*/"\"\"",
+           "Where ops without a scope go (default: gpu:0 when it exists, else cpu:0)">,
+    Option<"noGpuReason", "no-gpu-reason", "std::string", /*default=*/"\"\"",
+           "Why there is no GPU, for the summary (from device discovery)">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "An op that cannot run where it asked is an error, not a fallback">,
+    Option<"logDevicePlacement", "log-device-placement", "bool", /*default=*/"false",
+           "Print every op's device to stdout">,
+  ];
+  let dependentDialects = ["smelt::SmeltDialect"];
+}
+
 #endif // SMELT_PASSES_TD

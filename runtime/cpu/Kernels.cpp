@@ -55,7 +55,7 @@ Expected<Kernel> prepareKernel(const Step &step, const StepTypes &types) {
                            "compare", "select", "convert"})
       m[op] = prepareElementwise;
     for (const char *op : {"broadcast_in_dim", "reshape", "transpose", "slice", "concat", "pad",
-                           "iota"})
+                           "iota", "copy"})
       m[op] = prepareShape;
     for (const char *op : {"reduce", "argmax"})
       m[op] = prepareReduce;

@@ -1,4 +1,4 @@
-// Shape kernels: broadcast_in_dim, reshape, transpose, slice, concat, pad and iota. All but
+// Shape kernels: broadcast_in_dim, reshape, transpose, slice, concat, pad, iota and copy. All but
 // iota are one strided box copy (copyBox) with the right strides and offsets.
 #include "runtime/DTypeDispatch.h"
 #include "runtime/cpu/Kernels.h"
@@ -244,9 +244,11 @@ Expected<Kernel> prepareShape(const Step &step, const StepTypes &types) {
   for (const TensorType &t : types.operands)
     if (t.dtype != types.result.dtype)
       return mismatch(step, types, "element types differ");
-  if (step.op == "reshape") {
-    if (types.operands[0].numElements() != types.result.numElements())
-      return mismatch(step, types, "element counts differ");
+  // A copy between devices is a plain copy when both are this host.
+  if (step.op == "reshape" || step.op == "copy") {
+    if (types.operands[0].numElements() != types.result.numElements() ||
+        (step.op == "copy" && types.operands[0] != types.result))
+      return mismatch(step, types, step.op == "copy" ? "types differ" : "element counts differ");
     size_t bytes = types.result.byteSize();
     return Kernel([bytes](const void *const *in, void *out) { std::memcpy(out, in[0], bytes); });
   }

@@ -173,3 +173,10 @@ func.func @fusions(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, 
   }
   return %0#0, %0#1, %4 : tensor<4x8xf32>, tensor<4x8xi1>, tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @placement
+func.func @placement(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: smelt.copy %{{.*}} {smelt.device = "gpu:0"} : tensor<4x8xf32>
+  %0 = smelt.copy %x {smelt.device = "gpu:0"} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -138,3 +138,35 @@ TEST(Graph, GradientsAreBuiltIntoTheGraph) {
 
 } // namespace
 } // namespace smelt::frontend_test
+
+namespace smelt::frontend_test {
+namespace {
+
+TEST(Graph, DeviceScopesMarkTheOpsTheyCreate) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "scoped");
+  Tensor x = g.input("x", {4});
+  Tensor outside = exp(x);
+  Tensor inner, between;
+  Tensor onGpu = g.onDevice("gpu:0", [&] {
+    Tensor y = neg(x);
+    inner = g.onDevice("cpu:0", [&] { return abs(y); });
+    between = tanh(y);
+    return y;
+  });
+  auto device = [](Tensor t) {
+    auto attr = t.value().getDefiningOp()->getAttrOfType<mlir::StringAttr>("smelt.device");
+    return attr ? attr.str() : std::string("(none)");
+  };
+  EXPECT_EQ(device(outside), "(none)");
+  EXPECT_EQ(device(onGpu), "gpu:0");
+  EXPECT_EQ(device(inner), "cpu:0");
+  EXPECT_EQ(device(between), "gpu:0") << "the inner scope ends where it was opened";
+  EXPECT_EQ(device(log(x)), "(none)") << "and so does the outer one";
+  // A scope is left when its body throws, too.
+  EXPECT_THROW(g.onDevice("gpu:0", [&] { return matmul(x, x); }), BuildError);
+  EXPECT_EQ(device(sqrt(x)), "(none)");
+}
+
+} // namespace
+} // namespace smelt::frontend_test

@@ -1,0 +1,183 @@
+// smelt-place-devices: gives every op a device (`smelt.device`), TensorFlow's soft placement
+// done as a pass:
+//  1. an op asks for the device of its builder scope (Graph::onDevice), else the default
+//     (gpu:0 when the machine has one, else cpu:0);
+//  2. when that device does not exist, or the GPU has no kernel for the op or its dtype, the op
+//     falls back to cpu:0 with the reason recorded; `strict` makes that an error instead;
+//  3. arguments arrive and results leave on cpu:0 (the caller's host memory); wherever a value
+//     crosses devices a smelt.copy is inserted, one per value and destination;
+//  4. the function gets `smelt.placement`, a one-line summary ("41 ops on gpu:0, 2 on cpu:0
+//     (argmax: no GPU kernel for 'argmax'), 3 copies") that the tools print, and with
+//     `log-device-placement` every op's placement is printed as it is decided.
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+#define DEBUG_TYPE "smelt-place-devices"
+
+namespace smelt {
+
+#define GEN_PASS_DEF_PLACEDEVICES
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+constexpr llvm::StringLiteral kHost = "cpu:0";
+
+std::string elementName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << cast<RankedTensorType>(type).getElementType();
+  return text;
+}
+
+/// Why the GPU back end cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels,
+/// matmul a cuBLASLt call, convolutions and pooling cuDNN calls; the rest has no GPU kernel yet.
+std::string whyNotOnGpu(Operation *op) {
+  std::string name = op->getName().stripDialect().str();
+  auto floatTypes = [&](std::initializer_list<const char *> allowed) -> std::string {
+    std::string dtype = elementName(op->getOperand(0).getType());
+    for (const char *ok : allowed)
+      if (dtype == ok)
+        return "";
+    return "no GPU kernel for '" + name + "' in " + dtype;
+  };
+  if (op->hasTrait<OpTrait::Elementwise>() ||
+      isa<ConvertOp, BroadcastInDimOp, ReshapeOp, TransposeOp, ReduceOp, IotaOp, ConstantOp,
+          FusionOp, CopyOp>(op))
+    return "";
+  if (isa<MatmulOp>(op))
+    return floatTypes({"f32", "f16", "bf16", "f64"});
+  if (isa<Conv2DOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp, MaxPool2DOp, AvgPool2DOp,
+          MaxPool2DBackwardOp, AvgPool2DBackwardOp>(op))
+    return floatTypes({"f32", "f16", "bf16"});
+  return "no GPU kernel for '" + name + "'";
+}
+
+std::string describe(Operation *op) {
+  std::string text = "'" + op->getName().stripDialect().str() + "'";
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
+  return text;
+}
+
+struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
+  using PlaceDevicesBase::PlaceDevicesBase;
+
+  void runOnOperation() override {
+    SmallVector<StringRef> list;
+    StringRef(devices).split(list, ',', -1, false);
+    llvm::SmallSetVector<StringRef, 4> available(list.begin(), list.end());
+    available.insert(kHost);
+    bool hasGpu = available.contains("gpu:0");
+    std::string fallbackDefault = hasGpu ? "gpu:0" : kHost.str();
+    std::string chosen = defaultDevice.empty() ? fallbackDefault : std::string(defaultDevice);
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (!function.isExternal() && failed(place(function, available, chosen, hasGpu)))
+        return signalPassFailure();
+  }
+
+  LogicalResult place(func::FuncOp function, const llvm::SmallSetVector<StringRef, 4> &available,
+                      const std::string &defaultName, bool hasGpu) {
+    Block &body = function.getBody().front();
+    OpBuilder builder(function.getContext());
+    llvm::MapVector<StringRef, unsigned> counts;
+    std::map<std::string, unsigned> fallbacks; // "argmax: no GPU kernel ..." -> count
+    auto deviceOf = [&](Value v) -> StringRef {
+      if (Operation *def = v.getDefiningOp())
+        if (auto attr = def->getAttrOfType<StringAttr>("smelt.device"))
+          return attr.getValue();
+      return kHost;
+    };
+
+    // 1-2. Decide each op's device.
+    for (Operation &op : body) {
+      if (isa<func::ReturnOp>(op))
+        continue;
+      auto requestedAttr = op.getAttrOfType<StringAttr>("smelt.device");
+      std::string requested = requestedAttr ? requestedAttr.str() : defaultName;
+      std::string why;
+      if (!available.contains(requested))
+        why = requested + " does not exist" +
+              (noGpuReason.empty() || requested.rfind("gpu:", 0) != 0 ? ""
+                                                                      : " (" + noGpuReason + ")");
+      else if (requested.rfind("gpu:", 0) == 0)
+        why = whyNotOnGpu(&op);
+      std::string placed = why.empty() ? requested : kHost.str();
+      if (!why.empty()) {
+        if (strict)
+          return op.emitOpError("cannot run on ") << requested << ": " << why
+                                                  << " (strict placement)";
+        ++fallbacks[op.getName().stripDialect().str() + ": " + why];
+      }
+      op.setAttr("smelt.device", builder.getStringAttr(placed));
+      ++counts[op.getAttrOfType<StringAttr>("smelt.device").getValue()];
+      if (logDevicePlacement)
+        llvm::outs() << "@" << function.getSymName() << " " << describe(&op) << ": " << placed
+                     << (why.empty() ? "" : " (wanted " + requested + ": " + why + ")") << "\n";
+    }
+
+    // 3. Copies where a value crosses devices; results go back to the host.
+    DenseMap<std::pair<Value, StringRef>, Value> copies;
+    unsigned numCopies = 0;
+    auto onDevice = [&](Value v, StringRef device) -> Value {
+      if (deviceOf(v) == device)
+        return v;
+      Value &copy = copies[{v, device}];
+      if (!copy) {
+        if (Operation *def = v.getDefiningOp())
+          builder.setInsertionPointAfter(def);
+        else
+          builder.setInsertionPointToStart(&body);
+        auto op = CopyOp::create(builder, v.getLoc(), v);
+        op->setAttr("smelt.device", builder.getStringAttr(device));
+        copy = op;
+        ++numCopies;
+      }
+      return copy;
+    };
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (isa<CopyOp>(op))
+        continue;
+      StringRef device = isa<func::ReturnOp>(op)
+                             ? StringRef(kHost)
+                             : op.getAttrOfType<StringAttr>("smelt.device").getValue();
+      for (OpOperand &operand : op.getOpOperands())
+        operand.set(onDevice(operand.get(), device));
+    }
+
+    // 4. The summary.
+    // Most ops first.
+    SmallVector<std::pair<StringRef, unsigned>> byCount(counts.begin(), counts.end());
+    llvm::stable_sort(byCount, [](auto &a, auto &b) { return a.second > b.second; });
+    std::string summary;
+    for (auto [device, count] : byCount)
+      summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " op" +
+                 (count == 1 ? "" : "s") + " on " + device.str();
+    if (summary.empty())
+      summary = "no ops";
+    SmallVector<std::string> reasons;
+    for (auto [reason, count] : fallbacks)
+      reasons.push_back(count == 1 ? reason : reason + " (x" + std::to_string(count) + ")");
+    if (!reasons.empty())
+      summary += " (" + llvm::join(reasons, "; ") + ")";
+    else if (!hasGpu && !noGpuReason.empty())
+      summary += " (no GPU: " + noGpuReason + ")";
+    if (numCopies)
+      summary += ", " + std::to_string(numCopies) + " cop" + (numCopies == 1 ? "y" : "ies");
+    function->setAttr("smelt.placement", builder.getStringAttr(summary));
+    return success();
+  }
+};
+
+} // namespace
+
+} // namespace smelt

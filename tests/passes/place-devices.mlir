@@ -1,0 +1,58 @@
+// smelt-place-devices: default device, builder scopes, soft fallback with reasons, strict
+// placement, copies at device boundaries, the summary, and fusion that stays on one device.
+// RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 | FileCheck %s --check-prefix=HASGPU
+// RUN: smelt-opt %s -split-input-file -smelt-place-devices="no-gpu-reason={libcuda.so.1 not found}" | FileCheck %s --check-prefix=CPUONLY
+// RUN: smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 log-device-placement" -o /dev/null | FileCheck %s --check-prefix=LOG
+// RUN: not smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 strict" 2>&1 | FileCheck %s --check-prefix=STRICT
+// RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 -smelt-fuse | FileCheck %s --check-prefix=FUSED
+
+// The matmul and relu run on the GPU; argmax has no GPU kernel and falls back to the CPU; the
+// exp asked for the CPU. Arguments come from and results go to the host, through copies.
+// HASGPU-LABEL: func.func @mlp_head
+// HASGPU-SAME: smelt.placement = "2 ops on gpu:0, 2 ops on cpu:0 (argmax: no GPU kernel for 'argmax'), 3 copies"
+// HASGPU-DAG: %[[W:.+]] = smelt.copy %arg1 {smelt.device = "gpu:0"}
+// HASGPU-DAG: %[[X:.+]] = smelt.copy %arg0 {smelt.device = "gpu:0"}
+// HASGPU: %[[MM:.+]] = smelt.matmul %[[X]], %[[W]] {smelt.device = "gpu:0"}
+// HASGPU: %[[R:.+]] = smelt.relu %[[MM]] {smelt.device = "gpu:0"}
+// HASGPU: %[[HOST:.+]] = smelt.copy %[[R]] {smelt.device = "cpu:0"}
+// HASGPU: %[[AM:.+]] = smelt.argmax %[[HOST]] axis = 1 {smelt.device = "cpu:0"}
+// HASGPU: %[[E:.+]] = smelt.exp %[[HOST]] {smelt.device = "cpu:0"}
+// HASGPU: return %[[E]], %[[AM]]
+// Without a GPU everything is on the CPU, and the summary says why.
+// CPUONLY-LABEL: func.func @mlp_head
+// CPUONLY-SAME: smelt.placement = "4 ops on cpu:0 (no GPU: libcuda.so.1 not found)"
+// CPUONLY-NOT: smelt.copy
+// LOG: @mlp_head 'matmul' at {{.*}}place-devices.mlir:{{[0-9]+}}: gpu:0
+// LOG: @mlp_head 'argmax' at {{.*}}: cpu:0 (wanted gpu:0: no GPU kernel for 'argmax')
+// LOG: @mlp_head 'exp' at {{.*}}: cpu:0
+// STRICT: error: 'smelt.argmax' op cannot run on gpu:0: no GPU kernel for 'argmax' (strict placement)
+// The CPU and GPU ops form separate kernels.
+// FUSED-LABEL: func.func @mlp_head
+// FUSED: smelt.fusion loop({{.*}}) {smelt.device = "gpu:0"
+// FUSED: smelt.relu
+// FUSED: smelt.fusion loop({{.*}}) {smelt.device = "cpu:0"
+// FUSED: smelt.exp
+func.func @mlp_head(%x: tensor<8x10xf32>, %w: tensor<10x10xf32>) -> (tensor<8x10xf32>, tensor<8xi64>) {
+  %0 = smelt.matmul %x, %w : tensor<8x10xf32>, tensor<10x10xf32>
+  %1 = smelt.relu %0 : tensor<8x10xf32>
+  %2 = smelt.argmax %1 axis = 1 : tensor<8x10xf32>
+  %3 = smelt.exp %1 {smelt.device = "cpu:0"} : tensor<8x10xf32>
+  return %3, %2 : tensor<8x10xf32>, tensor<8xi64>
+}
+
+// -----
+
+// A device that does not exist, and a dtype the GPU has no kernel for, fall back with reasons.
+// HASGPU-LABEL: func.func @fallbacks
+// HASGPU-SAME: smelt.placement = "2 ops on cpu:0, 1 op on gpu:0 (conv2d: no GPU kernel for 'conv2d' in f64; neg: gpu:1 does not exist), 2 copies"
+// HASGPU: smelt.conv2d {{.*}}{smelt.device = "cpu:0"}
+// HASGPU: smelt.neg {{.*}}{smelt.device = "cpu:0"}
+// HASGPU: smelt.abs {{.*}}{smelt.device = "gpu:0"}
+// CPUONLY-LABEL: func.func @fallbacks
+// CPUONLY-SAME: smelt.placement = "3 ops on cpu:0 (neg: gpu:1 does not exist (libcuda.so.1 not found))"
+func.func @fallbacks(%x: tensor<1x4x4x1xf64>, %w: tensor<3x3x1x1xf64>, %y: tensor<4xf32>) -> (tensor<1x2x2x1xf64>, tensor<4xf32>) {
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x4x4x1xf64>, tensor<3x3x1x1xf64>
+  %1 = smelt.neg %y {smelt.device = "gpu:1"} : tensor<4xf32>
+  %2 = smelt.abs %1 : tensor<4xf32>
+  return %0, %2 : tensor<1x2x2x1xf64>, tensor<4xf32>
+}
