@@ -90,6 +90,8 @@ rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
   // A loop kernel's unit is one element of its results; a reduction's, one reduced result.
   auto result = cast<RankedTensorType>(fusion.getResult(0).getType());
   kernel.units = result.getNumElements();
+  kernel.numInputs = int64_t(fusion.getInputs().size());
+  kernel.numResults = int64_t(fusion.getNumResults());
   for (Operation &op : fusion.getBody().front().without_terminator())
     kernel.ops += (kernel.ops.empty() ? "" : "+") + op.getName().stripDialect().str();
   return kernel;

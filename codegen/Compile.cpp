@@ -1,7 +1,10 @@
-// Compile entry points: parse, pick the entry function, run the pipeline, build the Executable.
+// Compile entry points: parse, pick the entry function, run the pipeline, build the Executable
+// and compile its fused kernels.
 #include "codegen/Compile.h"
 
 #include "codegen/BuildExecutable.h"
+#include "codegen/CompileDump.h"
+#include "codegen/cpu/CpuKernels.h"
 #include "ir/SmeltDialect.h"
 #include "passes/Passes.h"
 
@@ -43,17 +46,79 @@ func::FuncOp findEntry(ModuleOp module, llvm::StringRef entry) {
   return nullptr;
 }
 
-FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry) {
+FailureOr<rt::Executable> buildWithKernels(func::FuncOp function) {
+  FailureOr<rt::Executable> exe = buildExecutable(function);
+  if (failed(exe) || exe->kernels.empty())
+    return exe;
+  // buildExecutable numbers kernels in the order of the function's fusion ops.
+  std::vector<std::string> names;
+  for (const rt::FusedKernel &kernel : exe->kernels)
+    names.push_back(kernel.name);
+  FailureOr<std::shared_ptr<const rt::CpuCode>> cpu =
+      compileCpuKernels(fusionsInOrder(function), names);
+  if (failed(cpu))
+    return failure();
+  exe->cpu = std::move(*cpu);
+  return exe;
+}
+
+FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
+                                  const CompileOptions &options) {
   if (failed(verify(module)))
     return failure();
+  // The pipeline rewrites what it runs on; the caller's module is left as it was.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  std::string name = entry.empty() ? "main" : entry.str();
+  std::unique_ptr<CompileDump> dump;
+  if (!options.dumpDir.empty()) {
+    rt::Expected<std::unique_ptr<CompileDump>> created =
+        CompileDump::create(options.dumpDir, name);
+    if (!created)
+      return module.emitError() << created.message();
+    dump = std::move(*created);
+  }
+  PipelineOptions pipeline = options.pipeline;
+  if (dump && pipeline.fuse && pipeline.fusionReport.empty())
+    pipeline.fusionReport = dump->path("fusion-report.txt");
   PassManager pm(module->getContext());
-  buildDefaultPipeline(pm);
-  if (failed(pm.run(module)))
-    return failure();
-  func::FuncOp function = findEntry(module, entry);
+  buildDefaultPipeline(pm, pipeline);
+  instrumentPasses(pm, *copy, dump.get(), options.trace);
+  {
+    rt::Trace::Scope span(options.trace, {"compiler", "phases"}, "pipeline @" + name, "compile");
+    if (failed(pm.run(*copy)))
+      return failure();
+  }
+  if (dump && !pipeline.fusionReport.empty() && pipeline.fusionReport == dump->path("fusion-report.txt"))
+    dump->record("fusion-report.txt", "fusion decisions");
+  func::FuncOp function = findEntry(*copy, entry);
   if (!function)
     return failure();
-  return buildExecutable(function);
+  FailureOr<rt::Executable> exe;
+  {
+    rt::Trace::Scope span(options.trace, {"compiler", "phases"}, "codegen and LLVM JIT @" + name,
+                          "compile");
+    exe = buildWithKernels(function);
+  }
+  if (failed(exe))
+    return failure();
+  if (options.extend && failed(options.extend(function, *exe, dump.get())))
+    return failure();
+  if (dump) {
+    (void)dump->writeGraph(function);
+    (void)dump->write("executable.txt", exe->str(), "executable plan");
+    if (exe->cpu && !exe->cpu->llvmIR.empty())
+      (void)dump->write("cpu-kernels.ll", exe->cpu->llvmIR, "cpu kernels (optimized LLVM IR)");
+    if (rt::Status s = dump->finish(); !s.ok())
+      return module.emitError() << s.message();
+  }
+  return exe;
+}
+
+FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
+                                  const PipelineOptions &options) {
+  CompileOptions compileOptions;
+  compileOptions.pipeline = options;
+  return compile(module, entry, compileOptions);
 }
 
 } // namespace smelt::codegen

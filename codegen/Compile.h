@@ -2,12 +2,16 @@
 // pipeline, build the Executable of one function.
 #pragma once
 
+#include "passes/Passes.h"
 #include "runtime/Executable.h"
+#include "runtime/Trace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
 
 namespace smelt::codegen {
 
@@ -19,9 +23,33 @@ void loadDialects(mlir::MLIRContext &context);
 mlir::OwningOpRef<mlir::ModuleOp> parseModuleFile(mlir::MLIRContext &context,
                                                   llvm::StringRef path);
 
-/// Runs the default pipeline on `module` and builds the Executable of function `entry`. Empty
-/// `entry` picks "main", or the only function when there is one. Errors are diagnostics.
-mlir::FailureOr<rt::Executable> compile(mlir::ModuleOp module, llvm::StringRef entry = "");
+class CompileDump;
+
+struct CompileOptions {
+  PipelineOptions pipeline;
+  /// --dump-dir: IR after each pass, fusion report, graph, kernels (CompileDump.h).
+  std::string dumpDir;
+  /// --profile: each pass, the pipeline and the LLVM JIT become spans on the compiler track.
+  rt::Trace *trace = nullptr;
+  /// Runs on the compiled function and its Executable while the compile's copy of the module
+  /// is alive: where a back end outside codegen (CUDA, which links codegen) adds its code.
+  std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &, CompileDump *)> extend;
+};
+
+/// Runs the default pipeline on a copy of `module` (the caller's module and its builder
+/// handles stay as they are, so a graph can be compiled again, for another function or with
+/// other options) and builds the Executable of function `entry`, its fused kernels compiled
+/// for the CPU. Empty `entry` picks "main", or the only function when there is one. Errors
+/// are diagnostics.
+mlir::FailureOr<rt::Executable> compile(mlir::ModuleOp module, llvm::StringRef entry,
+                                        const CompileOptions &options);
+mlir::FailureOr<rt::Executable> compile(mlir::ModuleOp module, llvm::StringRef entry = "",
+                                        const PipelineOptions &options = {});
+
+/// The Executable of `function` as it stands (no pipeline): buildExecutable, then its
+/// smelt.fusion kernels JIT-compiled for the CPU into `cpu`. Tests and benchmarks that write
+/// their fusions by hand call it directly.
+mlir::FailureOr<rt::Executable> buildWithKernels(mlir::func::FuncOp function);
 
 /// The function `compile` would pick, or null with a diagnostic naming the choices.
 mlir::func::FuncOp findEntry(mlir::ModuleOp module, llvm::StringRef entry);

@@ -171,19 +171,23 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
     return target_.indexToElement(coords(at)[iota.getDimension()], dtype);
   if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op))
     return emit(op->getOperand(0), operandIndex(op, at));
+  // Operands are emitted first, in order: as call arguments their order would be unspecified,
+  // and the rendered statements would differ from one host compiler to another.
+  SmallVector<Val, 3> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(emit(operand, at));
   if (auto convert = dyn_cast<ConvertOp>(op))
-    return target_.convert(emit(convert.getX(), at), elementDType(convert.getX()), dtype);
+    return target_.convert(operands[0], elementDType(convert.getX()), dtype);
   if (auto compare = dyn_cast<CompareOp>(op))
-    return target_.compare(compare.getDirection(), emit(compare.getLhs(), at),
-                           emit(compare.getRhs(), at), elementDType(compare.getLhs()));
-  if (auto select = dyn_cast<SelectOp>(op))
-    return target_.select(emit(select.getPred(), at), emit(select.getOnTrue(), at),
-                          emit(select.getOnFalse(), at), dtype);
+    return target_.compare(compare.getDirection(), operands[0], operands[1],
+                           elementDType(compare.getLhs()));
+  if (isa<SelectOp>(op))
+    return target_.select(operands[0], operands[1], operands[2], dtype);
   llvm::StringRef name = op->getName().stripDialect();
-  if (op->getNumOperands() == 1)
-    return target_.unary(name, emit(op->getOperand(0), at), dtype);
-  if (op->getNumOperands() == 2)
-    return target_.binary(name, emit(op->getOperand(0), at), emit(op->getOperand(1), at), dtype);
+  if (operands.size() == 1)
+    return target_.unary(name, operands[0], dtype);
+  if (operands.size() == 2)
+    return target_.binary(name, operands[0], operands[1], dtype);
   llvm_unreachable("the fusion verifier admits only the ops above");
 }
 

@@ -27,7 +27,7 @@ struct PipelineOptions {
   bool strictPlacement = false;
   bool logDevicePlacement = false;
   /// Form smelt.fusion kernels (smelt-fuse); off, every op runs as its own step.
-  bool fuse = false;
+  bool fuse = true;
   /// Where smelt-fuse writes its decisions ("" for nowhere, "-" for stdout).
   std::string fusionReport;
 };

@@ -1,6 +1,7 @@
 // CPU executor: validation, kernel preparation and the run loop.
 #include "runtime/CpuExecutor.h"
 
+#include "runtime/cpu/Fused.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <fmt/format.h>
@@ -50,11 +51,15 @@ Status validateDataflow(const Executable &exe) {
         return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
                                          inRange(id) ? "is read before any step writes it"
                                                      : "is out of range"));
-    if (step.results.size() != 1)
-      return Status::error(fmt::format("{}: a step writes one result, this one {}",
-                                       cpu::describe(step), step.results.size()));
-    if (Status s = define(step.results[0], cpu::describe(step)); !s.ok())
-      return s;
+    // A fused kernel writes one or more results; every other step exactly one.
+    bool fused = step.op == "fusion";
+    if (fused ? step.results.empty() : step.results.size() != 1)
+      return Status::error(fmt::format("{}: a step writes {}, this one {}", cpu::describe(step),
+                                       fused ? "at least one result" : "one result",
+                                       step.results.size()));
+    for (BufferId id : step.results)
+      if (Status s = define(id, cpu::describe(step)); !s.ok())
+        return s;
   }
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])
@@ -90,6 +95,13 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
   for (const Constant &c : exe.constants)
     std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
   for (const Step &step : exe.steps) {
+    if (step.op == "fusion") {
+      Expected<cpu::FusedRunner> fused = cpu::prepareFused(exe, step);
+      if (!fused)
+        return fused.status();
+      exec.kernels_.push_back(std::move(*fused));
+      continue;
+    }
     cpu::StepTypes types;
     for (BufferId id : step.operands)
       types.operands.push_back(exe.buffers[id].type);
@@ -97,7 +109,10 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
     Expected<cpu::Kernel> kernel = cpu::prepareKernel(step, types);
     if (!kernel)
       return kernel.status();
-    exec.kernels_.push_back(std::move(*kernel));
+    size_t operands = step.operands.size();
+    exec.kernels_.push_back([kernel = std::move(*kernel), operands](void *const *buffers) {
+      kernel(buffers, buffers[operands]);
+    });
   }
   return exec;
 }
@@ -127,14 +142,17 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
     address[exe.inputs[i]] = inputs[i]->raw();
   }
   stepMicros_.assign(exe.steps.size(), 0.0);
-  std::vector<const void *> operands;
+  std::vector<void *> buffers;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const Step &step = exe.steps[s];
-    operands.clear();
+    buffers.clear();
+    // Kernels only read their operands; one array carries operands and results alike.
     for (BufferId id : step.operands)
-      operands.push_back(address[id]);
+      buffers.push_back(const_cast<void *>(address[id]));
+    for (BufferId id : step.results)
+      buffers.push_back(storage_[id].raw());
     auto start = std::chrono::steady_clock::now();
-    kernels_[s](operands.data(), storage_[step.results[0]].raw());
+    kernels_[s](buffers.data());
     stepMicros_[s] = std::chrono::duration<double, std::micro>(
                          std::chrono::steady_clock::now() - start)
                          .count();

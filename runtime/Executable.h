@@ -65,6 +65,10 @@ struct FusedKernel {
   /// The independent units a launch is split into: a loop kernel's blocks of elements, a
   /// reduction's result elements. CPU threads take ranges of units; the GPU grid covers them.
   int64_t units = 0;
+  /// How many buffers it reads and writes: its step's operand and result counts, which the
+  /// executor checks before a kernel reads args it was not given.
+  int64_t numInputs = 0;
+  int64_t numResults = 0;
   /// The ops it computes, for listings and the profiler: "broadcast_in_dim+add+relu".
   std::string ops;
   /// Suggested CUDA launch: threads per block and blocks (0 when there is no CUDA code).

@@ -1,0 +1,146 @@
+// The dump directory of one compile: numbered IR through a pass instrumentation, files, and
+// the manifest.
+#include "codegen/CompileDump.h"
+
+#include "codegen/GraphViz.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace smelt::codegen {
+
+rt::Expected<std::unique_ptr<CompileDump>> CompileDump::create(const std::string &root,
+                                                               const std::string &function) {
+  if (std::error_code error = llvm::sys::fs::create_directories(root))
+    return rt::Status::error(root + ": cannot create the dump directory: " + error.message());
+  for (unsigned n = 0; n < 100000; ++n) {
+    std::string directory = root + "/" + function + "-" + std::to_string(n);
+    // create_directory with IgnoreExisting=false fails when it exists: the claim is atomic.
+    std::error_code error = llvm::sys::fs::create_directory(directory, false);
+    if (!error)
+      return std::unique_ptr<CompileDump>(new CompileDump(directory));
+    if (error != std::errc::file_exists)
+      return rt::Status::error(directory + ": cannot create the dump directory: " +
+                               error.message());
+  }
+  return rt::Status::error(root + ": no free dump directory name for @" + function);
+}
+
+void CompileDump::record(const std::string &name, const std::string &kind) {
+  files_.push_back({name, kind});
+}
+
+rt::Status CompileDump::write(const std::string &name, const std::string &contents,
+                              const std::string &kind) {
+  std::error_code error;
+  llvm::raw_fd_ostream out(path(name), error);
+  if (error)
+    return rt::Status::error(path(name) + ": cannot write: " + error.message());
+  out << contents;
+  out.close();
+  if (out.has_error())
+    return rt::Status::error(path(name) + ": writing failed");
+  record(name, kind);
+  return rt::Status();
+}
+
+namespace {
+
+std::string moduleText(mlir::Operation *op) {
+  if (!isa<mlir::ModuleOp>(op))
+    if (auto module = op->getParentOfType<mlir::ModuleOp>())
+      op = module;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/true));
+  return text;
+}
+
+} // namespace
+
+/// Writes the module after each pass and times the passes into the trace.
+class PassInstrumentation : public mlir::PassInstrumentation {
+public:
+  PassInstrumentation(CompileDump *dump, rt::Trace *trace) : dump_(dump), trace_(trace) {}
+
+  void runBeforePass(mlir::Pass *, mlir::Operation *) override {
+    if (trace_)
+      starts_.push_back(trace_->now());
+  }
+
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    finish(pass, op, "");
+  }
+  void runAfterPassFailed(mlir::Pass *pass, mlir::Operation *op) override {
+    finish(pass, op, "-failed");
+  }
+
+private:
+  void finish(mlir::Pass *pass, mlir::Operation *op, const char *suffix) {
+    std::string argument = pass->getArgument().str();
+    if (argument.empty())
+      argument = pass->getName().str();
+    if (trace_ && !starts_.empty()) {
+      double start = starts_.back();
+      starts_.pop_back();
+      trace_->span({"compiler", "passes"}, argument, "pass", start, trace_->now() - start);
+    }
+    if (!dump_)
+      return;
+    char number[8];
+    std::snprintf(number, sizeof number, "%03u", dump_->nextPass_++);
+    (void)dump_->write(std::string(number) + "-" + argument + suffix + ".mlir", moduleText(op),
+                       "ir after " + argument);
+  }
+
+  CompileDump *dump_;
+  rt::Trace *trace_;
+  std::vector<double> starts_;
+};
+
+void instrumentPasses(mlir::PassManager &pm, mlir::ModuleOp module, CompileDump *dump,
+                      rt::Trace *trace) {
+  if (!dump && !trace)
+    return;
+  if (dump)
+    (void)dump->write("000-input.mlir", moduleText(module), "ir before the pipeline");
+  // Every pass of the default pipeline runs on the module itself (no nested pass managers),
+  // so the callbacks come in order from one thread.
+  pm.addInstrumentation(std::make_unique<PassInstrumentation>(dump, trace));
+}
+
+rt::Status CompileDump::writeGraph(mlir::func::FuncOp function) {
+  if (rt::Status s = write("graph.dot", graphvizDot(function), "graphviz dot"); !s.ok())
+    return s;
+  llvm::ErrorOr<std::string> dot = llvm::sys::findProgramByName("dot");
+  if (!dot)
+    return rt::Status(); // Graphviz is optional; the .dot file is the picture's source
+  std::string svg = path("graph.svg");
+  int code = llvm::sys::ExecuteAndWait(*dot, {*dot, "-Tsvg", path("graph.dot"), "-o", svg});
+  if (code == 0)
+    record("graph.svg", "graphviz svg");
+  return rt::Status();
+}
+
+rt::Status CompileDump::finish() {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto &[name, kind] : files_)
+    files.push_back({{"file", name}, {"kind", kind}});
+  nlohmann::json manifest = {{"directory", directory_}, {"files", files}};
+  std::error_code error;
+  llvm::raw_fd_ostream out(path("manifest.json"), error);
+  if (error)
+    return rt::Status::error(path("manifest.json") + ": cannot write: " + error.message());
+  out << manifest.dump(2) << "\n";
+  return rt::Status();
+}
+
+} // namespace smelt::codegen

@@ -1,0 +1,216 @@
+// Element operations of fused CPU kernels as arith/math ops. Each op follows the unfused
+// kernel in runtime/cpu/Elementwise.cpp expression for expression (abs and relu as compare and
+// select, max as `a > b || a != a ? a : b`), so fused and unfused results agree bit for bit
+// except where math functions are approximated (codegen/cpu/Lower.cpp says which).
+#include "codegen/cpu/CpuTarget.h"
+
+#include "codegen/cpu/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+
+namespace smelt::codegen::cpu {
+
+using rt::DType;
+
+namespace {
+
+bool isFloatValue(Value v) { return isa<FloatType>(v.getType()); }
+
+/// Index arithmetic never wraps (indices are below the element count), and saying so lets
+/// LLVM's scalar evolution see consecutive addresses.
+template <typename Op> Value indexOp(ImplicitLocOpBuilder &b, Value x, Value y) {
+  auto op = Op::create(b, x, y);
+  op.setOverflowFlags(arith::IntegerOverflowFlags::nsw | arith::IntegerOverflowFlags::nuw);
+  return op;
+}
+
+/// `a OP b` for compare directions, on floats (ordered; `ne` is unordered as in C++), signed
+/// integers, or i1 (0 < 1, unsigned).
+Value comparison(ImplicitLocOpBuilder &b, CompareDirection direction, Value x, Value y) {
+  if (isFloatValue(x)) {
+    using P = arith::CmpFPredicate;
+    static const P predicates[] = {P::OEQ, P::UNE, P::OLT, P::OLE, P::OGT, P::OGE};
+    return arith::CmpFOp::create(b, predicates[int(direction)], x, y);
+  }
+  using P = arith::CmpIPredicate;
+  static const P signedPredicates[] = {P::eq, P::ne, P::slt, P::sle, P::sgt, P::sge};
+  static const P unsignedPredicates[] = {P::eq, P::ne, P::ult, P::ule, P::ugt, P::uge};
+  bool isBool = x.getType().isInteger(1);
+  return arith::CmpIOp::create(b, (isBool ? unsignedPredicates : signedPredicates)[int(direction)],
+                               x, y);
+}
+
+/// Integer negation wraps: -INT_MIN is INT_MIN.
+Value negate(ImplicitLocOpBuilder &b, Value x) {
+  if (isFloatValue(x))
+    return arith::NegFOp::create(b, x);
+  return arith::SubIOp::create(b, intConstant(b, x.getType(), 0), x);
+}
+
+/// Integer division as the runtime defines it: x / 0 = 0 and x / -1 = -x (wrapping), so user
+/// data never traps.
+Value divideIntegers(ImplicitLocOpBuilder &b, Value x, Value y) {
+  Type type = x.getType();
+  Value isZero = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, y, intConstant(b, type, 0));
+  Value isMinusOne =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, y, intConstant(b, type, -1));
+  Value safe = arith::SelectOp::create(b, arith::OrIOp::create(b, isZero, isMinusOne),
+                                       intConstant(b, type, 1), y);
+  Value quotient = arith::DivSIOp::create(b, x, safe);
+  quotient = arith::SelectOp::create(b, isMinusOne, negate(b, x), quotient);
+  return arith::SelectOp::create(b, isZero, intConstant(b, type, 0), quotient);
+}
+
+/// max (or min): `a > b || a != a ? a : b`, which propagates a NaN from either side.
+Value extremum(ImplicitLocOpBuilder &b, bool isMax, Value x, Value y) {
+  if (!isFloatValue(x))
+    return isMax ? Value(arith::MaxSIOp::create(b, x, y)) : Value(arith::MinSIOp::create(b, x, y));
+  Value wins = comparison(b, isMax ? CompareDirection::gt : CompareDirection::lt, x, y);
+  Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+  return arith::SelectOp::create(b, arith::OrIOp::create(b, wins, isNaN), x, y);
+}
+
+/// log(x). f32's polynomial (Lower.cpp) reads a subnormal x as the smallest normal, so those
+/// are scaled by 2^24 into the normal range first and 24 ln 2 is taken off after.
+Value logarithm(ImplicitLocOpBuilder &b, Value x) {
+  if (!x.getType().isF32())
+    return math::LogOp::create(b, x);
+  Type f32 = x.getType();
+  Value subnormal = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, x),
+                                          floatConstant(b, f32, 0x1p-126));
+  Value scaled = arith::SelectOp::create(
+      b, subnormal, arith::MulFOp::create(b, x, floatConstant(b, f32, 0x1p24)), x);
+  Value log = math::LogOp::create(b, scaled);
+  Value shift = floatConstant(b, f32, 24 * 0.693147180559945309);
+  return arith::SelectOp::create(b, subnormal, arith::SubFOp::create(b, log, shift), log);
+}
+
+} // namespace
+
+CpuTarget::CpuTarget(ImplicitLocOpBuilder &builder, ArrayRef<Value> inputs, ArrayRef<DType> dtypes)
+    : b_(builder), inputs_(inputs), dtypes_(dtypes) {}
+
+Val CpuTarget::wrap(Value v) {
+  values_.push_back(v);
+  return Val(values_.size() - 1);
+}
+
+Value CpuTarget::zero(DType dtype) {
+  Type type = computeType(b_.getContext(), dtype);
+  return rt::isFloat(dtype) ? cpu::floatConstant(b_, type, 0) : intConstant(b_, type, 0);
+}
+
+Val CpuTarget::unknown(StringRef op, DType dtype) {
+  if (error_.empty())
+    error_ = "the CPU back end cannot compute 'smelt." + op.str() + "' on " +
+             std::string(rt::dtypeName(dtype));
+  return wrap(zero(dtype));
+}
+
+Val CpuTarget::indexConstant(int64_t value) {
+  return wrap(intConstant(b_, b_.getI64Type(), value));
+}
+
+Val CpuTarget::indexAdd(Val a, Val b) {
+  return wrap(indexOp<arith::AddIOp>(b_, value(a), value(b)));
+}
+
+Val CpuTarget::indexMul(Val a, int64_t factor) {
+  return wrap(indexOp<arith::MulIOp>(b_, value(a), intConstant(b_, b_.getI64Type(), factor)));
+}
+
+// Indices are non-negative: unsigned division by a constant is the cheapest.
+Val CpuTarget::indexDiv(Val a, int64_t divisor) {
+  return wrap(arith::DivUIOp::create(b_, value(a), intConstant(b_, b_.getI64Type(), divisor)));
+}
+
+Val CpuTarget::indexRem(Val a, int64_t divisor) {
+  return wrap(arith::RemUIOp::create(b_, value(a), intConstant(b_, b_.getI64Type(), divisor)));
+}
+
+Val CpuTarget::load(unsigned input, Val index) {
+  return wrap(loadElement(b_, inputs_[input], value(index), dtypes_[input]));
+}
+
+Val CpuTarget::floatConstant(double value, DType dtype) {
+  return wrap(cpu::floatConstant(b_, computeType(b_.getContext(), dtype), value));
+}
+
+Val CpuTarget::integerConstant(int64_t value, DType dtype) {
+  return wrap(intConstant(b_, computeType(b_.getContext(), dtype), value));
+}
+
+Val CpuTarget::unary(StringRef op, Val xv, DType dtype) {
+  Value x = value(xv);
+  ImplicitLocOpBuilder &b = b_;
+  auto isNegative = [&] { return comparison(b, CompareDirection::lt, x, zero(dtype)); };
+  if (op == "neg")
+    return wrap(negate(b, x));
+  if (op == "abs") // integer abs wraps: |INT_MIN| is INT_MIN
+    return wrap(arith::SelectOp::create(b, isNegative(), negate(b, x), x));
+  if (op == "relu")
+    return wrap(arith::SelectOp::create(b, isNegative(), zero(dtype), x));
+  if (!rt::isFloat(dtype))
+    return unknown(op, dtype);
+  auto one = [&] { return cpu::floatConstant(b, x.getType(), 1.0); };
+  if (op == "exp")
+    return wrap(math::ExpOp::create(b, x));
+  if (op == "log")
+    return wrap(logarithm(b, x));
+  if (op == "tanh")
+    return wrap(math::TanhOp::create(b, x));
+  if (op == "erf")
+    return wrap(math::ErfOp::create(b, x));
+  if (op == "sqrt")
+    return wrap(math::SqrtOp::create(b, x));
+  if (op == "rsqrt") // 1 / sqrt(x), not an estimate: the runtime divides too
+    return wrap(arith::DivFOp::create(b, one(), math::SqrtOp::create(b, x)));
+  if (op == "logistic")
+    return wrap(arith::DivFOp::create(
+        b, one(), arith::AddFOp::create(b, one(), math::ExpOp::create(b, negate(b, x)))));
+  return unknown(op, dtype);
+}
+
+Val CpuTarget::binary(StringRef op, Val av, Val bv, DType dtype) {
+  Value x = value(av), y = value(bv);
+  ImplicitLocOpBuilder &b = b_;
+  bool isFloat = rt::isFloat(dtype);
+  if (dtype == DType::i1)
+    return unknown(op, dtype);
+  // Integer add, sub and mul wrap: arith's plain ops have no overflow flags.
+  if (op == "add")
+    return wrap(isFloat ? Value(arith::AddFOp::create(b, x, y)) : arith::AddIOp::create(b, x, y));
+  if (op == "sub")
+    return wrap(isFloat ? Value(arith::SubFOp::create(b, x, y)) : arith::SubIOp::create(b, x, y));
+  if (op == "mul")
+    return wrap(isFloat ? Value(arith::MulFOp::create(b, x, y)) : arith::MulIOp::create(b, x, y));
+  if (op == "div")
+    return wrap(isFloat ? Value(arith::DivFOp::create(b, x, y)) : divideIntegers(b, x, y));
+  if (op == "max" || op == "min")
+    return wrap(extremum(b, op == "max", x, y));
+  if (op == "pow" && isFloat)
+    return wrap(math::PowFOp::create(b, x, y));
+  return unknown(op, dtype);
+}
+
+Val CpuTarget::compare(CompareDirection direction, Val a, Val b, DType) {
+  return wrap(comparison(b_, direction, value(a), value(b)));
+}
+
+Val CpuTarget::select(Val pred, Val onTrue, Val onFalse, DType) {
+  return wrap(arith::SelectOp::create(b_, value(pred), value(onTrue), value(onFalse)));
+}
+
+Val CpuTarget::convert(Val x, DType from, DType to) {
+  return wrap(convertElement(b_, value(x), from, to));
+}
+
+// iota's element is its index converted as the runtime does (fromCompute of an int64).
+Val CpuTarget::indexToElement(Val index, DType dtype) {
+  return wrap(convertElement(b_, value(index), DType::i64, dtype));
+}
+
+} // namespace smelt::codegen::cpu

@@ -1,0 +1,62 @@
+// A fused kernel's two functions (KernelEmitter.h): the C-ABI entry and the noalias body, whose
+// loops the loop and reduction emitters fill.
+#include "codegen/cpu/KernelEmitter.h"
+
+#include "codegen/FusionWalk.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+namespace smelt::codegen::cpu {
+
+LogicalResult emitKernel(ModuleOp module, FusionOp fusion, StringRef name) {
+  MLIRContext *context = module.getContext();
+  ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(context, name)), context);
+  b.setInsertionPointToEnd(module.getBody());
+  Type ptr = LLVM::LLVMPointerType::get(context);
+  Type i64 = b.getI64Type();
+  unsigned inputs = fusion.getInputs().size(), buffers = inputs + fusion.getNumResults();
+
+  SmallVector<Type> bodyTypes(buffers, ptr);
+  bodyTypes.append({i64, i64});
+  auto body =
+      func::FuncOp::create(b, (name + "_body").str(), FunctionType::get(context, bodyTypes, {}));
+  // Internal: once inlined into the entry, nothing else needs it.
+  body.setPrivate();
+  body->setAttr("llvm.linkage", LLVM::LinkageAttr::get(context, LLVM::linkage::Linkage::Internal));
+  for (unsigned i = 0; i < buffers; ++i)
+    body.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+
+  auto entry = func::FuncOp::create(b, name, FunctionType::get(context, {ptr, i64, i64}, {}));
+  b.setInsertionPointToStart(entry.addEntryBlock());
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < buffers; ++i) {
+    Value slot =
+        LLVM::GEPOp::create(b, ptr, ptr, entry.getArgument(0), ArrayRef<LLVM::GEPArg>{int32_t(i)},
+                            LLVM::GEPNoWrapFlags::inbounds);
+    operands.push_back(LLVM::LoadOp::create(b, ptr, slot, /*alignment=*/8));
+  }
+  operands.append({entry.getArgument(1), entry.getArgument(2)});
+  func::CallOp::create(b, body, operands);
+  func::ReturnOp::create(b);
+
+  Block *block = body.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  KernelBody kernel;
+  for (unsigned i = 0; i < buffers; ++i)
+    (i < inputs ? kernel.inputs : kernel.results).push_back(block->getArgument(i));
+  for (BlockArgument arg : fusion.getBody().front().getArguments())
+    kernel.inputDTypes.push_back(elementDType(arg));
+  kernel.begin = block->getArgument(buffers);
+  kernel.end = block->getArgument(buffers + 1);
+  std::string error = fusion.getKind() == FusionKind::loop ? emitLoopBody(fusion, kernel, b)
+                                                           : emitReductionBody(fusion, kernel, b);
+  func::ReturnOp::create(b);
+  if (!error.empty())
+    return fusion.emitOpError() << error;
+  return success();
+}
+
+} // namespace smelt::codegen::cpu

@@ -1,0 +1,246 @@
+// The reduction kernel: units are elements of the reduces' results, and each is accumulated as
+// runtime/cpu/Reduce.cpp does (sums in f64, i64 for integers; max and min propagating NaN;
+// over the reduced coordinates in row-major order; rounded once when stored). Two loop orders
+// keep the innermost loop contiguous, so it vectorizes:
+// - rows, when the operand's last dimension is reduced: per unit, the reduced axes nest with
+//   the accumulators in registers, the last axis innermost;
+// - columns, when it is kept (a bias gradient's reduce over the batch): a tile of up to kTile
+//   units that are consecutive along that dimension accumulates together in a stack buffer,
+//   the reduced axes outside, the tile innermost. Reading a column unit by unit instead would
+//   touch one cache line per element.
+#include "codegen/cpu/CpuTarget.h"
+#include "codegen/cpu/KernelEmitter.h"
+#include "codegen/cpu/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <functional>
+#include <limits>
+
+using namespace mlir;
+
+namespace smelt::codegen::cpu {
+
+using rt::DType;
+
+namespace {
+
+/// Units a column tile accumulates at once: 2 KB of f64 per reduce, well inside L1.
+constexpr int64_t kTile = 256;
+
+/// The type a reduce of `dtype` accumulates in.
+DType accumulatorDType(DType dtype) { return rt::isFloat(dtype) ? DType::f64 : DType::i64; }
+
+/// The accumulator's start: 0, or the lowest / highest value of `dtype` (infinities for floats).
+Value initialValue(ImplicitLocOpBuilder &b, ReduceKind kind, DType dtype) {
+  Type type = computeType(b.getContext(), accumulatorDType(dtype));
+  if (rt::isFloat(dtype))
+    return floatConstant(b, type,
+                         kind == ReduceKind::sum   ? 0.0
+                         : kind == ReduceKind::max ? -std::numeric_limits<double>::infinity()
+                                                   : std::numeric_limits<double>::infinity());
+  auto [lowest, highest] = integerLimits(dtype);
+  return intConstant(b, type,
+                     kind == ReduceKind::sum   ? 0
+                     : kind == ReduceKind::max ? lowest
+                                               : highest);
+}
+
+/// acc (+) x. Row sums may reassociate: in f64 the reordering is far below any dtype's
+/// rounding, and it lets LLVM vectorize the inner loop.
+Value combine(ImplicitLocOpBuilder &b, ReduceKind kind, Value acc, Value x) {
+  bool isFloat = isa<FloatType>(acc.getType());
+  if (kind == ReduceKind::sum) {
+    if (!isFloat)
+      return arith::AddIOp::create(b, acc, x); // wraps, as the runtime's unsigned add
+    auto add = arith::AddFOp::create(b, acc, x);
+    add.setFastmath(arith::FastMathFlags::reassoc);
+    return add;
+  }
+  bool isMax = kind == ReduceKind::max;
+  if (!isFloat)
+    return isMax ? Value(arith::MaxSIOp::create(b, acc, x))
+                 : Value(arith::MinSIOp::create(b, acc, x));
+  // `x > acc || x != x ? x : acc`: the first NaN wins and stays.
+  using P = arith::CmpFPredicate;
+  Value wins = arith::CmpFOp::create(b, isMax ? P::OGT : P::OLT, x, acc);
+  Value isNaN = arith::CmpFOp::create(b, P::UNO, x, x);
+  return arith::SelectOp::create(b, arith::OrIOp::create(b, wins, isNaN), x, acc);
+}
+
+class ReductionEmitter {
+public:
+  ReductionEmitter(FusionOp fusion, const KernelBody &body, ImplicitLocOpBuilder &b)
+      : b_(b), body_(body), target_(b, body.inputs, body.inputDTypes), walk_(fusion, target_),
+        shape_(fusion.getIterationShape()) {
+    for (Value value : fusion.getYield().getValues())
+      roots_.push_back(value.getDefiningOp<ReduceOp>());
+    axes_ = roots_.front().getAxes();
+    for (int64_t d = 0; d < int64_t(shape_.size()); ++d)
+      if (!llvm::is_contained(axes_, d))
+        keptShape_.push_back(shape_[d]);
+  }
+
+  std::string emit() {
+    bool lastKept = !shape_.empty() && shape_.back() > 1 &&
+                    !llvm::is_contained(axes_, int64_t(shape_.size()) - 1);
+    lastKept ? emitColumns() : emitRows();
+    return target_.error();
+  }
+
+private:
+  Value i64(int64_t value) { return intConstant(b_, b_.getI64Type(), value); }
+
+  /// Coordinates of `linear` in `shape`, peeled from the last dimension.
+  SmallVector<Val> coordinates(Value linear, ArrayRef<int64_t> shape) {
+    SmallVector<Val> coords(shape.size());
+    Val rest = target_.wrap(linear);
+    for (size_t d = shape.size(); d-- > 0;) {
+      coords[d] = shape[d] == 1 ? target_.indexConstant(0)
+                  : d == 0      ? rest
+                                : target_.indexRem(rest, shape[d]);
+      if (d > 0 && shape[d] != 1)
+        rest = target_.indexDiv(rest, shape[d]);
+    }
+    return coords;
+  }
+
+  /// One loop per reduced axis, outermost first, carrying `accs`; `innermost` gets the
+  /// accumulators and returns their next values (reduced_ holds the loop variables).
+  SmallVector<Value> reducedLoops(ValueRange accs,
+                                  const std::function<SmallVector<Value>(ValueRange)> &innermost,
+                                  size_t level = 0) {
+    if (level == axes_.size())
+      return innermost(accs);
+    auto loop = scf::ForOp::create(b_, i64(0), i64(shape_[axes_[level]]), i64(1), accs);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    reduced_.push_back(target_.wrap(loop.getInductionVar()));
+    SmallVector<Value> next = reducedLoops(loop.getRegionIterArgs(), innermost, level + 1);
+    reduced_.pop_back();
+    if (!accs.empty()) // without iter_args the loop was built with its yield
+      scf::YieldOp::create(b_, next);
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  /// Every root's operand at kept coordinates `kept` (and reduced_), combined into `accs`.
+  SmallVector<Value> accumulate(ArrayRef<Val> kept, ValueRange accs) {
+    walk_.newScope(); // what an outer iteration emitted is not visible here
+    FusionWalk::IndexRef at = walk_.reduceOperandIndex(roots_.front(), kept, reduced_);
+    SmallVector<Value> next;
+    for (auto [root, acc] : llvm::zip(roots_, accs)) {
+      DType dtype = elementDType(root.getX());
+      Value x = convertElement(b_, target_.value(walk_.emit(root.getX(), at)), dtype,
+                               accumulatorDType(dtype));
+      next.push_back(combine(b_, root.getKind(), acc, x));
+    }
+    return next;
+  }
+
+  /// Rounds root `r`'s accumulator once and stores it as result element `index`.
+  void store(size_t r, Value index, Value acc) {
+    DType dtype = elementDType(roots_[r].getResult());
+    storeElement(b_, body_.results[r], index,
+                 convertElement(b_, acc, accumulatorDType(dtype), dtype), dtype);
+  }
+
+  Value initial(size_t r) {
+    return initialValue(b_, roots_[r].getKind(), elementDType(roots_[r].getResult()));
+  }
+
+  void emitRows() {
+    auto units = scf::ForOp::create(b_, body_.begin, body_.end, i64(1));
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(units.getBody());
+    Value unit = units.getInductionVar();
+    SmallVector<Val> kept = coordinates(unit, keptShape_);
+    SmallVector<Value> inits;
+    for (size_t r = 0; r < roots_.size(); ++r)
+      inits.push_back(initial(r));
+    SmallVector<Value> accs =
+        reducedLoops(inits, [&](ValueRange accs) { return accumulate(kept, accs); });
+    for (size_t r = 0; r < roots_.size(); ++r)
+      store(r, unit, accs[r]);
+  }
+
+  /// Calls `body(j)` for j in [0, count).
+  void forEach(Value count, const std::function<void(Value)> &body) {
+    auto loop = scf::ForOp::create(b_, i64(0), count, i64(1));
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  void emitColumns() {
+    // Units split as (row, k): k along the last kept dimension, row over the ones before it.
+    int64_t size = keptShape_.back();
+    ArrayRef<int64_t> rowShape = ArrayRef<int64_t>(keptShape_).drop_back();
+    // One stack buffer of kTile accumulators per reduce, addressed like an f64/i64 tensor.
+    SmallVector<Value> tiles;
+    SmallVector<DType> accDTypes;
+    for (ReduceOp root : roots_) {
+      accDTypes.push_back(accumulatorDType(elementDType(root.getResult())));
+      tiles.push_back(LLVM::AllocaOp::create(b_, LLVM::LLVMPointerType::get(b_.getContext()),
+                                             computeType(b_.getContext(), accDTypes.back()),
+                                             i64(kTile), /*alignment=*/64));
+    }
+    Value first = arith::DivUIOp::create(b_, body_.begin, i64(size));
+    Value last =
+        arith::DivUIOp::create(b_, arith::AddIOp::create(b_, body_.end, i64(size - 1)), i64(size));
+    auto rows = scf::ForOp::create(b_, first, last, i64(1));
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(rows.getBody());
+    Value row = rows.getInductionVar();
+    SmallVector<Val> prefix = coordinates(row, rowShape);
+    Value rowStart = arith::MulIOp::create(b_, row, i64(size));
+    // This thread's part of the row: [begin, end) may start or stop inside it.
+    Value lo = arith::MaxSIOp::create(b_, arith::SubIOp::create(b_, body_.begin, rowStart), i64(0));
+    Value hi =
+        arith::MinSIOp::create(b_, arith::SubIOp::create(b_, body_.end, rowStart), i64(size));
+    auto tileLoop = scf::ForOp::create(b_, lo, hi, i64(kTile));
+    b_.setInsertionPointToStart(tileLoop.getBody());
+    Value k0 = tileLoop.getInductionVar();
+    Value count = arith::MinSIOp::create(b_, arith::SubIOp::create(b_, hi, k0), i64(kTile));
+    forEach(count, [&](Value j) {
+      for (size_t r = 0; r < roots_.size(); ++r)
+        storeElement(b_, tiles[r], j, initial(r), accDTypes[r]);
+    });
+    reducedLoops({}, [&](ValueRange) {
+      forEach(count, [&](Value j) {
+        SmallVector<Val> kept = prefix;
+        kept.push_back(target_.wrap(arith::AddIOp::create(b_, k0, j)));
+        SmallVector<Value> accs;
+        for (size_t r = 0; r < roots_.size(); ++r)
+          accs.push_back(loadElement(b_, tiles[r], j, accDTypes[r]));
+        SmallVector<Value> next = accumulate(kept, accs);
+        for (size_t r = 0; r < roots_.size(); ++r)
+          storeElement(b_, tiles[r], j, next[r], accDTypes[r]);
+      });
+      return SmallVector<Value>();
+    });
+    forEach(count, [&](Value j) {
+      Value index = arith::AddIOp::create(b_, rowStart, arith::AddIOp::create(b_, k0, j));
+      for (size_t r = 0; r < roots_.size(); ++r)
+        store(r, index, loadElement(b_, tiles[r], j, accDTypes[r]));
+    });
+  }
+
+  ImplicitLocOpBuilder &b_;
+  const KernelBody &body_;
+  CpuTarget target_;
+  FusionWalk walk_;
+  ArrayRef<int64_t> shape_, axes_;
+  SmallVector<int64_t> keptShape_;
+  SmallVector<ReduceOp> roots_;
+  SmallVector<Val> reduced_;
+};
+
+} // namespace
+
+std::string emitReductionBody(FusionOp fusion, const KernelBody &body, ImplicitLocOpBuilder &b) {
+  return ReductionEmitter(fusion, body, b).emit();
+}
+
+} // namespace smelt::codegen::cpu

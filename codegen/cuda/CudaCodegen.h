@@ -1,0 +1,33 @@
+// The CUDA back end's entry points: render a module's (or one function's) fusions as one CUDA
+// source, compile it with NVRTC, and report a failure as a diagnostic. Tests and the executable
+// builder call these; CudaRenderer.h and Nvrtc.h are the two halves underneath.
+#pragma once
+
+#include "ir/SmeltDialect.h"
+#include "runtime/Executable.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace smelt::codegen {
+
+/// Renders `fusions` (fusion i as kernel kernels[i].name, whose cudaBlock and cudaGrid it fills)
+/// and compiles them for `arch` ("sm_90": CUBIN and PTX). On failure emits an error at the first
+/// fusion holding NVRTC's log and the numbered source. No fusions give empty code.
+mlir::FailureOr<rt::CudaCode> compileCudaKernels(llvm::ArrayRef<FusionOp> fusions,
+                                                 std::vector<rt::FusedKernel> &kernels,
+                                                 const std::string &arch = "sm_90");
+
+/// Every fusion of `function` (a function after the default pipeline), compiled; `kernels`
+/// are the entries buildExecutable makes for them ("<function>_fusion<N>", launches filled).
+struct CudaFunctionCode {
+  rt::CudaCode code;
+  std::vector<rt::FusedKernel> kernels;
+};
+mlir::FailureOr<CudaFunctionCode> compileCudaFunction(mlir::func::FuncOp function,
+                                                      const std::string &arch = "sm_90");
+
+} // namespace smelt::codegen

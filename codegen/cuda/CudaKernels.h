@@ -1,0 +1,40 @@
+// Inside the CUDA renderer: one emitter per fusion kind (as XLA splits its emitters by fusion
+// kind), the prelude, and the pieces every emitter shares. CudaRenderer.cpp picks the emitter.
+#pragma once
+
+#include "ir/SmeltDialect.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace smelt::codegen::cuda {
+
+/// The launch the kernels are written for: an H100 has 132 SMs and runs 2048 threads on each.
+constexpr int64_t kSmCount = 132;
+constexpr int64_t kThreadsPerSm = 2048;
+
+/// One kernel's text and the launch it was written for.
+struct KernelSource {
+  std::string text;
+  int64_t block = 0;
+  int64_t grid = 0;
+};
+
+/// Grid-stride loops over the elements, 16 bytes per access where reads are contiguous.
+KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name);
+/// Threads striding over the reduced elements, then warp shuffles and shared memory.
+KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name);
+
+/// Includes, stdint names and the smelt_* helpers the kernels call.
+llvm::StringRef cudaPrelude();
+
+/// "int32_t" when every tensor the kernel touches has fewer than 2^30 elements (so an index
+/// plus a grid's stride cannot overflow), else "int64_t".
+std::string indexTypeFor(FusionOp fusion);
+/// The comment naming what the kernel computes, its signature and the opening brace.
+std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block);
+int64_t elementCount(llvm::ArrayRef<int64_t> shape);
+
+} // namespace smelt::codegen::cuda

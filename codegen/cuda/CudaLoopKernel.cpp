@@ -1,0 +1,108 @@
+// The loop emitter: a grid-stride loop over the elements of a loop fusion, each iteration
+// computing one element of every result through the shared walk. When inputs are read at the
+// loop's own index (contiguous across threads), it moves 16 bytes per access instead: each
+// thread loads a vector of W elements of those inputs, renders the body once per lane, and
+// stores vectors; the last n % W elements go through the scalar loop.
+#include "codegen/cuda/CudaKernels.h"
+#include "codegen/cuda/CudaTarget.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace smelt::codegen::cuda {
+
+namespace {
+
+constexpr int64_t kBlock = 256;
+
+/// Elements per access: 16 bytes of the widest dtype moved as vectors, at most 8 lanes (each
+/// lane is a copy of the body). Vectors pay when some input is read at the loop index, or when
+/// nothing is read; a kernel whose every read is remapped (a transpose) stays scalar (1).
+int64_t vectorWidth(FusionOp fusion, const llvm::SmallBitVector &contiguous, int64_t n) {
+  if (contiguous.none() && !fusion.getInputs().empty())
+    return 1;
+  size_t widest = 1;
+  for (Value result : fusion.getResults())
+    widest = std::max(widest, rt::byteWidth(elementDType(result)));
+  for (unsigned input : contiguous.set_bits())
+    widest = std::max(widest, rt::byteWidth(elementDType(fusion.getInputs()[input])));
+  int64_t width = std::min<int64_t>(8, int64_t(16 / widest));
+  return n >= width ? width : 1;
+}
+
+std::string vectorType(rt::DType dtype, int64_t width) {
+  return llvm::formatv("SmeltVec<{0}, {1}>", storageType(dtype), width).str();
+}
+
+} // namespace
+
+KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name) {
+  ArrayRef<int64_t> shape = fusion.getIterationShape();
+  int64_t n = elementCount(shape);
+  CudaTarget target(fusion, indexTypeFor(fusion));
+  const std::string &index = target.indexType();
+  FusionWalk walk(fusion, target);
+  SmallVector<Value> results(fusion.getYield().getValues());
+
+  // Element i of every result. Rendered first: it says which inputs are read at the loop index,
+  // and it is the whole loop of a scalar kernel or the tail of a vector one.
+  target.setDepth(2);
+  Val i = target.name("i");
+  target.setLoopIndex(i);
+  FusionWalk::IndexRef at = walk.linearIndex(shape, i);
+  for (auto [j, value] : llvm::enumerate(results))
+    target.line(llvm::formatv("out{0}[i] = {1};", j,
+                              narrow(elementDType(value), target.expr(walk.emit(value, at)))));
+  std::string scalarBody = target.take();
+  llvm::SmallBitVector contiguous = target.loadedAtLoopIndex();
+  int64_t width = vectorWidth(fusion, contiguous, n);
+  int64_t vectors = width > 1 ? n / width : 0;
+
+  std::string text = kernelHeader(fusion, name, kBlock);
+  text += llvm::formatv("  const {0} first = ({0})(blockIdx.x * blockDim.x + threadIdx.x);\n"
+                        "  const {0} stride = ({0})(gridDim.x * blockDim.x);\n",
+                        index);
+  if (vectors > 0) {
+    target.setDepth(1);
+    target.open(llvm::formatv("for ({0} vi = first; vi < {1}; vi += stride) {{", index, vectors));
+    for (unsigned input : contiguous.set_bits()) {
+      std::string type = vectorType(elementDType(fusion.getInputs()[input]), width);
+      target.line(llvm::formatv("const {0} {1} = reinterpret_cast<const {0} *>(in{2})[vi];", type,
+                                CudaTarget::vectorName(input), input));
+    }
+    for (auto [j, value] : llvm::enumerate(results))
+      target.line(llvm::formatv("{0} s{1};", vectorType(elementDType(value), width), j));
+    for (int64_t lane = 0; lane < width; ++lane) {
+      walk.newScope(); // each lane is its own element: nothing computed for another applies
+      Val element = target.define(index, llvm::formatv("vi * {0} + {1}", width, lane));
+      target.setLoopIndex(element, unsigned(lane));
+      at = walk.linearIndex(shape, element);
+      for (auto [j, value] : llvm::enumerate(results))
+        target.line(llvm::formatv("s{0}.v[{1}] = {2};", j, lane,
+                                  narrow(elementDType(value), target.expr(walk.emit(value, at)))));
+    }
+    for (auto [j, value] : llvm::enumerate(results))
+      target.line(llvm::formatv("reinterpret_cast<{0} *>(out{1})[vi] = s{1};",
+                                vectorType(elementDType(value), width), j));
+    target.close();
+    text += target.take();
+  }
+  if (vectors * width < n) {
+    std::string start = vectors > 0 ? std::to_string(vectors * width) + " + first" : "first";
+    text += llvm::formatv("  for ({0} i = {1}; i < {2}; i += stride) {{\n", index, start, n);
+    text += scalarBody + "  }\n";
+  }
+  text += "}\n";
+  // Enough blocks to fill every SM (the tail adds fewer than `width` elements), no more: the
+  // grid-stride loop covers the rest.
+  int64_t work = vectors > 0 ? vectors : n;
+  int64_t grid =
+      std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, kSmCount * (kThreadsPerSm / kBlock));
+  return {std::move(text), kBlock, grid};
+}
+
+} // namespace smelt::codegen::cuda

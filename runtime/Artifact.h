@@ -1,0 +1,93 @@
+// AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
+// checksummed file that the runtime alone reads back, with no MLIR or LLVM.
+//
+// Format, version 1. Every integer is little-endian; offsets count from the start of the file.
+//
+//   header (32 bytes)
+//     0  magic "SMELTAOT"            16  u32 section count (1..5)
+//     8  u32 format version (1)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//    12  u32 flags (none yet; a      24  u64 size of the whole file
+//        reader rejects bits it does not know)
+//   section table (count entries of 24 bytes, at byte 32)
+//     u32 kind, u32 CRC32 of the payload, u64 offset, u64 size
+//   payloads: each at a multiple of 64 bytes, in increasing offset order, zero bytes between
+//     them, the last one ending at the end of the file. So every byte is checked: the header and
+//     table by the header CRC, payloads by theirs, the gaps by being zero.
+//
+// Section kinds (each at most once; meta, plan and constants required):
+//   1 meta       str target ("cpu", "cuda:sm_90"), str producer
+//   2 plan       the Executable without its code and constant bytes, below
+//   3 constants  raw little-endian element bytes, each constant at a multiple of 64 bytes
+//   4 cuda       str arch, str source, str ptx, blob cubin
+//   5 cpu        u32 n, n x str symbol (one per kernel, indexed like Executable::kernels),
+//                blob shared library
+// where str is a u32 length and the bytes, blob a u64 length and the bytes, list<T> a u32 count
+// and the elements, ids a list<i32> of buffer ids.
+//
+//   plan: str name
+//         list<buffer>   buffer   = u8 dtype (DType's order: f32 f16 bf16 f64 i32 i64 i1),
+//                                   list<i64> shape, str name
+//         ids inputs, ids outputs
+//         list<constant> constant = i32 buffer, u64 offset in the constants section, u64 size
+//         list<kernel>   kernel   = str name, str kind, i64 units, i64 numInputs,
+//                                   i64 numResults, str ops, i64 cudaBlock, i64 cudaGrid
+//         list<step>     step     = str op, str location, ids operands, ids results,
+//                                   list<attr> in increasing key order
+//                        attr     = str key, u8 tag, then by tag: 0 i64, 1 f64 (IEEE bits),
+//                                   2 str, 3 list<i64>
+//
+// A reader checks everything before use: magic, version, flags, checksums, every length and
+// count against the bytes left (so no corrupt count drives an allocation), dtype and attribute
+// tags, shapes (non-negative, byte size within int64), buffer ids in range, constant sizes
+// against their buffers' types, fusion steps' kernel index, one CPU symbol per kernel. Errors
+// read "<file>: <section> section, byte <N>: <what>". Whether the steps make sense (ops,
+// attributes, one producer per buffer) is the executor's check, as for any Executable.
+#pragma once
+
+#include "runtime/Executable.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace smelt::rt {
+
+inline constexpr uint32_t kArtifactVersion = 1;
+
+/// What an artifact holds beside the Executable.
+struct ArtifactExtras {
+  /// The fused kernels compiled for the CPU as a shared library's bytes (loadCpuObject in
+  /// CpuObject.h loads them), and the symbol of each kernel, indexed like Executable::kernels.
+  /// Empty when the artifact has no CPU code.
+  std::vector<uint8_t> cpuObject;
+  std::vector<std::string> cpuSymbols;
+  /// The target it was compiled for: "cpu" or "cuda:<arch>" ("cuda:sm_90").
+  std::string target;
+  /// Who wrote it, for messages: "smelt compile 0.1".
+  std::string producer;
+};
+
+struct LoadedArtifact {
+  /// The plan, constants and CUDA code; `cpu` stays empty until the caller loads
+  /// extras.cpuObject with loadCpuObject.
+  Executable executable;
+  ArtifactExtras extras;
+};
+
+/// The bytes of an artifact. The encoder checks its own output with the reader, so anything it
+/// returns reads back; an Executable the reader would reject (a buffer id out of range, a
+/// constant of the wrong size) is an error here instead.
+Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras);
+
+/// Reads an artifact from memory; `name` stands for the file in messages.
+Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
+                                        const std::string &name = "<memory>");
+
+/// Writes atomically: a temporary file beside `path`, fsync, rename, fsync of the directory; a
+/// crash leaves the old file or the new one, never a torn one.
+Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras);
+
+Expected<LoadedArtifact> readArtifact(const std::string &path);
+
+} // namespace smelt::rt

@@ -1,0 +1,48 @@
+// Device discovery: cpu:0 always, and each GPU the CUDA driver reports (opened with dlopen, so
+// this works and explains itself on machines without one), with the versions of the CUDA
+// libraries Smelt uses and a warning when they do not fit together. `smelt devices` prints it;
+// the tools pass the device list and the reason there is no GPU to smelt-place-devices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace smelt::rt {
+
+struct DeviceInfo {
+  std::string name;        // "cpu:0", "gpu:0"
+  std::string description; // "NVIDIA H100 80GB HBM3", "x86_64, 16 cores"
+  int computeMajor = 0, computeMinor = 0; // GPUs
+  int multiprocessors = 0;                // GPUs: SMs; the CPU: hardware threads
+  uint64_t memoryBytes = 0;
+};
+
+/// A library's version as it reports it ("13.0.2"), or why it could not be asked.
+struct LibraryInfo {
+  std::string name;    // "cuBLASLt"
+  std::string file;    // the file dlopen was given
+  std::string version; // empty when not loaded
+  std::string problem; // why not
+};
+
+struct DeviceReport {
+  std::vector<DeviceInfo> devices; // cpu:0 first
+  /// Empty when there is a GPU; else why not ("no CUDA driver: dlopen(...) failed: ...").
+  std::string noGpuReason;
+  int driverCudaVersion = 0; // 13000 for CUDA 13.0; 0 without a driver
+  std::vector<LibraryInfo> libraries;
+  /// Version mismatches that will bite ("the driver supports CUDA 12.4, NVRTC is 13.0: ...").
+  std::vector<std::string> warnings;
+
+  bool hasGpu() const { return devices.size() > 1; }
+  /// "cpu:0,gpu:0": what smelt-place-devices' `devices` option takes.
+  std::string deviceList() const;
+  /// The listing `smelt devices` prints.
+  std::string str() const;
+};
+
+/// Looks once per call; cheap enough for a tool's start (a few dlopen calls).
+DeviceReport discoverDevices();
+
+} // namespace smelt::rt

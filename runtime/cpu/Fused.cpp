@@ -1,0 +1,76 @@
+// Validation and launch of fused kernels. Threads pay off only when a kernel does enough work
+// to hide waking them (tens of microseconds): below kParallelElements elements touched, a
+// kernel runs inline on the executor's thread.
+#include "runtime/cpu/Fused.h"
+
+#include "runtime/ThreadPool.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace smelt::rt::cpu {
+
+namespace {
+
+constexpr int64_t kParallelElements = int64_t(1) << 16;
+
+/// Elements a launch reads or writes at most: a loop kernel's units, or a reduction's input.
+int64_t elementsTouched(const Executable &exe, const Step &step, int64_t units) {
+  int64_t most = units;
+  for (BufferId id : step.operands)
+    most = std::max(most, exe.buffers[id].type.numElements());
+  return most;
+}
+
+} // namespace
+
+Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
+  AttrReader attrs(step);
+  int64_t index = attrs.integer("kernel");
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  if (index < 0 || size_t(index) >= exe.kernels.size())
+    return Status::error(fmt::format("{}: kernel {} is out of range (the executable has {} "
+                                     "kernels)",
+                                     describe(step), index, exe.kernels.size()));
+  const FusedKernel &kernel = exe.kernels[size_t(index)];
+  std::string what = fmt::format("{}: kernel {} ('{}')", describe(step), index, kernel.name);
+  if (!exe.cpu)
+    return Status::error(fmt::format("{} has no CPU code: the executable was built without "
+                                     "compiling its kernels for the CPU",
+                                     what));
+  if (size_t(index) >= exe.cpu->entries.size() || !exe.cpu->entries[size_t(index)])
+    return Status::error(
+        fmt::format("{} has no entry in the CPU code ({} entries)", what, exe.cpu->entries.size()));
+  if (int64_t(step.operands.size()) != kernel.numInputs ||
+      int64_t(step.results.size()) != kernel.numResults)
+    return Status::error(fmt::format("{} reads {} buffers and writes {}, but the step passes "
+                                     "{} operands and {} results",
+                                     what, kernel.numInputs, kernel.numResults,
+                                     step.operands.size(), step.results.size()));
+  if (kernel.kind != "loop" && kernel.kind != "reduction")
+    return Status::error(
+        fmt::format("{} has unknown kind '{}' (loop, reduction)", what, kernel.kind));
+  // Every result holds one element per unit, for both kinds.
+  for (size_t i = 0; i < step.results.size(); ++i) {
+    const TensorType &type = exe.buffers[step.results[i]].type;
+    if (type.numElements() != kernel.units)
+      return Status::error(fmt::format("{} computes {} units, but result #{} is {}", what,
+                                       kernel.units, i, type.str()));
+  }
+  CpuKernelFn entry = exe.cpu->entries[size_t(index)];
+  int64_t units = kernel.units;
+  bool parallel = units > 1 && elementsTouched(exe, step, units) >= kParallelElements;
+  return FusedRunner([entry, units, parallel](void *const *buffers) {
+    if (!parallel) {
+      entry(buffers, 0, units);
+      return;
+    }
+    ThreadPool::shared().parallelFor(
+        units, [&](int64_t begin, int64_t end) { entry(buffers, begin, end); });
+  });
+}
+
+} // namespace smelt::rt::cpu

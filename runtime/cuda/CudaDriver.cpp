@@ -1,0 +1,48 @@
+// Opens libcuda with dlopen and resolves the driver table (CudaDriver.h), once per process.
+#include "runtime/cuda/CudaDriver.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace smelt::rt::cuda {
+
+Expected<const CudaDriver *> CudaDriver::open() {
+  // Never closed: the driver stays loaded for the life of the process, as it would if linked.
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *why = dlerror();
+    return Status::error(std::string("no CUDA driver: dlopen(\"libcuda.so.1\") failed: ") +
+                         (why ? why : "unknown reason"));
+  }
+  static CudaDriver driver;
+#define SMELT_CUDA_DRIVER_RESOLVE(symbol, member)                                                  \
+  driver.member = reinterpret_cast<decltype(driver.member)>(dlsym(library, #symbol));              \
+  if (!driver.member)                                                                              \
+    return Status::error("the CUDA driver (libcuda.so.1) has no " #symbol                          \
+                         "; it is older than this program needs");
+  SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_DRIVER_RESOLVE)
+#undef SMELT_CUDA_DRIVER_RESOLVE
+  if (Status status = driver.check(driver.init(0), "cuInit"); !status.ok())
+    return status;
+  return &driver;
+}
+
+Expected<const CudaDriver *> CudaDriver::get() {
+  static const Expected<const CudaDriver *> driver = open(); // thread-safe, tried once
+  return driver;
+}
+
+Status CudaDriver::check(CUresult result, const char *call) const {
+  if (result == CUDA_SUCCESS)
+    return {};
+  // Both set the pointer to null (and fail) for a code they do not know: the null is the check.
+  const char *name = nullptr, *description = nullptr;
+  getErrorName(result, &name);
+  getErrorString(result, &description);
+  return Status::error(std::string(call) + " failed: " +
+                       (name ? std::string(name) : "CUDA error " + std::to_string(int(result))) +
+                       " (" + (description ? description : "no description") + ")");
+}
+
+} // namespace smelt::rt::cuda

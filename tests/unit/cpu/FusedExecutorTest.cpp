@@ -1,0 +1,90 @@
+// The executor's checks of fusion steps: each broken Executable is an error that names the
+// step and the kernel, never a call into code with the wrong buffers.
+#include "FusionTestUtil.h"
+
+#include "codegen/BuildExecutable.h"
+#include "codegen/Compile.h"
+
+#include "mlir/Parser/Parser.h"
+
+namespace smelt::rt::test {
+namespace {
+
+const char *kAddOne = R"(
+func.func @f(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %r = smelt.fusion loop (%x, %y) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32> {
+  ^bb0(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>):
+    %0 = smelt.add %a, %b : tensor<4x3xf32>
+    smelt.yield %0 : tensor<4x3xf32>
+  }
+  return %r : tensor<4x3xf32>
+}
+)";
+
+/// kAddOne compiled with its kernel (withCode) or by buildExecutable alone.
+Executable addOne(bool withCode) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kAddOne, mlir::ParserConfig(&context));
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+  mlir::FailureOr<Executable> exe =
+      withCode ? codegen::buildWithKernels(function) : codegen::buildExecutable(function);
+  EXPECT_TRUE(mlir::succeeded(exe));
+  return std::move(*exe);
+}
+
+std::string createError(const Executable &exe) {
+  Expected<CpuExecutor> executor = CpuExecutor::create(exe);
+  return executor ? "" : executor.message();
+}
+
+void expectError(const Executable &exe, const std::string &part) {
+  std::string message = createError(exe);
+  EXPECT_NE(message.find("'fusion'"), std::string::npos) << message;
+  EXPECT_NE(message.find(part), std::string::npos) << "expected '" << part << "' in: " << message;
+}
+
+TEST(FusedExecutor, RunsAWellFormedFusionStep) {
+  Executable exe = addOne(true);
+  EXPECT_EQ(createError(exe), "");
+  EXPECT_EQ(exe.kernels[0].numInputs, 2);
+  EXPECT_EQ(exe.kernels[0].numResults, 1);
+}
+
+TEST(FusedExecutor, FusionWithoutCpuCodeIsAnError) {
+  expectError(addOne(false), "kernel 0 ('f_fusion0') has no CPU code");
+}
+
+TEST(FusedExecutor, KernelIndexOutOfRangeIsAnError) {
+  Executable exe = addOne(true);
+  exe.steps[0].attrs["kernel"] = int64_t(3);
+  expectError(exe, "kernel 3 is out of range (the executable has 1 kernels)");
+  exe.steps[0].attrs.erase("kernel");
+  expectError(exe, "attribute 'kernel' (integer) is missing");
+}
+
+TEST(FusedExecutor, KernelMissingFromTheCpuCodeIsAnError) {
+  Executable exe = addOne(true);
+  auto code = std::make_shared<CpuCode>(*exe.cpu);
+  code->entries.clear();
+  exe.cpu = code;
+  expectError(exe, "has no entry in the CPU code (0 entries)");
+}
+
+TEST(FusedExecutor, WrongOperandOrResultCountsAreErrors) {
+  Executable exe = addOne(true);
+  exe.steps[0].operands.pop_back();
+  expectError(exe, "reads 2 buffers and writes 1, but the step passes 1 operands and 1 results");
+  exe = addOne(true);
+  exe.steps[0].results.clear();
+  expectError(exe, "a step writes at least one result, this one 0");
+}
+
+TEST(FusedExecutor, ResultOfTheWrongSizeIsAnError) {
+  Executable exe = addOne(true);
+  exe.buffers[exe.steps[0].results[0]].type.shape = {4, 4};
+  expectError(exe, "computes 12 units, but result #0 is tensor<4x4xf32>");
+}
+
+} // namespace
+} // namespace smelt::rt::test

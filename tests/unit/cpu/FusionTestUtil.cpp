@@ -1,0 +1,163 @@
+// Fused-kernel test helpers: parse, inline fusions for the unfused twin, compile, run, compare.
+#include "FusionTestUtil.h"
+
+#include "codegen/BuildExecutable.h"
+#include "codegen/Compile.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cmath>
+
+namespace smelt::rt::test {
+
+const DType kAllDTypes[7] = {DType::f32, DType::f64, DType::f16, DType::bf16,
+                             DType::i32, DType::i64, DType::i1};
+const DType kFloatDTypes[4] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+
+std::string tensorType(const std::vector<int64_t> &shape, DType dtype) {
+  std::string text = "tensor<";
+  for (int64_t size : shape)
+    text += std::to_string(size) + "x";
+  return text + std::string(dtypeName(dtype)) + ">";
+}
+
+std::string substitute(std::string text, const std::map<std::string, std::string> &vars) {
+  for (const auto &[name, value] : vars) {
+    std::string key = "${" + name + "}";
+    for (size_t at = text.find(key); at != std::string::npos;
+         at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+namespace {
+
+/// Replaces each smelt.fusion by a copy of its body: what the function computes without fusion.
+void inlineFusions(mlir::func::FuncOp function) {
+  for (FusionOp fusion : codegen::fusionsInOrder(function)) {
+    mlir::IRMapping map;
+    mlir::Block &body = fusion.getBody().front();
+    map.map(body.getArguments(), fusion.getInputs());
+    mlir::OpBuilder builder(fusion);
+    for (mlir::Operation &op : body.without_terminator())
+      builder.clone(op, map);
+    for (auto [result, value] : llvm::zip(fusion.getResults(), fusion.getYield().getValues()))
+      result.replaceAllUsesWith(map.lookupOrDefault(value));
+    fusion.erase();
+  }
+}
+
+std::optional<Executable> compileText(const std::string &mlir, bool fused) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler capture(&context, [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(mlir, mlir::ParserConfig(&context));
+  if (!module) {
+    ADD_FAILURE() << "parse failed:\n" << diagnostics << "in:\n" << mlir;
+    return std::nullopt;
+  }
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+  if (!fused)
+    inlineFusions(function);
+  mlir::FailureOr<Executable> exe = codegen::buildWithKernels(function);
+  if (mlir::failed(exe)) {
+    ADD_FAILURE() << (fused ? "fused" : "unfused") << " compile failed:\n"
+                  << diagnostics << "in:\n"
+                  << mlir;
+    return std::nullopt;
+  }
+  return std::move(*exe);
+}
+
+} // namespace
+
+std::optional<Compiled> compileBoth(const std::string &mlir) {
+  std::optional<Executable> fused = compileText(mlir, true);
+  std::optional<Executable> unfused = compileText(mlir, false);
+  if (!fused || !unfused)
+    return std::nullopt;
+  EXPECT_FALSE(fused->kernels.empty()) << "no fusion in:\n" << mlir;
+  EXPECT_TRUE(unfused->kernels.empty());
+  return Compiled{std::move(*fused), std::move(*unfused)};
+}
+
+std::vector<HostTensor> runExecutable(const Executable &exe,
+                                      const std::vector<HostTensor> &inputs) {
+  Expected<CpuExecutor> executor = CpuExecutor::create(exe);
+  if (!executor) {
+    ADD_FAILURE() << "executor: " << executor.message();
+    return {};
+  }
+  std::vector<HostTensor> outputs;
+  if (Status s = executor->run(inputs, outputs); !s.ok()) {
+    ADD_FAILURE() << "run: " << s.message();
+    return {};
+  }
+  return outputs;
+}
+
+double fusedTolerance(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return 2e-6;
+  case DType::f16:
+    return 1e-3;
+  case DType::bf16:
+    return 8e-3;
+  case DType::f64:
+    return 1e-12;
+  default:
+    return 0;
+  }
+}
+
+void expectMatch(const HostTensor &got, const HostTensor &ref, double tol,
+                 const std::string &what) {
+  ASSERT_EQ(got.type(), ref.type()) << what;
+  std::vector<double> g = got.toDoubles(), r = ref.toDoubles(), finiteGot, finiteRef;
+  size_t mismatches = 0;
+  std::string first;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isfinite(r[i]) && std::isfinite(g[i])) {
+      finiteGot.push_back(g[i]);
+      finiteRef.push_back(r[i]);
+    } else if (!(std::isnan(r[i]) && std::isnan(g[i])) && g[i] != r[i]) {
+      if (mismatches++ == 0)
+        first = "element " + std::to_string(i) + ": " + std::to_string(g[i]) + " vs " +
+                std::to_string(r[i]);
+    }
+  }
+  EXPECT_EQ(mismatches, 0u) << what << ": non-finite values differ, first at " << first
+                            << " (SMELT_TEST_SEED=" << baseSeed() << ")";
+  EXPECT_LE(relError(finiteGot, finiteRef), tol)
+      << what << ": fused vs unfused " << got.type().str() << " (SMELT_TEST_SEED=" << baseSeed()
+      << ")";
+}
+
+std::vector<HostTensor> expectFusedMatchesUnfused(const std::string &mlir,
+                                                  const std::vector<HostTensor> &inputs,
+                                                  const std::string &what) {
+  std::optional<Compiled> compiled = compileBoth(mlir);
+  if (!compiled)
+    return {};
+  std::vector<HostTensor> fused = runExecutable(compiled->fused, inputs);
+  std::vector<HostTensor> unfused = runExecutable(compiled->unfused, inputs);
+  EXPECT_EQ(fused.size(), unfused.size()) << what;
+  if (fused.size() != unfused.size())
+    return {};
+  for (size_t i = 0; i < fused.size(); ++i)
+    expectMatch(fused[i], unfused[i], fusedTolerance(unfused[i].type().dtype),
+                what + " result #" + std::to_string(i));
+  return fused;
+}
+
+} // namespace smelt::rt::test

@@ -1,0 +1,50 @@
+// Helpers of the fused-kernel tests: hand-written fused IR compiled twice, as written (its
+// smelt.fusion ops JIT-compiled by the CPU back end) and unfused (each fusion's body inlined
+// into the function, so the runtime's unfused kernels run the very same ops), run on the same
+// random inputs and compared.
+#pragma once
+
+#include "RuntimeTestUtil.h"
+
+#include <map>
+#include <optional>
+
+namespace smelt::rt::test {
+
+/// "tensor<2x3xf32>" for shape {2, 3} and f32; "tensor<f32>" for rank 0.
+std::string tensorType(const std::vector<int64_t> &shape, DType dtype);
+
+/// `text` with every "${name}" replaced by vars.at(name).
+std::string substitute(std::string text, const std::map<std::string, std::string> &vars);
+
+struct Compiled {
+  Executable fused;   // kernels compiled, in `cpu`
+  Executable unfused; // one step per op
+};
+
+/// Parses `mlir` (a module with one function) and compiles it both ways, skipping the
+/// pipeline. Failures are test failures that carry the diagnostics; they return nullopt.
+std::optional<Compiled> compileBoth(const std::string &mlir);
+
+/// Runs `exe` on `inputs`; a failure is a test failure and returns no outputs.
+std::vector<HostTensor> runExecutable(const Executable &exe, const std::vector<HostTensor> &inputs);
+
+/// Fused against unfused results of `dtype`: f32 2e-6, f16 1e-3, bf16 8e-3, f64 1e-12,
+/// integers and i1 exact (relative norm).
+double fusedTolerance(DType dtype);
+
+/// Expects `got` to match `ref`: the same type, NaNs and infinities in the same places, and the
+/// finite rest within `tol` by relative norm.
+void expectMatch(const HostTensor &got, const HostTensor &ref, double tol, const std::string &what);
+
+/// Compiles `mlir` both ways, runs both on `inputs` and expects each result to match within
+/// its dtype's tolerance. Returns the fused results (empty when something failed).
+std::vector<HostTensor> expectFusedMatchesUnfused(const std::string &mlir,
+                                                  const std::vector<HostTensor> &inputs,
+                                                  const std::string &what = "");
+
+/// Every dtype, and the float ones.
+extern const DType kAllDTypes[7];
+extern const DType kFloatDTypes[4];
+
+} // namespace smelt::rt::test

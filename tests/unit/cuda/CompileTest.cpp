@@ -1,0 +1,121 @@
+// Every kernel of the shared fusion cases compiled by NVRTC for sm_90 and its PTX assembled by
+// ptxas, with no GPU; and what a failed compile reports.
+#include "CudaTestUtil.h"
+
+#include "codegen/cuda/Nvrtc.h"
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+namespace smelt::cuda_test {
+namespace {
+
+class CudaCompile : public testing::TestWithParam<FusionCase> {};
+
+TEST_P(CudaCompile, NvrtcBuildsCubinAndPtxasAcceptsThePtx) {
+  ParsedModule parsed = parseModule(GetParam().mlir);
+  ASSERT_TRUE(parsed.main);
+  mlir::FailureOr<rt::CudaCode> code =
+      codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90");
+  ASSERT_TRUE(mlir::succeeded(code));
+  EXPECT_EQ(code->arch, "sm_90");
+  EXPECT_FALSE(code->cubin.empty());
+  for (const rt::FusedKernel &kernel : parsed.kernels) {
+    EXPECT_NE(code->ptx.find(".entry " + kernel.name + "("), std::string::npos)
+        << kernel.name << " is missing from the PTX";
+    EXPECT_GT(kernel.cudaBlock, 0);
+    EXPECT_GT(kernel.cudaGrid, 0);
+  }
+  EXPECT_EQ(ptxasErrors(code->ptx, "sm_90"), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaCompile, testing::ValuesIn(fusionCases()),
+                         [](const testing::TestParamInfo<FusionCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
+/// The PTX of one case, for checks of what the CUDA compiler made of the source.
+std::string ptxOf(const char *name) {
+  for (const FusionCase &c : fusionCases())
+    if (std::string(name) == c.name) {
+      ParsedModule parsed = parseModule(c.mlir);
+      mlir::FailureOr<rt::CudaCode> code =
+          codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90");
+      return mlir::succeeded(code) ? code->ptx : "";
+    }
+  return "";
+}
+
+TEST(CudaCompile, VectorSourceBecomes16ByteLoadsAndStores) {
+  std::string ptx = ptxOf("ElementwiseChain");
+  EXPECT_NE(ptx.find("ld.global.nc.v4.f32"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("st.global.v4.f32"), std::string::npos) << ptx;
+  ptx = ptxOf("HalfConverts");
+  EXPECT_NE(ptx.find("ld.global.nc.v4"), std::string::npos) << "8 halves are 16 bytes\n" << ptx;
+}
+
+TEST(CudaCompile, ReductionsShuffleWithinWarps) {
+  EXPECT_NE(ptxOf("ReduceSumLastAxis").find("shfl.sync.down"), std::string::npos);
+  EXPECT_NE(ptxOf("ReduceMaxLongRows").find("bar.sync"), std::string::npos);
+}
+
+// The entry point a model-level test uses: a function after the default pipeline, every fusion
+// the fuse pass made compiled under the names buildExecutable gives them.
+TEST(CudaCompile, EveryFusionOfAFunctionAfterTheDefaultPipeline) {
+  ParsedModule parsed = parseModule(R"mlir(
+func.func @main(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>, %b: tensor<16xf32>) -> (tensor<64x16xf32>, tensor<64xf32>) {
+  %0 = smelt.matmul %x, %w : tensor<64x32xf32>, tensor<32x16xf32>
+  %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<16xf32> -> tensor<64x16xf32>
+  %2 = smelt.add %0, %1 : tensor<64x16xf32>
+  %3 = smelt.relu %2 : tensor<64x16xf32>
+  %4 = smelt.mul %3, %3 : tensor<64x16xf32>
+  %5 = smelt.reduce sum %4 axes = [1] : tensor<64x16xf32>
+  return %3, %5 : tensor<64x16xf32>, tensor<64xf32>
+}
+)mlir");
+  ASSERT_TRUE(parsed.main);
+  mlir::PassManager pm(parsed.context.get());
+  PipelineOptions options;
+  options.fuse = true;
+  buildDefaultPipeline(pm, options);
+  ASSERT_TRUE(mlir::succeeded(pm.run(*parsed.module)));
+  mlir::FailureOr<codegen::CudaFunctionCode> compiled =
+      codegen::compileCudaFunction(parsed.main, "sm_90");
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  ASSERT_FALSE(compiled->kernels.empty()) << "the fuse pass made no fusion";
+  for (auto [i, kernel] : llvm::enumerate(compiled->kernels)) {
+    EXPECT_EQ(kernel.name, "main_fusion" + std::to_string(i));
+    EXPECT_NE(compiled->code.ptx.find(".entry " + kernel.name + "("), std::string::npos);
+  }
+  EXPECT_EQ(ptxasErrors(compiled->code.ptx, "sm_90"), "");
+}
+
+TEST(CudaCompile, PtxOnlyForAVirtualArchitecture) {
+  rt::Expected<rt::CudaCode> code =
+      codegen::compileWithNvrtc("extern \"C\" __global__ void k() {}", "compute_90");
+  ASSERT_TRUE(code.ok()) << code.message();
+  EXPECT_TRUE(code->cubin.empty());
+  EXPECT_NE(code->ptx.find(".entry k"), std::string::npos);
+}
+
+TEST(CudaCompile, AFailedCompileShowsNvrtcsLogAndTheNumberedSource) {
+  rt::Expected<rt::CudaCode> code = codegen::compileWithNvrtc(
+      "extern \"C\" __global__ void k(float *out) {\n  out[0] = undeclared;\n}\n", "sm_90");
+  ASSERT_FALSE(code.ok());
+  EXPECT_NE(code.message().find("could not compile the CUDA source for sm_90"), std::string::npos)
+      << code.message();
+  EXPECT_NE(code.message().find("identifier \"undeclared\" is undefined"), std::string::npos)
+      << code.message();
+  EXPECT_NE(code.message().find("    2    out[0] = undeclared;"), std::string::npos)
+      << code.message();
+}
+
+TEST(CudaCompile, NoFusionsGiveEmptyCode) {
+  std::vector<rt::FusedKernel> none;
+  mlir::FailureOr<rt::CudaCode> code = codegen::compileCudaKernels({}, none, "sm_90");
+  ASSERT_TRUE(mlir::succeeded(code));
+  EXPECT_TRUE(code->source.empty());
+}
+
+} // namespace
+} // namespace smelt::cuda_test

@@ -1,0 +1,98 @@
+// CUDA test helpers: parsing with captured diagnostics, rendering, and ptxas through a pipe.
+#include "CudaTestUtil.h"
+
+#include "codegen/BuildExecutable.h"
+#include "codegen/Compile.h"
+#include "codegen/cuda/CudaRenderer.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+namespace smelt::cuda_test {
+
+ParsedModule parseModule(const std::string &text) {
+  ParsedModule parsed;
+  parsed.context = std::make_unique<mlir::MLIRContext>();
+  codegen::loadDialects(*parsed.context);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler capture(parsed.context.get(), [&](mlir::Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return mlir::success();
+  });
+  parsed.module = mlir::parseSourceString<mlir::ModuleOp>(text, parsed.context.get());
+  if (!parsed.module) {
+    ADD_FAILURE() << "the test module does not parse:\n" << diagnostics << text;
+    return parsed;
+  }
+  parsed.main = parsed.module->lookupSymbol<mlir::func::FuncOp>("main");
+  if (!parsed.main) {
+    ADD_FAILURE() << "the test module has no @main";
+    return parsed;
+  }
+  parsed.fusions = codegen::fusionsInOrder(parsed.main);
+  for (auto [i, fusion] : llvm::enumerate(parsed.fusions))
+    parsed.kernels.push_back(codegen::describeKernel(fusion, "main_fusion" + std::to_string(i)));
+  return parsed;
+}
+
+std::string render(ParsedModule &parsed) {
+  std::string source = codegen::renderCudaModule(parsed.fusions, parsed.kernels);
+  if (std::getenv("SMELT_DUMP_CUDA"))
+    std::cerr << source;
+  return source;
+}
+
+namespace {
+
+std::string findPtxas() {
+  std::vector<std::string> candidates;
+  if (const char *path = std::getenv("SMELT_PTXAS"))
+    candidates.push_back(path);
+#ifdef SMELT_PTXAS_PATH
+  candidates.push_back(SMELT_PTXAS_PATH);
+#endif
+  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string &path : candidates)
+    if (access(path.c_str(), X_OK) == 0)
+      return path;
+  return "";
+}
+
+} // namespace
+
+std::string ptxasErrors(const std::string &ptx, const std::string &arch) {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) {
+    ADD_FAILURE() << "no ptxas to check the PTX with: set SMELT_PTXAS or install the CUDA "
+                     "toolkit at /usr/local/cuda";
+    return "no ptxas";
+  }
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("smelt-ptxas-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::path input = dir / "kernels.ptx", output = dir / "kernels.cubin";
+  std::ofstream(input) << ptx;
+  std::string command =
+      ptxas + " -arch=" + arch + " " + input.string() + " -o " + output.string() + " 2>&1";
+  std::string said;
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return "could not run " + command;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    said.append(buffer, n);
+  int status = pclose(pipe);
+  std::filesystem::remove_all(dir);
+  if (status != 0)
+    return said.empty() ? command + " failed with status " + std::to_string(status) : said;
+  return "";
+}
+
+} // namespace smelt::cuda_test

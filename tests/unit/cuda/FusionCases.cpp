@@ -1,0 +1,241 @@
+// The representative fusions the CUDA tests share, written by hand as smelt.fusion ops: each
+// rendering check reads one kernel of them, every kernel is compiled by NVRTC and checked by
+// ptxas, and on a GPU each runs against the unfused ops on the CPU.
+#include "CudaTestUtil.h"
+
+namespace smelt::cuda_test {
+
+const std::vector<FusionCase> &fusionCases() {
+  static const std::vector<FusionCase> cases = {
+      // 33x65 = 2145 elements: 536 float4 steps and a tail of one.
+      {"ElementwiseChain", R"mlir(
+func.func @main(%x: tensor<33x65xf32>, %y: tensor<33x65xf32>) -> tensor<33x65xf32> {
+  %r = smelt.fusion loop (%x, %y) : (tensor<33x65xf32>, tensor<33x65xf32>) -> tensor<33x65xf32> {
+  ^bb0(%a: tensor<33x65xf32>, %b: tensor<33x65xf32>):
+    %c = smelt.constant dense<0.5> : tensor<33x65xf32>
+    %0 = smelt.mul %a, %b : tensor<33x65xf32>
+    %1 = smelt.add %0, %c : tensor<33x65xf32>
+    %2 = smelt.tanh %1 : tensor<33x65xf32>
+    %3 = smelt.neg %2 : tensor<33x65xf32>
+    %4 = smelt.max %3, %a : tensor<33x65xf32>
+    %5 = smelt.logistic %4 : tensor<33x65xf32>
+    %6 = smelt.sub %5, %b : tensor<33x65xf32>
+    smelt.yield %6 : tensor<33x65xf32>
+  }
+  return %r : tensor<33x65xf32>
+}
+)mlir"},
+      {"BiasRelu", R"mlir(
+func.func @main(%x: tensor<256x512xf32>, %bias: tensor<512xf32>) -> tensor<256x512xf32> {
+  %r = smelt.fusion loop (%x, %bias) : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32> {
+  ^bb0(%a: tensor<256x512xf32>, %b: tensor<512xf32>):
+    %0 = smelt.broadcast_in_dim %b, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
+    %1 = smelt.add %a, %0 : tensor<256x512xf32>
+    %2 = smelt.relu %1 : tensor<256x512xf32>
+    smelt.yield %2 : tensor<256x512xf32>
+  }
+  return %r : tensor<256x512xf32>
+}
+)mlir"},
+      {"Transpose", R"mlir(
+func.func @main(%x: tensor<48x80xf32>) -> tensor<80x48xf32> {
+  %r = smelt.fusion loop (%x) : (tensor<48x80xf32>) -> tensor<80x48xf32> {
+  ^bb0(%a: tensor<48x80xf32>):
+    %c = smelt.constant dense<2.0> : tensor<80x48xf32>
+    %0 = smelt.transpose %a, permutation = [1, 0] : tensor<48x80xf32>
+    %1 = smelt.mul %0, %c : tensor<80x48xf32>
+    smelt.yield %1 : tensor<80x48xf32>
+  }
+  return %r : tensor<80x48xf32>
+}
+)mlir"},
+      // Rows of 1000: a warp per result.
+      {"ReduceSumLastAxis", R"mlir(
+func.func @main(%x: tensor<256x1000xf32>) -> tensor<256xf32> {
+  %r = smelt.fusion reduction (%x) : (tensor<256x1000xf32>) -> tensor<256xf32> {
+  ^bb0(%a: tensor<256x1000xf32>):
+    %0 = smelt.mul %a, %a : tensor<256x1000xf32>
+    %1 = smelt.reduce sum %0 axes = [1] : tensor<256x1000xf32>
+    smelt.yield %1 : tensor<256xf32>
+  }
+  return %r : tensor<256xf32>
+}
+)mlir"},
+      // Rows of 5000: a block per result; a row holding a NaN must give NaN (about a quarter do).
+      {"ReduceMaxLongRows", R"mlir(
+func.func @main(%x: tensor<40x5000xf32>) -> tensor<40xf32> {
+  %r = smelt.fusion reduction (%x) : (tensor<40x5000xf32>) -> tensor<40xf32> {
+  ^bb0(%a: tensor<40x5000xf32>):
+    %1 = smelt.reduce max %a axes = [1] : tensor<40x5000xf32>
+    smelt.yield %1 : tensor<40xf32>
+  }
+  return %r : tensor<40xf32>
+}
+)mlir",
+       -2, 2, 0.05, 1.0 / 20000},
+      // The bias gradient: the innermost axis is kept, so warps take consecutive columns.
+      {"ReduceSumAxis0", R"mlir(
+func.func @main(%x: tensor<1000x300xf32>) -> tensor<300xf32> {
+  %r = smelt.fusion reduction (%x) : (tensor<1000x300xf32>) -> tensor<300xf32> {
+  ^bb0(%a: tensor<1000x300xf32>):
+    %1 = smelt.reduce sum %a axes = [0] : tensor<1000x300xf32>
+    smelt.yield %1 : tensor<300xf32>
+  }
+  return %r : tensor<300xf32>
+}
+)mlir"},
+      // Softmax's denominator: a row maximum broadcast back into the body of a reduction.
+      {"SoftmaxDenominator", R"mlir(
+func.func @main(%x: tensor<64x10xf32>, %m: tensor<64xf32>) -> tensor<64xf32> {
+  %r = smelt.fusion reduction (%x, %m) : (tensor<64x10xf32>, tensor<64xf32>) -> tensor<64xf32> {
+  ^bb0(%a: tensor<64x10xf32>, %b: tensor<64xf32>):
+    %0 = smelt.broadcast_in_dim %b, dims = [0] : tensor<64xf32> -> tensor<64x10xf32>
+    %1 = smelt.sub %a, %0 : tensor<64x10xf32>
+    %2 = smelt.exp %1 : tensor<64x10xf32>
+    %3 = smelt.reduce sum %2 axes = [1] : tensor<64x10xf32>
+    smelt.yield %3 : tensor<64xf32>
+  }
+  return %r : tensor<64xf32>
+}
+)mlir"},
+      // Results of three dtypes from one body; the vectors follow the widest (f32).
+      {"MultiOutputLoop", R"mlir(
+func.func @main(%x: tensor<100x37xf32>) -> (tensor<100x37xf32>, tensor<100x37xf16>, tensor<100x37xi1>) {
+  %r:3 = smelt.fusion loop (%x) : (tensor<100x37xf32>) -> (tensor<100x37xf32>, tensor<100x37xf16>, tensor<100x37xi1>) {
+  ^bb0(%a: tensor<100x37xf32>):
+    %z = smelt.constant dense<0.0> : tensor<100x37xf32>
+    %0 = smelt.exp %a : tensor<100x37xf32>
+    %1 = smelt.convert %0 : tensor<100x37xf32> -> tensor<100x37xf16>
+    %2 = smelt.compare gt, %a, %z : tensor<100x37xf32>
+    smelt.yield %0, %1, %2 : tensor<100x37xf32>, tensor<100x37xf16>, tensor<100x37xi1>
+  }
+  return %r#0, %r#1, %r#2 : tensor<100x37xf32>, tensor<100x37xf16>, tensor<100x37xi1>
+}
+)mlir"},
+      // Two reduces over one operand: one kernel, the shared exp computed once per element.
+      {"MultiOutputReduction", R"mlir(
+func.func @main(%x: tensor<128x300xf32>) -> (tensor<128xf32>, tensor<128xf32>) {
+  %r:2 = smelt.fusion reduction (%x) : (tensor<128x300xf32>) -> (tensor<128xf32>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x300xf32>):
+    %0 = smelt.exp %a : tensor<128x300xf32>
+    %1 = smelt.reduce sum %0 axes = [1] : tensor<128x300xf32>
+    %2 = smelt.reduce min %0 axes = [1] : tensor<128x300xf32>
+    smelt.yield %1, %2 : tensor<128xf32>, tensor<128xf32>
+  }
+  return %r#0, %r#1 : tensor<128xf32>, tensor<128xf32>
+}
+)mlir"},
+      // f16 in and out (8-lane vectors), through f32 and bf16 roundings.
+      {"HalfConverts", R"mlir(
+func.func @main(%x: tensor<1003xf16>, %y: tensor<1003xbf16>) -> (tensor<1003xf16>, tensor<1003xbf16>) {
+  %r:2 = smelt.fusion loop (%x, %y) : (tensor<1003xf16>, tensor<1003xbf16>) -> (tensor<1003xf16>, tensor<1003xbf16>) {
+  ^bb0(%a: tensor<1003xf16>, %b: tensor<1003xbf16>):
+    %0 = smelt.convert %a : tensor<1003xf16> -> tensor<1003xf32>
+    %1 = smelt.convert %b : tensor<1003xbf16> -> tensor<1003xf32>
+    %2 = smelt.mul %0, %1 : tensor<1003xf32>
+    %3 = smelt.convert %2 : tensor<1003xf32> -> tensor<1003xbf16>
+    %4 = smelt.convert %3 : tensor<1003xbf16> -> tensor<1003xf16>
+    %5 = smelt.add %4, %a : tensor<1003xf16>
+    %6 = smelt.exp %b : tensor<1003xbf16>
+    smelt.yield %5, %6 : tensor<1003xf16>, tensor<1003xbf16>
+  }
+  return %r#0, %r#1 : tensor<1003xf16>, tensor<1003xbf16>
+}
+)mlir"},
+      {"CompareSelect", R"mlir(
+func.func @main(%x: tensor<500xf32>, %y: tensor<500xf32>) -> (tensor<500xf32>, tensor<500xi1>) {
+  %r:2 = smelt.fusion loop (%x, %y) : (tensor<500xf32>, tensor<500xf32>) -> (tensor<500xf32>, tensor<500xi1>) {
+  ^bb0(%a: tensor<500xf32>, %b: tensor<500xf32>):
+    %0 = smelt.compare lt, %a, %b : tensor<500xf32>
+    %1 = smelt.select %0, %a, %b : tensor<500xi1>, tensor<500xf32>
+    %2 = smelt.compare ge, %a, %b : tensor<500xf32>
+    smelt.yield %1, %2 : tensor<500xf32>, tensor<500xi1>
+  }
+  return %r#0, %r#1 : tensor<500xf32>, tensor<500xi1>
+}
+)mlir"},
+      // Inputs in [-3, 3] with zeros: x / 0 is 0, division truncates.
+      {"IntegerDiv", R"mlir(
+func.func @main(%x: tensor<777xi32>, %y: tensor<777xi32>) -> (tensor<777xi32>, tensor<777xi64>) {
+  %r:2 = smelt.fusion loop (%x, %y) : (tensor<777xi32>, tensor<777xi32>) -> (tensor<777xi32>, tensor<777xi64>) {
+  ^bb0(%a: tensor<777xi32>, %b: tensor<777xi32>):
+    %c = smelt.constant dense<-2147483648> : tensor<777xi32>
+    %0 = smelt.div %a, %b : tensor<777xi32>
+    %1 = smelt.mul %0, %c : tensor<777xi32>
+    %2 = smelt.convert %b : tensor<777xi32> -> tensor<777xi64>
+    %3 = smelt.div %2, %2 : tensor<777xi64>
+    smelt.yield %1, %3 : tensor<777xi32>, tensor<777xi64>
+  }
+  return %r#0, %r#1 : tensor<777xi32>, tensor<777xi64>
+}
+)mlir",
+       -3, 3, 0},
+      // Float -> int saturates, NaN gives 0 (special inputs are NaN, inf and +-3e9).
+      {"FloatToInt", R"mlir(
+func.func @main(%x: tensor<640xf32>) -> (tensor<640xi32>, tensor<640xi64>) {
+  %r:2 = smelt.fusion loop (%x) : (tensor<640xf32>) -> (tensor<640xi32>, tensor<640xi64>) {
+  ^bb0(%a: tensor<640xf32>):
+    %c = smelt.constant dense<100.0> : tensor<640xf32>
+    %0 = smelt.mul %a, %c : tensor<640xf32>
+    %1 = smelt.convert %0 : tensor<640xf32> -> tensor<640xi32>
+    %2 = smelt.convert %0 : tensor<640xf32> -> tensor<640xi64>
+    smelt.yield %1, %2 : tensor<640xi32>, tensor<640xi64>
+  }
+  return %r#0, %r#1 : tensor<640xi32>, tensor<640xi64>
+}
+)mlir",
+       -2, 2, 0.05, 1.0 / 8},
+      // i32 sums accumulate in i64 and wrap once stored.
+      {"ReduceIntegerSum", R"mlir(
+func.func @main(%x: tensor<96x2000xi32>) -> tensor<96xi32> {
+  %r = smelt.fusion reduction (%x) : (tensor<96x2000xi32>) -> tensor<96xi32> {
+  ^bb0(%a: tensor<96x2000xi32>):
+    %1 = smelt.reduce sum %a axes = [1] : tensor<96x2000xi32>
+    smelt.yield %1 : tensor<96xi32>
+  }
+  return %r : tensor<96xi32>
+}
+)mlir",
+       -50, 50, 1},
+      // iota and reshape: coordinates in one shape, the linear index in another.
+      {"IotaReshape", R"mlir(
+func.func @main(%x: tensor<96xf32>) -> tensor<12x8xf32> {
+  %r = smelt.fusion loop (%x) : (tensor<96xf32>) -> tensor<12x8xf32> {
+  ^bb0(%a: tensor<96xf32>):
+    %0 = smelt.reshape %a : tensor<96xf32> -> tensor<12x8xf32>
+    %1 = smelt.iota dim = 1 : tensor<12x8xf32>
+    %2 = smelt.add %0, %1 : tensor<12x8xf32>
+    smelt.yield %2 : tensor<12x8xf32>
+  }
+  return %r : tensor<12x8xf32>
+}
+)mlir"},
+      {"DoubleChain", R"mlir(
+func.func @main(%x: tensor<301xf64>, %y: tensor<301xf64>) -> tensor<301xf64> {
+  %r = smelt.fusion loop (%x, %y) : (tensor<301xf64>, tensor<301xf64>) -> tensor<301xf64> {
+  ^bb0(%a: tensor<301xf64>, %b: tensor<301xf64>):
+    %0 = smelt.abs %a : tensor<301xf64>
+    %1 = smelt.sqrt %0 : tensor<301xf64>
+    %2 = smelt.pow %1, %b : tensor<301xf64>
+    %3 = smelt.min %2, %a : tensor<301xf64>
+    smelt.yield %3 : tensor<301xf64>
+  }
+  return %r : tensor<301xf64>
+}
+)mlir"},
+      // A middle axis reduced: the innermost is kept, results of one row are consecutive.
+      {"ReduceMiddleAxis", R"mlir(
+func.func @main(%x: tensor<6x50x40xbf16>) -> tensor<6x40xbf16> {
+  %r = smelt.fusion reduction (%x) : (tensor<6x50x40xbf16>) -> tensor<6x40xbf16> {
+  ^bb0(%a: tensor<6x50x40xbf16>):
+    %1 = smelt.reduce sum %a axes = [1] : tensor<6x50x40xbf16>
+    smelt.yield %1 : tensor<6x40xbf16>
+  }
+  return %r : tensor<6x40xbf16>
+}
+)mlir"},
+  };
+  return cases;
+}
+
+} // namespace smelt::cuda_test

@@ -1,0 +1,238 @@
+// GPU numerics: each shared fusion case compiled for the GPU found, run on fresh random inputs
+// and compared with the same ops unfused on the CPU (the runtime's reference kernels, which
+// follow docs/ops.md exactly). Skips, saying why, without a driver or a device: it runs on the
+// GPU machine through scripts/gpu-check.sh.
+#include "CudaTestUtil.h"
+#include "RuntimeTestUtil.h"
+
+#include "codegen/BuildExecutable.h"
+#include "codegen/FusionWalk.h"
+#include "runtime/CpuExecutor.h"
+#include "runtime/cuda/CudaDriver.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
+#include <deque>
+
+namespace smelt::cuda_test {
+namespace {
+
+using rt::cuda::CudaDriver;
+
+/// Device 0 with its primary context current (held for the process).
+struct Gpu {
+  const CudaDriver *cu = nullptr;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  std::string arch, name;
+};
+
+rt::Expected<Gpu> openGpu() {
+  rt::Expected<const CudaDriver *> driver = CudaDriver::get();
+  if (!driver)
+    return driver.status();
+  Gpu gpu;
+  gpu.cu = *driver;
+  const CudaDriver &cu = *gpu.cu;
+  int count = 0, major = 0, minor = 0;
+  char name[256] = {};
+  for (rt::Status status :
+       {cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"),
+        count > 0 ? rt::Status() : rt::Status::error("the CUDA driver sees no device"),
+        cu.check(cu.deviceGet(&gpu.device, 0), "cuDeviceGet")})
+    if (!status.ok())
+      return status;
+  for (rt::Status status :
+       {cu.check(
+            cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, gpu.device),
+            "cuDeviceGetAttribute(major)"),
+        cu.check(
+            cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, gpu.device),
+            "cuDeviceGetAttribute(minor)"),
+        cu.check(cu.deviceGetName(name, sizeof name - 1, gpu.device), "cuDeviceGetName"),
+        cu.check(cu.primaryCtxRetain(&gpu.context, gpu.device), "cuDevicePrimaryCtxRetain"),
+        cu.check(cu.ctxSetCurrent(gpu.context), "cuCtxSetCurrent")})
+    if (!status.ok())
+      return status;
+  gpu.arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  gpu.name = name;
+  return gpu;
+}
+
+const rt::Expected<Gpu> &gpu() {
+  static const rt::Expected<Gpu> opened = openGpu();
+  return opened;
+}
+
+#define ASSERT_CU(call)                                                                            \
+  do {                                                                                             \
+    rt::Status status_ = cu.check(call, #call);                                                    \
+    ASSERT_TRUE(status_.ok()) << status_.message();                                                \
+  } while (0)
+
+/// Device memory freed however the test ends.
+struct DeviceBuffer {
+  const CudaDriver &cu;
+  CUdeviceptr ptr = 0;
+  ~DeviceBuffer() {
+    if (ptr)
+      cu.memFree(ptr);
+  }
+};
+
+struct LoadedModule {
+  const CudaDriver &cu;
+  CUmodule module = nullptr;
+  ~LoadedModule() {
+    if (module)
+      cu.moduleUnload(module);
+  }
+};
+
+/// The fusion's body as a function of plain ops, built into an Executable and run on the CPU.
+rt::Expected<std::vector<rt::HostTensor>> runUnfusedOnCpu(FusionOp fusion,
+                                                          const std::vector<rt::HostTensor> &in) {
+  mlir::Location loc = fusion.getLoc();
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  mlir::OpBuilder b = mlir::OpBuilder::atBlockEnd(module->getBody());
+  auto function = mlir::func::FuncOp::create(
+      b, loc, "reference",
+      b.getFunctionType(fusion.getInputs().getTypes(), fusion.getResultTypes()));
+  mlir::Block *entry = function.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  mlir::IRMapping mapping;
+  mapping.map(fusion.getBody().front().getArguments(), entry->getArguments());
+  for (mlir::Operation &op : fusion.getBody().front().without_terminator())
+    b.clone(op, mapping);
+  llvm::SmallVector<mlir::Value> results;
+  for (mlir::Value value : fusion.getYield().getValues())
+    results.push_back(mapping.lookup(value));
+  mlir::func::ReturnOp::create(b, loc, results);
+  mlir::FailureOr<rt::Executable> exe = codegen::buildExecutable(function);
+  if (mlir::failed(exe))
+    return rt::Status::error("the unfused reference does not build");
+  rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
+  if (!executor)
+    return executor.status();
+  std::vector<rt::HostTensor> outputs;
+  if (rt::Status status = executor->run(in, outputs); !status.ok())
+    return status;
+  return outputs;
+}
+
+/// A fused result against the unfused one: NaN, infinities, integers and i1 exactly; the
+/// finite floats by relative norm, with room for fused f16/bf16 rounding only at the end.
+void expectMatches(const rt::HostTensor &got, const rt::HostTensor &ref, const std::string &what) {
+  rt::DType dtype = ref.type().dtype;
+  std::vector<double> g = got.toDoubles(), r = ref.toDoubles();
+  ASSERT_EQ(g.size(), r.size()) << what;
+  double diff2 = 0, ref2 = 0;
+  size_t exactMisses = 0;
+  std::string firstMiss;
+  for (size_t i = 0; i < r.size(); ++i) {
+    bool exact = !rt::isFloat(dtype) || !std::isfinite(r[i]) || !std::isfinite(g[i]);
+    if (!exact) {
+      diff2 += (g[i] - r[i]) * (g[i] - r[i]);
+      ref2 += r[i] * r[i];
+    } else if (!(g[i] == r[i] || (std::isnan(g[i]) && std::isnan(r[i])))) {
+      if (exactMisses++ == 0)
+        firstMiss = "element " + std::to_string(i) + ": GPU " + std::to_string(g[i]) + ", CPU " +
+                    std::to_string(r[i]);
+    }
+  }
+  EXPECT_EQ(exactMisses, 0u) << what << ": first at " << firstMiss;
+  double tolerance = dtype == rt::DType::f64   ? 1e-12
+                     : dtype == rt::DType::f32 ? 1e-5
+                     : dtype == rt::DType::f16 ? 4e-3
+                                               : 3e-2;
+  if (rt::isFloat(dtype)) {
+    EXPECT_LE(std::sqrt(diff2) / std::max(std::sqrt(ref2), 1e-30), tolerance)
+        << what << " (seed " << rt::test::baseSeed() << ")";
+  }
+}
+
+TEST(CudaGpu, DeviceIsThere) {
+  if (!gpu().ok())
+    GTEST_SKIP() << gpu().message();
+  std::cout << "GPU: " << gpu()->name << " (" << gpu()->arch << ")\n";
+}
+
+class CudaGpuNumerics : public testing::TestWithParam<FusionCase> {};
+
+TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
+  if (!gpu().ok())
+    GTEST_SKIP() << gpu().message();
+  const CudaDriver &cu = *gpu()->cu;
+  ASSERT_CU(cu.ctxSetCurrent(gpu()->context)); // this thread's, whichever ran the first test
+  const FusionCase &c = GetParam();
+  ParsedModule parsed = parseModule(c.mlir);
+  ASSERT_TRUE(parsed.main);
+  mlir::FailureOr<rt::CudaCode> code =
+      codegen::compileCudaKernels(parsed.fusions, parsed.kernels, gpu()->arch);
+  ASSERT_TRUE(mlir::succeeded(code));
+
+  // CUBIN for this GPU first; PTX through the driver's JIT if the driver refuses it.
+  LoadedModule loaded{cu};
+  rt::Status fromCubin =
+      cu.check(cu.moduleLoadData(&loaded.module, code->cubin.data()), "cuModuleLoadData(CUBIN)");
+  if (!fromCubin.ok()) {
+    rt::Status fromPtx =
+        cu.check(cu.moduleLoadData(&loaded.module, code->ptx.c_str()), "cuModuleLoadData(PTX)");
+    ASSERT_TRUE(fromPtx.ok()) << fromCubin.message() << "\n" << fromPtx.message();
+  }
+
+  for (auto [k, fusion] : llvm::enumerate(parsed.fusions)) {
+    const rt::FusedKernel &kernel = parsed.kernels[k];
+    std::vector<rt::HostTensor> inputs;
+    std::uniform_real_distribution<double> unit(0, 1);
+    const double specials[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 0.0};
+    for (mlir::Value input : fusion.getInputs()) {
+      rt::DType dtype = codegen::elementDType(input);
+      auto shape = mlir::cast<mlir::RankedTensorType>(input.getType()).getShape();
+      inputs.push_back(rt::test::randomTensor(dtype, shape.vec(), [&] {
+        if (rt::isFloat(dtype) && unit(rt::test::rng()) < c.specials)
+          return specials[rt::test::rng()() % std::size(specials)];
+        return rt::test::draw(c.lo, c.hi, c.minMagnitude);
+      }));
+    }
+    rt::Expected<std::vector<rt::HostTensor>> reference = runUnfusedOnCpu(fusion, inputs);
+    ASSERT_TRUE(reference.ok()) << reference.message();
+
+    std::deque<DeviceBuffer> buffers;
+    std::vector<CUdeviceptr> pointers;
+    for (const rt::HostTensor &tensor : inputs) {
+      DeviceBuffer &buffer = buffers.emplace_back(DeviceBuffer{cu});
+      ASSERT_CU(cu.memAlloc(&buffer.ptr, std::max<size_t>(tensor.byteSize(), 1)));
+      ASSERT_CU(cu.memcpyHtoD(buffer.ptr, tensor.raw(), tensor.byteSize()));
+      pointers.push_back(buffer.ptr);
+    }
+    for (const rt::HostTensor &tensor : *reference) {
+      DeviceBuffer &buffer = buffers.emplace_back(DeviceBuffer{cu});
+      ASSERT_CU(cu.memAlloc(&buffer.ptr, std::max<size_t>(tensor.byteSize(), 1)));
+      pointers.push_back(buffer.ptr);
+    }
+    std::vector<void *> params;
+    for (CUdeviceptr &pointer : pointers)
+      params.push_back(&pointer);
+    CUfunction function = nullptr;
+    ASSERT_CU(cu.moduleGetFunction(&function, loaded.module, kernel.name.c_str()));
+    ASSERT_CU(cu.launchKernel(function, unsigned(kernel.cudaGrid), 1, 1, unsigned(kernel.cudaBlock),
+                              1, 1, 0, nullptr, params.data(), nullptr));
+    ASSERT_CU(cu.ctxSynchronize());
+    for (size_t j = 0; j < reference->size(); ++j) {
+      rt::HostTensor got = rt::HostTensor::zeros((*reference)[j].type());
+      ASSERT_CU(cu.memcpyDtoH(got.raw(), pointers[inputs.size() + j], got.byteSize()));
+      expectMatches(got, (*reference)[j], kernel.name + " result #" + std::to_string(j));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaGpuNumerics, testing::ValuesIn(fusionCases()),
+                         [](const testing::TestParamInfo<FusionCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
+} // namespace
+} // namespace smelt::cuda_test
