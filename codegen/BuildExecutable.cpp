@@ -113,6 +113,8 @@ std::string resultName(func::FuncOp function, unsigned index) {
 FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
   rt::Executable exe;
   exe.name = function.getSymName().str();
+  if (auto placement = function->getAttrOfType<StringAttr>("smelt.placement"))
+    exe.placement = placement.str();
   llvm::DenseMap<Value, rt::BufferId> bufferOf;
 
   auto addBuffer = [&](Value value, std::string name) -> FailureOr<rt::BufferId> {

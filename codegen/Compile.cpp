@@ -7,6 +7,7 @@
 #include "codegen/cpu/CpuKernels.h"
 #include "ir/SmeltDialect.h"
 #include "passes/Passes.h"
+#include "runtime/CpuObject.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -46,14 +47,43 @@ func::FuncOp findEntry(ModuleOp module, llvm::StringRef entry) {
   return nullptr;
 }
 
+/// The kernels' symbols; buildExecutable numbers kernels in the order of the fusion ops.
+static std::vector<std::string> kernelNames(const rt::Executable &exe) {
+  std::vector<std::string> names;
+  for (const rt::FusedKernel &kernel : exe.kernels)
+    names.push_back(kernel.name);
+  return names;
+}
+
+/// buildWithKernels' counterpart for AOT: the kernels as a shared library (kept in `library`)
+/// that the Executable runs, so what is written to an artifact is what was just compiled.
+static FailureOr<rt::Executable> buildWithObjectCode(func::FuncOp function,
+                                                     std::vector<uint8_t> &library) {
+  FailureOr<rt::Executable> exe = buildExecutable(function);
+  if (failed(exe) || exe->kernels.empty())
+    return exe;
+  std::vector<std::string> names = kernelNames(*exe);
+  std::string llvmIR;
+  FailureOr<std::vector<uint8_t>> bytes =
+      compileCpuSharedLibrary(fusionsInOrder(function), names, &llvmIR);
+  if (failed(bytes))
+    return failure();
+  rt::Expected<std::shared_ptr<const rt::CpuCode>> code = rt::loadCpuObject(*bytes, names);
+  if (!code)
+    return function.emitError() << "the CPU kernels' shared library does not load: "
+                                << code.message();
+  auto withIR = std::make_shared<rt::CpuCode>(**code);
+  withIR->llvmIR = std::move(llvmIR);
+  exe->cpu = std::move(withIR);
+  library = std::move(*bytes);
+  return exe;
+}
+
 FailureOr<rt::Executable> buildWithKernels(func::FuncOp function) {
   FailureOr<rt::Executable> exe = buildExecutable(function);
   if (failed(exe) || exe->kernels.empty())
     return exe;
-  // buildExecutable numbers kernels in the order of the function's fusion ops.
-  std::vector<std::string> names;
-  for (const rt::FusedKernel &kernel : exe->kernels)
-    names.push_back(kernel.name);
+  std::vector<std::string> names = kernelNames(*exe);
   FailureOr<std::shared_ptr<const rt::CpuCode>> cpu =
       compileCpuKernels(fusionsInOrder(function), names);
   if (failed(cpu))
@@ -95,9 +125,11 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
     return failure();
   FailureOr<rt::Executable> exe;
   {
-    rt::Trace::Scope span(options.trace, {"compiler", "phases"}, "codegen and LLVM JIT @" + name,
-                          "compile");
-    exe = buildWithKernels(function);
+    std::string what =
+        options.cpuObject ? "codegen and LLVM object code @" : "codegen and LLVM JIT @";
+    rt::Trace::Scope span(options.trace, {"compiler", "phases"}, what + name, "compile");
+    exe = options.cpuObject ? buildWithObjectCode(function, *options.cpuObject)
+                            : buildWithKernels(function);
   }
   if (failed(exe))
     return failure();

@@ -11,7 +11,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace smelt::codegen {
 
@@ -34,6 +36,10 @@ struct CompileOptions {
   /// Runs on the compiled function and its Executable while the compile's copy of the module
   /// is alive: where a back end outside codegen (CUDA, which links codegen) adds its code.
   std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &, CompileDump *)> extend;
+  /// When set, the fused kernels are compiled ahead of time instead of JIT-compiled: linked
+  /// into a shared library whose bytes land here (empty when there are no kernels) and which
+  /// the Executable runs, loaded with rt::loadCpuObject. What AOT artifacts carry.
+  std::vector<uint8_t> *cpuObject = nullptr;
 };
 
 /// Runs the default pipeline on a copy of `module` (the caller's module and its builder

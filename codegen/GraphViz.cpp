@@ -44,7 +44,8 @@ public:
 
   void write(func::FuncOp function) {
     os_ << "digraph \"" << escape(function.getSymName()) << "\" {\n"
-        << "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", "
+        << "  rankdir=TB;\n  graph [fontname=\"monospace\", fontsize=10];\n"
+        << "  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", "
            "fontsize=10];\n";
     for (BlockArgument arg : function.getArguments()) {
       std::string id = "arg" + std::to_string(arg.getArgNumber());

@@ -146,7 +146,7 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
     Option<"strict", "strict", "bool", /*default=*/"false",
            "An op that cannot run where it asked is an error, not a fallback">,
     Option<"logDevicePlacement", "log-device-placement", "bool", /*default=*/"false",
-           "Print every op's device to stdout">,
+           "Print every op's device to stderr">,
   ];
   let dependentDialects = ["smelt::SmeltDialect"];
 }

@@ -121,7 +121,7 @@ struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
       op.setAttr("smelt.device", builder.getStringAttr(placed));
       ++counts[op.getAttrOfType<StringAttr>("smelt.device").getValue()];
       if (logDevicePlacement)
-        llvm::outs() << "@" << function.getSymName() << " " << describe(&op) << ": " << placed
+        llvm::errs() << "@" << function.getSymName() << " " << describe(&op) << ": " << placed
                      << (why.empty() ? "" : " (wanted " + requested + ": " + why + ")") << "\n";
     }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 namespace smelt::rt {
@@ -624,6 +625,12 @@ Expected<LoadedArtifact> readArtifact(const std::string &path) {
   if (!bytes)
     return bytes.status();
   return decode(*bytes, path, /*keep=*/true);
+}
+
+bool isArtifactFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof kMagic] = {};
+  return in.read(magic, sizeof magic) && std::memcmp(magic, kMagic, sizeof magic) == 0;
 }
 
 } // namespace smelt::rt

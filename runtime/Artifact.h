@@ -90,4 +90,8 @@ Status writeArtifact(const std::string &path, const Executable &exe, const Artif
 
 Expected<LoadedArtifact> readArtifact(const std::string &path);
 
+/// Whether the file at `path` starts with an artifact's magic (so a tool can tell a .smelt file
+/// from a .mlir one whatever its name); false when it cannot be read.
+bool isArtifactFile(const std::string &path);
+
 } // namespace smelt::rt

@@ -6,12 +6,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 namespace smelt::rt {
 
 namespace {
+
+// The CPU executor runs every step on the caller's thread: one stream of cpu:0.
+const char *const kDevice = "cpu:0";
+const char *const kStream = "stream 0";
 
 std::string bufferLabel(const Executable &exe, BufferId id) {
   return fmt::format("b{} ({}, {})", id, exe.buffers[id].name, exe.buffers[id].type.str());
@@ -70,7 +75,7 @@ Status validateDataflow(const Executable &exe) {
 
 } // namespace
 
-Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
+Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *trace) {
   if (Status s = validateDataflow(executable); !s.ok())
     return s;
   CpuExecutor exec;
@@ -82,18 +87,23 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable) {
   for (BufferId id : exe.inputs)
     isInput[id] = 1;
   exec.storage_.resize(exe.buffers.size());
-  for (size_t id = 0; id < exe.buffers.size(); ++id) {
-    if (isInput[id])
-      continue;
-    Expected<HostTensor> buffer =
-        HostTensor::allocate(exe.buffers[id].type, fmt::format("buffer b{} ({})", id,
-                                                               exe.buffers[id].name));
-    if (!buffer)
-      return buffer.status();
-    exec.storage_[id] = std::move(*buffer);
+  {
+    Trace::Scope span(trace, {kDevice, kStream}, "allocate buffers @" + exe.name, "memory");
+    for (size_t id = 0; id < exe.buffers.size(); ++id) {
+      if (isInput[id])
+        continue;
+      Expected<HostTensor> buffer =
+          HostTensor::allocate(exe.buffers[id].type, fmt::format("buffer b{} ({})", id,
+                                                                 exe.buffers[id].name));
+      if (!buffer)
+        return buffer.status();
+      exec.storageBytes_ += double(buffer->byteSize());
+      exec.storage_[id] = std::move(*buffer);
+    }
+    for (const Constant &c : exe.constants)
+      std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
   }
-  for (const Constant &c : exe.constants)
-    std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
+  exec.setTrace(trace);
   for (const Step &step : exe.steps) {
     if (step.op == "fusion") {
       Expected<cpu::FusedRunner> fused = cpu::prepareFused(exe, step);
@@ -124,9 +134,29 @@ Status CpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostT
   return run(pointers, outputs);
 }
 
+void CpuExecutor::setTrace(Trace *trace) {
+  trace_ = trace;
+  costs_.clear();
+  spanArgs_.clear();
+  if (!trace_)
+    return;
+  for (const Step &step : executable_->steps) {
+    costs_.push_back(stepCost(*executable_, step));
+    spanArgs_.push_back(costs_.back().traceArgs());
+    spanArgs_.back()["device"] = kDevice;
+  }
+  recordMemory(storageBytes_);
+}
+
+void CpuExecutor::recordMemory(double inUse) {
+  peakBytes_ = std::max(peakBytes_, inUse);
+  trace_->counter(kDevice, "memory", trace_->now(), {{"in use", inUse}, {"peak", peakBytes_}});
+}
+
 Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                         std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;
+  Trace::Scope runSpan(trace_, {kDevice, kStream}, trace_ ? "run @" + exe.name : "", "run");
   if (inputs.size() != exe.inputs.size())
     return Status::error(fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(),
                                      inputs.size()));
@@ -151,6 +181,14 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       buffers.push_back(const_cast<void *>(address[id]));
     for (BufferId id : step.results)
       buffers.push_back(storage_[id].raw());
+    if (trace_) {
+      double start = trace_->now();
+      kernels_[s](buffers.data());
+      stepMicros_[s] = trace_->now() - start;
+      trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
+                   spanArgs_[s]);
+      continue;
+    }
     auto start = std::chrono::steady_clock::now();
     kernels_[s](buffers.data());
     stepMicros_[s] = std::chrono::duration<double, std::micro>(
@@ -160,16 +198,30 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   // Results go to a fresh vector, assigned last: `outputs` may hold the very tensors `inputs`
   // points at (a training loop feeding its state back in), which must stay alive until here.
   std::vector<HostTensor> results;
-  for (size_t i = 0; i < exe.outputs.size(); ++i) {
-    BufferId id = exe.outputs[i];
-    Expected<HostTensor> out =
-        HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
-    if (!out)
-      return out.status();
-    std::memcpy(out->raw(), address[id], out->byteSize());
-    results.push_back(std::move(*out));
+  double outputBytes = 0;
+  for (BufferId id : exe.outputs)
+    outputBytes += double(exe.buffers[id].type.byteSize());
+  {
+    Trace::Scope span(trace_, {kDevice, kStream}, "copy outputs", "copy",
+                      trace_ ? std::map<std::string, std::string>{{"bytes", fmt::format(
+                                                                        "{:.0f}", outputBytes)}}
+                             : std::map<std::string, std::string>{});
+    for (size_t i = 0; i < exe.outputs.size(); ++i) {
+      BufferId id = exe.outputs[i];
+      Expected<HostTensor> out =
+          HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
+      if (!out)
+        return out.status();
+      std::memcpy(out->raw(), address[id], out->byteSize());
+      results.push_back(std::move(*out));
+    }
   }
   outputs = std::move(results);
+  // The copies are the caller's from here: the counter shows them as a spike per run.
+  if (trace_) {
+    recordMemory(storageBytes_ + outputBytes);
+    recordMemory(storageBytes_);
+  }
   return Status();
 }
 

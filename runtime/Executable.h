@@ -100,6 +100,8 @@ struct CudaCode {
 struct Executable {
   /// Name of the entry function it was built from.
   std::string name;
+  /// Where its ops run, as smelt-place-devices summed it up ("41 ops on cpu:0 (no GPU: ...)").
+  std::string placement;
   std::vector<BufferInfo> buffers;
   /// Buffers the caller provides, in argument order.
   std::vector<BufferId> inputs;

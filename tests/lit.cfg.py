@@ -12,3 +12,6 @@ config.environment["PATH"] = os.pathsep.join(
     [config.smelt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "inputs")))
+# Tests of files only the CUDA back end writes (CUDA source, PTX in dumps) need it built.
+if config.smelt_cuda_codegen:
+    config.available_features.add("cuda-codegen")

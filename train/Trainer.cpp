@@ -33,16 +33,19 @@ Tensor buildModel(Graph &g, const TrainConfig &config, Tensor images, bool train
 
 /// Compiles `function` of `graph`, turning diagnostics into the Status message.
 rt::Expected<std::unique_ptr<rt::CpuExecutor>> compileFunction(Graph &graph,
-                                                               const std::string &function) {
+                                                               const std::string &function,
+                                                               const TrainConfig &config) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler capture(&graph.context(), [&](mlir::Diagnostic &d) {
     diagnostics += d.str() + "\n";
     return mlir::success();
   });
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), function);
+  codegen::CompileOptions options = config.compile;
+  options.pipeline = config.pipeline;
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), function, options);
   if (failed(exe))
     return rt::Status::error("compiling @" + function + ": " + diagnostics);
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
+  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe, options.trace);
   if (!cpu)
     return cpu.status();
   return std::make_unique<rt::CpuExecutor>(std::move(*cpu));
@@ -117,12 +120,12 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
         trainer->lossScaleSlot_ = int64_t(trainer->state_.size()) - 1;
       }
     }
-    auto init = compileFunction(g, "train_step_init");
+    auto init = compileFunction(g, "train_step_init", config);
     if (!init)
       return init.status();
     if (rt::Status s = (*init)->run(std::vector<rt::HostTensor>{}, trainer->params_); !s.ok())
       return s;
-    auto train = compileFunction(g, "train_step");
+    auto train = compileFunction(g, "train_step", config);
     if (!train)
       return train.status();
     trainer->trainStep_ = std::move(*train);
@@ -145,7 +148,7 @@ rt::Expected<rt::CpuExecutor *> Trainer::evalExecutor(int64_t batch) {
     Tensor acc = accuracy(logits, labels);
     g.applyPrecision(config_.precision);
     g.setOutputs({loss, acc});
-    auto exe = compileFunction(g, "eval_step");
+    auto exe = compileFunction(g, "eval_step", config_);
     if (!exe)
       return exe.status();
     return (evalSteps_[batch] = std::move(*exe)).get();

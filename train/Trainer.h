@@ -3,8 +3,10 @@
 // evaluation and checkpoints. What `smelt train` and the training tests drive.
 #pragma once
 
+#include "codegen/Compile.h"
 #include "frontend/LossScale.h"
 #include "frontend/Optimizers.h"
+#include "passes/Passes.h"
 #include "runtime/CpuExecutor.h"
 #include "runtime/Dataset.h"
 
@@ -27,6 +29,11 @@ struct TrainConfig {
   /// master weights (Graph::applyPrecision); mixed_f16 adds dynamic loss scaling.
   PrecisionPolicy precision = PrecisionPolicy::f32;
   LossScaleConfig lossScale;
+  /// The compile pipeline's choices: devices, placement, fusion.
+  PipelineOptions pipeline;
+  /// Every compile's dump directory, trace and back-end hook (--dump-dir, --profile); its
+  /// own pipeline is replaced by `pipeline`. With a trace, the executors record runs into it.
+  codegen::CompileOptions compile;
 };
 
 struct Metrics {
@@ -64,6 +71,10 @@ public:
   const std::vector<std::string> &parameterNames() const { return paramNames_; }
   int64_t globalStep() const { return step_; }
   const TrainConfig &config() const { return config_; }
+  /// Steps (kernels and library calls) one training step runs.
+  size_t stepCount() const { return trainStep_->executable().steps.size(); }
+  /// Where the training step's ops run (smelt-place-devices' summary).
+  const std::string &placement() const { return trainStep_->executable().placement; }
 
 private:
   Trainer() = default;

@@ -1,4 +1,5 @@
-// The CPU back end's entry point: smelt.fusion ops -> machine code in process (rt::CpuCode).
+// The CPU back end's entry points: smelt.fusion ops -> machine code in process (rt::CpuCode),
+// or -> a shared library's bytes for an AOT artifact.
 #pragma once
 
 #include "ir/SmeltDialect.h"
@@ -8,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace smelt::codegen {
 
@@ -18,5 +20,14 @@ namespace smelt::codegen {
 /// Errors are diagnostics at the fusion op they concern.
 mlir::FailureOr<std::shared_ptr<const rt::CpuCode>>
 compileCpuKernels(llvm::ArrayRef<FusionOp> fusions, llvm::ArrayRef<std::string> names);
+
+/// The same kernels, built by the same pipeline, as the bytes of a shared library that exports
+/// names[i] with rt::CpuKernelFn's ABI and needs only libc and libm (what rt::loadCpuObject
+/// loads and rt::ArtifactExtras::cpuObject holds). `llvmIR`, when given, receives the optimized
+/// IR. No fusions give no bytes. Needs the system's `c++` to link; its absence is a diagnostic
+/// like any other failure.
+mlir::FailureOr<std::vector<uint8_t>>
+compileCpuSharedLibrary(llvm::ArrayRef<FusionOp> fusions, llvm::ArrayRef<std::string> names,
+                        std::string *llvmIR = nullptr);
 
 } // namespace smelt::codegen

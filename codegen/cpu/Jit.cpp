@@ -3,17 +3,14 @@
 // pointers.
 #include "codegen/cpu/Jit.h"
 
+#include "codegen/cpu/HostMachine.h"
+
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <mutex>
+#include "llvm/Target/TargetMachine.h"
 
 using namespace mlir;
 
@@ -21,31 +18,16 @@ namespace smelt::codegen::cpu {
 
 std::shared_ptr<rt::CpuCode> jitCompile(ModuleOp module, ArrayRef<std::string> names,
                                         std::string &error) {
-  static std::once_flag initialized;
-  std::call_once(initialized, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
-
-  // detectHost() names the host CPU and all its features.
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    error = "cannot describe the host CPU: " + llvm::toString(builder.takeError());
+  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
+  if (!machine)
     return nullptr;
-  }
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto machine = builder->createTargetMachine();
-  if (!machine) {
-    error = "no code generator for the host CPU: " + llvm::toString(machine.takeError());
-    return nullptr;
-  }
+  llvm::TargetMachine *target = machine.get();
 
   auto code = std::make_shared<rt::CpuCode>();
   // The engine calls the transformer inside create() and aborts on an error it returns, so
   // an optimizer error is kept here and reported after.
-  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine->get());
   std::string optimizeError;
   auto transformer = [&](llvm::Module *llvmModule) -> llvm::Error {
     // The engine wraps every function as `_mlir_<name>(void **)` for invokePacked, which the
@@ -53,10 +35,7 @@ std::shared_ptr<rt::CpuCode> jitCompile(ModuleOp module, ArrayRef<std::string> n
     for (llvm::Function &function : llvm::make_early_inc_range(*llvmModule))
       if (function.getName().starts_with("_mlir_") && function.use_empty())
         function.eraseFromParent();
-    if (llvm::Error e = optimize(llvmModule))
-      optimizeError = llvm::toString(std::move(e));
-    llvm::raw_string_ostream os(code->llvmIR);
-    llvmModule->print(os, nullptr);
+    optimizeError = optimizeForHost(*llvmModule, *target, &code->llvmIR);
     return llvm::Error::success();
   };
   ExecutionEngineOptions options;
@@ -64,7 +43,7 @@ std::shared_ptr<rt::CpuCode> jitCompile(ModuleOp module, ArrayRef<std::string> n
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
-  auto engine = ExecutionEngine::create(module, options, std::move(*machine));
+  auto engine = ExecutionEngine::create(module, options, std::move(machine));
   if (!engine) {
     error = "JIT compilation failed: " + llvm::toString(engine.takeError());
     return nullptr;

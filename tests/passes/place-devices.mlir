@@ -2,7 +2,7 @@
 // placement, copies at device boundaries, the summary, and fusion that stays on one device.
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 | FileCheck %s --check-prefix=HASGPU
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices="no-gpu-reason={libcuda.so.1 not found}" | FileCheck %s --check-prefix=CPUONLY
-// RUN: smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 log-device-placement" -o /dev/null | FileCheck %s --check-prefix=LOG
+// RUN: smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 log-device-placement" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOG
 // RUN: not smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 strict" 2>&1 | FileCheck %s --check-prefix=STRICT
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 -smelt-fuse | FileCheck %s --check-prefix=FUSED
 

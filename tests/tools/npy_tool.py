@@ -42,5 +42,9 @@ if __name__ == "__main__":
     elif cmd == "truncate":
         data = open(sys.argv[2], "rb").read()
         open(sys.argv[3], "wb").write(data[: int(sys.argv[4])])
+    elif cmd == "flip":  # flip IN OUT OFFSET: a copy with the byte at OFFSET inverted
+        data = bytearray(open(sys.argv[2], "rb").read())
+        data[int(sys.argv[4])] ^= 0xFF
+        open(sys.argv[3], "wb").write(data)
     else:
         sys.exit(f"unknown command {cmd}")

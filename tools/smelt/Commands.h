@@ -12,7 +12,19 @@ llvm::cl::OptionCategory &smeltCategory();
 extern llvm::cl::SubCommand runSubcommand;
 int runCommand();
 
+extern llvm::cl::SubCommand compileSubcommand;
+int compileCommand();
+
 extern llvm::cl::SubCommand trainSubcommand;
 int trainCommand();
+
+extern llvm::cl::SubCommand devicesSubcommand;
+int devicesCommand();
+
+extern llvm::cl::SubCommand dumpSubcommand;
+int dumpCommand();
+
+extern llvm::cl::SubCommand benchSubcommand;
+int benchCommand();
 
 } // namespace smelt::tools

@@ -1,10 +1,15 @@
-// `smelt run`: compile one function of a .mlir module, feed it .npy inputs, run it on the CPU
-// and write each result as <name>.npy (or print a summary without --output-dir).
+// `smelt run`: compile one function of a .mlir module (or load an AOT artifact that `smelt
+// compile` wrote), feed it .npy inputs, run it on the CPU and write each result as <name>.npy
+// (or print a summary without --output-dir).
 #include "tools/smelt/Commands.h"
+#include "tools/smelt/Inspect.h"
+#include "tools/smelt/Placement.h"
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
+#include "runtime/Artifact.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/CpuObject.h"
 #include "runtime/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,9 +27,15 @@ namespace cl = llvm::cl;
 namespace smelt::tools {
 
 cl::SubCommand runSubcommand("run", "Compile a function of a .mlir module and run it on the CPU");
+static cl::opt<bool> logDevicePlacement("log-device-placement",
+                                        cl::desc(kLogDevicePlacementHelp), cl::sub(runSubcommand),
+                                        cl::cat(smeltCategory()));
+static cl::opt<bool> strictPlacement("strict-placement", cl::desc(kStrictPlacementHelp),
+                                     cl::sub(runSubcommand), cl::cat(smeltCategory()));
 
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
-                                      cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
+                                      cl::Required, cl::sub(runSubcommand),
+                                      cl::cat(smeltCategory()));
 static cl::list<std::string> inputSpecs(
     "input", cl::desc("An argument's value: NAME=FILE.npy, NAME being the argument's "
                       "smelt.name, argN, or its position N"),
@@ -35,6 +46,11 @@ static cl::opt<std::string> outputDir(
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to run (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> dumpDir("dump-dir", cl::desc(kDumpDirHelp), cl::value_desc("dir"),
+                                    cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
+                                        cl::value_desc("trace.json"), cl::sub(runSubcommand),
+                                        cl::cat(smeltCategory()));
 
 static int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
@@ -42,59 +58,123 @@ static int fail(const std::string &message) {
 }
 
 /// Maps each `--input` to the argument it names; every argument needs exactly one.
-static rt::Expected<std::vector<std::string>> inputFiles(mlir::func::FuncOp function) {
-  unsigned count = function.getNumArguments();
+static rt::Expected<std::vector<std::string>> inputFiles(const std::string &function,
+                                                         const std::vector<std::string> &args) {
+  size_t count = args.size();
   std::vector<std::string> files(count);
   for (const std::string &spec : inputSpecs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return rt::Status::error("--input '" + spec + "' must be NAME=FILE.npy");
     std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
-    std::optional<unsigned> index;
-    for (unsigned i = 0; i < count && !index; ++i)
-      if (codegen::argumentName(function, i) == name || "arg" + std::to_string(i) == name ||
-          std::to_string(i) == name)
+    std::optional<size_t> index;
+    for (size_t i = 0; i < count && !index; ++i)
+      if (args[i] == name || "arg" + std::to_string(i) == name || std::to_string(i) == name)
         index = i;
     if (!index) {
       std::string names;
-      for (unsigned i = 0; i < count; ++i)
-        names += (i ? ", " : "") + codegen::argumentName(function, i);
-      return rt::Status::error("--input " + spec + ": @" + function.getSymName().str() +
-                               " has no argument '" + name + "' (its arguments: " +
-                               (names.empty() ? "none" : names) + ")");
+      for (size_t i = 0; i < count; ++i)
+        names += (i ? ", " : "") + args[i];
+      return rt::Status::error("--input " + spec + ": @" + function + " has no argument '" +
+                               name + "' (its arguments: " + (names.empty() ? "none" : names) +
+                               ")");
     }
     if (!files[*index].empty())
       return rt::Status::error("--input " + spec + ": argument '" + name + "' is given twice");
     files[*index] = file;
   }
-  for (unsigned i = 0; i < count; ++i)
+  for (size_t i = 0; i < count; ++i)
     if (files[i].empty())
-      return rt::Status::error("missing --input for argument '" +
-                               codegen::argumentName(function, i) + "' (#" + std::to_string(i) +
-                               ")");
+      return rt::Status::error("missing --input for argument '" + args[i] + "' (#" +
+                               std::to_string(i) + ")");
   return files;
 }
 
-int runCommand() {
+/// What `smelt run` runs: an Executable, and the names of its arguments and results.
+struct Program {
+  rt::Executable exe;
+  std::vector<std::string> argNames, resultNames;
+};
+
+/// `smelt run model.mlir`: the function compiled (JIT) now. Diagnostics are printed; null on
+/// failure.
+static std::optional<Program> compileModel(rt::Trace *profile) {
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   mlir::OwningOpRef<mlir::ModuleOp> module = codegen::parseModuleFile(context, modelPath);
   if (!module)
-    return 1;
+    return std::nullopt;
   mlir::func::FuncOp function = codegen::findEntry(*module, entryName);
   if (!function)
+    return std::nullopt;
+  Program program;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i)
+    program.argNames.push_back(codegen::argumentName(function, i));
+  for (unsigned i = 0; i < function.getNumResults(); ++i)
+    program.resultNames.push_back(codegen::resultName(function, i));
+  // Before compiling: a wrong --input is reported without waiting for LLVM.
+  if (rt::Expected<std::vector<std::string>> files =
+          inputFiles(function.getSymName().str(), program.argNames);
+      !files)
+    return fail(files.message()), std::nullopt;
+
+  codegen::CompileOptions options = compileOptions(dumpDir, profile);
+  options.pipeline = placementOptions(logDevicePlacement, strictPlacement);
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, function.getSymName(), options);
+  if (failed(exe))
+    return std::nullopt;
+  program.exe = std::move(*exe);
+  return program;
+}
+
+/// `smelt run model.smelt`: the Executable of an AOT artifact (`smelt compile`) with its CPU
+/// code loaded; no MLIR and no LLVM. Arguments are named by their buffers, results as
+/// `smelt compile` named their buffers (compileArtifact).
+static std::optional<Program> loadArtifact() {
+  rt::Expected<rt::LoadedArtifact> artifact = rt::readArtifact(modelPath);
+  if (!artifact)
+    return fail(artifact.message()), std::nullopt;
+  if (!entryName.empty() && entryName != artifact->executable.name)
+    return fail("--entry " + entryName + ": " + modelPath + " holds @" +
+                artifact->executable.name + " only; `smelt compile --entry` makes others"),
+           std::nullopt;
+  Program program{std::move(artifact->executable), {}, {}};
+  rt::Executable &exe = program.exe;
+  if (!exe.kernels.empty()) {
+    if (artifact->extras.cpuObject.empty())
+      return fail(modelPath + ": the artifact has no CPU code (target " +
+                  artifact->extras.target + "); compile it with --target=cpu"),
+             std::nullopt;
+    rt::Expected<std::shared_ptr<const rt::CpuCode>> cpu =
+        rt::loadCpuObject(artifact->extras.cpuObject, artifact->extras.cpuSymbols);
+    if (!cpu)
+      return fail(modelPath + ": " + cpu.message()), std::nullopt;
+    exe.cpu = std::move(*cpu);
+  }
+  exe.placement = "as compiled for " + artifact->extras.target + " by " +
+                  artifact->extras.producer;
+  for (rt::BufferId id : exe.inputs)
+    program.argNames.push_back(exe.buffers[id].name);
+  for (rt::BufferId id : exe.outputs)
+    program.resultNames.push_back(exe.buffers[id].name);
+  return program;
+}
+
+int runCommand() {
+  rt::Trace trace;
+  rt::Trace *profile = profilePath.empty() ? nullptr : &trace;
+  std::optional<Program> program =
+      rt::isArtifactFile(modelPath) ? loadArtifact() : compileModel(profile);
+  if (!program)
     return 1;
-  rt::Expected<std::vector<std::string>> files = inputFiles(function);
+  const std::vector<std::string> &resultNames = program->resultNames;
+  rt::Expected<std::vector<std::string>> files = inputFiles(program->exe.name, program->argNames);
   if (!files)
     return fail(files.message());
-  std::vector<std::string> resultNames;
-  for (unsigned i = 0; i < function.getNumResults(); ++i)
-    resultNames.push_back(codegen::resultName(function, i));
-
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, function.getSymName());
-  if (failed(exe))
-    return 1;
+  const rt::Executable *exe = &program->exe;
+  // One line on stderr, as TensorFlow logs placement: stdout stays the results.
+  llvm::errs() << "placement: @" << exe->name << ": " << exe->placement << "\n";
   std::vector<rt::HostTensor> inputs;
   for (const std::string &file : *files) {
     rt::Expected<rt::HostTensor> tensor = rt::readNpy(file);
@@ -102,7 +182,7 @@ int runCommand() {
       return fail(tensor.message());
     inputs.push_back(std::move(*tensor));
   }
-  rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
+  rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe, profile);
   if (!executor)
     return fail(executor.message());
   std::vector<rt::HostTensor> outputs;
@@ -135,7 +215,9 @@ int runCommand() {
     llvm::outs() << "wrote " << path << " (" << outputs[i].type().str() << ")\n";
   }
   llvm::errs() << llvm::format("ran @%s: %zu steps in %.3f ms\n",
-                               function.getSymName().str().c_str(), exe->steps.size(), ms);
+                               exe->name.c_str(), exe->steps.size(), ms);
+  if (profile && !writeProfile(trace, profilePath))
+    return 1;
   return 0;
 }
 

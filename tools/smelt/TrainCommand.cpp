@@ -2,6 +2,8 @@
 // progress per epoch, validation on the last part of the training set, a final test accuracy,
 // and safetensors checkpoints that --resume continues from.
 #include "tools/smelt/Commands.h"
+#include "tools/smelt/Inspect.h"
+#include "tools/smelt/Placement.h"
 
 #include "runtime/Mnist.h"
 #include "train/Trainer.h"
@@ -19,6 +21,11 @@ namespace cl = llvm::cl;
 namespace smelt::tools {
 
 cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST (CPU)");
+static cl::opt<bool> logDevicePlacement("log-device-placement",
+                                        cl::desc(kLogDevicePlacementHelp), cl::sub(trainSubcommand),
+                                        cl::cat(smeltCategory()));
+static cl::opt<bool> strictPlacement("strict-placement", cl::desc(kStrictPlacementHelp),
+                                     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 
 static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout) or cnn "
                                                     "(conv-pool-conv-pool-dense)"),
@@ -65,6 +72,11 @@ static cl::opt<double> initialLossScale(
     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<bool> resume("resume", cl::desc("Continue from --checkpoint if it exists"),
                             cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> dumpDir("dump-dir", cl::desc(kDumpDirHelp), cl::value_desc("dir"),
+                                    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
+                                        cl::value_desc("trace.json"), cl::sub(trainSubcommand),
+                                        cl::cat(smeltCategory()));
 
 static int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
@@ -110,6 +122,9 @@ int trainCommand() {
   config.optimizer.learningRate = learningRate;
   config.precision = *policy;
   config.lossScale.initialScale = initialLossScale;
+  config.pipeline = placementOptions(logDevicePlacement, strictPlacement);
+  rt::Trace trace;
+  config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   auto start = Clock::now();
   rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
   if (!trainer)
@@ -119,6 +134,8 @@ int trainCommand() {
                                model.c_str(), precision.c_str(), (long long)train.size(),
                                (long long)validationCount, (long long)test.size(),
                                std::chrono::duration<double>(Clock::now() - start).count());
+
+  llvm::outs() << "placement: " << (*trainer)->placement() << "\n";
 
   int64_t firstEpoch = 0;
   if (resume && std::filesystem::exists(std::string(checkpointPath))) {
@@ -169,6 +186,8 @@ int trainCommand() {
     return fail(result.message());
   llvm::outs() << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
                                result->accuracy);
+  if (!profilePath.empty() && !writeProfile(trace, profilePath))
+    return 1;
   return 0;
 }
 

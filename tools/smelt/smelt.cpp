@@ -20,11 +20,23 @@ int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "Smelt: a dataflow-graph compiler for training.\n\n"
                                     "  smelt run model.mlir --input x=x.npy --output-dir out\n"
-                                    "  smelt train --model=mlp --epochs=5\n");
+                                    "  smelt compile model.mlir --target=cpu -o model.smelt\n"
+                                    "  smelt train --model=mlp --epochs=5\n"
+                                    "  smelt devices\n"
+                                    "  smelt dump model.mlir --dump-dir smelt-dump\n"
+                                    "  smelt bench model.mlir --repeat 20\n");
   if (smelt::tools::runSubcommand)
     return smelt::tools::runCommand();
+  if (smelt::tools::compileSubcommand)
+    return smelt::tools::compileCommand();
   if (smelt::tools::trainSubcommand)
     return smelt::tools::trainCommand();
+  if (smelt::tools::devicesSubcommand)
+    return smelt::tools::devicesCommand();
+  if (smelt::tools::dumpSubcommand)
+    return smelt::tools::dumpCommand();
+  if (smelt::tools::benchSubcommand)
+    return smelt::tools::benchCommand();
   llvm::WithColor::error(llvm::errs(), "smelt") << "no subcommand given; try `smelt --help`\n";
   return 1;
 }

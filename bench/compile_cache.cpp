@@ -1,0 +1,67 @@
+// Compile time of the MLP training step through the JIT cache (codegen/JitCache.h): cold (an
+// empty cache directory: pipeline, LLVM, linking), warm in memory (the same JitCache again) and
+// warm on disk (a new JitCache on the same directory, as a new process: read the artifact and
+// dlopen its CPU code, no LLVM). Prints the median of several runs of each.
+#include "codegen/JitCache.h"
+#include "frontend/Graph.h"
+#include "train/Trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  namespace fs = std::filesystem;
+  mlir::MLIRContext context;
+  smelt::codegen::loadDialects(context);
+  smelt::train::TrainConfig config; // the MLP, batch 256
+  std::unique_ptr<smelt::Graph> graph = smelt::train::buildTrainStep(context, config);
+  mlir::ModuleOp module = graph->module();
+
+  std::vector<double> cold, memory, disk;
+  for (int run = 0; run < runs; ++run) {
+    std::string pattern = (fs::temp_directory_path() / "smelt-bench-cache-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      return fmt::print(stderr, "error: cannot create a temporary directory\n"), 1;
+    smelt::codegen::JitOptions options;
+    options.cacheDir = pattern;
+    auto timed = [&](smelt::codegen::JitCache &cache, std::vector<double> &into) {
+      auto start = Clock::now();
+      if (mlir::failed(cache.get(module, "train_step")))
+        return false;
+      into.push_back(msSince(start));
+      return true;
+    };
+    smelt::codegen::JitCache first(options);
+    if (!timed(first, cold) || !timed(first, memory))
+      return fmt::print(stderr, "error: the train step does not compile\n"), 1;
+    smelt::codegen::JitCache second(options);
+    if (!timed(second, disk) || second.stats().diskHits != 1)
+      return fmt::print(stderr, "error: the warm on-disk compile missed\n"), 1;
+    fs::remove_all(pattern);
+  }
+  fmt::print("MLP train step (batch {}), median of {} runs:\n", config.batch, runs);
+  fmt::print("  cold (empty cache directory)       {:9.1f} ms\n", median(cold));
+  fmt::print("  warm, in memory (same JitCache)    {:9.3f} ms\n", median(memory));
+  fmt::print("  warm, on disk (new JitCache)       {:9.1f} ms\n", median(disk));
+  return 0;
+}

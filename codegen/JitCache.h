@@ -1,0 +1,118 @@
+// The JIT for code that compiles the same functions again and again (a training script run
+// twice, a test suite, a notebook): a JitCache compiles a function of a module on its first
+// request and keeps the result in memory and, as an AOT artifact (runtime/Artifact.h, CPU shared
+// library included), on disk, so a later request (or process) skips the pipeline, LLVM and NVRTC.
+//
+// Entries are found by a key: SHA-256 over five parts, each of which can change on its own:
+//   ir       the function as printed, without locations
+//   shapes   its arguments' shapes                  dtypes   their element types
+//   arch     the target and the host CPU with its features (the CPU code is built for it)
+//   options  the pipeline options that change code, and the artifact format version
+// On disk, <dir>/<function>-<key>.smelt holds the artifact and <function>-<key>.key the parts,
+// so that a verbose miss can say which parts changed against the closest earlier entry of the
+// same function. Both are written atomically (temporary file, rename): processes that share a
+// directory may write the same entry at once, and each reader sees a whole file or none. A file
+// that does not read back is reported, ignored and compiled again.
+#pragma once
+
+#include "codegen/Compile.h"
+#include "runtime/Artifact.h"
+#include "runtime/CpuExecutor.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace smelt::codegen {
+
+struct JitOptions {
+  /// Where artifacts are kept; empty: $SMELT_CACHE_DIR, else $XDG_CACHE_HOME/smelt, else
+  /// ~/.cache/smelt.
+  std::string cacheDir;
+  /// Off: memory only.
+  bool diskCache = true;
+  /// Say on `log` what each request found and, for a miss, which key parts changed.
+  bool verbose = false;
+  /// Where messages go (verbose ones, and unreadable cache files); null: stderr.
+  llvm::raw_ostream *log = nullptr;
+  /// "cpu" or "cuda:<arch>"; a CUDA target needs `extend` to add the CUDA code (the CUDA back
+  /// end links codegen, not the reverse), which must depend on nothing but the target.
+  std::string target = "cpu";
+  PipelineOptions pipeline;
+  std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &, CompileDump *)> extend;
+};
+
+/// An entry's key: the function's name and the five parts, as text (see the file comment).
+struct JitKey {
+  std::string function, ir, shapes, dtypes, arch, options;
+  /// The SHA-256 of the parts, 32 hex digits (the first 128 bits).
+  std::string hash() const;
+  /// "shapes changed (4x8 -> 8x8)", the parts that differ from `other`, joined by ", ".
+  std::string differences(const JitKey &other) const;
+};
+
+class JitCache {
+public:
+  explicit JitCache(JitOptions options = {});
+
+  /// The Executable of function `entry` of `module` (empty: as compile() picks), compiled on
+  /// the first request for its key, from memory or disk after. Errors are diagnostics.
+  mlir::FailureOr<std::shared_ptr<const rt::Executable>> get(mlir::ModuleOp module,
+                                                             llvm::StringRef entry = "");
+
+  /// The key `get` would use; a diagnostic and failure when there is no such entry.
+  mlir::FailureOr<JitKey> keyOf(mlir::ModuleOp module, llvm::StringRef entry) const;
+
+  struct Stats {
+    int64_t memoryHits = 0, diskHits = 0, misses = 0;
+  };
+  Stats stats() const;
+  /// The on-disk directory in use ("" without a disk cache).
+  const std::string &directory() const { return dir_; }
+
+private:
+  std::shared_ptr<const rt::Executable> loadFromDisk(const JitKey &key);
+  void store(const JitKey &key, const rt::Executable &exe, const rt::ArtifactExtras &extras);
+  /// Why `key` missed: the parts that changed against the closest earlier entry.
+  std::string explainMiss(const JitKey &key) const;
+  std::string pathOf(const JitKey &key, const char *extension) const;
+  llvm::raw_ostream &log() const { return options_.log ? *options_.log : llvm::errs(); }
+
+  JitOptions options_;
+  std::string dir_;
+  mutable std::mutex mutex_;
+  struct Entry {
+    JitKey key;
+    std::shared_ptr<const rt::Executable> executable;
+  };
+  std::map<std::string, Entry> entries_;
+  Stats stats_;
+};
+
+/// One function of a module, compiled through a JitCache on its first call and run on the CPU.
+/// The module must outlive the first call; later changes to it are not seen.
+class JitFunction {
+public:
+  JitFunction(JitCache &cache, mlir::ModuleOp module, std::string entry = "")
+      : cache_(cache), module_(module), entry_(std::move(entry)) {}
+
+  /// Compiles (or finds) the function on the first call, then runs it. A compile error is
+  /// reported as a diagnostic and returned as a Status.
+  rt::Status call(const std::vector<rt::HostTensor> &inputs, std::vector<rt::HostTensor> &outputs);
+
+  /// The Executable, once a call compiled it.
+  const rt::Executable *executable() const {
+    return executor_ ? &executor_->executable() : nullptr;
+  }
+
+private:
+  JitCache &cache_;
+  mlir::ModuleOp module_;
+  std::string entry_;
+  std::unique_ptr<rt::CpuExecutor> executor_;
+};
+
+} // namespace smelt::codegen

@@ -1,0 +1,157 @@
+// --profile's trace: the compile's passes and phases, one span per executed step with its op,
+// shapes and bytes, and the executor's memory as counters, in JSON that parses; and the step
+// costs the spans and `smelt bench` share.
+#include "codegen/Compile.h"
+#include "runtime/CpuExecutor.h"
+#include "runtime/StepCost.h"
+
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace smelt::test {
+namespace {
+
+const char *kDense = R"(
+func.func @main(%x: tensor<16x32xf32>, %w: tensor<32x8xf32>, %b: tensor<8xf32>)
+    -> tensor<16x8xf32> {
+  %0 = smelt.matmul %x, %w : tensor<16x32xf32>, tensor<32x8xf32>
+  %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<8xf32> -> tensor<16x8xf32>
+  %2 = smelt.add %0, %1 : tensor<16x8xf32>
+  %3 = smelt.relu %2 : tensor<16x8xf32>
+  return %3 : tensor<16x8xf32>
+}
+)";
+
+struct Profiled {
+  rt::Trace trace;
+  rt::Executable exe;
+};
+
+std::vector<rt::HostTensor> inputsOf(const rt::Executable &exe) {
+  std::vector<rt::HostTensor> inputs;
+  for (rt::BufferId id : exe.inputs) {
+    const rt::TensorType &type = exe.buffers[id].type;
+    inputs.push_back(rt::HostTensor::fromDoubles(
+        type, std::vector<double>(size_t(type.numElements()), 0.5)));
+  }
+  return inputs;
+}
+
+/// kDense compiled and run `runs` times with everything recorded into one trace.
+void compileAndRun(Profiled &p, int runs) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kDense, mlir::ParserConfig(&context));
+  ASSERT_TRUE(module);
+  codegen::CompileOptions options;
+  options.trace = &p.trace;
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, "main", options);
+  ASSERT_TRUE(mlir::succeeded(exe));
+  p.exe = *exe;
+  rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(p.exe, &p.trace);
+  ASSERT_TRUE(executor) << executor.message();
+  std::vector<rt::HostTensor> inputs = inputsOf(p.exe), outputs;
+  for (int i = 0; i < runs; ++i)
+    ASSERT_TRUE(executor->run(inputs, outputs).ok());
+}
+
+std::vector<nlohmann::json> events(const rt::Trace &trace, const std::string &phase) {
+  nlohmann::json parsed = nlohmann::json::parse(trace.json()); // throws if malformed
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json &e : parsed.at("traceEvents"))
+    if (e.at("ph") == phase)
+      out.push_back(e);
+  return out;
+}
+
+TEST(Profile, TraceHasPassesPhasesStepsAndMemory) {
+  Profiled p;
+  compileAndRun(p, 2);
+  ASSERT_FALSE(HasFailure());
+  std::vector<nlohmann::json> spans = events(p.trace, "X");
+  auto count = [&](const std::string &category, const std::string &name) {
+    return std::count_if(spans.begin(), spans.end(), [&](const nlohmann::json &e) {
+      return e.at("cat") == category && (name.empty() || e.at("name") == name);
+    });
+  };
+  EXPECT_EQ(count("pass", "smelt-fuse"), 1);
+  EXPECT_EQ(count("compile", "pipeline @main"), 1);
+  EXPECT_EQ(count("compile", "codegen and LLVM JIT @main"), 1);
+  EXPECT_EQ(count("run", "run @main"), 2);
+  EXPECT_EQ(count("copy", "copy outputs"), 2);
+  // Every step of every run, with the args a reader needs to tell them apart.
+  ASSERT_EQ(p.exe.steps.size(), 2u); // matmul, then the fused bias + relu
+  EXPECT_EQ(count("library", "matmul"), 2);
+  EXPECT_EQ(count("kernel", "main_fusion0"), 2);
+  for (const nlohmann::json &e : spans) {
+    if (e.at("cat") != "kernel" && e.at("cat") != "library")
+      continue;
+    const nlohmann::json &args = e.at("args");
+    for (const char *key : {"op", "shapes", "bytes", "flops", "device", "location"})
+      EXPECT_TRUE(args.contains(key)) << key << " missing in " << e.dump();
+    if (e.at("name") == "matmul") {
+      EXPECT_EQ(args.at("shapes"), "tensor<16x32xf32>, tensor<32x8xf32> -> tensor<16x8xf32>");
+      EXPECT_EQ(args.at("bytes"), std::to_string(4 * (16 * 32 + 32 * 8 + 16 * 8)));
+      EXPECT_EQ(args.at("flops"), std::to_string(2 * 16 * 8 * 32));
+    }
+  }
+  // Steps of one run follow each other on one track: cpu:0's stream.
+  std::vector<nlohmann::json> steps;
+  for (const nlohmann::json &e : spans)
+    if (e.at("cat") == "kernel" || e.at("cat") == "library")
+      steps.push_back(e);
+  for (size_t i = 1; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].at("tid"), steps[0].at("tid"));
+    EXPECT_GE(steps[i].at("ts").get<double>(),
+              steps[i - 1].at("ts").get<double>() + steps[i - 1].at("dur").get<double>());
+  }
+
+  // Memory: the buffers allocated at create, then each run's output copies on top.
+  std::vector<nlohmann::json> counters = events(p.trace, "C");
+  ASSERT_EQ(counters.size(), 1u + 2 * 2);
+  double storage = counters[0].at("args").at("in use").get<double>();
+  EXPECT_GT(storage, 0);
+  double output = 16 * 8 * 4;
+  EXPECT_EQ(counters[1].at("args").at("in use").get<double>(), storage + output);
+  EXPECT_EQ(counters[2].at("args").at("in use").get<double>(), storage);
+  for (size_t i = 0; i < counters.size(); ++i) {
+    EXPECT_EQ(counters[i].at("name"), "memory");
+    EXPECT_EQ(counters[i].at("args").at("peak").get<double>(), i ? storage + output : storage);
+  }
+}
+
+TEST(Profile, NoTraceNoEvents) {
+  Profiled p;
+  compileAndRun(p, 1);
+  ASSERT_FALSE(HasFailure());
+  rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(p.exe, &p.trace);
+  ASSERT_TRUE(executor);
+  executor->setTrace(nullptr);
+  size_t before = p.trace.eventCount();
+  std::vector<rt::HostTensor> inputs = inputsOf(p.exe), outputs;
+  ASSERT_TRUE(executor->run(inputs, outputs).ok());
+  EXPECT_EQ(p.trace.eventCount(), before);
+  EXPECT_EQ(executor->lastStepMicros().size(), p.exe.steps.size());
+}
+
+TEST(Profile, StepCostsCountBytesAndFlops) {
+  Profiled p;
+  compileAndRun(p, 0);
+  ASSERT_FALSE(HasFailure());
+  rt::StepCost matmul = rt::stepCost(p.exe, p.exe.steps[0]);
+  EXPECT_EQ(matmul.kind, "library");
+  EXPECT_EQ(matmul.flops, 2.0 * 16 * 8 * 32);
+  rt::StepCost fused = rt::stepCost(p.exe, p.exe.steps[1]);
+  EXPECT_EQ(fused.kind, "kernel");
+  EXPECT_EQ(fused.name, "main_fusion0");
+  EXPECT_EQ(fused.ops, p.exe.kernels[0].ops);
+  // Operands (the matmul's result and the bias) plus the result.
+  EXPECT_EQ(fused.bytes, 4.0 * (16 * 8 + 8 + 16 * 8));
+  // add and relu compute, broadcast_in_dim only moves data: two FLOPs per element.
+  EXPECT_EQ(fused.flops, 2.0 * 16 * 8);
+}
+
+} // namespace
+} // namespace smelt::test

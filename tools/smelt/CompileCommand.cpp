@@ -1,0 +1,88 @@
+// `smelt compile`: compile one function of a .mlir module ahead of time into an artifact
+// (runtime/Artifact.h) that `smelt run` or the runtime alone loads: the plan, its constants,
+// the CPU kernels as a shared library and, for a CUDA target, the kernels' CUDA code too.
+#include "tools/smelt/Commands.h"
+#include "tools/smelt/ModuleFile.h"
+#include "tools/smelt/Placement.h"
+
+#include "codegen/BuildExecutable.h"
+#include "codegen/CompileArtifact.h"
+#ifdef SMELT_HAVE_CUDA_CODEGEN
+#include "codegen/cuda/CudaCodegen.h"
+#endif
+
+#include "llvm/Support/WithColor.h"
+
+namespace cl = llvm::cl;
+
+namespace smelt::tools {
+
+cl::SubCommand compileSubcommand("compile",
+                                 "Compile a function of a .mlir module ahead of time into an "
+                                 "artifact (.smelt) that `smelt run` runs");
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                                      cl::sub(compileSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> outputPath("o", cl::desc("The artifact to write"), cl::Required,
+                                       cl::value_desc("model.smelt"), cl::sub(compileSubcommand),
+                                       cl::cat(smeltCategory()));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("cpu (the CPU kernels as a shared library), or cuda:sm_XX (CUDA code for that "
+             "arch, and the CPU library so that it also runs without a GPU)"),
+    cl::init("cpu"), cl::value_desc("cpu|cuda:sm_XX"), cl::sub(compileSubcommand),
+    cl::cat(smeltCategory()));
+static cl::opt<std::string> entryName(
+    "entry", cl::desc("Function to compile (default: @main, or the only function)"),
+    cl::value_desc("name"), cl::sub(compileSubcommand), cl::cat(smeltCategory()));
+
+static int fail(const std::string &message) {
+  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
+  return 1;
+}
+
+int compileCommand() {
+  codegen::CompileOptions options;
+  options.pipeline = placementOptions(/*logDevicePlacement=*/false, /*strictPlacement=*/false);
+  llvm::StringRef arch = target;
+  if (arch.consume_front("cuda:")) {
+    if (!arch.starts_with("sm_") || arch.size() == 3)
+      return fail("--target=" + target + ": a CUDA target names an arch, as in cuda:sm_90");
+#ifdef SMELT_HAVE_CUDA_CODEGEN
+    options.extend = [arch = arch.str()](mlir::func::FuncOp function, rt::Executable &exe,
+                                         codegen::CompileDump *) {
+      mlir::FailureOr<rt::CudaCode> cuda =
+          codegen::compileCudaKernels(codegen::fusionsInOrder(function), exe.kernels, arch);
+      if (failed(cuda))
+        return mlir::failure();
+      exe.cuda = std::make_shared<rt::CudaCode>(std::move(*cuda));
+      return mlir::success();
+    };
+#else
+    return fail("--target=" + target + ": this smelt was built without the CUDA back end");
+#endif
+  } else if (target != "cpu") {
+    return fail("--target=" + target + ": unknown target (cpu, or cuda:sm_XX)");
+  }
+
+  ModuleFile file(modelPath);
+  if (!file.module)
+    return 1;
+  mlir::FailureOr<codegen::CompiledArtifact> artifact =
+      codegen::compileArtifact(*file.module, entryName, options, target);
+  if (failed(artifact))
+    return 1;
+  if (rt::Status s = rt::writeArtifact(outputPath, artifact->executable, artifact->extras);
+      !s.ok())
+    return fail(s.message());
+  const rt::Executable &exe = artifact->executable;
+  llvm::outs() << "wrote " << outputPath << ": @" << exe.name << " for " << target << ", "
+               << exe.steps.size() << " steps, " << exe.kernels.size() << " fused kernels ("
+               << artifact->extras.cpuObject.size() << " bytes of CPU code"
+               << (exe.cuda ? ", " + std::to_string(exe.cuda->cubin.size()) + " bytes of CUBIN"
+                            : std::string())
+               << ")\n";
+  return 0;
+}
+
+} // namespace smelt::tools

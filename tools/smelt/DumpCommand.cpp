@@ -1,0 +1,69 @@
+// `smelt dump`: compile one function of a .mlir module for a target and write what the compiler
+// did into a dump directory (CompileDump.h) without running anything: IR after every pass, the
+// fusion report, the graph, the executable plan, LLVM IR, CUDA source and PTX.
+#include "tools/smelt/Commands.h"
+#include "tools/smelt/ModuleFile.h"
+#include "tools/smelt/Inspect.h"
+
+#include "codegen/Compile.h"
+#include "codegen/CompileDump.h"
+
+#include "llvm/Support/WithColor.h"
+
+namespace cl = llvm::cl;
+
+namespace smelt::tools {
+
+cl::SubCommand dumpSubcommand("dump", "Compile a function of a .mlir module and write the IR "
+                                      "after each pass, fusion report, graph and kernels");
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                                      cl::sub(dumpSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> entryName(
+    "entry", cl::desc("Function to compile (default: @main, or the only function)"),
+    cl::value_desc("name"), cl::sub(dumpSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> dumpDir("dump-dir", cl::desc(kDumpDirHelp), cl::value_desc("dir"),
+                                    cl::init("smelt-dump"), cl::sub(dumpSubcommand),
+                                    cl::cat(smeltCategory()));
+static cl::opt<std::string> target(
+    "target", cl::desc("cpu (every op on cpu:0) or cuda:<arch> such as cuda:sm_90 (ops on gpu:0 "
+                       "where they have a GPU kernel; CUDA kernels for that arch)"),
+    cl::init("cpu"), cl::sub(dumpSubcommand), cl::cat(smeltCategory()));
+
+int dumpCommand() {
+  std::string arch = "sm_90";
+  bool gpu = llvm::StringRef(target).starts_with("cuda:");
+  if (gpu)
+    arch = target.substr(5);
+  if ((!gpu && target != "cpu") || !llvm::StringRef(arch).starts_with("sm_")) {
+    llvm::WithColor::error(llvm::errs(), "smelt")
+        << "--target=" << target << " is not cpu or cuda:sm_<NN> (cuda:sm_90)\n";
+    return 1;
+  }
+  ModuleFile file(modelPath);
+  mlir::func::FuncOp function = file.entry(entryName);
+  if (!function)
+    return 1;
+
+  codegen::CompileOptions options = compileOptions(dumpDir, nullptr, arch);
+  if (gpu) {
+    // Placement as on a machine with one GPU of that arch; no GPU is needed to compile for it.
+    options.pipeline.devices = "cpu:0,gpu:0";
+    options.pipeline.defaultDevice = "gpu:0";
+  }
+  // The dump names its own directory (DIR/<function>-<N>); keep it to tell the user.
+  std::string directory;
+  auto extend = options.extend;
+  options.extend = [&](mlir::func::FuncOp f, rt::Executable &exe, codegen::CompileDump *dump) {
+    if (dump)
+      directory = dump->directory();
+    return extend ? extend(f, exe, dump) : mlir::success();
+  };
+  if (failed(codegen::compile(*file.module, function.getSymName(), options)))
+    return 1;
+  llvm::outs() << "wrote " << directory << " (@" << function.getSymName() << " for " << target
+               << "; manifest.json lists the files)\n";
+  return 0;
+}
+
+} // namespace smelt::tools

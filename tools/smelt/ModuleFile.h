@@ -1,0 +1,32 @@
+// The .mlir file a subcommand compiles: a context of its own, the module parsed with every
+// diagnostic printed as "file:line:col: error: ..." while it lives, and its entry function.
+#pragma once
+
+#include "codegen/Compile.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <string>
+
+namespace smelt::tools {
+
+class ModuleFile {
+public:
+  explicit ModuleFile(const std::string &path)
+      : module(codegen::parseModuleFile(context, path)) {}
+
+  /// Function `name` (empty: @main, or the only function); null after printing why, or when
+  /// the file did not parse.
+  mlir::func::FuncOp entry(const std::string &name) {
+    return module ? codegen::findEntry(*module, name) : nullptr;
+  }
+
+  // In this order: the handler needs the context, parsing needs the handler.
+  mlir::MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics{sourceMgr, &context};
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+} // namespace smelt::tools
