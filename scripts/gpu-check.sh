@@ -3,27 +3,53 @@
 #
 # How it is meant to be used (DESIGN.md, "The GPU machine"): that machine has the CUDA toolkit,
 # CMake and ninja, but no MLIR and no package access, and receives at most 64 MiB with each
-# command. So this script builds nothing. Build the test binaries here, statically linked
-# against MLIR and LLVM (CUDA libraries stay dynamic), then send the repository with the
-# binaries carried and run this script from its root there, in one command:
-#     scripts/gpu-check.sh                  # runs build/bin/<each binary below>
+# command. So this script builds nothing. Here (no GPU needed), build the carried bundle:
+#     scripts/gpu-bundle.sh     # -> gpu-bundle/{bin,lib,gpu-check.sh}, git-ignored, < 64 MiB
+# (binaries linked statically against MLIR, LLVM and libstdc++; oneDNN, fmt and their needs in
+# gpu-bundle/lib; NVRTC stays dynamic and is found below). Then, in a session whose task has
+# the GPU machine, one call of the device tool runs it from the repository root there:
+#     run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"], timeout_s=600)
+# The table comes back in output_tail and the logs in $OUT/gpu-check/. Other ways to run it:
+#     gpu-bundle/gpu-check.sh               # bin/ beside this script (the bundle's copy)
+#     scripts/gpu-check.sh                  # gpu-bundle/bin if present, else build/bin
 #     SMELT_GPU_BIN=build-static/bin scripts/gpu-check.sh
 # Extra arguments go to every binary (e.g. --gtest_filter='*Gpu*'). Logs go to
 # $OUT/gpu-check (the device tool brings $OUT back) or /tmp/gpu-check.
 # Record the table it prints, with the date and device, in bench/RESULTS.md.
 #
-# It finds what the binaries need at run time: CUDA libraries in the toolkit or in Python's
-# site-packages (nvidia/*/lib), cuda_fp16.h for NVRTC (SMELT_CUDA_INCLUDE) and ptxas
-# (SMELT_PTXAS). A binary that cannot start (a shared library missing) is a row of its own.
+# It finds what the binaries need at run time: NVRTC (libnvrtc.so.13: CUDA 13) and other CUDA
+# libraries in LD_LIBRARY_PATH, /usr/local/cuda*/lib*, or Python's site-packages
+# (nvidia/*/lib), cuda_fp16.h for NVRTC (SMELT_CUDA_INCLUDE) and ptxas (SMELT_PTXAS). The
+# bundle's binaries need glibc 2.36 or newer (built on Debian 12; the GPU machine's image,
+# with Python 3.12, is newer). A binary that cannot start (a shared library
+# missing) is a row of its own.
 # On a machine with a GPU a skipped test counts as a failure: it means the GPU was not used.
 # Exit status: 0 when every binary ran and no test failed (or was skipped beside a GPU).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.." # the repository root, from scripts/ or from gpu-bundle/
 
 BINARIES=(cuda-codegen-tests)
-BIN_DIR=${SMELT_GPU_BIN:-build/bin}
+if [[ -n ${SMELT_GPU_BIN:-} ]]; then
+  BIN_DIR=$SMELT_GPU_BIN
+elif [[ -d $here/bin ]]; then
+  BIN_DIR=$here/bin # this is the bundle's copy
+elif [[ -d gpu-bundle/bin ]]; then
+  BIN_DIR=gpu-bundle/bin
+else
+  BIN_DIR=build/bin
+fi
 LOG_DIR=${OUT:-/tmp}/gpu-check
 mkdir -p "$LOG_DIR"
+
+# Files the bundle carries compressed (bin/NAME.xz, lib/NAME.xz; scripts/gpu-bundle.sh): unpack.
+for packed in "$BIN_DIR"/*.xz "$BIN_DIR"/../lib/*.xz; do
+  [[ -f $packed && ! -s ${packed%.xz} ]] || continue
+  xz -dc "$packed" >"${packed%.xz}" 2>/dev/null ||
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+      "$packed" "${packed%.xz}"
+  chmod a+rx "${packed%.xz}"
+done
 
 # --- the device -----------------------------------------------------------------------------
 device="no GPU found (nvidia-smi missing or failed)"
@@ -36,14 +62,21 @@ if command -v nvidia-smi >/dev/null &&
 fi
 
 # --- what the binaries load -----------------------------------------------------------------
-# CUDA's own folders first, then every nvidia/*/lib inside Python's site-packages.
+# The bundle's lib/ (also in the binaries' RPATH), CUDA's own folders, then every nvidia/*/lib
+# inside Python's site-packages (pip's CUDA wheels), wherever a python3 or a usual prefix has one.
 lib_dirs=()
-for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+[[ -d $BIN_DIR/../lib ]] && lib_dirs+=("$(cd "$BIN_DIR/../lib" && pwd)")
+for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+    /usr/local/cuda-*/lib64 /usr/local/cuda-*/targets/x86_64-linux/lib; do
   [[ -d $dir ]] && lib_dirs+=("$dir")
 done
-site_dirs=$(python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true)
+site_dirs=$( {
+  python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null
+  ls -d /opt/torch/.venv/lib/python3*/site-packages /usr/local/lib/python3*/*-packages /usr/lib/python3*/*-packages /opt/conda/lib/python3*/site-packages \
+    "$HOME"/.local/lib/python3*/site-packages /usr/local/lib64/python3*/*-packages 2>/dev/null
+} | awk '!seen[$0]++')
 while IFS= read -r site; do
-  [[ -d "$site/nvidia" ]] || continue
+  [[ -n $site && -d "$site/nvidia" ]] || continue
   for dir in "$site"/nvidia/*/lib; do
     [[ -d $dir ]] && lib_dirs+=("$dir")
   done
@@ -69,6 +102,15 @@ if [[ -z "${SMELT_PTXAS:-}" ]]; then
     [[ -n $ptxas && -x $ptxas ]] && { export SMELT_PTXAS=$ptxas; break; }
   done
 fi
+
+nvrtc="libnvrtc: not found"
+for name in "${BINARIES[@]}"; do
+  if [[ -x $BIN_DIR/$name ]]; then
+    found=$(ldd "$BIN_DIR/$name" 2>/dev/null | awk '/libnvrtc/ {sub(/^[ \t]+/, ""); sub(/ \(0x.*/, ""); print; exit}')
+    [[ -n $found ]] && nvrtc=$found
+    break
+  fi
+done
 
 # --- run each binary ------------------------------------------------------------------------
 rows=()
@@ -115,6 +157,7 @@ done
 # --- the table ------------------------------------------------------------------------------
 echo
 echo "gpu-check $(date -u +%Y-%m-%d) on $(hostname): $device"
+echo "binaries: $BIN_DIR; $nvrtc; cuda_fp16.h: ${SMELT_CUDA_INCLUDE:-not found}; ptxas: ${SMELT_PTXAS:-not found}"
 printf '%-22s %6s %7s %7s %8s %8s  %s\n' binary tests passed failed skipped seconds note
 for row in "${rows[@]}"; do
   IFS='|' read -r name total passed failed skipped seconds note <<<"$row"

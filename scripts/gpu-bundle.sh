@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine runs and puts it in gpu-bundle/ (git-ignored), to be carried there.
+#
+# The GPU machine has the CUDA toolkit, CMake and ninja but no MLIR/LLVM and no package access,
+# and receives at most 64 MiB with each command (working tree and carried paths together). So:
+#   - build-gpu-bundle/ is configured with SMELT_STATIC_BUNDLE=ON (CMakeLists.txt): MLIR, LLVM,
+#     libstdc++ and libgcc linked statically; an RPATH of $ORIGIN/../lib;
+#   - gpu-bundle/bin/ holds the stripped binaries (cuda-codegen-tests, and smelt when it builds),
+#   - gpu-bundle/lib/ every shared library they load that is not libc/libm/libdl/libpthread/
+#     librt or CUDA's (oneDNN, fmt, libgomp, OpenCL loader, zstd, libstdc++ for oneDNN ...),
+#   - gpu-bundle/gpu-check.sh, a copy of scripts/gpu-check.sh, which finds bin/ beside itself;
+#   - what does not fit 64 MiB uncompressed (oneDNN, smelt) goes xz-compressed as NAME.xz, and
+#     gpu-check.sh unpacks it there (with xz, or Python's lzma where xz is missing).
+# Then, in a session that has the GPU machine (see the top of scripts/gpu-check.sh):
+#   run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"])
+#
+# Usage: scripts/gpu-bundle.sh            (JOBS=2 by default; SMELT_BUNDLE_SMELT=0 skips smelt)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=build-gpu-bundle
+BUNDLE=gpu-bundle
+JOBS=${JOBS:-2}
+LIMIT=$((64 * 1024 * 1024))
+
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -G Ninja -S . -B "$BUILD" -DSMELT_STATIC_BUNDLE=ON -DCMAKE_BUILD_TYPE=Release \
+  "${launcher[@]}" >/dev/null
+ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests
+targets=(cuda-codegen-tests)
+if [[ ${SMELT_BUNDLE_SMELT:-1} == 1 ]]; then
+  if ninja -C "$BUILD" -j"$JOBS" smelt; then
+    targets+=(smelt)
+  else
+    echo "gpu-bundle: smelt did not build; bundling cuda-codegen-tests alone" >&2
+  fi
+fi
+
+rm -rf "$BUNDLE"
+mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
+for name in "${targets[@]}"; do
+  strip -o "$BUNDLE/bin/$name" "$BUILD/bin/$name"
+done
+cp scripts/gpu-check.sh "$BUNDLE/gpu-check.sh"
+
+# Shared libraries the GPU machine has (or must provide itself): glibc's, and CUDA's.
+system_lib='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libnvrtc|libnvrtc-builtins|libcuda)\.so'
+for name in "${targets[@]}"; do
+  # ldd lists the whole tree (oneDNN's own needs too); copy each library under its soname.
+  while read -r soname _ path _; do
+    [[ $soname =~ $system_lib ]] && continue
+    [[ $path == /* && -f $path ]] || continue
+    [[ -f $BUNDLE/lib/$soname ]] || cp -L "$path" "$BUNDLE/lib/$soname"
+  done < <(env -u LD_LIBRARY_PATH ldd "$BUILD/bin/$name" | grep '=>')
+done
+chmod -R a+rX "$BUNDLE"
+
+# Check: with LD_LIBRARY_PATH unset, every library resolves, and each one is either glibc's,
+# NVRTC (found on the GPU machine by gpu-check.sh) or in the bundle's lib/.
+status=0
+for name in "${targets[@]}"; do
+  echo "== ldd $BUNDLE/bin/$name"
+  env -u LD_LIBRARY_PATH ldd "$BUNDLE/bin/$name" | tee /tmp/gpu-bundle-ldd.$$
+  while read -r soname _ path _; do
+    [[ $soname =~ $system_lib ]] && continue
+    if [[ $path != "$(realpath "$BUNDLE/lib")"/* && $path != "$BUNDLE/lib/"* && $path != *"/$BUNDLE/bin/../lib/"* ]]; then
+      echo "gpu-bundle: $name loads $soname from $path, not from the bundle" >&2
+      status=1
+    fi
+  done < <(grep '=>' /tmp/gpu-bundle-ldd.$$)
+  if grep -q 'not found' /tmp/gpu-bundle-ldd.$$; then
+    echo "gpu-bundle: $name has unresolved libraries (above)" >&2
+    status=1
+  fi
+  rm -f /tmp/gpu-bundle-ldd.$$
+done
+
+# Check: it starts here (the GPU tests themselves skip without a GPU).
+if env -u LD_LIBRARY_PATH "$BUNDLE/bin/cuda-codegen-tests" --gtest_list_tests >/dev/null; then
+  echo "gpu-bundle: $BUNDLE/bin/cuda-codegen-tests starts ($(env -u LD_LIBRARY_PATH \
+    "$BUNDLE/bin/cuda-codegen-tests" --gtest_list_tests | grep -c '^  ') tests listed)"
+else
+  echo "gpu-bundle: $BUNDLE/bin/cuda-codegen-tests does not start" >&2
+  status=1
+fi
+
+glibc=$(for f in "$BUNDLE"/bin/* "$BUNDLE"/lib/*; do objdump -T "$f"; done 2>/dev/null |
+  grep -oE 'GLIBC_[0-9.]+' | sort -uV | tail -n1)
+echo "gpu-bundle: needs ${glibc:-GLIBC_?} or newer on the GPU machine"
+
+# The limit covers the working tree that travels with it (tracked and untracked-not-ignored
+# files). If bin/ and lib/ do not fit beside it, the largest files other than cuda-codegen-tests
+# (oneDNN, then smelt) travel xz-compressed as NAME.xz (~4-5x smaller); gpu-check.sh unpacks
+# them before running anything.
+tree=$(git ls-files -co --exclude-standard -z | du --files0-from=- -cb 2>/dev/null | tail -n1 | cut -f1)
+size=$(du -sb "$BUNDLE" | cut -f1)
+while ((size + tree >= LIMIT)); do
+  big=$(find "$BUNDLE/bin" "$BUNDLE/lib" -type f ! -name '*.xz' ! -name cuda-codegen-tests \
+    -printf '%s %p\n' | sort -rn | head -n1 | cut -d' ' -f2-)
+  [[ -n $big ]] || break
+  xz -T"$JOBS" -6 "$big" # -> $big.xz
+  echo "gpu-bundle: ${big#"$BUNDLE"/} travels as ${big#"$BUNDLE"/}.xz (gpu-check.sh unpacks it)"
+  size=$(du -sb "$BUNDLE" | cut -f1)
+done
+echo
+du -ab "$BUNDLE" | sort -n | awk '$1 > 100000 {printf "%10.1f MiB  %s\n", $1 / 1048576, $2}'
+mib() { awk -v s="$1" 'BEGIN {printf "%.1f", s / 1048576}'; }
+echo "gpu-bundle: $BUNDLE is $(mib "$size") MiB; with the working tree ($(mib "$tree") MiB)" \
+  "$(mib $((size + tree))) MiB of the 64 MiB a command may carry"
+if ((size + tree >= LIMIT)); then
+  echo "gpu-bundle: too large to carry" >&2
+  status=1
+fi
+echo 'next: run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"]) in a session with the GPU machine'
+exit $status
