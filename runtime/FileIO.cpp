@@ -49,15 +49,18 @@ Status syncDirectoryOf(const std::string &path) {
 
 } // namespace
 
-Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &what) {
+Status writeAll(int fd, const void *data, size_t size, const std::string &what) {
+  const char *bytes = static_cast<const char *>(data);
   size_t done = 0;
-  std::string why = transfer(bytes.size(), done, [&](size_t at) {
-    return ::write(fd, bytes.data() + at, bytes.size() - at);
-  });
+  std::string why =
+      transfer(size, done, [&](size_t at) { return ::write(fd, bytes + at, size - at); });
   if (why.empty())
     return Status();
-  return Status::error(
-      fmt::format("{}: cannot write byte {} of {}: {}", what, done, bytes.size(), why));
+  return Status::error(fmt::format("{}: cannot write byte {} of {}: {}", what, done, size, why));
+}
+
+Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &what) {
+  return writeAll(fd, bytes.data(), bytes.size(), what);
 }
 
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
@@ -87,14 +90,14 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
   return bytes;
 }
 
-Status writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes) {
+Status writeFileAtomically(const std::string &path, const FileWriter &writeContents) {
   // A name no other writer uses, in the same directory so that rename() is atomic.
   static std::atomic<uint64_t> serial{0};
   std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0)
     return Status::error(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  Status status = writeAll(fd, bytes, tmp);
+  Status status = writeContents(fd, tmp);
   if (status.ok() && ::fsync(fd) != 0)
     status = Status::error(fmt::format("{}: cannot flush to disk: {}", tmp, std::strerror(errno)));
   if (::close(fd) != 0 && status.ok())
@@ -107,6 +110,11 @@ Status writeFileAtomically(const std::string &path, const std::vector<uint8_t> &
     return status;
   }
   return syncDirectoryOf(path);
+}
+
+Status writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes) {
+  return writeFileAtomically(
+      path, [&](int fd, const std::string &tmp) { return writeAll(fd, bytes, tmp); });
 }
 
 } // namespace smelt::rt

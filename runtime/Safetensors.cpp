@@ -1,17 +1,15 @@
 // safetensors reader and writer on nlohmann::json, with atomic replacement on write.
 #include "runtime/Safetensors.h"
 
+#include "runtime/FileIO.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <unistd.h>
 
 namespace smelt::rt {
 
@@ -24,17 +22,6 @@ struct DTypeCode {
 constexpr DTypeCode kCodes[] = {{DType::f32, "F32"}, {DType::f16, "F16"}, {DType::bf16, "BF16"},
                                 {DType::f64, "F64"}, {DType::i32, "I32"}, {DType::i64, "I64"},
                                 {DType::i1, "BOOL"}};
-
-Status syncPath(const std::string &path, int flags) {
-  int fd = ::open(path.c_str(), flags);
-  if (fd < 0)
-    return Status::error(fmt::format("{}: cannot open to sync: {}", path, std::strerror(errno)));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0)
-    return Status::error(fmt::format("{}: fsync failed: {}", path, std::strerror(errno)));
-  return Status();
-}
 
 } // namespace
 
@@ -57,24 +44,19 @@ Status writeSafetensors(const std::string &path, const Checkpoint &checkpoint) {
   text.append((8 - text.size() % 8) % 8, ' '); // the spec allows padding the header with spaces
   uint64_t length = text.size();
 
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  return writeFileAtomically(path, [&](int fd, const std::string &tmp) {
+    uint8_t prefix[8];
     for (int i = 0; i < 8; ++i)
-      out.put(char(length >> (8 * i)));
-    out << text;
+      prefix[i] = uint8_t(length >> (8 * i));
+    if (Status s = writeAll(fd, prefix, sizeof prefix, tmp); !s.ok())
+      return s;
+    if (Status s = writeAll(fd, text.data(), text.size(), tmp); !s.ok())
+      return s;
     for (const NamedTensor &t : checkpoint.tensors)
-      out.write(static_cast<const char *>(t.tensor.raw()), std::streamsize(t.tensor.byteSize()));
-    if (!out.flush())
-      return Status::error(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
-  }
-  if (Status s = syncPath(tmp, O_RDONLY); !s.ok())
-    return s;
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::error(fmt::format("{}: cannot rename {} into place: {}", path, tmp,
-                                     std::strerror(errno)));
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return syncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+      if (Status s = writeAll(fd, t.tensor.raw(), t.tensor.byteSize(), tmp); !s.ok())
+        return s;
+    return Status();
+  });
 }
 
 Expected<Checkpoint> readSafetensors(const std::string &path) {

@@ -1,11 +1,10 @@
 // The Chrome trace writer: events, process and thread names as metadata events, JSON out.
 #include "runtime/Trace.h"
 
+#include "runtime/FileIO.h"
+
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
-#include <fstream>
-#include <unistd.h>
 
 namespace smelt::rt {
 
@@ -68,20 +67,12 @@ std::string Trace::json() const {
 }
 
 Status Trace::write(const std::string &path) const {
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::error(path + ": cannot write the trace (cannot create " + temp + ")");
-    out << json();
-    if (!out.flush())
-      return Status::error(path + ": writing the trace failed");
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return Status::error(path + ": cannot write the trace (rename failed)");
-  }
-  return Status();
+  std::string text = json();
+  Status status = writeFileAtomically(path, [&](int fd, const std::string &tmp) {
+    return writeAll(fd, text.data(), text.size(), tmp);
+  });
+  return status.ok() ? status
+                     : Status::error(path + ": cannot write the trace: " + status.message());
 }
 
 Trace::Scope::Scope(Trace *trace, Track track, std::string name, std::string category,
