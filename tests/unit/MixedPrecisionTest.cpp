@@ -13,13 +13,6 @@
 namespace smelt::test {
 namespace {
 
-rt::Dataset fashion(const char *split, int64_t limit = 0) {
-  rt::Expected<rt::MnistSplit> s = rt::loadMnist("/usr/share/datasets/fashion-mnist", split);
-  EXPECT_TRUE(s.ok()) << s.message();
-  rt::Dataset d(std::move(s->images), std::move(s->labels));
-  return limit ? d.slice(0, limit) : d;
-}
-
 TEST(MixedPrecision, Bf16MlpForwardIsWithinOnePercentOfF32) {
   rt::Expected<rt::MnistSplit> data = rt::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
   ASSERT_TRUE(data.ok()) << data.message();

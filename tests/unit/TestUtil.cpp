@@ -1,6 +1,10 @@
 // Implementation of the shared unit-test helpers.
 #include "TestUtil.h"
 
+#include "Tolerance.h"
+
+#include "runtime/Mnist.h"
+
 #include "mlir/IR/Diagnostics.h"
 
 #include <cmath>
@@ -100,19 +104,13 @@ double relError(const std::vector<double> &got, const std::vector<double> &ref) 
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
-double tolerance(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return 2e-6;
-  case DType::f16:
-    return 1e-3;
-  case DType::bf16:
-    return 8e-3;
-  case DType::f64:
-    return 1e-12;
-  default:
-    return 0;
-  }
+double tolerance(DType dtype) { return referenceTolerance(toRt(dtype)); }
+
+rt::Dataset fashion(const char *split, int64_t limit) {
+  rt::Expected<rt::MnistSplit> s = rt::loadMnist("/usr/share/datasets/fashion-mnist", split);
+  EXPECT_TRUE(s.ok()) << s.message();
+  rt::Dataset d(std::move(s->images), std::move(s->labels));
+  return limit ? d.slice(0, limit) : d;
 }
 
 } // namespace smelt::test

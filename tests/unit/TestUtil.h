@@ -5,6 +5,7 @@
 #include "codegen/Compile.h"
 #include "frontend/Graph.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/Dataset.h"
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,10 @@ rt::HostTensor randomTensor(const std::vector<int64_t> &shape, DType dtype,
 /// Compiles `graph`'s function (default pipeline included) and runs it on `inputs`.
 std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> &inputs,
                                 const std::string &function = "");
+
+/// The real Fashion-MNIST `split` ("train" or "t10k") from Debian's dataset-fashion-mnist,
+/// its first `limit` examples when `limit` > 0.
+rt::Dataset fashion(const char *split, int64_t limit = 0);
 
 /// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
 double relError(const std::vector<double> &got, const std::vector<double> &ref);

@@ -3,7 +3,6 @@
 #include "TestUtil.h"
 
 #include "frontend/Optimizers.h"
-#include "runtime/Mnist.h"
 #include "runtime/Safetensors.h"
 #include "train/Trainer.h"
 
@@ -156,13 +155,6 @@ TEST(Safetensors, RoundTripAndCorruptFiles) {
   garbled[9] = '#';
   expectError(garbled, "not a JSON object");
   std::filesystem::remove(path);
-}
-
-rt::Dataset fashion(const char *split, int64_t limit = 0) {
-  rt::Expected<rt::MnistSplit> s = rt::loadMnist("/usr/share/datasets/fashion-mnist", split);
-  EXPECT_TRUE(s.ok()) << s.message();
-  rt::Dataset d(std::move(s->images), std::move(s->labels));
-  return limit ? d.slice(0, limit) : d;
 }
 
 TEST(Training, OneEpochOfTheMlpReachesEightyPercent) {

@@ -105,21 +105,6 @@ std::vector<HostTensor> runExecutable(const Executable &exe,
   return outputs;
 }
 
-double fusedTolerance(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return 2e-6;
-  case DType::f16:
-    return 1e-3;
-  case DType::bf16:
-    return 8e-3;
-  case DType::f64:
-    return 1e-12;
-  default:
-    return 0;
-  }
-}
-
 void expectMatch(const HostTensor &got, const HostTensor &ref, double tol,
                  const std::string &what) {
   ASSERT_EQ(got.type(), ref.type()) << what;
@@ -155,7 +140,8 @@ std::vector<HostTensor> expectFusedMatchesUnfused(const std::string &mlir,
   if (fused.size() != unfused.size())
     return {};
   for (size_t i = 0; i < fused.size(); ++i)
-    expectMatch(fused[i], unfused[i], fusedTolerance(unfused[i].type().dtype),
+    expectMatch(fused[i], unfused[i],
+                smelt::test::referenceTolerance(unfused[i].type().dtype),
                 what + " result #" + std::to_string(i));
   return fused;
 }

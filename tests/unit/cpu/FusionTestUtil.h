@@ -5,6 +5,7 @@
 #pragma once
 
 #include "RuntimeTestUtil.h"
+#include "tests/unit/Tolerance.h"
 
 #include <map>
 #include <optional>
@@ -28,10 +29,6 @@ std::optional<Compiled> compileBoth(const std::string &mlir);
 
 /// Runs `exe` on `inputs`; a failure is a test failure and returns no outputs.
 std::vector<HostTensor> runExecutable(const Executable &exe, const std::vector<HostTensor> &inputs);
-
-/// Fused against unfused results of `dtype`: f32 2e-6, f16 1e-3, bf16 8e-3, f64 1e-12,
-/// integers and i1 exact (relative norm).
-double fusedTolerance(DType dtype);
 
 /// Expects `got` to match `ref`: the same type, NaNs and infinities in the same places, and the
 /// finite rest within `tol` by relative norm.

@@ -45,7 +45,7 @@ void expectFusedStepMatches(const std::string &model) {
   std::vector<HostTensor> unfused = runExecutable(exes[1], inputs);
   ASSERT_EQ(fused.size(), unfused.size());
   for (size_t i = 0; i < fused.size(); ++i)
-    expectMatch(fused[i], unfused[i], fusedTolerance(DType::f32),
+    expectMatch(fused[i], unfused[i], smelt::test::referenceTolerance(DType::f32),
                 model + " output #" + std::to_string(i) + " (" +
                     exes[1].buffers[exes[1].outputs[i]].name + ")");
 }
