@@ -98,7 +98,15 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
     return failure();
   // The pipeline rewrites what it runs on; the caller's module is left as it was.
   OwningOpRef<ModuleOp> copy = module.clone();
-  std::string name = entry.empty() ? "main" : entry.str();
+  func::FuncOp function = findEntry(*copy, entry);
+  if (!function)
+    return failure();
+  // Only the entry goes through the pipeline: the module's other functions (an init function,
+  // an evaluation step) are compiled when they are asked for, not once per compile.
+  for (auto other : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
+    if (other != function)
+      other.erase();
+  std::string name = function.getSymName().str();
   std::unique_ptr<CompileDump> dump;
   if (!options.dumpDir.empty()) {
     rt::Expected<std::unique_ptr<CompileDump>> created =
@@ -108,7 +116,8 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
     dump = std::move(*created);
   }
   PipelineOptions pipeline = options.pipeline;
-  if (dump && pipeline.fuse && pipeline.fusionReport.empty())
+  bool reportInDump = dump && pipeline.fuse && pipeline.fusionReport.empty();
+  if (reportInDump)
     pipeline.fusionReport = dump->path("fusion-report.txt");
   PassManager pm(module->getContext());
   buildDefaultPipeline(pm, pipeline);
@@ -118,11 +127,8 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
     if (failed(pm.run(*copy)))
       return failure();
   }
-  if (dump && !pipeline.fusionReport.empty() && pipeline.fusionReport == dump->path("fusion-report.txt"))
+  if (reportInDump)
     dump->record("fusion-report.txt", "fusion decisions");
-  func::FuncOp function = findEntry(*copy, entry);
-  if (!function)
-    return failure();
   FailureOr<rt::Executable> exe;
   {
     std::string what =

@@ -155,7 +155,7 @@ std::string DeviceReport::str() const {
   return out;
 }
 
-DeviceReport discoverDevices() {
+DeviceReport discoverDevices(bool libraryVersions) {
   DeviceReport report;
   report.devices.push_back(hostDevice());
 #if SMELT_HAVE_CUDA
@@ -163,6 +163,8 @@ DeviceReport discoverDevices() {
 #else
   report.noGpuReason = "Smelt was built without the CUDA toolkit";
 #endif
+  if (!libraryVersions)
+    return report;
   report.libraries = probeLibraries();
   // Kernels are compiled by NVRTC for its CUDA version; a driver older than that cannot load
   // the PTX it writes (CUBIN of an older architecture still loads).

@@ -42,7 +42,9 @@ struct DeviceReport {
   std::string str() const;
 };
 
-/// Looks once per call; cheap enough for a tool's start (a few dlopen calls).
-DeviceReport discoverDevices();
+/// Looks once per call. The devices alone take one dlopen (the driver); `libraryVersions`
+/// also loads NVRTC, cuBLASLt, cuDNN and NCCL to ask their versions and check them against
+/// the driver (most of a second), which `smelt devices` wants and placement does not.
+DeviceReport discoverDevices(bool libraryVersions = true);
 
 } // namespace smelt::rt

@@ -6,7 +6,7 @@
 namespace smelt::tools {
 
 PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement) {
-  rt::DeviceReport devices = rt::discoverDevices();
+  rt::DeviceReport devices = rt::discoverDevices(/*libraryVersions=*/false);
   PipelineOptions options;
   options.devices = "cpu:0";
   // The executor runs on the host only; saying so beats placing ops on a GPU nothing drives.
