@@ -38,6 +38,8 @@ std::optional<rt::AttrValue> plainAttr(Operation &op, Attribute attr) {
     return std::string(stringifyCompareDirection(compare.getDirection()));
   if (auto reduce = dyn_cast<ReduceOp>(op); reduce && attr == reduce.getKindAttr())
     return std::string(stringifyReduceKind(reduce.getKind()));
+  if (auto allReduce = dyn_cast<AllReduceOp>(op); allReduce && attr == allReduce.getKindAttr())
+    return std::string(stringifyAllReduceKind(allReduce.getKind()));
   if (isa<UnitAttr>(attr))
     return int64_t(1);
   if (auto b = dyn_cast<BoolAttr>(attr))
@@ -167,16 +169,24 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       exe.steps.push_back(std::move(step));
       continue;
     }
-    FailureOr<rt::BufferId> result = addBuffer(op.getResult(0), label);
-    if (failed(result))
-      return failure();
+    // Every op but a fusion has one result, except a bucketed all_reduce.
+    std::vector<rt::BufferId> results;
+    for (Value value : op.getResults()) {
+      FailureOr<rt::BufferId> id = addBuffer(value, label);
+      if (failed(id))
+        return failure();
+      results.push_back(*id);
+    }
+    if (results.empty())
+      return op.emitOpError("has no results; only ops with results can be compiled");
+    rt::BufferId result = results[0];
 
     if (auto constant = dyn_cast<ConstantOp>(op)) {
       FailureOr<std::vector<uint8_t>> bytes =
-          constantBytes(constant, exe.buffers[*result].type.dtype);
+          constantBytes(constant, exe.buffers[result].type.dtype);
       if (failed(bytes))
         return failure();
-      exe.constants.push_back({*result, std::move(*bytes)});
+      exe.constants.push_back({result, std::move(*bytes)});
       continue;
     }
 
@@ -185,7 +195,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     step.location = where;
     for (Value operand : op.getOperands())
       step.operands.push_back(bufferOf.at(operand));
-    step.results.push_back(*result);
+    step.results = std::move(results);
     for (NamedAttribute attr : op.getAttrs()) {
       // Discardable attributes (dialect-prefixed, like a future smelt.device) are not semantics.
       if (attr.getName().getValue().contains('.'))

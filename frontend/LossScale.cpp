@@ -1,17 +1,21 @@
 // Dynamic loss scaling as graph code (LossScale.h).
 #include "frontend/LossScale.h"
 
+#include "frontend/DataParallel.h"
+
 namespace smelt {
 
 ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &optimizer,
                                            const LossScaleConfig &scaling, Tensor loss,
-                                           const std::vector<Tensor> &params, Loc loc) {
+                                           const std::vector<Tensor> &params,
+                                           int64_t replicas, Loc loc) {
   if (scaling.initialScale <= 0 || scaling.growthInterval < 1)
     g.fail(loc, "loss scaling needs a positive initial scale and growth interval");
   ScaledUpdate out;
   Tensor scale = g.input("loss_scale/scale", {}, loss.dtype(), loc);
   Tensor goodSteps = g.input("loss_scale/good_steps", {}, loss.dtype(), loc);
-  std::vector<Tensor> grads = g.gradients(mul(loss, scale, loc), params, loc);
+  std::vector<Tensor> grads =
+      crossReplicaMean(g.gradients(mul(loss, scale, loc), params, loc), replicas, loc);
 
   // Every gradient finite: x * 0 is 0 for finite x and NaN for inf and NaN, so the sum of
   // all of them is 0 exactly when no element overflowed.

@@ -343,6 +343,22 @@ Tensor argmax(Tensor x, int64_t axis, Loc loc) {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+Tensor allReduce(Tensor x, AllReduceKind kind, int64_t replicas, Loc loc) {
+  Graph &g = x.graph();
+  return g.make("smelt.all_reduce", {x.value()},
+                {named(g, "kind", AllReduceKindAttr::get(&g.context(), kind)),
+                 integer(g, "replicas", replicas)},
+                x.value().getType(), loc);
+}
+
+Tensor replicaId(Graph &g, Loc loc) {
+  return g.make("smelt.replica_id", {}, {}, tensorType(g, {}, DType::i64, loc), loc);
+}
+
+//===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
 

@@ -95,6 +95,12 @@ Tensor avgPool2dBackward(Tensor gradOutput, const std::vector<int64_t> &inputSha
                          Pair window, Pair strides, Quad padding = {0, 0, 0, 0},
                          Loc loc = Loc::current());
 
+// Collectives: a function run by several data-parallel replicas.
+/// The sum or mean of `x` over all `replicas` replicas (AllReduceKind::sum / mean).
+Tensor allReduce(Tensor x, AllReduceKind kind, int64_t replicas, Loc loc = Loc::current());
+/// This replica's index as a rank-0 i64 (0 when run alone).
+Tensor replicaId(Graph &g, Loc loc = Loc::current());
+
 /// A Tensor that remembers where the expression using it was written: operators cannot take a
 /// defaulted location argument, so their first operand captures it on conversion.
 struct Located {

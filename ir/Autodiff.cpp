@@ -45,10 +45,10 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
   llvm::DenseSet<Value> toLoss = {loss};
   SmallVector<Operation *> relevant;
   for (Operation &op : llvm::reverse(*block)) {
-    if (op.getNumResults() != 1 || !toLoss.contains(op.getResult(0)))
+    if (llvm::none_of(op.getResults(), [&](Value r) { return toLoss.contains(r); }))
       continue;
     toLoss.insert(op.operand_begin(), op.operand_end());
-    if (fromWrt.contains(op.getResult(0)))
+    if (llvm::any_of(op.getResults(), [&](Value r) { return fromWrt.contains(r); }))
       relevant.push_back(&op); // already in reverse order
   }
 
@@ -63,6 +63,13 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
       builder, loc, DenseElementsAttr::get(lossType, builder.getFloatAttr(
                                                          lossType.getElementType(), 1.0)));
   for (Operation *op : relevant) {
+    // Gradient rules take one result's gradient; ops with several results (fusions, all_reduce
+    // buckets) are made by passes that run after autodiff.
+    if (op->getNumResults() != 1)
+      return op->emitOpError("has ")
+             << op->getNumResults()
+             << " results and no gradient rule for that; differentiate before the passes that "
+                "make such ops (smelt-bucket-all-reduce, smelt-fuse)";
     Value g = grads.lookup(op->getResult(0));
     if (!g)
       continue;

@@ -46,4 +46,9 @@ def Smelt_ReduceKind : I32EnumAttr<"ReduceKind", "combiner of reduce", [
   let cppNamespace = "::smelt";
 }
 
+def Smelt_AllReduceKind : I32EnumAttr<"AllReduceKind", "combiner of all_reduce", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>]> {
+  let cppNamespace = "::smelt";
+}
+
 #endif // SMELT_DIALECT_TD

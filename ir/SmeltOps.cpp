@@ -541,6 +541,42 @@ LogicalResult AvgPool2DBackwardOp::verify() {
                     *forward);
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, adaptor.getXs().getTypes());
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getXs().empty())
+    return emitOpError("needs at least one operand");
+  if (getReplicas() < 1)
+    return emitOpError("replicas = ") << getReplicas() << " must be at least 1";
+  Type element = tensorOf(getXs()[0]).getElementType();
+  for (auto [i, x] : llvm::enumerate(getXs())) {
+    // One collective moves all operands as one flat buffer of one element type.
+    if (tensorOf(x).getElementType() != element)
+      return emitOpError("operand #") << i << " is " << x.getType() << " but operand #0 has "
+                                      << element << " elements; a bucket has one element type";
+  }
+  if (getKind() == AllReduceKind::mean && !isa<FloatType>(element))
+    return emitOpError("mean needs float operands, got ") << element;
+  return success();
+}
+
+LogicalResult AllReduceOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results) {
+  // Alone, a replica's sum and mean are its own values.
+  if (getReplicas() != 1)
+    return failure();
+  for (Value x : getXs())
+    results.push_back(x);
+  return success();
+}
+
 } // namespace smelt
 
 #define GET_OP_CLASSES

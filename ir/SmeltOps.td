@@ -516,6 +516,50 @@ def Smelt_CopyOp : Smelt_Op<"copy", [SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives: data-parallel replicas
+//===----------------------------------------------------------------------===//
+
+def Smelt_AllReduceOp : Smelt_InferredOp<"all_reduce", [Smelt_Differentiable]> {
+  let summary = "sum or mean of each operand over all replicas";
+  let description = [{
+    Every replica runs the same function on its own data; each result is the elementwise sum
+    (or mean) of its operand over all `replicas` replicas, the same on every replica. A data-
+    parallel training step all-reduces its gradients (mean) before the optimizer, so the
+    parameters stay identical everywhere. Several operands make one collective over a flat
+    buffer of all of them (a bucket, written by smelt-bucket-all-reduce); they share an element
+    type. The executor starts it as soon as its operands are ready and waits for it before the
+    first step that reads a result, so it overlaps with the steps in between. Its gradient is
+    the same all_reduce of the results' gradients.
+
+    ```mlir
+    %g = smelt.all_reduce mean %grad replicas = 2 : tensor<784x512xf32>
+    %a, %b = smelt.all_reduce sum %x, %y replicas = 4 : tensor<512xf32>, tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_AllReduceKind:$kind, Variadic<Smelt_NumberTensor>:$xs,
+                   I64Attr:$replicas);
+  let results = (outs Variadic<Smelt_NumberTensor>:$results);
+  let assemblyFormat = "$kind $xs `replicas` `=` $replicas attr-dict `:` type($xs)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Smelt_ReplicaIdOp : Smelt_Op<"replica_id"> {
+  let summary = "this replica's index";
+  let description = [{
+    The index in [0, replicas) of the replica running the function, as a rank-0 i64: what
+    makes replicas draw different random numbers (dropout) from one compiled function. 0 when
+    the function runs alone.
+
+    ```mlir
+    %r = smelt.replica_id : tensor<i64>
+    ```
+  }];
+  let results = (outs Smelt_I64Scalar:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // Structure: fusion regions (written by smelt-fuse, one kernel each)
 //===----------------------------------------------------------------------===//
 

@@ -15,12 +15,15 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   pm.addPass(createPlaceDevices(PlaceDevicesOptions{options.devices, options.defaultDevice,
                                                     options.noGpuReason, options.strictPlacement,
                                                     options.logDevicePlacement}));
-  if (!options.fuse)
-    return;
-  // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
-  pm.addPass(createFuse(FuseOptions{options.fusionReport}));
-  // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
-  pm.addPass(mlir::createCSEPass());
+  if (options.fuse) {
+    // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
+    pm.addPass(createFuse(FuseOptions{options.fusionReport}));
+    // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
+    pm.addPass(mlir::createCSEPass());
+  }
+  // 6. Combine a data-parallel step's all_reduces into buckets, each started as soon as its
+  //    gradients exist. Last, because it places collectives by where their producers ended up.
+  pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.allReduceBucketBytes}));
 }
 
 } // namespace smelt

@@ -30,6 +30,8 @@ struct PipelineOptions {
   bool fuse = true;
   /// Where smelt-fuse writes its decisions ("" for nowhere, "-" for stdout).
   std::string fusionReport;
+  /// The most bytes smelt-bucket-all-reduce puts in one collective.
+  int64_t allReduceBucketBytes = 4 << 20;
 };
 
 /// Appends the default compile pipeline, run on a module before codegen.

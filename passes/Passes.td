@@ -41,6 +41,38 @@ def Autodiff : Pass<"smelt-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def BucketAllReduce : Pass<"smelt-bucket-all-reduce", "mlir::ModuleOp"> {
+  let summary = "Combine all_reduces into buckets, each placed where its last operand is ready";
+  let description = [{
+    A data-parallel step all-reduces every gradient; one collective per tensor pays the
+    collective's latency once per tensor. This pass (XLA's all-reduce combiner, PyTorch DDP's
+    buckets) combines all_reduces of the same kind, replica count, element type and device
+    into buckets of at most `bucket-bytes` (a larger tensor makes a bucket of its own), taken
+    in the order their operands become ready: the backward pass produces the last layer's
+    gradients first. Each bucket is one multi-operand all_reduce placed right after its last
+    operand's producer, so the executor starts it while the rest of the backward pass runs.
+    Run it last: fusion may move producers.
+
+    ```mlir
+    %g1 = ... // ready first
+    %g2 = ...
+    %r1 = smelt.all_reduce mean %g1 replicas = 2 : tensor<10xf32>
+    %r2 = smelt.all_reduce mean %g2 replicas = 2 : tensor<256x10xf32>
+    // becomes, right after %g2's producer
+    %r1, %r2 = smelt.all_reduce mean %g1, %g2 replicas = 2 : tensor<10xf32>, tensor<256x10xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"4 << 20",
+           "The most bytes one bucket holds (0: every all_reduce alone, only moved early)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "All-reduces left after combining">,
+    Statistic<"numCombined", "combined", "All-reduces folded into another's bucket">,
+  ];
+  let dependentDialects = ["smelt::SmeltDialect"];
+}
+
 def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
   let summary = "Producer-consumer and sibling fusion into smelt.fusion kernels";
   let description = [{

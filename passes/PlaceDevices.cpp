@@ -56,6 +56,8 @@ std::string whyNotOnGpu(Operation *op) {
     return "";
   if (isa<MatmulOp>(op))
     return floatTypes({"f32", "f16", "bf16", "f64"});
+  if (isa<AllReduceOp>(op)) // NCCL
+    return floatTypes({"f32", "f16", "bf16", "f64", "i32", "i64"});
   if (isa<Conv2DOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp, MaxPool2DOp, AvgPool2DOp,
           MaxPool2DBackwardOp, AvgPool2DBackwardOp>(op))
     return floatTypes({"f32", "f16", "bf16"});

@@ -56,11 +56,12 @@ Status validateDataflow(const Executable &exe) {
         return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
                                          inRange(id) ? "is read before any step writes it"
                                                      : "is out of range"));
-    // A fused kernel writes one or more results; every other step exactly one.
-    bool fused = step.op == "fusion";
-    if (fused ? step.results.empty() : step.results.size() != 1)
+    // A fused kernel or an all_reduce bucket writes one or more results; every other step
+    // exactly one.
+    bool several = step.op == "fusion" || step.op == "all_reduce";
+    if (several ? step.results.empty() : step.results.size() != 1)
       return Status::error(fmt::format("{}: a step writes {}, this one {}", cpu::describe(step),
-                                       fused ? "at least one result" : "one result",
+                                       several ? "at least one result" : "one result",
                                        step.results.size()));
     for (BufferId id : step.results)
       if (Status s = define(id, cpu::describe(step)); !s.ok())
@@ -104,7 +105,16 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
   }
   exec.setTrace(trace);
-  for (const Step &step : exe.steps) {
+  Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
+  if (!collectives)
+    return collectives.status();
+  exec.collectives_ = std::move(*collectives);
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    const Step &step = exe.steps[s];
+    if (exec.collectives_.isCollective(s)) {
+      exec.kernels_.push_back(nullptr);
+      continue;
+    }
     if (step.op == "fusion") {
       Expected<cpu::FusedRunner> fused = cpu::prepareFused(exe, step);
       if (!fused)
@@ -153,6 +163,11 @@ void CpuExecutor::recordMemory(double inUse) {
   trace_->counter(kDevice, "memory", trace_->now(), {{"in use", inUse}, {"peak", peakBytes_}});
 }
 
+Status CpuExecutor::waitForCollectives(size_t step) {
+  Trace::Scope span(trace_, {kDevice, kStream}, trace_ ? "wait for all_reduce" : "", "collective");
+  return collectives_.waitBefore(step, communicator_);
+}
+
 Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                         std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;
@@ -181,6 +196,21 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       buffers.push_back(const_cast<void *>(address[id]));
     for (BufferId id : step.results)
       buffers.push_back(storage_[id].raw());
+    if (collectives_.mustWaitBefore(s))
+      if (Status st = waitForCollectives(s); !st.ok())
+        return st;
+    if (!kernels_[s]) {
+      double start = trace_ ? trace_->now() : 0;
+      if (Status st = collectives_.start(s, buffers.data(), communicator_); !st.ok())
+        return st;
+      if (trace_) {
+        stepMicros_[s] = trace_->now() - start;
+        trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
+                     spanArgs_[s]);
+      }
+      continue;
+    }
+    collectives_.progress(communicator_);
     if (trace_) {
       double start = trace_->now();
       kernels_[s](buffers.data());
@@ -195,6 +225,9 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                          std::chrono::steady_clock::now() - start)
                          .count();
   }
+  if (collectives_.mustWaitBefore(exe.steps.size()))
+    if (Status st = waitForCollectives(exe.steps.size()); !st.ok())
+      return st;
   // Results go to a fresh vector, assigned last: `outputs` may hold the very tensors `inputs`
   // points at (a training loop feeding its state back in), which must stay alive until here.
   std::vector<HostTensor> results;

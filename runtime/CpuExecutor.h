@@ -4,6 +4,7 @@
 // With a Trace set, each run's steps become spans and its memory counter samples.
 #pragma once
 
+#include "runtime/CollectiveSteps.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
@@ -30,6 +31,10 @@ public:
   /// one a run only reads the clock around each step.
   void setTrace(Trace *trace);
 
+  /// The replica group this executor's all_reduce steps reduce over, and whose rank its
+  /// replica_id steps return (null: the function runs alone). It must outlive the runs.
+  void setCommunicator(Communicator *communicator) { communicator_ = communicator; }
+
   /// Runs with `inputs` in argument order (each checked against the expected type) and
   /// replaces `outputs` with the results.
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
@@ -43,7 +48,10 @@ private:
   /// Runs one step on its buffers' addresses: operands, then results.
   using Kernel = std::function<void(void *const *buffers)>;
   std::shared_ptr<const Executable> executable_;
+  /// One per step; null for collective steps, which collectives_ runs.
   std::vector<Kernel> kernels_;
+  CollectiveSteps collectives_;
+  Communicator *communicator_ = nullptr;
   /// Storage of every buffer that is not an input; inputs point at the caller's tensors.
   std::vector<HostTensor> storage_;
   std::vector<double> stepMicros_;
@@ -53,6 +61,9 @@ private:
   std::vector<std::map<std::string, std::string>> spanArgs_;
   double storageBytes_ = 0, peakBytes_ = 0;
   void recordMemory(double inUse);
+  /// Waits for the all_reduces step `step` reads (steps.size(): all still running), as a
+  /// span when tracing.
+  Status waitForCollectives(size_t step);
 };
 
 } // namespace smelt::rt

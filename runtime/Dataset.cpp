@@ -64,9 +64,11 @@ Batch Dataset::batch(const std::vector<int64_t> &order, int64_t batchSize, int64
 
 BatchStream::BatchStream(const Dataset &data, std::vector<int64_t> order, int64_t batchSize,
                          bool dropRemainder, int depth, BatchMap map)
-    : data_(data), order_(std::move(order)), batchSize_(batchSize),
-      count_(data.batchCount(batchSize, dropRemainder)), depth_(std::max(depth, 1)),
+    : data_(data), order_(std::move(order)), batchSize_(batchSize), depth_(std::max(depth, 1)),
       map_(std::move(map)) {
+  // Batches of `order`, which may be a shard of the data (a data-parallel replica's share).
+  int64_t n = int64_t(order_.size());
+  count_ = dropRemainder ? n / batchSize : (n + batchSize - 1) / batchSize;
   refill();
 }
 

@@ -54,7 +54,7 @@ private:
   void refill();
   const Dataset &data_;
   std::vector<int64_t> order_;
-  int64_t batchSize_, count_, issued_ = 0;
+  int64_t batchSize_, count_ = 0, issued_ = 0;
   int depth_;
   BatchMap map_;
   std::deque<std::future<Batch>> pending_;

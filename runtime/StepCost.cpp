@@ -83,6 +83,10 @@ StepCost stepCost(const Executable &exe, const Step &step) {
   } else if (step.op.rfind("conv2d", 0) == 0) {
     cost.kind = "library";
     cost.flops = convFlops(step, operands, result);
+  } else if (step.op == "all_reduce" || step.op == "replica_id") {
+    // Start of a collective: its time is in the wait; the sum is a FLOP per element a replica.
+    cost.kind = "collective";
+    cost.flops = double(touched);
   } else if (step.op == "fusion") {
     auto index = step.attrs.find("kernel");
     if (index != step.attrs.end() && std::holds_alternative<int64_t>(index->second) &&

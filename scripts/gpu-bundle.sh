@@ -5,7 +5,8 @@
 # and receives at most 64 MiB with each command (working tree and carried paths together). So:
 #   - build-gpu-bundle/ is configured with SMELT_STATIC_BUNDLE=ON (CMakeLists.txt): MLIR, LLVM,
 #     libstdc++ and libgcc linked statically; an RPATH of $ORIGIN/../lib;
-#   - gpu-bundle/bin/ holds the stripped binaries (cuda-codegen-tests, and smelt when it builds),
+#   - gpu-bundle/bin/ holds the stripped binaries (cuda-codegen-tests, nccl-gpu-tests, and smelt
+#     when it builds; libnccl is dlopen'ed from the GPU machine's own CUDA or pip install),
 #   - gpu-bundle/lib/ every shared library they load that is not libc/libm/libdl/libpthread/
 #     librt or CUDA's (oneDNN, fmt, libgomp, OpenCL loader, zstd, libstdc++ for oneDNN ...),
 #   - gpu-bundle/gpu-check.sh, a copy of scripts/gpu-check.sh, which finds bin/ beside itself;
@@ -27,8 +28,8 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -G Ninja -S . -B "$BUILD" -DSMELT_STATIC_BUNDLE=ON -DCMAKE_BUILD_TYPE=Release \
   "${launcher[@]}" >/dev/null
-ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests
-targets=(cuda-codegen-tests)
+ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests nccl-gpu-tests
+targets=(cuda-codegen-tests nccl-gpu-tests)
 if [[ ${SMELT_BUNDLE_SMELT:-1} == 1 ]]; then
   if ninja -C "$BUILD" -j"$JOBS" smelt; then
     targets+=(smelt)
@@ -76,14 +77,16 @@ for name in "${targets[@]}"; do
   rm -f /tmp/gpu-bundle-ldd.$$
 done
 
-# Check: it starts here (the GPU tests themselves skip without a GPU).
-if env -u LD_LIBRARY_PATH "$BUNDLE/bin/cuda-codegen-tests" --gtest_list_tests >/dev/null; then
-  echo "gpu-bundle: $BUNDLE/bin/cuda-codegen-tests starts ($(env -u LD_LIBRARY_PATH \
-    "$BUNDLE/bin/cuda-codegen-tests" --gtest_list_tests | grep -c '^  ') tests listed)"
-else
-  echo "gpu-bundle: $BUNDLE/bin/cuda-codegen-tests does not start" >&2
-  status=1
-fi
+# Check: each test binary starts here (the GPU tests themselves skip without a GPU).
+for name in cuda-codegen-tests nccl-gpu-tests; do
+  if env -u LD_LIBRARY_PATH "$BUNDLE/bin/$name" --gtest_list_tests >/dev/null; then
+    echo "gpu-bundle: $BUNDLE/bin/$name starts ($(env -u LD_LIBRARY_PATH \
+      "$BUNDLE/bin/$name" --gtest_list_tests | grep -c '^  ') tests listed)"
+  else
+    echo "gpu-bundle: $BUNDLE/bin/$name does not start" >&2
+    status=1
+  fi
+done
 
 glibc=$(for f in "$BUNDLE"/bin/* "$BUNDLE"/lib/*; do objdump -T "$f"; done 2>/dev/null |
   grep -oE 'GLIBC_[0-9.]+' | sort -uV | tail -n1)

@@ -29,7 +29,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.." # the repository root, from scripts/ or from gpu-bundle/
 
-BINARIES=(cuda-codegen-tests)
+# nccl-gpu-tests: NCCL all-reduce on the GPU(s); libnccl.so.2 comes from the machine (a pip
+# wheel's nvidia/nccl/lib or /usr/local/cuda/lib64, both searched below), never the bundle.
+BINARIES=(cuda-codegen-tests nccl-gpu-tests)
 if [[ -n ${SMELT_GPU_BIN:-} ]]; then
   BIN_DIR=$SMELT_GPU_BIN
 elif [[ -d $here/bin ]]; then

@@ -8,6 +8,9 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libdnnl-dev ocl-icd-opencl-dev libfmt-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
   dataset-fashion-mnist
+  # OpenMPI: runtime/mpi (SmeltMpi, data-parallel training across processes) and the mpirun
+  # that its tests and bench/all_reduce.cpp run under
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

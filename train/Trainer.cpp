@@ -3,6 +3,7 @@
 #include "train/Trainer.h"
 
 #include "codegen/Compile.h"
+#include "frontend/DataParallel.h"
 #include "frontend/Layers.h"
 #include "frontend/Models.h"
 #include "runtime/Safetensors.h"
@@ -10,6 +11,8 @@
 #include "mlir/IR/Diagnostics.h"
 
 #include <fmt/format.h>
+
+#include <thread>
 
 namespace smelt::train {
 
@@ -32,9 +35,8 @@ Tensor buildModel(Graph &g, const TrainConfig &config, Tensor images, bool train
 }
 
 /// Compiles `function` of `graph`, turning diagnostics into the Status message.
-rt::Expected<std::unique_ptr<rt::CpuExecutor>> compileFunction(Graph &graph,
-                                                               const std::string &function,
-                                                               const TrainConfig &config) {
+rt::Expected<rt::Executable> compileExecutable(Graph &graph, const std::string &function,
+                                               const TrainConfig &config) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler capture(&graph.context(), [&](mlir::Diagnostic &d) {
     diagnostics += d.str() + "\n";
@@ -45,10 +47,24 @@ rt::Expected<std::unique_ptr<rt::CpuExecutor>> compileFunction(Graph &graph,
   mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), function, options);
   if (failed(exe))
     return rt::Status::error("compiling @" + function + ": " + diagnostics);
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe, options.trace);
+  return std::move(*exe);
+}
+
+rt::Expected<std::unique_ptr<rt::CpuExecutor>> makeExecutor(const rt::Executable &exe,
+                                                             const TrainConfig &config) {
+  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(exe, config.compile.trace);
   if (!cpu)
     return cpu.status();
   return std::make_unique<rt::CpuExecutor>(std::move(*cpu));
+}
+
+rt::Expected<std::unique_ptr<rt::CpuExecutor>> compileFunction(Graph &graph,
+                                                               const std::string &function,
+                                                               const TrainConfig &config) {
+  rt::Expected<rt::Executable> exe = compileExecutable(graph, function, config);
+  if (!exe)
+    return exe.status();
+  return makeExecutor(*exe, config);
 }
 
 std::string argName(Graph &g, unsigned i) {
@@ -67,27 +83,31 @@ rt::HostTensor scalarI64(int64_t v) {
 std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config) {
   auto graph = std::make_unique<Graph>(context, "train_step", config.seed);
   Graph &g = *graph;
-  Tensor images = g.input("images", {config.batch, 784});
-  Tensor labels = g.input("labels", {config.batch}, DType::i32);
+  // One replica's share of the global batch; gradients and metrics are averaged over all.
+  int64_t replicas = config.replicas, batch = config.batch / config.replicas;
+  Tensor images = g.input("images", {batch, 784});
+  Tensor labels = g.input("labels", {batch}, DType::i32);
   Tensor step = g.input("step", {}, DType::i64);
-  Tensor logits = buildModel(g, config, images, /*training=*/true, step);
+  Tensor logits =
+      buildModel(g, config, images, /*training=*/true, replicaStreamOffset(step, replicas));
   Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
   Tensor acc = accuracy(logits, labels);
   g.applyPrecision(config.precision);
   std::vector<Tensor> params = g.parameterTensors();
   std::vector<Tensor> outputs;
+  std::vector<Tensor> metrics = crossReplicaMean({loss, acc}, replicas);
   if (config.precision == PrecisionPolicy::mixed_f16) {
-    ScaledUpdate update =
-        applyOptimizerWithLossScaling(g, config.optimizer, config.lossScale, loss, params);
+    ScaledUpdate update = applyOptimizerWithLossScaling(g, config.optimizer, config.lossScale,
+                                                        loss, params, replicas);
     outputs = update.newParams;
     outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
-    outputs.insert(outputs.end(), {loss, acc, update.skipped});
+    outputs.insert(outputs.end(), {metrics[0], metrics[1], update.skipped});
   } else {
-    std::vector<Tensor> grads = g.gradients(loss, params);
+    std::vector<Tensor> grads = crossReplicaMean(g.gradients(loss, params), replicas);
     OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads);
     outputs = update.newParams;
     outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
-    outputs.insert(outputs.end(), {loss, acc});
+    outputs.insert(outputs.end(), {metrics[0], metrics[1]});
   }
   g.setOutputs(outputs);
   g.buildInitializer();
@@ -99,9 +119,34 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     return rt::Status::error("unknown model '" + config.model + "' (mlp or cnn)");
   if (config.batch < 1 || config.evalBatch < 1)
     return rt::Status::error("batch sizes must be positive");
+  if (config.replicas < 1 || config.batch % config.replicas != 0)
+    return rt::Status::error(fmt::format("the global batch {} does not split evenly over {} "
+                                         "replicas",
+                                         config.batch, config.replicas));
+  if (config.communicator && config.communicator->size() != config.replicas)
+    return rt::Status::error(fmt::format("{} has {} replicas, the configuration asks for {}",
+                                         config.communicator->describe(),
+                                         config.communicator->size(), config.replicas));
   std::unique_ptr<Trainer> trainer(new Trainer());
   trainer->config_ = config;
   trainer->context_ = std::make_unique<mlir::MLIRContext>();
+  // This process's replicas: one of an MPI group, or all of them on threads.
+  if (config.communicator) {
+    Replica &r = trainer->replicas_.emplace_back();
+    r.index = config.communicator->rank();
+    r.communicator = config.communicator;
+  } else {
+    if (config.replicas > 1)
+      trainer->group_ = std::make_unique<rt::LocalGroup>(int(config.replicas), config.collectives);
+    for (int64_t i = 0; i < config.replicas; ++i) {
+      Replica &r = trainer->replicas_.emplace_back();
+      r.index = i;
+      if (trainer->group_) {
+        r.ownCommunicator = trainer->group_->communicator(int(i));
+        r.communicator = r.ownCommunicator.get();
+      }
+    }
+  }
   try {
     // The training step: (images, labels, step, params..., state...) ->
     // (params..., state..., loss, accuracy).
@@ -111,24 +156,37 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     for (unsigned i = firstParam; i < g.function().getNumArguments(); ++i)
       (i < firstState ? trainer->paramNames_ : trainer->stateNames_).push_back(argName(g, i));
     // Optimizer state starts at zero, the loss scale at its initial value.
+    std::vector<rt::HostTensor> state;
     for (unsigned i = firstState; i < g.function().getNumArguments(); ++i) {
       auto type = mlir::cast<mlir::RankedTensorType>(g.function().getArgument(i).getType());
-      trainer->state_.push_back(
+      state.push_back(
           rt::HostTensor::zeros({rt::DType::f32, std::vector<int64_t>(type.getShape())}));
       if (argName(g, i) == "loss_scale/scale") {
-        *trainer->state_.back().data<float>() = float(config.lossScale.initialScale);
-        trainer->lossScaleSlot_ = int64_t(trainer->state_.size()) - 1;
+        *state.back().data<float>() = float(config.lossScale.initialScale);
+        trainer->lossScaleSlot_ = int64_t(state.size()) - 1;
       }
     }
+    // Every replica starts from the same parameters: the initializer is seeded.
     auto init = compileFunction(g, "train_step_init", config);
     if (!init)
       return init.status();
-    if (rt::Status s = (*init)->run(std::vector<rt::HostTensor>{}, trainer->params_); !s.ok())
+    std::vector<rt::HostTensor> params;
+    if (rt::Status s = (*init)->run(std::vector<rt::HostTensor>{}, params); !s.ok())
       return s;
-    auto train = compileFunction(g, "train_step", config);
-    if (!train)
-      return train.status();
-    trainer->trainStep_ = std::move(*train);
+    rt::Expected<rt::Executable> step = compileExecutable(g, "train_step", config);
+    if (!step)
+      return step.status();
+    for (Replica &r : trainer->replicas_) {
+      auto executor = makeExecutor(*step, config);
+      if (!executor)
+        return executor.status();
+      r.trainStep = std::move(*executor);
+      r.trainStep->setCommunicator(r.communicator);
+      for (const rt::HostTensor &p : params)
+        r.params.push_back(p);
+      for (const rt::HostTensor &t : state)
+        r.state.push_back(t);
+    }
   } catch (const BuildError &e) {
     return rt::Status::error(std::string("building the training step: ") + e.what());
   }
@@ -157,76 +215,133 @@ rt::Expected<rt::CpuExecutor *> Trainer::evalExecutor(int64_t batch) {
   }
 }
 
-rt::Expected<Metrics>
-Trainer::trainEpoch(const rt::Dataset &data, int64_t epoch,
-                    const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
-  rt::BatchStream stream(data, data.epochOrder(config_.seed, epoch, /*shuffle=*/true),
-                         config_.batch, /*dropRemainder=*/true);
-  Metrics running;
-  size_t paramCount = params_.size(), stateCount = state_.size();
+rt::Status
+Trainer::trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int64_t> &order,
+                      int64_t steps, Metrics &running,
+                      const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
+  // The replica's shard: its slice of every global batch, in order.
+  int64_t global = config_.batch, share = global / config_.replicas;
+  std::vector<int64_t> shard;
+  shard.reserve(size_t(steps * share));
+  for (int64_t i = 0; i < steps; ++i) {
+    auto first = order.begin() + i * global + r.index * share;
+    shard.insert(shard.end(), first, first + share);
+  }
+  rt::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/true);
+  size_t paramCount = r.params.size(), stateCount = r.state.size();
   std::vector<rt::HostTensor> outputs;
   for (int64_t i = 0; std::optional<rt::Batch> batch = stream.next(); ++i) {
-    rt::HostTensor step = scalarI64(step_);
+    rt::HostTensor step = scalarI64(step_ + i);
     std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step};
-    for (const rt::HostTensor &p : params_)
+    for (const rt::HostTensor &p : r.params)
       args.push_back(&p);
-    for (const rt::HostTensor &s : state_)
+    for (const rt::HostTensor &s : r.state)
       args.push_back(&s);
-    if (rt::Status s = trainStep_->run(args, outputs); !s.ok())
-      return s;
+    if (rt::Status s = r.trainStep->run(args, outputs); !s.ok())
+      return rt::Status::error(
+          r.communicator ? fmt::format("{}: {}", r.communicator->describe(), s.message())
+                         : s.message());
     // The step's outputs replace the parameters and state; the old buffers are freed here.
     for (size_t k = 0; k < paramCount; ++k)
-      params_[k] = std::move(outputs[k]);
+      r.params[k] = std::move(outputs[k]);
     for (size_t k = 0; k < stateCount; ++k)
-      state_[k] = std::move(outputs[paramCount + k]);
+      r.state[k] = std::move(outputs[paramCount + k]);
+    // Every replica computes the same metrics (averaged in the step); the first reports.
+    if (&r != &replicas_[0])
+      continue;
     double loss = outputs[paramCount + stateCount].at(0);
     double acc = outputs[paramCount + stateCount + 1].at(0);
     if (lossScaleSlot_ >= 0) {
       running.skippedSteps += outputs[paramCount + stateCount + 2].at(0) != 0;
-      running.lossScale = state_[lossScaleSlot_].at(0);
+      running.lossScale = r.state[lossScaleSlot_].at(0);
     }
-    int64_t n = batch->labels.type().shape[0];
+    int64_t n = global;
     running.loss = (running.loss * running.examples + loss * n) / (running.examples + n);
     running.accuracy = (running.accuracy * running.examples + acc * n) / (running.examples + n);
     running.examples += n;
-    ++step_;
     if (progress)
-      progress(i + 1, stream.batchCount(), running);
+      progress(i + 1, steps, running);
   }
+  return rt::Status();
+}
+
+rt::Expected<Metrics>
+Trainer::trainEpoch(const rt::Dataset &data, int64_t epoch,
+                    const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
+  std::vector<int64_t> order = data.epochOrder(config_.seed, epoch, /*shuffle=*/true);
+  int64_t steps = data.batchCount(config_.batch, /*dropRemainder=*/true);
+  Metrics running;
+  if (replicas_.size() == 1) {
+    if (rt::Status s = trainReplica(replicas_[0], data, order, steps, running, progress);
+        !s.ok())
+      return s;
+  } else {
+    // One thread per replica; a replica that fails aborts the group so that the others'
+    // collectives fail instead of waiting for it, and its error (the first) is reported.
+    std::vector<rt::Status> results(replicas_.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < replicas_.size(); ++i)
+      threads.emplace_back([&, i] {
+        results[i] = trainReplica(replicas_[i], data, order, steps, running, progress);
+        if (!results[i].ok())
+          group_->abort(results[i].message());
+      });
+    for (std::thread &t : threads)
+      t.join();
+    for (const rt::Status &s : results)
+      if (!s.ok())
+        return s;
+  }
+  step_ += steps;
   return running;
 }
 
 rt::Expected<Metrics> Trainer::evaluate(const rt::Dataset &data) {
-  Metrics total;
+  // Under MPI each process takes every size()-th batch and the sums are all-reduced; in one
+  // process the first replica's parameters (every replica's are the same) see all batches.
+  int rank = 0, processes = 1;
+  if (config_.communicator) {
+    rank = config_.communicator->rank();
+    processes = config_.communicator->size();
+  }
   std::vector<int64_t> order = data.epochOrder(config_.seed, 0, /*shuffle=*/false);
   int64_t batches = data.batchCount(config_.evalBatch, /*dropRemainder=*/false);
-  for (int64_t i = 0; i < batches; ++i) {
+  double sums[3] = {0, 0, 0}; // loss * n, accuracy * n, n
+  for (int64_t i = rank; i < batches; i += processes) {
     rt::Batch batch = data.batch(order, config_.evalBatch, i);
     int64_t n = batch.labels.type().shape[0];
     rt::Expected<rt::CpuExecutor *> exe = evalExecutor(n);
     if (!exe)
       return exe.status();
     std::vector<const rt::HostTensor *> args = {&batch.examples, &batch.labels};
-    for (const rt::HostTensor &p : params_)
+    for (const rt::HostTensor &p : replicas_[0].params)
       args.push_back(&p);
     std::vector<rt::HostTensor> out;
     if (rt::Status s = (*exe)->run(args, out); !s.ok())
       return s;
-    total.loss += out[0].at(0) * n;
-    total.accuracy += out[1].at(0) * n;
-    total.examples += n;
+    sums[0] += out[0].at(0) * double(n);
+    sums[1] += out[1].at(0) * double(n);
+    sums[2] += double(n);
   }
-  total.loss /= double(total.examples);
-  total.accuracy /= double(total.examples);
+  if (config_.communicator)
+    if (rt::Status s = config_.communicator->allReduce(sums, 3, rt::DType::f64,
+                                                       rt::ReduceKind::sum, "evaluation sums");
+        !s.ok())
+      return s;
+  Metrics total;
+  total.examples = int64_t(sums[2]);
+  total.loss = sums[0] / sums[2];
+  total.accuracy = sums[1] / sums[2];
   return total;
 }
 
 rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
   rt::Checkpoint checkpoint;
-  for (size_t i = 0; i < params_.size(); ++i)
-    checkpoint.tensors.push_back({paramNames_[i], params_[i]});
-  for (size_t i = 0; i < state_.size(); ++i)
-    checkpoint.tensors.push_back({stateNames_[i], state_[i]});
+  const Replica &r = replicas_[0];
+  for (size_t i = 0; i < r.params.size(); ++i)
+    checkpoint.tensors.push_back({paramNames_[i], r.params[i]});
+  for (size_t i = 0; i < r.state.size(); ++i)
+    checkpoint.tensors.push_back({stateNames_[i], r.state[i]});
   checkpoint.metadata = {{"format", "smelt-checkpoint-1"},
                          {"model", config_.model},
                          {"precision", precisionPolicyName(config_.precision).str()},
@@ -266,10 +381,17 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
     }
     return rt::Status();
   };
-  if (rt::Status s = restore(paramNames_, params_); !s.ok())
+  Replica &first = replicas_[0];
+  if (rt::Status s = restore(paramNames_, first.params); !s.ok())
     return s;
-  if (rt::Status s = restore(stateNames_, state_); !s.ok())
+  if (rt::Status s = restore(stateNames_, first.state); !s.ok())
     return s;
+  for (size_t i = 1; i < replicas_.size(); ++i) {
+    for (size_t k = 0; k < first.params.size(); ++k)
+      replicas_[i].params[k] = first.params[k];
+    for (size_t k = 0; k < first.state.size(); ++k)
+      replicas_[i].state[k] = first.state[k];
+  }
   step_ = std::stoll(meta("global_step").empty() ? "0" : meta("global_step"));
   return std::stoll(meta("epochs_done").empty() ? "0" : meta("epochs_done"));
 }

@@ -7,6 +7,7 @@
 #include "frontend/LossScale.h"
 #include "frontend/Optimizers.h"
 #include "passes/Passes.h"
+#include "runtime/Collectives.h"
 #include "runtime/CpuExecutor.h"
 #include "runtime/Dataset.h"
 
@@ -34,6 +35,17 @@ struct TrainConfig {
   /// Every compile's dump directory, trace and back-end hook (--dump-dir, --profile); its
   /// own pipeline is replaced by `pipeline`. With a trace, the executors record runs into it.
   codegen::CompileOptions compile;
+  /// Data-parallel replicas (MirroredStrategy): `batch` is the global batch, split evenly, so
+  /// each replica trains on batch / replicas examples of every global batch (disjoint shards
+  /// of one shuffled order) and gradients are averaged over replicas before the optimizer.
+  /// The learning rate is used as given.
+  int64_t replicas = 1;
+  /// Where the other replicas are: null runs all `replicas` in this process, one thread each
+  /// (a LocalGroup made with `collectives`); otherwise this process runs one replica, the
+  /// communicator's rank, of a group of communicator->size() == replicas (MPI). The
+  /// communicator must outlive the Trainer.
+  rt::Communicator *communicator = nullptr;
+  rt::CollectiveOptions collectives;
 };
 
 struct Metrics {
@@ -55,11 +67,13 @@ public:
   static rt::Expected<std::unique_ptr<Trainer>> create(const TrainConfig &config);
 
   /// One epoch over `data` in the order drawn from (seed, epoch), dropping a last partial
-  /// batch. `progress(step, steps, runningMetrics)` is called after each step.
+  /// global batch. `progress(step, steps, runningMetrics)` is called after each step (by
+  /// replica 0's thread). Loss and accuracy are the global batch's, averaged over replicas.
   rt::Expected<Metrics>
   trainEpoch(const rt::Dataset &data, int64_t epoch,
              const std::function<void(int64_t, int64_t, const Metrics &)> &progress = {});
-  /// Loss and accuracy over all of `data` (no dropout).
+  /// Loss and accuracy over all of `data` (no dropout). With an MPI communicator each process
+  /// evaluates its share of the batches and the sums are all-reduced.
   rt::Expected<Metrics> evaluate(const rt::Dataset &data);
 
   /// Parameters, optimizer state and progress as safetensors, written atomically.
@@ -67,24 +81,42 @@ public:
   /// Restores a checkpoint written by save() for the same model; returns its epochs done.
   rt::Expected<int64_t> load(const std::string &path);
 
-  const std::vector<rt::HostTensor> &parameters() const { return params_; }
+  /// The parameters (of this process's first replica: every replica holds the same).
+  const std::vector<rt::HostTensor> &parameters() const { return replicas_[0].params; }
   const std::vector<std::string> &parameterNames() const { return paramNames_; }
   int64_t globalStep() const { return step_; }
   const TrainConfig &config() const { return config_; }
-  /// Steps (kernels and library calls) one training step runs.
-  size_t stepCount() const { return trainStep_->executable().steps.size(); }
+  /// Steps (kernels, library calls, collectives) one training step runs.
+  size_t stepCount() const { return replicas_[0].trainStep->executable().steps.size(); }
+  /// The training step each replica runs.
+  const rt::Executable &trainStepExecutable() const {
+    return replicas_[0].trainStep->executable();
+  }
   /// Where the training step's ops run (smelt-place-devices' summary).
-  const std::string &placement() const { return trainStep_->executable().placement; }
+  const std::string &placement() const { return trainStepExecutable().placement; }
 
 private:
+  /// One data-parallel replica this process runs: its step, communicator and variables.
+  struct Replica {
+    int64_t index = 0;
+    std::unique_ptr<rt::Communicator> ownCommunicator; // of the LocalGroup
+    rt::Communicator *communicator = nullptr;
+    std::unique_ptr<rt::CpuExecutor> trainStep;
+    std::vector<rt::HostTensor> params, state;
+  };
+
   Trainer() = default;
   rt::Expected<rt::CpuExecutor *> evalExecutor(int64_t batch);
+  /// Runs replica `r`'s share of the epoch's global batches in `order`.
+  rt::Status trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int64_t> &order,
+                          int64_t steps, Metrics &running,
+                          const std::function<void(int64_t, int64_t, const Metrics &)> &progress);
 
   TrainConfig config_;
   std::unique_ptr<mlir::MLIRContext> context_;
-  std::unique_ptr<rt::CpuExecutor> trainStep_;
+  std::unique_ptr<rt::LocalGroup> group_;
+  std::vector<Replica> replicas_;
   std::map<int64_t, std::unique_ptr<rt::CpuExecutor>> evalSteps_;
-  std::vector<rt::HostTensor> params_, state_;
   std::vector<std::string> paramNames_, stateNames_;
   int64_t step_ = 0;
   /// Index in state_ of the loss scale (mixed_f16), else -1.

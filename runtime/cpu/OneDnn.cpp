@@ -11,7 +11,9 @@ dnnl::engine &oneDnnEngine() {
 }
 
 dnnl::stream &oneDnnStream() {
-  static dnnl::stream stream(oneDnnEngine());
+  // One per thread: data-parallel replicas in one process run their steps on their own
+  // threads, and a oneDNN stream is not meant to be shared between threads.
+  thread_local dnnl::stream stream(oneDnnEngine());
   return stream;
 }
 

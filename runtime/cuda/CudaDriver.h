@@ -11,6 +11,7 @@
 namespace smelt::rt::cuda {
 
 // symbol in libcuda (the versioned name cuda.h maps the plain one to), member in the table.
+// Streams and events serve the collectives (runtime/cuda/Nccl.h): a wait polls an event.
 #define SMELT_CUDA_DRIVER_ENTRIES(X)                                                               \
   X(cuInit, init)                                                                                  \
   X(cuDriverGetVersion, driverGetVersion)                                                          \
@@ -32,7 +33,16 @@ namespace smelt::rt::cuda {
   X(cuMemFree_v2, memFree)                                                                         \
   X(cuMemcpyHtoD_v2, memcpyHtoD)                                                                   \
   X(cuMemcpyDtoH_v2, memcpyDtoH)                                                                   \
-  X(cuLaunchKernel, launchKernel)
+  X(cuMemcpyDtoD_v2, memcpyDtoD)                                                                   \
+  X(cuLaunchKernel, launchKernel)                                                                  \
+  X(cuStreamCreate, streamCreate)                                                                  \
+  X(cuStreamDestroy_v2, streamDestroy)                                                             \
+  X(cuStreamQuery, streamQuery)                                                                    \
+  X(cuStreamSynchronize, streamSynchronize)                                                        \
+  X(cuEventCreate, eventCreate)                                                                    \
+  X(cuEventDestroy_v2, eventDestroy)                                                               \
+  X(cuEventRecord, eventRecord)                                                                    \
+  X(cuEventQuery, eventQuery)
 
 class CudaDriver {
 public:

@@ -645,3 +645,27 @@ func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'smelt.yield' op expects parent op 'smelt.fusion'}}
   smelt.yield %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @all_reduce_no_replicas(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'smelt.all_reduce' op replicas = 0 must be at least 1}}
+  %0 = smelt.all_reduce sum %x replicas = 0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_mixed_bucket(%x: tensor<4xf32>, %y: tensor<4xf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'smelt.all_reduce' op operand #1 is 'tensor<4xf16>' but operand #0 has 'f32' elements; a bucket has one element type}}
+  %0:2 = smelt.all_reduce sum %x, %y replicas = 2 : tensor<4xf32>, tensor<4xf16>
+  return %0#0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_integer_mean(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'smelt.all_reduce' op mean needs float operands, got 'i32'}}
+  %0 = smelt.all_reduce mean %x replicas = 2 : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}

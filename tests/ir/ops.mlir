@@ -180,3 +180,17 @@ func.func @placement(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = smelt.copy %x {smelt.device = "gpu:0"} : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%g: tensor<4x8xf32>, %b: tensor<8xf32>, %n: tensor<3xi32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<3xi32>, tensor<i64>) {
+  // CHECK: smelt.all_reduce mean %{{.*}} replicas = 2 : tensor<4x8xf32>
+  %0 = smelt.all_reduce mean %g replicas = 2 : tensor<4x8xf32>
+  // CHECK: smelt.all_reduce sum %{{.*}}, %{{.*}} replicas = 4 : tensor<4x8xf32>, tensor<8xf32>
+  %1:2 = smelt.all_reduce sum %g, %b replicas = 4 : tensor<4x8xf32>, tensor<8xf32>
+  // CHECK: smelt.all_reduce sum %{{.*}} replicas = 2 : tensor<3xi32>
+  %2 = smelt.all_reduce sum %n replicas = 2 : tensor<3xi32>
+  // CHECK: smelt.replica_id : tensor<i64>
+  %3 = smelt.replica_id : tensor<i64>
+  return %0, %1#0, %1#1, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<3xi32>, tensor<i64>
+}

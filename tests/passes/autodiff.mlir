@@ -86,3 +86,27 @@ func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<2x2x2x2xf32>) -> tensor<f32>
   %1 = smelt.reduce sum %0 axes = [0, 1, 2, 3] : tensor<1x1x2x2xf32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// An all_reduce's gradient is the same all_reduce of the result's gradient: the loss of every
+// replica depends on every replica's operand.
+// CHECK-LABEL: func.func @main_grad
+// CHECK: %[[G:.+]] = smelt.broadcast_in_dim
+// CHECK: %[[R:.+]] = smelt.all_reduce mean %[[G]] replicas = 4 : tensor<3xf32>
+// CHECK: return %{{.+}}, %[[R]]
+func.func @main(%w: tensor<3xf32>) -> tensor<f32> {
+  %0 = smelt.all_reduce mean %w replicas = 4 : tensor<3xf32>
+  %1 = smelt.reduce sum %0 axes = [0] : tensor<3xf32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// A bucket (several results) has no gradient rule: differentiate first, bucket afterwards.
+func.func @main(%w: tensor<3xf32>, %v: tensor<2xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'smelt.all_reduce' op has 2 results and no gradient rule for that; differentiate before the passes that make such ops (smelt-bucket-all-reduce, smelt-fuse)}}
+  %0:2 = smelt.all_reduce sum %w, %v replicas = 2 : tensor<3xf32>, tensor<2xf32>
+  %1 = smelt.reduce sum %0#0 axes = [0] : tensor<3xf32>
+  return %1 : tensor<f32>
+}

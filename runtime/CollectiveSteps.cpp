@@ -1,0 +1,168 @@
+// Collective steps: preparation (checks, wait points), start, progress and wait.
+#include "runtime/CollectiveSteps.h"
+
+#include "runtime/cpu/Kernels.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace smelt::rt {
+
+Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
+  CollectiveSteps steps;
+  steps.index_.assign(exe.steps.size(), kOther);
+  steps.waitBefore_.resize(exe.steps.size() + 1);
+  // The all_reduce writing each buffer, to find the first step that reads it.
+  std::vector<int> writtenBy(exe.buffers.size(), -1);
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    const Step &step = exe.steps[s];
+    if (step.op == "replica_id") {
+      if (!step.operands.empty() || exe.buffers[step.results[0]].type != TensorType{DType::i64, {}})
+        return Status::error(fmt::format("{}: takes no operands and writes a rank-0 i64",
+                                         cpu::describe(step)));
+      steps.index_[s] = kReplicaId;
+      continue;
+    }
+    if (step.op != "all_reduce")
+      continue;
+    AllReduce reduce;
+    reduce.step = s;
+    cpu::AttrReader attrs(step);
+    std::string kind = attrs.keyword("kind");
+    reduce.replicas = attrs.integer("replicas");
+    if (Status st = attrs.status(); !st.ok())
+      return st;
+    if (kind != "sum" && kind != "mean")
+      return Status::error(fmt::format("{}: kind '{}' must be sum or mean", cpu::describe(step),
+                                       kind));
+    reduce.kind = kind == "sum" ? ReduceKind::sum : ReduceKind::mean;
+    if (reduce.replicas < 1)
+      return Status::error(fmt::format("{}: replicas = {} must be at least 1",
+                                       cpu::describe(step), reduce.replicas));
+    if (step.operands.empty() || step.operands.size() != step.results.size())
+      return Status::error(fmt::format("{}: {} operands and {} results; an all_reduce has one "
+                                       "result per operand",
+                                       cpu::describe(step), step.operands.size(),
+                                       step.results.size()));
+    reduce.dtype = exe.buffers[step.operands[0]].type.dtype;
+    for (size_t i = 0; i < step.operands.size(); ++i) {
+      const TensorType &operand = exe.buffers[step.operands[i]].type;
+      if (operand != exe.buffers[step.results[i]].type || operand.dtype != reduce.dtype)
+        return Status::error(fmt::format(
+            "{}: operand #{} is {} and its result {}; results must match their operands and "
+            "a bucket has one element type ({})",
+            cpu::describe(step), i, operand.str(), exe.buffers[step.results[i]].type.str(),
+            dtypeName(reduce.dtype)));
+      reduce.operandBytes.push_back(operand.byteSize());
+      reduce.count += operand.numElements();
+    }
+    if (reduce.dtype == DType::i1 || (reduce.kind == ReduceKind::mean && !isFloat(reduce.dtype)))
+      return Status::error(fmt::format("{}: cannot take the {} of {} elements",
+                                       cpu::describe(step), kind, dtypeName(reduce.dtype)));
+    reduce.what = step.operands.size() == 1
+                      ? cpu::describe(step)
+                      : fmt::format("{}, a bucket of {} tensors", cpu::describe(step),
+                                    step.operands.size());
+    if (step.operands.size() > 1)
+      reduce.staging.resize(size_t(reduce.count) * byteWidth(reduce.dtype));
+    steps.maxReplicas_ = std::max(steps.maxReplicas_, reduce.replicas);
+    steps.index_[s] = int(steps.allReduces_.size());
+    for (BufferId id : step.results)
+      writtenBy[id] = int(steps.allReduces_.size());
+    steps.allReduces_.push_back(std::move(reduce));
+  }
+  // Each all_reduce is waited for before the first step that reads any of its results, or
+  // before the outputs are read when no step does.
+  std::vector<char> placed(steps.allReduces_.size(), 0);
+  for (size_t s = 0; s < exe.steps.size(); ++s)
+    for (BufferId id : exe.steps[s].operands)
+      if (int r = writtenBy[id]; r >= 0 && !placed[r]) {
+        placed[r] = 1;
+        steps.waitBefore_[s].push_back(r);
+      }
+  for (size_t r = 0; r < placed.size(); ++r)
+    if (!placed[r])
+      steps.waitBefore_[exe.steps.size()].push_back(int(r));
+  return steps;
+}
+
+Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *communicator) {
+  if (index_[step] == kReplicaId) {
+    *static_cast<int64_t *>(buffers[0]) = communicator ? communicator->rank() : 0;
+    return Status();
+  }
+  AllReduce &reduce = allReduces_[index_[step]];
+  size_t operands = reduce.operandBytes.size();
+  // Alone, a sum or mean over one replica is the operand itself.
+  if (reduce.replicas == 1) {
+    for (size_t i = 0; i < operands; ++i)
+      std::memcpy(buffers[operands + i], buffers[i], reduce.operandBytes[i]);
+    return Status();
+  }
+  if (!communicator)
+    return Status::error(fmt::format("{}: reduces over {} replicas, but this function runs "
+                                     "alone; run it in a replica group (smelt train "
+                                     "--replicas={}, or mpirun -n {})",
+                                     reduce.what, reduce.replicas, reduce.replicas,
+                                     reduce.replicas));
+  if (communicator->size() != reduce.replicas)
+    return Status::error(fmt::format("{}: compiled for {} replicas, but {} has {}", reduce.what,
+                                     reduce.replicas, communicator->describe(),
+                                     communicator->size()));
+  reduce.results.assign(buffers + operands, buffers + 2 * operands);
+  void *data = buffers[operands];
+  if (operands == 1) {
+    std::memcpy(data, buffers[0], reduce.operandBytes[0]);
+  } else {
+    data = reduce.staging.data();
+    size_t offset = 0;
+    for (size_t i = 0; i < operands; ++i) {
+      std::memcpy(reduce.staging.data() + offset, buffers[i], reduce.operandBytes[i]);
+      offset += reduce.operandBytes[i];
+    }
+  }
+  Expected<int64_t> ticket =
+      communicator->start(data, reduce.count, reduce.dtype, reduce.kind, reduce.what);
+  if (!ticket)
+    return ticket.status();
+  reduce.ticket = *ticket;
+  return Status();
+}
+
+bool CollectiveSteps::mustWaitBefore(size_t step) const {
+  for (int r : waitBefore_[step])
+    if (allReduces_[r].ticket)
+      return true;
+  return false;
+}
+
+Status CollectiveSteps::waitBefore(size_t step, Communicator *communicator) {
+  for (int r : waitBefore_[step])
+    if (allReduces_[r].ticket)
+      if (Status s = finish(allReduces_[r], communicator); !s.ok())
+        return s;
+  return Status();
+}
+
+void CollectiveSteps::progress(Communicator *communicator) {
+  if (communicator)
+    communicator->progress();
+}
+
+Status CollectiveSteps::finish(AllReduce &reduce, Communicator *communicator) {
+  int64_t ticket = *reduce.ticket;
+  reduce.ticket.reset();
+  if (Status s = communicator->wait(ticket); !s.ok())
+    return s;
+  if (reduce.staging.empty())
+    return Status();
+  size_t offset = 0;
+  for (size_t i = 0; i < reduce.results.size(); ++i) {
+    std::memcpy(reduce.results[i], reduce.staging.data() + offset, reduce.operandBytes[i]);
+    offset += reduce.operandBytes[i];
+  }
+  return Status();
+}
+
+} // namespace smelt::rt

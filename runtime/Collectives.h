@@ -1,0 +1,100 @@
+// Collectives across replicas: the Communicator the executor's all_reduce steps call, and the
+// in-process backend (LocalGroup: N replicas as threads of one process, MirroredStrategy on CPU
+// devices). MPI (runtime/mpi) and NCCL (runtime/cuda) implement the same interface.
+//
+// A collective is started, may make progress while the executor runs later steps, and is waited
+// for before the first step that reads its result; every wait has a timeout, so a replica that
+// died or hangs makes the others fail with a message instead of hanging them.
+#pragma once
+
+#include "runtime/DType.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace smelt::rt {
+
+/// The all_reduce op's `kind`: mean is the sum divided by the number of replicas.
+enum class ReduceKind { sum, mean };
+std::string_view reduceKindName(ReduceKind kind);
+
+struct CollectiveOptions {
+  /// How long a wait may take before it fails, in seconds; 0 waits forever.
+  double timeoutSeconds = 300;
+  /// Reduce in rank order (gather every replica's contribution, then add replica 0, 1, ... in
+  /// float64 for floats): the same bits on every replica, in every run and with every backend,
+  /// whatever algorithm the backend would otherwise choose.
+  bool deterministic = false;
+};
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  /// This replica's index in [0, size()), and how many replicas take part.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// For messages and logs: "mpi rank 1 of 2 (host node3)", "local replica 0 of 2".
+  virtual std::string describe() const = 0;
+
+  /// Starts reducing `count` elements of `dtype` at `data` across all replicas, in place. Every
+  /// replica must start the same collectives in the same order. `what` names it in errors
+  /// ("all_reduce at step.mlir:4:3, bucket 2"). `data` must stay valid until wait().
+  /// Returns a ticket for wait().
+  virtual Expected<int64_t> start(void *data, int64_t count, DType dtype, ReduceKind kind,
+                                  std::string what) = 0;
+  /// Lets started collectives advance without blocking; the executor calls it between steps.
+  virtual void progress() {}
+  /// Blocks until collective `ticket` is done. After the timeout it fails with a message naming
+  /// the collective, its size, this replica and how long it waited; the communicator is then
+  /// unusable (every later call fails), since replicas no longer agree on what comes next.
+  virtual Status wait(int64_t ticket) = 0;
+
+  /// This replica failed: make the others fail rather than wait for it. LocalGroup fails their
+  /// collectives with `reason`; MPI prints it and calls MPI_Abort, which ends every rank of the
+  /// job, this process included.
+  virtual void abort(const std::string &reason) = 0;
+
+  /// start() then wait().
+  Status allReduce(void *data, int64_t count, DType dtype, ReduceKind kind, std::string what);
+};
+
+/// Adds `replicas` contributions of `count` elements of `dtype`, laid out one after another in
+/// `contributions`, in rank order (float types accumulate in float64, then round once), divides
+/// by `replicas` for mean, and writes `out`. The deterministic mode of every backend.
+/// Integers add exactly (i32 in 64 bits, i64 in 128): sum wraps to the type's width as MPI_SUM
+/// does, mean divides the exact sum truncating toward zero (-7 / 2 = -3). i1 has no sum and
+/// leaves `out` unchanged: every backend's start() refuses it with an error naming the dtype.
+void reduceInRankOrder(const void *contributions, int replicas, int64_t count, DType dtype,
+                       ReduceKind kind, void *out);
+
+/// N replicas in one process, each on its own thread with its own Communicator. The replica that
+/// starts a collective last reduces it in rank order (reduceInRankOrder: deterministic whatever
+/// the options say) and writes the result into every replica's buffer. A mismatch (count, dtype
+/// or kind differing between replicas) or a wait that times out fails the whole group, like
+/// abort(): the replicas no longer agree, and a late replica must not write into a buffer whose
+/// owner gave up on it.
+class LocalGroup {
+public:
+  LocalGroup(int replicas, CollectiveOptions options = {});
+  ~LocalGroup();
+  LocalGroup(const LocalGroup &) = delete;
+  LocalGroup &operator=(const LocalGroup &) = delete;
+
+  int size() const;
+  /// The communicator of replica `rank` (null when `rank` is not in [0, size())); it shares
+  /// the group's state, so it may outlive the group. A group made with fewer than one replica
+  /// has one, and fails every collective with a message saying so.
+  std::unique_ptr<Communicator> communicator(int rank);
+  /// Fails every collective in flight and every later one with `reason` (a replica failed, so
+  /// the others must not wait for it).
+  void abort(const std::string &reason);
+
+private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+} // namespace smelt::rt

@@ -1,0 +1,442 @@
+// Opens libnccl with dlopen and resolves its table (Nccl.h), once per process, and implements
+// NcclCommunicator: collectives enqueued on a stream, each followed by an event that wait()
+// polls, so that a wait can give up (and abort the NCCL communicator) after the timeout.
+#include "runtime/cuda/Nccl.h"
+
+#include "runtime/DTypeDispatch.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <thread>
+
+namespace smelt::rt::cuda {
+
+Expected<const Nccl *> Nccl::open() {
+  // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
+  // nvidia/nccl/lib), then where the CUDA toolkit installs it.
+  void *library = nullptr;
+  std::string tried;
+  for (const char *path :
+       {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2"}) {
+    if ((library = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+      break;
+    const char *why = dlerror();
+    tried += fmt::format("{}dlopen(\"{}\"): {}", tried.empty() ? "" : "; ", path,
+                         why ? why : "unknown reason");
+  }
+  if (!library)
+    return Status::error("no NCCL library: " + tried);
+  static Nccl nccl;
+#define SMELT_NCCL_RESOLVE(symbol, member)                                                         \
+  nccl.member = reinterpret_cast<decltype(nccl.member)>(dlsym(library, #symbol));                  \
+  if (!nccl.member)                                                                                \
+    return Status::error("the NCCL library (libnccl.so.2) has no " #symbol                         \
+                         "; it is older than this program needs");
+  SMELT_NCCL_ENTRIES(SMELT_NCCL_RESOLVE)
+#undef SMELT_NCCL_RESOLVE
+  nccl.getLastError =
+      reinterpret_cast<decltype(nccl.getLastError)>(dlsym(library, "ncclGetLastError"));
+  if (Status status = nccl.check(nccl.getVersion(&nccl.version), "ncclGetVersion"); !status.ok())
+    return status;
+  return &nccl;
+}
+
+Expected<const Nccl *> Nccl::get() {
+  static const Expected<const Nccl *> nccl = open(); // thread-safe, tried once
+  return nccl;
+}
+
+Status Nccl::check(ncclResult_t result, const char *call, ncclComm_t comm) const {
+  if (result == ncclSuccess)
+    return {};
+  const char *description = getErrorString(result);
+  const char *last = getLastError ? getLastError(comm) : nullptr;
+  return Status::error(
+      fmt::format("{} failed: {}{}", call,
+                  description ? description : fmt::format("NCCL error {}", int(result)),
+                  last && *last ? fmt::format(" ({})", last) : std::string()));
+}
+
+std::string Nccl::versionName() const {
+  // Codes before 2.9 were major * 1000 + minor * 100 + patch; since, major * 10000 + ...
+  if (version >= 10000)
+    return fmt::format("{}.{}.{}", version / 10000, version % 10000 / 100, version % 100);
+  return fmt::format("{}.{}.{}", version / 1000, version % 1000 / 100, version % 100);
+}
+
+Expected<int> ncclVersion() {
+  Expected<const Nccl *> nccl = Nccl::get();
+  if (!nccl.ok())
+    return nccl.status();
+  return (*nccl)->version;
+}
+
+namespace {
+
+std::optional<ncclDataType_t> ncclType(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return ncclFloat32;
+  case DType::f64:
+    return ncclFloat64;
+  case DType::f16:
+    return ncclFloat16;
+  case DType::bf16:
+    return ncclBfloat16;
+  case DType::i32:
+    return ncclInt32;
+  case DType::i64:
+    return ncclInt64;
+  case DType::i1:
+    break;
+  }
+  return std::nullopt;
+}
+
+void *devicePointer(CUdeviceptr pointer) { return reinterpret_cast<void *>(uintptr_t(pointer)); }
+
+} // namespace
+
+std::string NcclCommunicator::describe() const {
+  return fmt::format("nccl rank {} of {} (gpu {})", rank_, size_, ordinal_);
+}
+
+std::string NcclCommunicator::name(const std::string &what, int64_t count, DType dtype,
+                                   ReduceKind kind) const {
+  return fmt::format("all_reduce '{}' ({} bytes of {}, {}) on {}", what,
+                     count * int64_t(byteWidth(dtype)), dtypeName(dtype), reduceKindName(kind),
+                     describe());
+}
+
+Status NcclCommunicator::openDevice(int ordinal) {
+  ordinal_ = ordinal;
+  if (Status status = cu_.check(cu_.deviceGet(&device_, ordinal), "cuDeviceGet"); !status.ok())
+    return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
+  if (Status status =
+          cu_.check(cu_.primaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+      !status.ok()) {
+    context_ = nullptr;
+    return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
+  }
+  // The NCCL communicator is made with this context current: the CUDA runtime inside NCCL
+  // then uses it, and so do our streams and events.
+  for (Status status :
+       {cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"),
+        cu_.check(cu_.streamCreate(&ownStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate")})
+    if (!status.ok())
+      return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
+  stream_ = ownStream_;
+  return {};
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (context_)
+    cu_.ctxSetCurrent(context_);
+  if (comm_) {
+    // Destroying waits for collectives in flight, which may never end: abort those instead.
+    if (pending_.empty())
+      nccl_.commDestroy(comm_);
+    else
+      nccl_.commAbort(comm_);
+  }
+  for (auto &[ticket, p] : pending_)
+    release(p);
+  if (ownStream_)
+    cu_.streamDestroy(ownStream_);
+  if (context_)
+    cu_.primaryCtxRelease(device_);
+}
+
+void NcclCommunicator::release(Pending &p) {
+  if (p.done)
+    cu_.eventDestroy(p.done);
+  if (p.staging)
+    cu_.memFree(p.staging);
+  p.done = nullptr;
+  p.staging = 0;
+}
+
+void NcclCommunicator::breakWith(const std::string &why) {
+  broken_ = why;
+  if (comm_)
+    nccl_.commAbort(comm_); // ends this rank's kernels in flight, so the GPU is not held
+  comm_ = nullptr;
+}
+
+Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
+                                          std::string what) {
+  if (broken_)
+    return Status::error(fmt::format("{}: the communicator is unusable: {}",
+                                     name(what, count, dtype, kind), *broken_));
+  std::optional<ncclDataType_t> type = ncclType(dtype);
+  if (!type)
+    return Status::error(fmt::format("{}: i1 (boolean) tensors cannot be summed; convert them "
+                                     "to an integer type first",
+                                     name(what, count, dtype, kind)));
+  if (count < 0 || (count > 0 && !data))
+    return Status::error(fmt::format("{}: {}", name(what, count, dtype, kind),
+                                     count < 0 ? "negative count" : "null device pointer"));
+  if (kind == ReduceKind::mean && !options_.deterministic && nccl_.version < 21000)
+    return Status::error(fmt::format("{}: NCCL {} has no ncclAvg (2.10 and later have): use "
+                                     "sum and scale, or a newer NCCL",
+                                     name(what, count, dtype, kind), nccl_.versionName()));
+
+  Pending p;
+  p.data = CUdeviceptr(reinterpret_cast<uintptr_t>(data));
+  p.count = count;
+  p.dtype = dtype;
+  p.kind = kind;
+  p.what = std::move(what);
+  size_t bytes = size_t(count) * byteWidth(dtype);
+  auto fail = [&](Status status) -> Status {
+    std::string message = fmt::format("{}: {}", name(p.what, count, dtype, kind), status.message());
+    release(p);
+    return Status::error(std::move(message));
+  };
+  if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
+    return fail(status);
+  if (Status status = cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      !status.ok())
+    return fail(status);
+  if (options_.deterministic) {
+    if (Status status =
+            cu_.check(cu_.memAlloc(&p.staging, std::max<size_t>(bytes * size_t(size_), 1)),
+                      "cuMemAlloc (staging for every rank's contribution)");
+        !status.ok())
+      return fail(status);
+    if (Status status = nccl_.check(
+            nccl_.allGather(data, devicePointer(p.staging), size_t(count), *type, comm_, stream_),
+            "ncclAllGather", comm_);
+        !status.ok())
+      return fail(status);
+  } else {
+    ncclRedOp_t op = kind == ReduceKind::mean ? ncclAvg : ncclSum;
+    if (Status status =
+            nccl_.check(nccl_.allReduce(data, data, size_t(count), *type, op, comm_, stream_),
+                        "ncclAllReduce", comm_);
+        !status.ok())
+      return fail(status);
+  }
+  if (Status status = cu_.check(cu_.eventRecord(p.done, stream_), "cuEventRecord"); !status.ok())
+    return fail(status);
+  int64_t ticket = nextTicket_++;
+  pending_.emplace(ticket, std::move(p));
+  return ticket;
+}
+
+Status NcclCommunicator::reduceGathered(Pending &p) {
+  size_t bytes = size_t(p.count) * byteWidth(p.dtype);
+  if (bytes == 0)
+    return {};
+  std::vector<std::byte> everyone(bytes * size_t(size_)), result(bytes);
+  if (Status status = cu_.check(cu_.memcpyDtoH(everyone.data(), p.staging, everyone.size()),
+                                "cuMemcpyDtoH (gathered contributions)");
+      !status.ok())
+    return status;
+  reduceInRankOrder(everyone.data(), size_, p.count, p.dtype, p.kind, result.data());
+  // From pageable memory the copy may return before its DMA ends; it runs on the legacy
+  // stream, so synchronizing that one makes the result visible to whatever runs next.
+  for (Status status : {cu_.check(cu_.memcpyHtoD(p.data, result.data(), bytes), "cuMemcpyHtoD"),
+                        cu_.check(cu_.streamSynchronize(CU_STREAM_LEGACY), "cuStreamSynchronize")})
+    if (!status.ok())
+      return status;
+  return {};
+}
+
+Status NcclCommunicator::wait(int64_t ticket) {
+  if (broken_)
+    return Status::error(fmt::format("{}: the communicator is unusable: {}", describe(), *broken_));
+  auto it = pending_.find(ticket);
+  if (it == pending_.end())
+    return Status::error(fmt::format(
+        "{}: ticket {} is not a collective started and not yet waited for", describe(), ticket));
+  Pending &p = it->second;
+  std::string name = this->name(p.what, p.count, p.dtype, p.kind);
+  auto finish = [&](Status status) {
+    release(p);
+    pending_.erase(it);
+    return status;
+  };
+  if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
+    return finish(Status::error(name + ": " + status.message()));
+
+  // From 100 us, doubling up to 1 ms: a short collective returns quickly, a long one costs
+  // little CPU.
+  auto begin = std::chrono::steady_clock::now();
+  auto sleep = std::chrono::microseconds(100);
+  for (;;) {
+    CUresult result = cu_.eventQuery(p.done);
+    if (result == CUDA_SUCCESS)
+      break;
+    if (result != CUDA_ERROR_NOT_READY) {
+      std::string message =
+          fmt::format("{}: {}", name, cu_.check(result, "cuEventQuery").message());
+      breakWith(message);
+      return finish(Status::error(std::move(message)));
+    }
+    // A peer that failed shows up here (with NCCL_ASYNC_ERROR_HANDLING, or a network error)
+    // long before the timeout.
+    ncclResult_t async = ncclSuccess;
+    nccl_.commGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      std::string message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,
+                                        nccl_.check(async, "the collective", comm_).message());
+      breakWith(message);
+      return finish(Status::error(std::move(message)));
+    }
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (options_.timeoutSeconds > 0 && waited >= options_.timeoutSeconds) {
+      std::string message = fmt::format(
+          "{}: the other ranks did not complete it within {:.1f} s; another rank died or is "
+          "stuck (or started different collectives). The NCCL communicator was aborted",
+          name, waited);
+      breakWith(message);
+      return finish(Status::error(std::move(message)));
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
+  }
+  if (options_.deterministic)
+    if (Status status = reduceGathered(p); !status.ok())
+      return finish(Status::error(name + ": " + status.message()));
+  return finish({});
+}
+
+void NcclCommunicator::abort(const std::string &reason) {
+  std::fprintf(stderr, "smelt: %s: %s\n", describe().c_str(), reason.c_str());
+  std::fflush(stderr);
+  breakWith("aborted: " + reason);
+}
+
+Status NcclCommunicator::groupStart() {
+  Expected<const Nccl *> nccl = Nccl::get();
+  if (!nccl.ok())
+    return nccl.status();
+  return (*nccl)->check((*nccl)->groupStart(), "ncclGroupStart");
+}
+
+Status NcclCommunicator::groupEnd() {
+  Expected<const Nccl *> nccl = Nccl::get();
+  if (!nccl.ok())
+    return nccl.status();
+  return (*nccl)->check((*nccl)->groupEnd(), "ncclGroupEnd");
+}
+
+namespace {
+
+/// The driver and the library, or why either is missing.
+Expected<std::pair<const CudaDriver *, const Nccl *>> openBoth() {
+  Expected<const CudaDriver *> cu = CudaDriver::get();
+  if (!cu.ok())
+    return cu.status();
+  Expected<const Nccl *> nccl = Nccl::get();
+  if (!nccl.ok())
+    return nccl.status();
+  return std::pair{*cu, *nccl};
+}
+
+} // namespace
+
+Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
+createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options) {
+  auto both = openBoth();
+  if (!both.ok())
+    return both.status();
+  auto [cu, nccl] = *both;
+  if (devices.empty())
+    return Status::error("createNcclCommunicators: no devices given");
+  std::vector<std::unique_ptr<NcclCommunicator>> communicators;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    communicators.emplace_back(new NcclCommunicator(*cu, *nccl, options));
+    if (Status status = communicators.back()->openDevice(devices[i]); !status.ok())
+      return status;
+  }
+  std::vector<ncclComm_t> comms(devices.size());
+  if (Status status = nccl->check(
+          nccl->commInitAll(comms.data(), int(devices.size()), devices.data()), "ncclCommInitAll");
+      !status.ok())
+    return Status::error(fmt::format("NCCL {} over gpus {}: {}", nccl->versionName(),
+                                     fmt::join(devices, ", "), status.message()));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    communicators[i]->comm_ = comms[i];
+    communicators[i]->rank_ = int(i);
+    communicators[i]->size_ = int(devices.size());
+  }
+  return std::move(communicators);
+}
+
+Expected<std::unique_ptr<NcclCommunicator>> createNcclCommunicator(int rank, int size,
+                                                                   const ncclUniqueId &id,
+                                                                   int device,
+                                                                   CollectiveOptions options) {
+  auto both = openBoth();
+  if (!both.ok())
+    return both.status();
+  auto [cu, nccl] = *both;
+  if (size < 1 || rank < 0 || rank >= size)
+    return Status::error(
+        fmt::format("createNcclCommunicator: rank {} of {} is not a rank", rank, size));
+  std::unique_ptr<NcclCommunicator> communicator(new NcclCommunicator(*cu, *nccl, options));
+  communicator->rank_ = rank;
+  communicator->size_ = size;
+  if (Status status = communicator->openDevice(device); !status.ok())
+    return status;
+  ncclComm_t comm = nullptr;
+  if (Status status = nccl->check(nccl->commInitRank(&comm, size, id, rank), "ncclCommInitRank");
+      !status.ok())
+    return Status::error(fmt::format("{} (NCCL {}): {}", communicator->describe(),
+                                     nccl->versionName(), status.message()));
+  communicator->comm_ = comm;
+  return std::move(communicator);
+}
+
+Expected<ncclUniqueId> newNcclUniqueId() {
+  Expected<const Nccl *> nccl = Nccl::get();
+  if (!nccl.ok())
+    return nccl.status();
+  ncclUniqueId id{};
+  if (Status status = (*nccl)->check((*nccl)->getUniqueId(&id), "ncclGetUniqueId"); !status.ok())
+    return status;
+  return id;
+}
+
+Expected<std::unique_ptr<NcclCommunicator>>
+createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions options) {
+  // A broadcast from any Communicator: rank 0 contributes [1, id], every other rank zeros, so
+  // the i64 sum is rank 0's words exactly. Rank 0 joins even when it has no id (a leading 0),
+  // so the others learn that instead of waiting.
+  constexpr size_t kWords = sizeof(ncclUniqueId) / sizeof(int64_t);
+  static_assert(sizeof(ncclUniqueId) % sizeof(int64_t) == 0);
+  int64_t words[1 + kWords] = {};
+  std::string rootError;
+  if (bootstrap.rank() == 0) {
+    if (Expected<ncclUniqueId> id = newNcclUniqueId(); id.ok()) {
+      words[0] = 1;
+      std::memcpy(words + 1, &*id, sizeof(ncclUniqueId));
+    } else {
+      rootError = id.message();
+    }
+  }
+  if (Status status = bootstrap.allReduce(words, int64_t(std::size(words)), DType::i64,
+                                          ReduceKind::sum, "NCCL unique id from rank 0");
+      !status.ok())
+    return status;
+  if (words[0] != 1)
+    return Status::error(fmt::format("{}: rank 0 could not make an NCCL unique id{}",
+                                     bootstrap.describe(),
+                                     rootError.empty() ? "" : ": " + rootError));
+  ncclUniqueId id;
+  std::memcpy(&id, words + 1, sizeof(ncclUniqueId));
+  return createNcclCommunicator(bootstrap.rank(), bootstrap.size(), id, device, options);
+}
+
+} // namespace smelt::rt::cuda

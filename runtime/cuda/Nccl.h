@@ -1,0 +1,163 @@
+// NCCL, reached through dlopen("libnccl.so.2") and a table of symbols like the CUDA driver's
+// (CudaDriver.h): binaries start without NCCL, and a missing library is an error to report (or
+// a test's reason to skip). nccl.h is included for types and signatures only.
+//
+// NcclCommunicator is the Communicator of runtime/Collectives.h on GPU memory: `data` passed to
+// start() is a device pointer (a CUdeviceptr cast to void *) in the communicator's device's
+// primary context, and the all-reduce is enqueued on a stream; wait() polls an event recorded
+// after it, so a rank that died makes the others fail after the timeout instead of hanging.
+#pragma once
+
+#include "runtime/Collectives.h"
+#include "runtime/cuda/CudaDriver.h"
+
+#include <nccl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace smelt::rt::cuda {
+
+// symbol in libnccl, member in the table.
+#define SMELT_NCCL_ENTRIES(X)                                                                      \
+  X(ncclGetVersion, getVersion)                                                                    \
+  X(ncclGetErrorString, getErrorString)                                                            \
+  X(ncclGetUniqueId, getUniqueId)                                                                  \
+  X(ncclCommInitRank, commInitRank)                                                                \
+  X(ncclCommInitAll, commInitAll)                                                                  \
+  X(ncclCommDestroy, commDestroy)                                                                  \
+  X(ncclCommAbort, commAbort)                                                                      \
+  X(ncclCommGetAsyncError, commGetAsyncError)                                                      \
+  X(ncclAllReduce, allReduce)                                                                      \
+  X(ncclAllGather, allGather)                                                                      \
+  X(ncclGroupStart, groupStart)                                                                    \
+  X(ncclGroupEnd, groupEnd)
+
+class Nccl {
+public:
+  /// The library, opened once per process: libnccl.so.2 from the loader's path, else from
+  /// /usr/local/cuda/lib64. The error names the library or the symbol that is missing.
+  static Expected<const Nccl *> get();
+
+  /// Success, or "<call> failed: <ncclGetErrorString> (<ncclGetLastError>)".
+  Status check(ncclResult_t result, const char *call, ncclComm_t comm = nullptr) const;
+
+  /// NCCL_VERSION_CODE of the loaded library (22809 for 2.28.9), and "2.28.9".
+  int version = 0;
+  std::string versionName() const;
+
+#define SMELT_NCCL_MEMBER(symbol, member) decltype(&::symbol) member = nullptr;
+  SMELT_NCCL_ENTRIES(SMELT_NCCL_MEMBER)
+#undef SMELT_NCCL_MEMBER
+  /// Only in NCCL 2.13 and later; null before.
+  decltype(&::ncclGetLastError) getLastError = nullptr;
+
+private:
+  Nccl() = default;
+  static Expected<const Nccl *> open();
+};
+
+/// The loaded library's version code (22809 for 2.28.9), or why NCCL cannot be loaded.
+Expected<int> ncclVersion();
+
+class NcclCommunicator final : public Communicator {
+public:
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  /// "nccl rank 1 of 2 (gpu 1)".
+  std::string describe() const override;
+
+  /// Enqueues ncclAllReduce in place on the stream (mean: ncclAvg, NCCL 2.10+; for integers
+  /// NCCL's own rounding). Deterministic mode instead gathers every rank's buffer on the
+  /// device (ncclAllGather), and wait() reduces them in rank order on the host with
+  /// reduceInRankOrder: slow, but the same bits as every other backend.
+  Expected<int64_t> start(void *data, int64_t count, DType dtype, ReduceKind kind,
+                          std::string what) override;
+  /// Polls the collective's event (and NCCL's asynchronous error) with short sleeps. On a
+  /// timeout or an NCCL error the communicator is aborted (ncclCommAbort, which frees the GPU
+  /// from the stuck kernel) and every later call fails.
+  Status wait(int64_t ticket) override;
+  /// Prints "smelt: <describe()>: <reason>" and aborts the communicator (ncclCommAbort): this
+  /// rank's collectives end; the other ranks' fail when their waits time out (an MPI job
+  /// should also call the MPI communicator's abort(), which ends every rank at once).
+  void abort(const std::string &reason) override;
+
+  /// Enqueue later collectives on `stream` (the executor's, so they follow the kernels that
+  /// produce the gradients) instead of the communicator's own stream; null goes back to it.
+  void setStream(CUstream stream) { stream_ = stream ? stream : ownStream_; }
+  CUstream stream() const { return stream_; }
+  int device() const { return ordinal_; }
+
+  /// One thread starting collectives on several communicators of one process (made by
+  /// createNcclCommunicators) must bracket those start() calls with these, or NCCL deadlocks.
+  static Status groupStart();
+  static Status groupEnd();
+
+private:
+  friend Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
+  createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options);
+  friend Expected<std::unique_ptr<NcclCommunicator>>
+  createNcclCommunicator(int rank, int size, const ncclUniqueId &id, int device,
+                         CollectiveOptions options);
+
+  struct Pending {
+    CUevent done = nullptr;
+    CUdeviceptr data = 0;
+    int64_t count = 0;
+    DType dtype = DType::f32;
+    ReduceKind kind = ReduceKind::sum;
+    std::string what;
+    CUdeviceptr staging = 0; // deterministic mode: every rank's contribution, in order
+  };
+
+  NcclCommunicator(const CudaDriver &cu, const Nccl &nccl, CollectiveOptions options)
+      : cu_(cu), nccl_(nccl), options_(options) {}
+  /// Retains the device's primary context and makes the communicator's stream.
+  Status openDevice(int ordinal);
+  /// "all_reduce '<what>' (<bytes> bytes of <dtype>, <kind>) on nccl rank R of N (gpu D)".
+  std::string name(const std::string &what, int64_t count, DType dtype, ReduceKind kind) const;
+  /// The deterministic mode's host reduction, once the gather is done.
+  Status reduceGathered(Pending &p);
+  void release(Pending &p);
+  /// After a timeout or an error: abort the NCCL communicator and refuse every later call.
+  void breakWith(const std::string &why);
+
+  const CudaDriver &cu_;
+  const Nccl &nccl_;
+  CollectiveOptions options_;
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0, size_ = 1, ordinal_ = 0;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream ownStream_ = nullptr, stream_ = nullptr;
+  int64_t nextTicket_ = 0;
+  std::map<int64_t, Pending> pending_;
+  std::optional<std::string> broken_;
+};
+
+/// One process driving several GPUs: one communicator per device of `devices` (ordinals), rank
+/// i on devices[i] (ncclCommInitAll).
+Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
+createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options = {});
+
+/// One rank per process: every rank calls this with the same `id`, made by newNcclUniqueId()
+/// on one rank and sent to the others. Blocks until all `size` ranks have joined.
+Expected<std::unique_ptr<NcclCommunicator>> createNcclCommunicator(int rank, int size,
+                                                                   const ncclUniqueId &id,
+                                                                   int device,
+                                                                   CollectiveOptions options = {});
+Expected<ncclUniqueId> newNcclUniqueId();
+
+/// The same, with the id made on rank 0 of `bootstrap` (an MPI communicator, typically:
+/// createMpiCommunicator in runtime/mpi) and sent to its other ranks with one all_reduce; the
+/// NCCL communicator has bootstrap's rank and size. `device` is this rank's GPU ordinal (the
+/// node-local rank, when a node has one GPU per rank). Collective over bootstrap's ranks.
+Expected<std::unique_ptr<NcclCommunicator>>
+createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions options = {});
+
+} // namespace smelt::rt::cuda
