@@ -60,10 +60,10 @@ Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
     if (reduce.dtype == DType::i1 || (reduce.kind == ReduceKind::mean && !isFloat(reduce.dtype)))
       return Status::error(fmt::format("{}: cannot take the {} of {} elements",
                                        cpu::describe(step), kind, dtypeName(reduce.dtype)));
-    reduce.what = step.operands.size() == 1
-                      ? cpu::describe(step)
-                      : fmt::format("{}, a bucket of {} tensors", cpu::describe(step),
-                                    step.operands.size());
+    // The communicator's messages say "all_reduce '<what>'": the step's place, and its size.
+    reduce.what = step.location.empty() ? fmt::format("step {}", s) : step.location;
+    if (step.operands.size() > 1)
+      reduce.what += fmt::format(", a bucket of {} tensors", step.operands.size());
     if (step.operands.size() > 1)
       reduce.staging.resize(size_t(reduce.count) * byteWidth(reduce.dtype));
     steps.maxReplicas_ = std::max(steps.maxReplicas_, reduce.replicas);
@@ -101,13 +101,14 @@ Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *c
     return Status();
   }
   if (!communicator)
-    return Status::error(fmt::format("{}: reduces over {} replicas, but this function runs "
+    return Status::error(fmt::format("all_reduce '{}': reduces over {} replicas, but this function runs "
                                      "alone; run it in a replica group (smelt train "
                                      "--replicas={}, or mpirun -n {})",
                                      reduce.what, reduce.replicas, reduce.replicas,
                                      reduce.replicas));
   if (communicator->size() != reduce.replicas)
-    return Status::error(fmt::format("{}: compiled for {} replicas, but {} has {}", reduce.what,
+    return Status::error(fmt::format("all_reduce '{}': compiled for {} replicas, but {} has {}",
+                                     reduce.what,
                                      reduce.replicas, communicator->describe(),
                                      communicator->size()));
   reduce.results.assign(buffers + operands, buffers + 2 * operands);

@@ -15,3 +15,12 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "i
 # Tests of files only the CUDA back end writes (CUDA source, PTX in dumps) need it built.
 if config.smelt_cuda_codegen:
     config.available_features.add("cuda-codegen")
+# Data-parallel tests start two ranks on this machine with mpirun (OpenMPI): as root in a
+# container too, and more ranks than cores on a small CI machine.
+if config.smelt_mpiexec:
+    config.available_features.add("mpi")
+    mpi_environment = ["OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                       "OMPI_MCA_rmaps_base_oversubscribe=1",
+                       "OMPI_MCA_btl_vader_single_copy_mechanism=none"]
+    config.substitutions.append(
+        ("%mpirun", "env " + " ".join(mpi_environment) + " " + config.smelt_mpiexec + " -n"))

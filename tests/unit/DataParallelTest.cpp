@@ -153,6 +153,11 @@ TEST(DataParallel, TwoReplicasWithHalfBatchesMatchOneWithTheFullBatch) {
   SCOPED_TRACE("seed " + std::to_string(config.seed));
   config.batch = 256;
   config.dropout = 0; // dropout masks differ by design: each replica draws its own
+  // SGD: an update linear in the gradient. Adam's m / sqrt(v) turns a gradient that cancels
+  // to rounding noise into a full learning-rate step of either sign, which would compare
+  // the noise, not the data parallelism.
+  config.optimizer.kind = OptimizerKind::SGD;
+  config.optimizer.learningRate = 0.1;
   train::Metrics one, two, four;
   std::vector<rt::HostTensor> single = trainedParameters(config, 2, &one);
   config.replicas = 2;
@@ -162,11 +167,11 @@ TEST(DataParallel, TwoReplicasWithHalfBatchesMatchOneWithTheFullBatch) {
   std::vector<rt::HostTensor> quad = trainedParameters(config, 2, &four);
   ASSERT_EQ(single.size(), pair.size());
   ASSERT_EQ(single.size(), quad.size());
-  // 16 Adam steps: float32 reduction-order differences only (sums over 128 and 64 rows
-  // instead of 256), amplified a little by Adam's normalization.
+  // 16 steps: float32 reduction-order differences only (sums over 128 and 64 rows instead
+  // of 256, then over replicas).
   for (size_t i = 0; i < single.size(); ++i) {
-    EXPECT_LT(relError(pair[i].toDoubles(), single[i].toDoubles()), 1e-4) << i;
-    EXPECT_LT(relError(quad[i].toDoubles(), single[i].toDoubles()), 1e-4) << i;
+    EXPECT_LT(relError(pair[i].toDoubles(), single[i].toDoubles()), 1e-5) << i;
+    EXPECT_LT(relError(quad[i].toDoubles(), single[i].toDoubles()), 1e-5) << i;
   }
   EXPECT_NEAR(two.loss, one.loss, 1e-4);
   EXPECT_NEAR(four.accuracy, one.accuracy, 2e-3);
@@ -244,7 +249,8 @@ TEST(DataParallel, AReplicaThatStopsMakesTheOthersFailWithinTheTimeout) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(s.ok());
   EXPECT_LT(seconds, 5.0);
-  EXPECT_NE(s.message().find("all_reduce"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("all_reduce '"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("DataParallelTest.cpp"), std::string::npos) << s.message();
 }
 
 } // namespace

@@ -1,16 +1,23 @@
 // `smelt train`: trains the MLP or the small CNN on Fashion-MNIST on the CPU, with Keras-style
 // progress per epoch, validation on the last part of the training set, a final test accuracy,
-// and safetensors checkpoints that --resume continues from.
+// and safetensors checkpoints that --resume continues from. --replicas trains data-parallel:
+// in one process (a thread per replica), or one replica per rank under mpirun, where rank 0
+// prints and writes checkpoints and a failing rank ends the job instead of hanging it.
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
 #include "tools/smelt/Placement.h"
 
 #include "runtime/Mnist.h"
 #include "train/Trainer.h"
+#ifdef SMELT_HAVE_MPI
+#include "runtime/mpi/MpiCommunicator.h"
+#endif
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <filesystem>
@@ -78,9 +85,47 @@ static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
                                         cl::value_desc("trace.json"), cl::sub(trainSubcommand),
                                         cl::cat(smeltCategory()));
 
+static cl::opt<int> replicas(
+    "replicas", cl::desc("Data-parallel replicas: --batch is the global batch, split evenly "
+                         "over them, and gradients are averaged before the optimizer. Without "
+                         "mpirun they run in this process, a thread each; under mpirun there "
+                         "is one per rank and it must equal the rank count (default)"),
+    cl::init(0), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<bool> deterministic(
+    "deterministic", cl::desc("All-reduce in rank order (gather, then add replica 0, 1, ...): "
+                              "the same bits in every run, on every replica, with threads "
+                              "or MPI"),
+    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<double> collectiveTimeout(
+    "collective-timeout", cl::desc("Seconds an all-reduce waits for the other replicas "
+                                   "before the run fails (0: forever)"),
+    cl::init(300), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<double> bucketMegabytes(
+    "all-reduce-bucket-mb", cl::desc("The most gradient MiB one all-reduce carries "
+                                     "(smelt-bucket-all-reduce); 0 reduces each alone"),
+    cl::init(4), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+
+/// Where the other replicas are: nowhere (one process) or the MPI job's other ranks.
+static rt::Communicator *mpiCommunicator = nullptr;
+
 static int fail(const std::string &message) {
-  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
+  // Under MPI say which rank failed, unless the message (a collective's) already does.
+  bool named = !mpiCommunicator || message.find(mpiCommunicator->describe()) != std::string::npos;
+  llvm::WithColor::error(llvm::errs(), "smelt")
+      << (named ? "" : mpiCommunicator->describe() + ": ") << message << "\n";
+  // The other ranks would wait for this one until their timeout: end the job now.
+  if (mpiCommunicator)
+    mpiCommunicator->abort("ending the MPI job after the error above");
   return 1;
+}
+
+/// This process's rank of an MPI job, when mpirun started it.
+static rt::Expected<std::unique_ptr<rt::Communicator>> joinMpiJob(rt::CollectiveOptions options) {
+#ifdef SMELT_HAVE_MPI
+  if (rt::launchedByMpi())
+    return rt::createMpiCommunicator(options);
+#endif
+  return std::unique_ptr<rt::Communicator>();
 }
 
 int trainCommand() {
@@ -97,6 +142,24 @@ int trainCommand() {
     return fail("--initial-loss-scale must be positive");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint=FILE");
+  if (replicas < 0 || !(collectiveTimeout >= 0) || !(bucketMegabytes >= 0))
+    return fail("--replicas, --collective-timeout and --all-reduce-bucket-mb cannot be negative");
+
+  rt::CollectiveOptions collectives;
+  collectives.deterministic = deterministic;
+  collectives.timeoutSeconds = collectiveTimeout;
+  rt::Expected<std::unique_ptr<rt::Communicator>> mpi = joinMpiJob(collectives);
+  if (!mpi)
+    return fail(mpi.message());
+  mpiCommunicator = mpi->get();
+  int64_t replicaCount = replicas ? replicas : mpiCommunicator ? mpiCommunicator->size() : 1;
+  if (mpiCommunicator && replicaCount != mpiCommunicator->size())
+    return fail(fmt::format("--replicas={} under mpirun with {} ranks: each rank runs one "
+                            "replica, so they must be equal",
+                            replicaCount, mpiCommunicator->size()));
+  // Rank 0 speaks for the job; the others print only errors.
+  bool speaks = !mpiCommunicator || mpiCommunicator->rank() == 0;
+  llvm::raw_ostream &out = speaks ? llvm::outs() : llvm::nulls();
 
   rt::Expected<rt::MnistSplit> trainSplit = rt::loadMnist(dataDir, "train");
   if (!trainSplit)
@@ -123,19 +186,29 @@ int trainCommand() {
   config.precision = *policy;
   config.lossScale.initialScale = initialLossScale;
   config.pipeline = placementOptions(logDevicePlacement, strictPlacement);
+  config.pipeline.allReduceBucketBytes = int64_t(bucketMegabytes * (1 << 20));
+  config.replicas = replicaCount;
+  config.communicator = mpiCommunicator;
+  config.collectives = collectives;
   rt::Trace trace;
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   auto start = Clock::now();
   rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
   if (!trainer)
     return fail(trainer.message());
-  llvm::outs() << llvm::format("%s (%s) on cpu:0: %lld training, %lld validation, %lld test "
-                               "examples; compiled in %.2f s\n",
-                               model.c_str(), precision.c_str(), (long long)train.size(),
-                               (long long)validationCount, (long long)test.size(),
-                               std::chrono::duration<double>(Clock::now() - start).count());
-
-  llvm::outs() << "placement: " << (*trainer)->placement() << "\n";
+  out << llvm::format("%s (%s) on cpu:0: %lld training, %lld validation, %lld test "
+                      "examples; compiled in %.2f s\n",
+                      model.c_str(), precision.c_str(), (long long)train.size(),
+                      (long long)validationCount, (long long)test.size(),
+                      std::chrono::duration<double>(Clock::now() - start).count());
+  out << "placement: " << (*trainer)->placement() << "\n";
+  if (replicaCount > 1)
+    out << llvm::format("data parallel: %lld replicas %s, %lld examples each of a global batch "
+                        "of %d; %s all-reduce\n",
+                        (long long)replicaCount,
+                        mpiCommunicator ? "(one per MPI rank)" : "(threads of this process)",
+                        (long long)(batch / replicaCount), int(batch),
+                        deterministic ? "deterministic (rank-order)" : "fast");
 
   int64_t firstEpoch = 0;
   if (resume && std::filesystem::exists(std::string(checkpointPath))) {
@@ -143,12 +216,12 @@ int trainCommand() {
     if (!done)
       return fail(done.message());
     firstEpoch = *done;
-    llvm::outs() << "resumed from " << checkpointPath << " after epoch " << firstEpoch << "\n";
+    out << "resumed from " << checkpointPath << " after epoch " << firstEpoch << "\n";
   }
 
-  bool tty = ::isatty(STDOUT_FILENO);
+  bool tty = speaks && ::isatty(STDOUT_FILENO);
   for (int64_t epoch = firstEpoch; epoch < epochs; ++epoch) {
-    llvm::outs() << "Epoch " << epoch + 1 << "/" << epochs << "\n";
+    out << "Epoch " << epoch + 1 << "/" << epochs << "\n";
     auto epochStart = Clock::now();
     rt::Expected<train::Metrics> metrics = (*trainer)->trainEpoch(
         train, epoch, [&](int64_t step, int64_t steps, const train::Metrics &m) {
@@ -162,31 +235,31 @@ int trainCommand() {
       return fail(metrics.message());
     double seconds = std::chrono::duration<double>(Clock::now() - epochStart).count();
     int64_t steps = train.batchCount(batch, true);
-    llvm::outs() << llvm::format("%lld/%lld - %.1fs - loss: %.4f - accuracy: %.4f",
+    out << llvm::format("%lld/%lld - %.1fs - loss: %.4f - accuracy: %.4f",
                                  (long long)steps, (long long)steps, seconds, metrics->loss,
                                  metrics->accuracy);
     if (validation) {
       rt::Expected<train::Metrics> val = (*trainer)->evaluate(*validation);
       if (!val)
         return fail(val.message());
-      llvm::outs() << llvm::format(" - val_loss: %.4f - val_accuracy: %.4f", val->loss,
-                                   val->accuracy);
+      out << llvm::format(" - val_loss: %.4f - val_accuracy: %.4f", val->loss, val->accuracy);
     }
     // Skipped steps are shown, never silent: users of other frameworks miss them.
     if (*policy == PrecisionPolicy::mixed_f16)
-      llvm::outs() << llvm::format(" - skipped: %lld - loss_scale: %g",
-                                   (long long)metrics->skippedSteps, metrics->lossScale);
-    llvm::outs() << llvm::format(" - %.0f examples/s\n", double(metrics->examples) / seconds);
-    if (!checkpointPath.empty())
+      out << llvm::format(" - skipped: %lld - loss_scale: %g", (long long)metrics->skippedSteps,
+                          metrics->lossScale);
+    out << llvm::format(" - %.0f examples/s\n", double(metrics->examples) / seconds);
+    // Every replica holds the same parameters: rank 0 writes them.
+    if (!checkpointPath.empty() && speaks)
       if (rt::Status s = (*trainer)->save(checkpointPath, epoch + 1); !s.ok())
         return fail(s.message());
   }
   rt::Expected<train::Metrics> result = (*trainer)->evaluate(test);
   if (!result)
     return fail(result.message());
-  llvm::outs() << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
-                               result->accuracy);
-  if (!profilePath.empty() && !writeProfile(trace, profilePath))
+  out << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
+                      result->accuracy);
+  if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))
     return 1;
   return 0;
 }
