@@ -208,7 +208,9 @@ int trainCommand() {
                         (long long)replicaCount,
                         mpiCommunicator ? "(one per MPI rank)" : "(threads of this process)",
                         (long long)(batch / replicaCount), int(batch),
-                        deterministic ? "deterministic (rank-order)" : "fast");
+                        // Threads always reduce in rank order (LocalGroup).
+                        deterministic || !mpiCommunicator ? "deterministic (rank-order)"
+                                                          : "fast");
 
   int64_t firstEpoch = 0;
   if (resume && std::filesystem::exists(std::string(checkpointPath))) {
