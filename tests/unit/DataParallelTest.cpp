@@ -130,10 +130,12 @@ TEST(DataParallel, GradientsAreBucketedAndStartedBeforeTheOptimizer) {
   EXPECT_LT(firstCollective, lastMatmul);
 }
 
-/// Trains `epochs` epochs of the MLP on 2048 examples and returns the parameters.
+/// Trains `epochs` epochs of the MLP on 512 examples (2 steps each) and returns the
+/// parameters. Few steps: a float32 difference that flips a ReLU near zero grows with every
+/// further step, and the claim under test is one step's reduction order, not that growth.
 std::vector<rt::HostTensor> trainedParameters(train::TrainConfig config, int64_t epochs,
                                               train::Metrics *last = nullptr) {
-  rt::Dataset data = fashion("train", 2048);
+  rt::Dataset data = fashion("train", 512);
   auto trainer = train::Trainer::create(config);
   EXPECT_TRUE(trainer.ok()) << trainer.message();
   if (!trainer.ok())
@@ -167,7 +169,7 @@ TEST(DataParallel, TwoReplicasWithHalfBatchesMatchOneWithTheFullBatch) {
   std::vector<rt::HostTensor> quad = trainedParameters(config, 2, &four);
   ASSERT_EQ(single.size(), pair.size());
   ASSERT_EQ(single.size(), quad.size());
-  // 16 steps: float32 reduction-order differences only (sums over 128 and 64 rows instead
+  // 4 steps: float32 reduction-order differences only (sums over 128 and 64 rows instead
   // of 256, then over replicas).
   for (size_t i = 0; i < single.size(); ++i) {
     EXPECT_LT(relError(pair[i].toDoubles(), single[i].toDoubles()), 1e-5) << i;
