@@ -1,4 +1,4 @@
-// Collective steps: preparation (checks, wait points), start, progress and wait.
+// Collective steps: preparation (checks, wait points), start and wait.
 #include "runtime/CollectiveSteps.h"
 
 #include "runtime/cpu/Kernels.h"
@@ -27,7 +27,6 @@ Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
     if (step.op != "all_reduce")
       continue;
     AllReduce reduce;
-    reduce.step = s;
     cpu::AttrReader attrs(step);
     std::string kind = attrs.keyword("kind");
     reduce.replicas = attrs.integer("replicas");
@@ -62,11 +61,10 @@ Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
                                        cpu::describe(step), kind, dtypeName(reduce.dtype)));
     // The communicator's messages say "all_reduce '<what>'": the step's place, and its size.
     reduce.what = step.location.empty() ? fmt::format("step {}", s) : step.location;
-    if (step.operands.size() > 1)
+    if (step.operands.size() > 1) {
       reduce.what += fmt::format(", a bucket of {} tensors", step.operands.size());
-    if (step.operands.size() > 1)
       reduce.staging.resize(size_t(reduce.count) * byteWidth(reduce.dtype));
-    steps.maxReplicas_ = std::max(steps.maxReplicas_, reduce.replicas);
+    }
     steps.index_[s] = int(steps.allReduces_.size());
     for (BufferId id : step.results)
       writtenBy[id] = int(steps.allReduces_.size());
@@ -144,11 +142,6 @@ Status CollectiveSteps::waitBefore(size_t step, Communicator *communicator) {
       if (Status s = finish(allReduces_[r], communicator); !s.ok())
         return s;
   return Status();
-}
-
-void CollectiveSteps::progress(Communicator *communicator) {
-  if (communicator)
-    communicator->progress();
 }
 
 Status CollectiveSteps::finish(AllReduce &reduce, Communicator *communicator) {

@@ -22,8 +22,6 @@ public:
   static Expected<CollectiveSteps> prepare(const Executable &exe);
 
   bool isCollective(size_t step) const { return index_[step] != kOther; }
-  /// Whether the executable has any all_reduce over more than one replica.
-  bool needsReplicas() const { return maxReplicas_ > 1; }
 
   /// Runs collective step `step` over its operand and result addresses (operands first):
   /// replica_id writes this replica's index; all_reduce starts. `communicator` may be null
@@ -33,12 +31,9 @@ public:
   /// are read, i.e. all that are still running).
   bool mustWaitBefore(size_t step) const;
   Status waitBefore(size_t step, Communicator *communicator);
-  /// Lets running all_reduces advance; the executor calls it between steps.
-  void progress(Communicator *communicator);
 
 private:
   struct AllReduce {
-    size_t step = 0;
     ReduceKind kind = ReduceKind::sum;
     int64_t replicas = 1;
     DType dtype = DType::f32;
@@ -57,7 +52,6 @@ private:
   std::vector<int> index_;
   /// Per step (and one past the last): the all_reduces whose results it reads first.
   std::vector<std::vector<int>> waitBefore_;
-  int64_t maxReplicas_ = 1;
 
   Status finish(AllReduce &reduce, Communicator *communicator);
 };

@@ -28,6 +28,13 @@ std::string_view reduceKindName(ReduceKind kind) {
   return kind == ReduceKind::sum ? "sum" : "mean";
 }
 
+std::string namingReplica(const Communicator *communicator, const std::string &message) {
+  if (!communicator)
+    return message;
+  std::string who = communicator->describe();
+  return message.find(who) == std::string::npos ? who + ": " + message : message;
+}
+
 Status Communicator::allReduce(void *data, int64_t count, DType dtype, ReduceKind kind,
                                std::string what) {
   Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));

@@ -61,6 +61,10 @@ public:
   Status allReduce(void *data, int64_t count, DType dtype, ReduceKind kind, std::string what);
 };
 
+/// `message` prefixed with which replica it concerns (`communicator`'s describe()), unless it
+/// already says so, as a collective's errors do; unchanged without a communicator.
+std::string namingReplica(const Communicator *communicator, const std::string &message);
+
 /// Adds `replicas` contributions of `count` elements of `dtype`, laid out one after another in
 /// `contributions`, in rank order (float types accumulate in float64, then round once), divides
 /// by `replicas` for mean, and writes `out`. The deterministic mode of every backend.

@@ -210,7 +210,9 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       }
       continue;
     }
-    collectives_.progress(communicator_);
+    // Running all_reduces advance only when the communicator is called (MPI's progress).
+    if (communicator_)
+      communicator_->progress();
     if (trace_) {
       double start = trace_->now();
       kernels_[s](buffers.data());

@@ -237,14 +237,8 @@ Trainer::trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int
       args.push_back(&p);
     for (const rt::HostTensor &s : r.state)
       args.push_back(&s);
-    if (rt::Status s = r.trainStep->run(args, outputs); !s.ok()) {
-      // Say which replica failed, unless the message (a collective's) already does.
-      bool named = !r.communicator ||
-                   s.message().find(r.communicator->describe()) != std::string::npos;
-      return named ? s
-                   : rt::Status::error(
-                         fmt::format("{}: {}", r.communicator->describe(), s.message()));
-    }
+    if (rt::Status s = r.trainStep->run(args, outputs); !s.ok())
+      return rt::Status::error(rt::namingReplica(r.communicator, s.message()));
     // The step's outputs replace the parameters and state; the old buffers are freed here.
     for (size_t k = 0; k < paramCount; ++k)
       r.params[k] = std::move(outputs[k]);

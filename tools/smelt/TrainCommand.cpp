@@ -109,10 +109,8 @@ static cl::opt<double> bucketMegabytes(
 static rt::Communicator *mpiCommunicator = nullptr;
 
 static int fail(const std::string &message) {
-  // Under MPI say which rank failed, unless the message (a collective's) already does.
-  bool named = !mpiCommunicator || message.find(mpiCommunicator->describe()) != std::string::npos;
   llvm::WithColor::error(llvm::errs(), "smelt")
-      << (named ? "" : mpiCommunicator->describe() + ": ") << message << "\n";
+      << rt::namingReplica(mpiCommunicator, message) << "\n";
   // The other ranks would wait for this one until their timeout: end the job now.
   if (mpiCommunicator)
     mpiCommunicator->abort("ending the MPI job after the error above");
