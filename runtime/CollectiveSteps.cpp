@@ -144,6 +144,15 @@ Status CollectiveSteps::waitBefore(size_t step, Communicator *communicator) {
   return Status();
 }
 
+Status CollectiveSteps::waitForAll(Communicator *communicator) {
+  Status first;
+  for (AllReduce &reduce : allReduces_)
+    if (reduce.ticket)
+      if (Status s = finish(reduce, communicator); !s.ok() && first.ok())
+        first = s;
+  return first;
+}
+
 Status CollectiveSteps::finish(AllReduce &reduce, Communicator *communicator) {
   int64_t ticket = *reduce.ticket;
   reduce.ticket.reset();

@@ -31,6 +31,9 @@ public:
   /// are read, i.e. all that are still running).
   bool mustWaitBefore(size_t step) const;
   Status waitBefore(size_t step, Communicator *communicator);
+  /// Waits for every all_reduce still running: a run that stops early must not free buffers
+  /// a reduction may still write. The first error wins; every one is waited for.
+  Status waitForAll(Communicator *communicator);
 
 private:
   struct AllReduce {

@@ -1,6 +1,7 @@
 // CPU executor: validation, kernel preparation and the run loop.
 #include "runtime/CpuExecutor.h"
 
+#include "runtime/DeviceMemory.h"
 #include "runtime/cpu/Fused.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -76,34 +77,78 @@ Status validateDataflow(const Executable &exe) {
 
 } // namespace
 
-Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *trace) {
+Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *trace,
+                                           Allocator *allocator) {
   if (Status s = validateDataflow(executable); !s.ok())
     return s;
+  // Every buffer's byte size, checked once, so no kernel sees a negative or overflowing shape.
+  for (size_t id = 0; id < executable.buffers.size(); ++id)
+    if (Expected<uint64_t> bytes = checkedByteSize(
+            executable.buffers[id].type, fmt::format("buffer b{} ({})", id,
+                                                     executable.buffers[id].name));
+        !bytes)
+      return bytes.status();
+  if (!allocator) {
+    Expected<Allocator *> host = deviceAllocator(kDevice);
+    if (!host)
+      return host.status();
+    allocator = *host;
+  }
+  // A buffer past the device's limit could never be allocated: say so now, not mid-run.
+  // (Inputs are the caller's memory.)
+  uint64_t limit = allocator->stats().limitBytes;
+  std::vector<char> isInput(executable.buffers.size(), 0);
+  for (BufferId id : executable.inputs)
+    isInput[id] = 1;
+  for (size_t id = 0; id < executable.buffers.size(); ++id)
+    if (uint64_t bytes = executable.buffers[id].type.byteSize(); !isInput[id] && bytes > limit)
+      return Status::error(fmt::format("{}: buffer {} needs {}, more than the device's memory "
+                                       "limit of {} ({})",
+                                       allocator->device(), bufferLabel(executable, BufferId(id)),
+                                       formatBytes(bytes), formatBytes(limit),
+                                       allocator->policy().str()));
   CpuExecutor exec;
+  exec.allocator_ = allocator;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;
-  // Allocate every non-input buffer once (this also rejects negative or overflowing shapes
-  // before any kernel sees them); constants are filled now and never written again.
-  std::vector<char> isInput(exe.buffers.size(), 0);
+  size_t count = exe.buffers.size(), steps = exe.steps.size();
+  exec.address_.assign(count, nullptr);
+  exec.perRun_.assign(count, 1);
   for (BufferId id : exe.inputs)
-    isInput[id] = 1;
-  exec.storage_.resize(exe.buffers.size());
+    exec.perRun_[id] = 0;
   {
-    Trace::Scope span(trace, {kDevice, kStream}, "allocate buffers @" + exe.name, "memory");
-    for (size_t id = 0; id < exe.buffers.size(); ++id) {
-      if (isInput[id])
-        continue;
-      Expected<HostTensor> buffer =
-          HostTensor::allocate(exe.buffers[id].type, fmt::format("buffer b{} ({})", id,
-                                                                 exe.buffers[id].name));
-      if (!buffer)
-        return buffer.status();
-      exec.storageBytes_ += double(buffer->byteSize());
-      exec.storage_[id] = std::move(*buffer);
+    Trace::Scope span(trace, {kDevice, kStream}, "upload constants @" + exe.name, "memory");
+    for (const Constant &c : exe.constants) {
+      Expected<Allocator::Block> block =
+          allocator->allocateBlock(c.bytes.size(), fmt::format("constant {}",
+                                                               bufferLabel(exe, c.buffer)));
+      if (!block)
+        return block.status();
+      std::memcpy(block->get(), c.bytes.data(), c.bytes.size());
+      exec.address_[c.buffer] = block->get();
+      exec.perRun_[c.buffer] = 0;
+      exec.constantBytes_ += c.bytes.size();
+      exec.constants_.push_back(std::move(*block));
     }
-    for (const Constant &c : exe.constants)
-      std::memcpy(exec.storage_[c.buffer].raw(), c.bytes.data(), c.bytes.size());
   }
+  // Liveness: a buffer goes back after the last step that reads it. Outputs live to the end
+  // of the run, and so do an all_reduce's operands and results: the reduction runs on until
+  // the executor waits for it, which may be several steps later.
+  std::vector<size_t> lastUse(count, 0);
+  for (size_t s = 0; s < steps; ++s) {
+    const Step &step = exe.steps[s];
+    bool collective = step.op == "all_reduce";
+    for (BufferId id : step.operands)
+      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
+    for (BufferId id : step.results)
+      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
+  }
+  for (BufferId id : exe.outputs)
+    lastUse[id] = steps;
+  exec.freeAfter_.assign(steps, {});
+  for (size_t id = 0; id < count; ++id)
+    if (exec.perRun_[id] && lastUse[id] < steps)
+      exec.freeAfter_[lastUse[id]].push_back(BufferId(id));
   exec.setTrace(trace);
   Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
   if (!collectives)
@@ -155,12 +200,39 @@ void CpuExecutor::setTrace(Trace *trace) {
     spanArgs_.push_back(costs_.back().traceArgs());
     spanArgs_.back()["device"] = kDevice;
   }
-  recordMemory(storageBytes_);
+  recordMemory(double(constantBytes_));
 }
 
 void CpuExecutor::recordMemory(double inUse) {
-  peakBytes_ = std::max(peakBytes_, inUse);
-  trace_->counter(kDevice, "memory", trace_->now(), {{"in use", inUse}, {"peak", peakBytes_}});
+  tracePeak_ = std::max(tracePeak_, inUse);
+  trace_->counter(kDevice, "memory", trace_->now(), {{"in use", inUse}, {"peak", tracePeak_}});
+}
+
+Status CpuExecutor::allocateResults(const Step &step) {
+  const Executable &exe = *executable_;
+  for (BufferId id : step.results) {
+    uint64_t bytes = exe.buffers[id].type.byteSize();
+    Expected<void *> block = allocator_->allocate(
+        bytes, "buffer " + bufferLabel(exe, id));
+    if (!block)
+      return block.status();
+    address_[id] = *block;
+    runBytes_ += bytes;
+  }
+  runPeakBytes_ = std::max(runPeakBytes_, runBytes_);
+  return Status();
+}
+
+void CpuExecutor::release(BufferId id) {
+  allocator_->free(address_[id]);
+  address_[id] = nullptr;
+  runBytes_ -= executable_->buffers[id].type.byteSize();
+}
+
+void CpuExecutor::releaseAll() {
+  for (size_t id = 0; id < address_.size(); ++id)
+    if (perRun_[id] && address_[id])
+      release(BufferId(id));
 }
 
 Status CpuExecutor::waitForCollectives(size_t step) {
@@ -175,27 +247,40 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   if (inputs.size() != exe.inputs.size())
     return Status::error(fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(),
                                      inputs.size()));
-  std::vector<const void *> address(exe.buffers.size());
-  for (size_t id = 0; id < exe.buffers.size(); ++id)
-    address[id] = storage_[id].raw();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferInfo &info = exe.buffers[exe.inputs[i]];
     if (!inputs[i] || inputs[i]->type() != info.type)
       return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
                                        info.type.str(),
                                        inputs[i] ? inputs[i]->type().str() : "nothing"));
-    address[exe.inputs[i]] = inputs[i]->raw();
   }
+  // Every block this run takes goes back however it ends; inputs are the caller's again.
+  struct EndOfRun {
+    CpuExecutor &exec;
+    ~EndOfRun() {
+      // A reduction that cannot be waited for may still write its buffers: they stay taken
+      // (the job is ending: a collective failure ends it).
+      if (exec.collectives_.waitForAll(exec.communicator_).ok())
+        exec.releaseAll();
+      for (BufferId id : exec.executable_->inputs)
+        exec.address_[id] = nullptr;
+    }
+  } endOfRun{*this};
+  for (size_t i = 0; i < inputs.size(); ++i)
+    address_[exe.inputs[i]] = const_cast<void *>(inputs[i]->raw());
+  runBytes_ = runPeakBytes_ = constantBytes_;
   stepMicros_.assign(exe.steps.size(), 0.0);
   std::vector<void *> buffers;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const Step &step = exe.steps[s];
     buffers.clear();
     // Kernels only read their operands; one array carries operands and results alike.
+    if (Status st = allocateResults(step); !st.ok())
+      return st;
     for (BufferId id : step.operands)
-      buffers.push_back(const_cast<void *>(address[id]));
+      buffers.push_back(address_[id]);
     for (BufferId id : step.results)
-      buffers.push_back(storage_[id].raw());
+      buffers.push_back(address_[id]);
     if (collectives_.mustWaitBefore(s))
       if (Status st = waitForCollectives(s); !st.ok())
         return st;
@@ -208,6 +293,8 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
         trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
                      spanArgs_[s]);
       }
+      for (BufferId id : freeAfter_[s]) // a replica_id nobody reads
+        release(id);
       continue;
     }
     // Running all_reduces advance only when the communicator is called (MPI's progress).
@@ -219,13 +306,16 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       stepMicros_[s] = trace_->now() - start;
       trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
                    spanArgs_[s]);
-      continue;
+      recordMemory(double(runBytes_));
+    } else {
+      auto start = std::chrono::steady_clock::now();
+      kernels_[s](buffers.data());
+      stepMicros_[s] = std::chrono::duration<double, std::micro>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
     }
-    auto start = std::chrono::steady_clock::now();
-    kernels_[s](buffers.data());
-    stepMicros_[s] = std::chrono::duration<double, std::micro>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    for (BufferId id : freeAfter_[s])
+      release(id);
   }
   if (collectives_.mustWaitBefore(exe.steps.size()))
     if (Status st = waitForCollectives(exe.steps.size()); !st.ok())
@@ -247,15 +337,15 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
           HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
       if (!out)
         return out.status();
-      std::memcpy(out->raw(), address[id], out->byteSize());
+      std::memcpy(out->raw(), address_[id], out->byteSize());
       results.push_back(std::move(*out));
     }
   }
   outputs = std::move(results);
   // The copies are the caller's from here: the counter shows them as a spike per run.
   if (trace_) {
-    recordMemory(storageBytes_ + outputBytes);
-    recordMemory(storageBytes_);
+    recordMemory(double(runBytes_) + outputBytes);
+    recordMemory(double(constantBytes_));
   }
   return Status();
 }

@@ -1,9 +1,14 @@
 // Runs an Executable on the CPU: validates it once, prepares one kernel per step, then runs
-// the steps in order over buffers it keeps between runs. Fused kernels (steps "fusion") call
-// the JIT-compiled code in Executable::cpu, large ones split over the process's thread pool.
-// With a Trace set, each run's steps become spans and its memory counter samples.
+// the steps in order. Fused kernels (steps "fusion") call the JIT-compiled code in
+// Executable::cpu, large ones split over the process's thread pool. Buffers come from cpu:0's
+// allocator (runtime/DeviceMemory.h) as a run reaches the step that writes them and go back
+// after the last step that reads them, so a run holds only what is live (constants stay for
+// the executor's life); running out of memory fails the run with a message naming the buffer,
+// and the executor stays usable. With a Trace set, each run's steps become spans and its
+// memory a counter.
 #pragma once
 
+#include "runtime/Allocator.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
@@ -22,8 +27,11 @@ public:
   /// Checks the Executable (buffer ids, one producer per buffer before use, constants' sizes,
   /// each step's op, operands and attributes; for fusion steps the kernel, its CPU code and its
   /// buffer counts) and prepares its kernels. Errors name the step and buffer. With `trace`,
-  /// the allocation of every buffer is a span and a memory counter sample, as setTrace.
-  static Expected<CpuExecutor> create(const Executable &executable, Trace *trace = nullptr);
+  /// the constants' upload is a span and memory is a counter, as setTrace. Buffers come from
+  /// `allocator` (null: cpu:0's, made under the process's memory policy), which must outlive
+  /// the executor.
+  static Expected<CpuExecutor> create(const Executable &executable, Trace *trace = nullptr,
+                                      Allocator *allocator = nullptr);
 
   /// Records into `trace` (null: stop): every step of each run as a span on cpu:0's stream
   /// with its StepCost args, the run and its output copies as spans, and the bytes the
@@ -41,6 +49,9 @@ public:
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
 
   const Executable &executable() const { return *executable_; }
+  /// The most bytes this executor's buffers held at once in the last run (constants included,
+  /// sizes as the allocator rounds them).
+  uint64_t lastRunPeakBytes() const { return runPeakBytes_; }
   /// Wall time of each step in the last run, in microseconds.
   const std::vector<double> &lastStepMicros() const { return stepMicros_; }
 
@@ -52,15 +63,27 @@ private:
   std::vector<Kernel> kernels_;
   CollectiveSteps collectives_;
   Communicator *communicator_ = nullptr;
-  /// Storage of every buffer that is not an input; inputs point at the caller's tensors.
-  std::vector<HostTensor> storage_;
+  Allocator *allocator_ = nullptr;
+  /// The constants' blocks, for the executor's life.
+  std::vector<Allocator::Block> constants_;
+  /// Each buffer's address during a run: inputs point at the caller's tensors, constants at
+  /// constants_, the rest at blocks taken when their step comes.
+  std::vector<void *> address_;
+  /// Per step: the buffers no later step reads, freed once it ran.
+  std::vector<std::vector<BufferId>> freeAfter_;
+  /// Per buffer: whether a run allocates it (not an input or constant).
+  std::vector<char> perRun_;
   std::vector<double> stepMicros_;
   Trace *trace_ = nullptr;
   /// Each step's name, kind and args, computed once when a trace is set.
   std::vector<StepCost> costs_;
   std::vector<std::map<std::string, std::string>> spanArgs_;
-  double storageBytes_ = 0, peakBytes_ = 0;
+  uint64_t constantBytes_ = 0, runBytes_ = 0, runPeakBytes_ = 0;
+  double tracePeak_ = 0;
   void recordMemory(double inUse);
+  Status allocateResults(const Step &step);
+  void release(BufferId id);
+  void releaseAll();
   /// Waits for the all_reduces step `step` reads (steps.size(): all still running), as a
   /// span when tracing.
   Status waitForCollectives(size_t step);

@@ -25,7 +25,7 @@ HostTensor HostTensor::zeros(const TensorType &type) {
   return t;
 }
 
-Expected<HostTensor> HostTensor::allocate(const TensorType &type, const std::string &what) {
+Expected<uint64_t> checkedByteSize(const TensorType &type, const std::string &what) {
   // Check the size before computing it: a negative or overflowing shape is an error here, not
   // a huge request to the allocator or undefined behaviour.
   uint64_t bytes = byteWidth(type.dtype);
@@ -35,6 +35,12 @@ Expected<HostTensor> HostTensor::allocate(const TensorType &type, const std::str
     if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes) || bytes > (uint64_t(1) << 60))
       return Status::error(fmt::format("{}: {} is too large to allocate", what, type.str()));
   }
+  return bytes;
+}
+
+Expected<HostTensor> HostTensor::allocate(const TensorType &type, const std::string &what) {
+  if (Expected<uint64_t> bytes = checkedByteSize(type, what); !bytes)
+    return bytes.status();
   try {
     return zeros(type);
   } catch (const std::bad_alloc &) {

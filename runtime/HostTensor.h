@@ -12,6 +12,10 @@
 
 namespace smelt::rt {
 
+/// The bytes a tensor of `type` takes, or an error naming `what` when a dimension is negative
+/// or the size overflows.
+Expected<uint64_t> checkedByteSize(const TensorType &type, const std::string &what);
+
 class HostTensor {
 public:
   HostTensor() = default;

@@ -11,7 +11,8 @@
 namespace smelt::rt::cuda {
 
 // symbol in libcuda (the versioned name cuda.h maps the plain one to), member in the table.
-// Streams and events serve the collectives (runtime/cuda/Nccl.h): a wait polls an event.
+// Streams and events serve the executor and the collectives (runtime/cuda/Nccl.h): a wait polls
+// an event. Pinned host memory stages the executor's host-device copies.
 #define SMELT_CUDA_DRIVER_ENTRIES(X)                                                               \
   X(cuInit, init)                                                                                  \
   X(cuDriverGetVersion, driverGetVersion)                                                          \
@@ -31,6 +32,13 @@ namespace smelt::rt::cuda {
   X(cuModuleGetFunction, moduleGetFunction)                                                        \
   X(cuMemAlloc_v2, memAlloc)                                                                       \
   X(cuMemFree_v2, memFree)                                                                         \
+  X(cuMemGetInfo_v2, memGetInfo)                                                                   \
+  X(cuMemAllocHost_v2, memAllocHost)                                                               \
+  X(cuMemFreeHost, memFreeHost)                                                                    \
+  X(cuMemcpyHtoDAsync_v2, memcpyHtoDAsync)                                                         \
+  X(cuMemcpyDtoHAsync_v2, memcpyDtoHAsync)                                                         \
+  X(cuMemcpyDtoDAsync_v2, memcpyDtoDAsync)                                                         \
+  X(cuMemsetD8Async, memsetD8Async)                                                                \
   X(cuMemcpyHtoD_v2, memcpyHtoD)                                                                   \
   X(cuMemcpyDtoH_v2, memcpyDtoH)                                                                   \
   X(cuMemcpyDtoD_v2, memcpyDtoD)                                                                   \

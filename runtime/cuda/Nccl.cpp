@@ -2,6 +2,7 @@
 // NcclCommunicator: collectives enqueued on a stream, each followed by an event that wait()
 // polls, so that a wait can give up (and abort the NCCL communicator) after the timeout.
 #include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/DynamicLibrary.h"
 
 #include "runtime/DTypeDispatch.h"
 
@@ -23,24 +24,18 @@ namespace smelt::rt::cuda {
 Expected<const Nccl *> Nccl::open() {
   // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
   // nvidia/nccl/lib), then where the CUDA toolkit installs it.
-  void *library = nullptr;
-  std::string tried;
-  for (const char *path :
-       {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2"}) {
-    if ((library = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-      break;
-    const char *why = dlerror();
-    tried += fmt::format("{}dlopen(\"{}\"): {}", tried.empty() ? "" : "; ", path,
-                         why ? why : "unknown reason");
-  }
-  if (!library)
-    return Status::error("no NCCL library: " + tried);
+  Expected<void *> opened = openDynamicLibrary(
+      "NCCL", {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
+               "/usr/local/cuda/lib/libnccl.so.2"});
+  if (!opened)
+    return opened.status();
+  void *library = *opened;
   static Nccl nccl;
 #define SMELT_NCCL_RESOLVE(symbol, member)                                                         \
-  nccl.member = reinterpret_cast<decltype(nccl.member)>(dlsym(library, #symbol));                  \
-  if (!nccl.member)                                                                                \
-    return Status::error("the NCCL library (libnccl.so.2) has no " #symbol                         \
-                         "; it is older than this program needs");
+  if (Status s = resolveSymbol(library, nccl.member, #symbol, "libnccl.so.2",                     \
+                               "it is older than this program needs");                             \
+      !s.ok())                                                                                     \
+    return s;
   SMELT_NCCL_ENTRIES(SMELT_NCCL_RESOLVE)
 #undef SMELT_NCCL_RESOLVE
   nccl.getLastError =

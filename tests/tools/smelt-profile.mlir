@@ -21,10 +21,10 @@
 // CHECK: span copy on cpu:0/stream 0: copy outputs {"bytes": "512"}
 // CHECK: span kernel on cpu:0/stream 0: main_fusion0 {"bytes": "1056", "device": "cpu:0", "flops": "256", "kind": "kernel", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "broadcast_in_dim+add+tanh", "shapes": "tensor<8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>"}
 // CHECK: span library on cpu:0/stream 0: matmul {"bytes": "3584", "device": "cpu:0", "flops": "8192", "kind": "library", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "matmul", "shapes": "tensor<16x32xf32>, tensor<32x8xf32> -> tensor<16x8xf32>"}
-// CHECK: span memory on cpu:0/stream 0: allocate buffers @main {}
+// CHECK: span memory on cpu:0/stream 0: upload constants @main {}
 // CHECK: span pass on compiler/passes: canonicalize {}
 // CHECK: span run on cpu:0/stream 0: run @main {}
-// CHECK: counter memory: 3 samples, peak {{[0-9]+}}
+// CHECK: counter memory: 5 samples, peak {{[0-9]+}}
 
 // TRAIN: span compile on compiler/phases: pipeline @train_step_init
 // TRAIN: span library on cpu:0/stream 0: matmul

@@ -32,6 +32,15 @@ static cl::opt<bool> logDevicePlacement("log-device-placement",
                                         cl::cat(smeltCategory()));
 static cl::opt<bool> strictPlacement("strict-placement", cl::desc(kStrictPlacementHelp),
                                      cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> memoryPolicy("memory", cl::desc(kMemoryHelp),
+                                         cl::value_desc("grow|preallocate[=f]"),
+                                         cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> memoryLimit("memory-limit", cl::desc(kMemoryLimitHelp),
+                                        cl::value_desc("size|device=size,..."),
+                                        cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> logicalGpus("logical-gpus", cl::desc(kLogicalGpusHelp),
+                                        cl::value_desc("size,size,..."), cl::sub(runSubcommand),
+                                        cl::cat(smeltCategory()));
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
                                       cl::Required, cl::sub(runSubcommand),
@@ -162,6 +171,9 @@ static std::optional<Program> loadArtifact() {
 }
 
 int runCommand() {
+  if (std::string error = applyMemoryFlags(memoryPolicy, memoryLimit, logicalGpus);
+      !error.empty())
+    return fail(error);
   rt::Trace trace;
   rt::Trace *profile = profilePath.empty() ? nullptr : &trace;
   std::optional<Program> program =
@@ -216,6 +228,7 @@ int runCommand() {
   }
   llvm::errs() << llvm::format("ran @%s: %zu steps in %.3f ms\n",
                                exe->name.c_str(), exe->steps.size(), ms);
+  printMemoryReport(llvm::errs());
   if (profile && !writeProfile(trace, profilePath))
     return 1;
   return 0;

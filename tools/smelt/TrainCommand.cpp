@@ -33,6 +33,15 @@ static cl::opt<bool> logDevicePlacement("log-device-placement",
                                         cl::cat(smeltCategory()));
 static cl::opt<bool> strictPlacement("strict-placement", cl::desc(kStrictPlacementHelp),
                                      cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> memoryPolicy("memory", cl::desc(kMemoryHelp),
+                                         cl::value_desc("grow|preallocate[=f]"),
+                                         cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> memoryLimit("memory-limit", cl::desc(kMemoryLimitHelp),
+                                        cl::value_desc("size|device=size,..."),
+                                        cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> logicalGpus("logical-gpus", cl::desc(kLogicalGpusHelp),
+                                        cl::value_desc("size,size,..."), cl::sub(trainSubcommand),
+                                        cl::cat(smeltCategory()));
 
 static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout) or cnn "
                                                     "(conv-pool-conv-pool-dense)"),
@@ -142,6 +151,10 @@ int trainCommand() {
     return fail("--resume needs --checkpoint=FILE");
   if (replicas < 0 || !(collectiveTimeout >= 0) || !(bucketMegabytes >= 0))
     return fail("--replicas, --collective-timeout and --all-reduce-bucket-mb cannot be negative");
+
+  if (std::string error = applyMemoryFlags(memoryPolicy, memoryLimit, logicalGpus);
+      !error.empty())
+    return fail(error);
 
   rt::CollectiveOptions collectives;
   collectives.deterministic = deterministic;
@@ -259,6 +272,7 @@ int trainCommand() {
     return fail(result.message());
   out << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
                       result->accuracy);
+  printMemoryReport(out);
   if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))
     return 1;
   return 0;

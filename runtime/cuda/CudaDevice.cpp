@@ -1,0 +1,102 @@
+// Opening a GPU: driver, device, primary context and stream (CudaDevice.h).
+#include "runtime/cuda/CudaDevice.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+
+namespace smelt::rt::cuda {
+
+Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, Expected<std::shared_ptr<CudaDevice>>> opened;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = opened.find(ordinal); it != opened.end()) {
+    if (it->second.ok())
+      if (Status status = (*it->second)->makeCurrent(); !status.ok())
+        return status;
+    return it->second;
+  }
+  auto attempt = [&]() -> Expected<std::shared_ptr<CudaDevice>> {
+    Expected<const CudaDriver *> driver = CudaDriver::get();
+    if (!driver)
+      return driver.status();
+    const CudaDriver &cu = **driver;
+    int count = 0;
+    if (Status s = cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"); !s.ok())
+      return s;
+    if (ordinal < 0 || ordinal >= count)
+      return Status::error(fmt::format("gpu:{}: the CUDA driver sees {} GPU{}", ordinal, count,
+                                       count == 1 ? "" : "s"));
+    std::shared_ptr<CudaDevice> gpu(new CudaDevice());
+    gpu->cu_ = &cu;
+    gpu->ordinal_ = ordinal;
+    int major = 0, minor = 0;
+    char name[256] = {};
+    size_t total = 0;
+    for (auto [result, call] :
+         {std::pair{cu.deviceGet(&gpu->device_, ordinal), "cuDeviceGet"},
+          {cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                 gpu->device_),
+           "cuDeviceGetAttribute(major)"},
+          {cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                 gpu->device_),
+           "cuDeviceGetAttribute(minor)"},
+          {cu.deviceGetName(name, sizeof name - 1, gpu->device_), "cuDeviceGetName"},
+          {cu.deviceTotalMem(&total, gpu->device_), "cuDeviceTotalMem"}})
+      if (Status s = gpu->check(result, call); !s.ok())
+        return s;
+    if (Status s = gpu->check(cu.primaryCtxRetain(&gpu->context_, gpu->device_),
+                              "cuDevicePrimaryCtxRetain");
+        !s.ok())
+      return s;
+    if (Status s = gpu->makeCurrent(); !s.ok())
+      return s;
+    if (Status s = gpu->check(cu.streamCreate(&gpu->stream_, CU_STREAM_NON_BLOCKING),
+                              "cuStreamCreate");
+        !s.ok())
+      return s;
+    gpu->arch_ = fmt::format("sm_{}{}", major, minor);
+    gpu->name_ = name;
+    gpu->totalMemory_ = total;
+    return gpu;
+  };
+  return opened.emplace(ordinal, attempt()).first->second;
+}
+
+CudaDevice::~CudaDevice() {
+  // Only reached at process exit (open() keeps every device); the driver may already be
+  // shutting down, so results are ignored.
+  if (stream_)
+    cu_->streamDestroy(stream_);
+  if (context_)
+    cu_->primaryCtxRelease(device_);
+}
+
+Status CudaDevice::check(CUresult result, const char *call) const {
+  if (result == CUDA_SUCCESS)
+    return {};
+  return Status::error(fmt::format("gpu:{}: {}", ordinal_, cu_->check(result, call).message()));
+}
+
+Status CudaDevice::makeCurrent() const {
+  return check(cu_->ctxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+Status CudaDevice::synchronize(const std::string &what) const {
+  if (CUresult result = cu_->streamSynchronize(stream_); result != CUDA_SUCCESS)
+    return Status::error(fmt::format("{} (waiting for {}): the error may come from any work "
+                                     "queued before it",
+                                     check(result, "cuStreamSynchronize").message(), what));
+  return {};
+}
+
+Expected<std::pair<uint64_t, uint64_t>> CudaDevice::memoryInfo() const {
+  size_t free = 0, total = 0;
+  if (Status s = check(cu_->memGetInfo(&free, &total), "cuMemGetInfo"); !s.ok())
+    return s;
+  return std::pair<uint64_t, uint64_t>{free, total};
+}
+
+} // namespace smelt::rt::cuda

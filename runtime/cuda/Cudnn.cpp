@@ -1,0 +1,741 @@
+// Opens libcudnn with dlopen and resolves its table, once per process; validates convolution and
+// pooling calls; queues them on a device's stream through cuDNN's legacy API (Cudnn.h).
+//
+// Why the legacy API and not the graph (backend) API, which takes arbitrary strides for filters
+// and pre/post padding: the legacy calls are a handful of checked functions with one heuristic
+// call each, and cuDNN 9 still ships them (libcudnn_cnn, libcudnn_ops). What they cannot
+// describe is bridged with copies in the workspace, all made by cuDNN itself (the runtime has no
+// kernels of its own):
+// 1. HWIO filters. cudnnSetFilter4dDescriptor knows KCRS ([F, C, KH, KW]) and KRSC
+//    ([F, KH, KW, C]) only, without strides. cudnnTransformTensor copies between any two
+//    strided views of one 4-D shape, so the filter, viewed as dims [F, C, KH, KW] with HWIO
+//    strides [1, F, KW*C*F, C*F], is copied to KRSC strides [KH*KW*C, 1, KW*C, C] before the
+//    forward and input-gradient passes, and the filter gradient comes back the same way.
+// 2. Asymmetric padding. The convolution descriptor pads both sides alike, so cuDNN pads by
+//    min(top, bottom) and min(left, right); what is left over (say bottom - top rows) is an
+//    explicitly zero-padded copy of the input (cuMemsetD8Async, then cudnnTransformTensor into
+//    the interior). The input gradient is computed for that padded input and its interior
+//    copied out. The output shape is the same either way: H + top + bottom rows in total.
+// 3. NHWC activations need no copy: a 4-D tensor descriptor in N, C, H, W order with strides
+//    [H*W*C, 1, W*C, C] is NHWC.
+#include "runtime/cuda/Cudnn.h"
+#include "runtime/cuda/DynamicLibrary.h"
+
+#include <cudnn.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <dlfcn.h>
+
+#include <array>
+#include <climits>
+#include <optional>
+
+namespace smelt::rt::cuda {
+namespace {
+
+// symbol in libcudnn, member in the table.
+#define SMELT_CUDNN_ENTRIES(X)                                                                     \
+  X(cudnnGetVersion, getVersion)                                                                   \
+  X(cudnnGetErrorString, getErrorString)                                                           \
+  X(cudnnCreate, create)                                                                           \
+  X(cudnnSetStream, setStream)                                                                     \
+  X(cudnnCreateTensorDescriptor, createTensorDescriptor)                                           \
+  X(cudnnSetTensorNdDescriptor, setTensorNdDescriptor)                                             \
+  X(cudnnDestroyTensorDescriptor, destroyTensorDescriptor)                                         \
+  X(cudnnCreateFilterDescriptor, createFilterDescriptor)                                           \
+  X(cudnnSetFilter4dDescriptor, setFilter4dDescriptor)                                             \
+  X(cudnnDestroyFilterDescriptor, destroyFilterDescriptor)                                         \
+  X(cudnnCreateConvolutionDescriptor, createConvolutionDescriptor)                                 \
+  X(cudnnSetConvolution2dDescriptor, setConvolution2dDescriptor)                                   \
+  X(cudnnSetConvolutionMathType, setConvolutionMathType)                                           \
+  X(cudnnDestroyConvolutionDescriptor, destroyConvolutionDescriptor)                               \
+  X(cudnnCreatePoolingDescriptor, createPoolingDescriptor)                                         \
+  X(cudnnSetPooling2dDescriptor, setPooling2dDescriptor)                                           \
+  X(cudnnDestroyPoolingDescriptor, destroyPoolingDescriptor)                                       \
+  X(cudnnGetConvolutionForwardAlgorithm_v7, forwardAlgorithms)                                     \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7, backwardDataAlgorithms)                           \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7, backwardFilterAlgorithms)                       \
+  X(cudnnConvolutionForward, convolutionForward)                                                   \
+  X(cudnnConvolutionBackwardData, convolutionBackwardData)                                         \
+  X(cudnnConvolutionBackwardFilter, convolutionBackwardFilter)                                     \
+  X(cudnnPoolingForward, poolingForward)                                                           \
+  X(cudnnPoolingBackward, poolingBackward)                                                         \
+  X(cudnnTransformTensor, transformTensor)
+
+struct Library {
+#define SMELT_CUDNN_MEMBER(symbol, member) decltype(&::symbol) member = nullptr;
+  SMELT_CUDNN_ENTRIES(SMELT_CUDNN_MEMBER)
+#undef SMELT_CUDNN_MEMBER
+  /// Optional: more detail than the status name where the library has it.
+  decltype(&::cudnnGetLastErrorString) getLastErrorString = nullptr;
+  size_t version = 0;
+
+  /// Success, or "<call> failed: CUDNN_STATUS_<NAME> (<cudnnGetLastErrorString>)".
+  Status check(cudnnStatus_t status, const char *call) const {
+    if (status == CUDNN_STATUS_SUCCESS)
+      return {};
+    const char *name = getErrorString(status);
+    char detail[512] = {};
+    if (getLastErrorString)
+      getLastErrorString(detail, sizeof detail - 1);
+    return Status::error(fmt::format("{} failed: {}{}", call,
+                                     name ? name : fmt::format("cuDNN status {}", int(status)),
+                                     *detail ? fmt::format(" ({})", detail) : std::string()));
+  }
+};
+
+Expected<const Library *> openLibrary() {
+  // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
+  // nvidia/cudnn/lib), then where the CUDA toolkit installs it.
+  Expected<void *> opened =
+      openDynamicLibrary("cuDNN", {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"});
+  if (!opened)
+    return opened.status();
+  void *handle = *opened;
+  static Library lib;
+#define SMELT_CUDNN_RESOLVE(symbol, member)                                                        \
+  if (Status s = resolveSymbol(handle, lib.member, #symbol, "libcudnn.so.9",                      \
+                               "it is not the cuDNN 9 this program needs");                        \
+      !s.ok())                                                                                     \
+    return s;
+  SMELT_CUDNN_ENTRIES(SMELT_CUDNN_RESOLVE)
+#undef SMELT_CUDNN_RESOLVE
+  lib.getLastErrorString = reinterpret_cast<decltype(lib.getLastErrorString)>(
+      dlsym(handle, "cudnnGetLastErrorString"));
+  lib.version = lib.getVersion();
+  if (lib.version / 10000 != 9)
+    return Status::error(fmt::format("libcudnn.so.9 reports version {}; this program needs 9.x",
+                                     lib.version));
+  return &lib;
+}
+
+const Expected<const Library *> &library() {
+  static const Expected<const Library *> lib = openLibrary(); // thread-safe, tried once
+  return lib;
+}
+
+#define SMELT_CUDNN_TRY(expr)                                                                      \
+  do {                                                                                             \
+    if (Status status_ = (expr); !status_.ok())                                                    \
+      return status_;                                                                              \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// Geometry and validation (no GPU)
+// ---------------------------------------------------------------------------------------------
+
+size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// One 2-D window problem in NHWC, from a call whose attribute lists have the right lengths.
+/// Convolutions split the padding (Cudnn.cpp's header comment, 2.): cuDNN pads by padH/padW on
+/// both sides, the rest is explicit, giving a padded input of hp x wp with the original at
+/// (extraTop, extraLeft).
+struct Geometry {
+  int64_t n, h, w, c, kh, kw, f, sh, sw, pt, pb, pl, pr, dh = 1, dw = 1;
+  int64_t padH, padW, extraTop, extraLeft, hp, wp;
+  int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
+  bool paddedCopy() const { return hp != h || wp != w; }
+};
+
+Geometry geometry(const TensorType &input, int64_t kh, int64_t kw, int64_t f,
+                  const std::vector<int64_t> &strides, const std::vector<int64_t> &padding) {
+  Geometry g{};
+  g.n = input.shape[0], g.h = input.shape[1], g.w = input.shape[2], g.c = input.shape[3];
+  g.kh = kh, g.kw = kw, g.f = f, g.sh = strides[0], g.sw = strides[1];
+  g.pt = padding[0], g.pb = padding[1], g.pl = padding[2], g.pr = padding[3];
+  g.padH = std::min(g.pt, g.pb), g.padW = std::min(g.pl, g.pr);
+  g.extraTop = g.pt - g.padH, g.extraLeft = g.pl - g.padW;
+  g.hp = g.h + g.pt + g.pb - 2 * g.padH, g.wp = g.w + g.pl + g.pr - 2 * g.padW;
+  return g;
+}
+
+Geometry geometry(const Conv2DCall &call) {
+  Geometry g = geometry(call.input, call.filter.shape[0], call.filter.shape[1],
+                        call.filter.shape[3], call.strides, call.padding);
+  g.dh = call.dilation[0], g.dw = call.dilation[1];
+  return g;
+}
+
+Geometry geometry(const Pool2DCall &call) {
+  return geometry(call.input, call.window[0], call.window[1], call.input.shape[3], call.strides,
+                  call.padding);
+}
+
+/// Bytes of the explicitly padded input, 0 when cuDNN's own padding suffices.
+size_t paddedBytes(const Geometry &g, DType dtype) {
+  return g.paddedCopy() ? size_t(g.n * g.hp * g.wp * g.c) * byteWidth(dtype) : 0;
+}
+
+/// "" or why `values` is not `count` integers that are positive (or non-negative).
+std::string checkInts(const char *name, const std::vector<int64_t> &values, size_t count,
+                      int64_t min) {
+  bool ok = values.size() == count;
+  for (int64_t v : values)
+    ok = ok && v >= min;
+  if (ok)
+    return "";
+  return fmt::format("{} [{}] must be {} {} integers", name, fmt::join(values, ", "), count,
+                     min > 0 ? "positive" : "non-negative");
+}
+
+/// "" or why `type` is not a rank-4 float tensor of `dtype` without empty dimensions.
+std::string checkOperand(const char *name, const char *layout, const TensorType &type,
+                         DType dtype) {
+  if (type.shape.size() != 4)
+    return fmt::format("{} {} must be {} (rank 4)", name, type.str(), layout);
+  for (int64_t d : type.shape)
+    if (d <= 0)
+      return fmt::format("{} {} has an empty dimension", name, type.str());
+  if (type.dtype != dtype)
+    return fmt::format("{} {} must have the element type of the input, {}", name, type.str(),
+                       dtypeName(dtype));
+  if (!isFloat(dtype))
+    return fmt::format("{} {} must be a float tensor", name, type.str());
+  return "";
+}
+
+/// "" or why cuDNN does not take the dtype or sizes (its dimensions and strides are ints).
+std::string unsupportedCommon(DType dtype, std::initializer_list<int64_t> elementCounts) {
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    return fmt::format("{} on cuDNN: it is used for f32, f16 and bf16 only", dtypeName(dtype));
+  for (int64_t count : elementCounts)
+    if (count > INT_MAX)
+      return fmt::format("a tensor of {} elements: cuDNN's sizes are 32-bit", count);
+  return "";
+}
+
+Status fail(const std::string &what, const std::string &why) {
+  return Status::error(fmt::format("{}: {}", what, why));
+}
+
+std::optional<cudnnDataType_t> cudnnType(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return CUDNN_DATA_FLOAT;
+  case DType::f16:
+    return CUDNN_DATA_HALF;
+  case DType::bf16:
+    return CUDNN_DATA_BFLOAT16;
+  default:
+    return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Descriptors, destroyed with the scope that made them
+// ---------------------------------------------------------------------------------------------
+
+class Descriptors {
+public:
+  Descriptors(const Library &lib, DType dtype) : lib_(lib), type_(*cudnnType(dtype)) {}
+  ~Descriptors() {
+    for (auto d : tensors_)
+      lib_.destroyTensorDescriptor(d);
+    for (auto d : filters_)
+      lib_.destroyFilterDescriptor(d);
+    for (auto d : convolutions_)
+      lib_.destroyConvolutionDescriptor(d);
+    for (auto d : poolings_)
+      lib_.destroyPoolingDescriptor(d);
+  }
+  Descriptors(const Descriptors &) = delete;
+  Descriptors &operator=(const Descriptors &) = delete;
+
+  /// A 4-D tensor of dims [N, C, H, W] (cuDNN's order) laid out by `strides` (in elements).
+  Expected<cudnnTensorDescriptor_t> tensor(std::array<int64_t, 4> dims,
+                                           std::array<int64_t, 4> strides) {
+    cudnnTensorDescriptor_t d = nullptr;
+    SMELT_CUDNN_TRY(lib_.check(lib_.createTensorDescriptor(&d), "cudnnCreateTensorDescriptor"));
+    tensors_.push_back(d);
+    std::array<int, 4> dimA, strideA;
+    for (size_t i = 0; i < 4; ++i)
+      dimA[i] = int(dims[i]), strideA[i] = int(strides[i]);
+    SMELT_CUDNN_TRY(
+        lib_.check(lib_.setTensorNdDescriptor(d, type_, 4, dimA.data(), strideA.data()),
+                   "cudnnSetTensorNdDescriptor"));
+    return d;
+  }
+  /// Dense NHWC [n, h, w, c].
+  Expected<cudnnTensorDescriptor_t> nhwc(int64_t n, int64_t h, int64_t w, int64_t c) {
+    return tensor({n, c, h, w}, {h * w * c, 1, w * c, c});
+  }
+  /// The filter as cuDNN convolves it: KRSC, i.e. NHWC-format [F, KH, KW, C].
+  Expected<cudnnFilterDescriptor_t> filterKrsc(const Geometry &g) {
+    cudnnFilterDescriptor_t d = nullptr;
+    SMELT_CUDNN_TRY(lib_.check(lib_.createFilterDescriptor(&d), "cudnnCreateFilterDescriptor"));
+    filters_.push_back(d);
+    SMELT_CUDNN_TRY(lib_.check(lib_.setFilter4dDescriptor(d, type_, CUDNN_TENSOR_NHWC, int(g.f),
+                                                          int(g.c), int(g.kh), int(g.kw)),
+                               "cudnnSetFilter4dDescriptor"));
+    return d;
+  }
+  Expected<cudnnConvolutionDescriptor_t> convolution(const Geometry &g) {
+    cudnnConvolutionDescriptor_t d = nullptr;
+    SMELT_CUDNN_TRY(
+        lib_.check(lib_.createConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor"));
+    convolutions_.push_back(d);
+    // f16/bf16 data accumulates in f32 (cuDNN's "pseudo half" configuration).
+    SMELT_CUDNN_TRY(lib_.check(
+        lib_.setConvolution2dDescriptor(d, int(g.padH), int(g.padW), int(g.sh), int(g.sw),
+                                        int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor"));
+    return d;
+  }
+  Expected<cudnnPoolingDescriptor_t> pooling(const Geometry &g, PoolKind kind) {
+    cudnnPoolingDescriptor_t d = nullptr;
+    SMELT_CUDNN_TRY(lib_.check(lib_.createPoolingDescriptor(&d), "cudnnCreatePoolingDescriptor"));
+    poolings_.push_back(d);
+    // Max: padding never wins (cuDNN ignores padded positions), NaN propagates as on the CPU.
+    // Avg: padded positions are not counted.
+    cudnnPoolingMode_t mode = kind == PoolKind::Max ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                                    : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    SMELT_CUDNN_TRY(lib_.check(lib_.setPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN,
+                                                           int(g.kh), int(g.kw), int(g.pt),
+                                                           int(g.pl), int(g.sh), int(g.sw)),
+                               "cudnnSetPooling2dDescriptor"));
+    return d;
+  }
+
+private:
+  const Library &lib_;
+  cudnnDataType_t type_;
+  std::vector<cudnnTensorDescriptor_t> tensors_;
+  std::vector<cudnnFilterDescriptor_t> filters_;
+  std::vector<cudnnConvolutionDescriptor_t> convolutions_;
+  std::vector<cudnnPoolingDescriptor_t> poolings_;
+};
+
+/// Unwraps an Expected descriptor into `var`, or returns its error.
+#define SMELT_CUDNN_ASSIGN(var, expr)                                                              \
+  auto var##_ = (expr);                                                                            \
+  if (!var##_.ok())                                                                                \
+    return var##_.status();                                                                        \
+  auto var = *var##_
+
+const float kOne = 1.0f, kZero = 0.0f; // alpha and beta: float for every non-double tensor
+
+char *at(void *base, size_t offset) { return static_cast<char *>(base) + offset; }
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Without a GPU
+// ---------------------------------------------------------------------------------------------
+
+std::string describe(const Conv2DCall &call) {
+  return fmt::format("{} input {} filter {} output {} strides [{}] padding [{}] dilation [{}]",
+                     dtypeName(call.input.dtype), call.input.str(), call.filter.str(),
+                     call.output.str(), fmt::join(call.strides, ", "),
+                     fmt::join(call.padding, ", "), fmt::join(call.dilation, ", "));
+}
+
+std::string describe(const Pool2DCall &call) {
+  return fmt::format("{} {} input {} output {} window [{}] strides [{}] padding [{}]",
+                     call.kind == PoolKind::Max ? "max" : "avg", dtypeName(call.input.dtype),
+                     call.input.str(), call.output.str(), fmt::join(call.window, ", "),
+                     fmt::join(call.strides, ", "), fmt::join(call.padding, ", "));
+}
+
+/// Shape errors of a conv call, "" when consistent (unsupported is checked apart).
+static std::string convShapeError(const Conv2DCall &call) {
+  for (std::string why : {checkInts("strides", call.strides, 2, 1),
+                          checkInts("padding", call.padding, 4, 0),
+                          checkInts("dilation", call.dilation, 2, 1),
+                          checkOperand("input", "NHWC", call.input, call.input.dtype),
+                          checkOperand("filter", "HWIO", call.filter, call.input.dtype),
+                          checkOperand("output", "NHWC", call.output, call.input.dtype)})
+    if (!why.empty())
+      return why;
+  if (call.filter.shape[2] != call.input.shape[3])
+    return fmt::format("filter {} (HWIO) has {} input channels but input {} (NHWC) has {}",
+                       call.filter.str(), call.filter.shape[2], call.input.str(),
+                       call.input.shape[3]);
+  Geometry g = geometry(call);
+  if (g.h + g.pt + g.pb < g.dh * (g.kh - 1) + 1 || g.w + g.pl + g.pr < g.dw * (g.kw - 1) + 1)
+    return fmt::format("the dilated filter window of filter {} does not fit in input {} padded "
+                       "by [{}]",
+                       call.filter.str(), call.input.str(), fmt::join(call.padding, ", "));
+  TensorType expected{call.input.dtype, {g.n, g.oh(), g.ow(), g.f}};
+  if (call.output != expected)
+    return fmt::format("output {} should be {} for input {} and filter {}", call.output.str(),
+                       expected.str(), call.input.str(), call.filter.str());
+  return "";
+}
+
+static std::string poolShapeError(const Pool2DCall &call) {
+  for (std::string why : {checkInts("window", call.window, 2, 1),
+                          checkInts("strides", call.strides, 2, 1),
+                          checkInts("padding", call.padding, 4, 0),
+                          checkOperand("input", "NHWC", call.input, call.input.dtype),
+                          checkOperand("output", "NHWC", call.output, call.input.dtype)})
+    if (!why.empty())
+      return why;
+  Geometry g = geometry(call);
+  if (g.h + g.pt + g.pb < g.kh || g.w + g.pl + g.pr < g.kw)
+    return fmt::format("window [{}] does not fit in input {} padded by [{}]",
+                       fmt::join(call.window, ", "), call.input.str(),
+                       fmt::join(call.padding, ", "));
+  TensorType expected{call.input.dtype, {g.n, g.oh(), g.ow(), g.c}};
+  if (call.output != expected)
+    return fmt::format("output {} should be {} for input {}", call.output.str(), expected.str(),
+                       call.input.str());
+  return "";
+}
+
+std::string cudnnUnsupported(const Conv2DCall &call) {
+  if (!convShapeError(call).empty())
+    return ""; // invalid, not unsupported: validate() says why
+  Geometry g = geometry(call);
+  return unsupportedCommon(call.input.dtype,
+                           {call.input.numElements(), call.filter.numElements(),
+                            call.output.numElements(), g.n * g.hp * g.wp * g.c});
+}
+
+std::string cudnnUnsupported(const Pool2DCall &call) {
+  if (!poolShapeError(call).empty())
+    return "";
+  if (std::string why = unsupportedCommon(call.input.dtype, {call.input.numElements(),
+                                                             call.output.numElements()});
+      !why.empty())
+    return why;
+  const std::vector<int64_t> &p = call.padding;
+  if (p[0] != p[1] || p[2] != p[3])
+    return fmt::format("asymmetric padding [{}]: cuDNN's pooling pads both sides alike, and "
+                       "padding copied into the input would count in averages",
+                       fmt::join(p, ", "));
+  if (p[0] >= call.window[0] || p[2] >= call.window[1])
+    return fmt::format("padding [{}] not smaller than the window [{}]: a window could lie wholly "
+                       "in the padding",
+                       fmt::join(p, ", "), fmt::join(call.window, ", "));
+  return "";
+}
+
+/// validate()'s answer from the shape error and the reason cuDNN does not run the call.
+static Status verdict(const std::string &what, const std::string &invalid,
+                      const std::string &unsupported) {
+  if (!invalid.empty())
+    return fail(what, invalid);
+  if (!unsupported.empty())
+    return fail(what, "not supported by cuDNN: " + unsupported);
+  return {};
+}
+
+Status Cudnn::validate(const Conv2DCall &call, const std::string &what) {
+  return verdict(what, convShapeError(call), cudnnUnsupported(call));
+}
+
+Status Cudnn::validate(const Pool2DCall &call, const std::string &what) {
+  return verdict(what, poolShapeError(call), cudnnUnsupported(call));
+}
+
+/// The layout copies at the start of a convolution's workspace: the KRSC filter, then the
+/// padded input (when there is one).
+static size_t convScratchBytes(const Conv2DCall &call) {
+  return align256(call.filter.byteSize()) +
+         align256(paddedBytes(geometry(call), call.input.dtype));
+}
+
+size_t Cudnn::workspaceBytes(const Conv2DCall &call) {
+  return convScratchBytes(call) + kAlgorithmWorkspaceBytes;
+}
+
+size_t Cudnn::workspaceBytes(const Pool2DCall &call) {
+  return call.kind == PoolKind::Max ? align256(call.output.byteSize()) : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// On the GPU
+// ---------------------------------------------------------------------------------------------
+
+Expected<Cudnn *> Cudnn::get(const CudaDevice &device) {
+  static std::mutex mutex;
+  static std::map<int, Expected<Cudnn *>> opened;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = opened.find(device.ordinal()); it != opened.end())
+    return it->second;
+  auto attempt = [&]() -> Expected<Cudnn *> {
+    const Expected<const Library *> &lib = library();
+    if (!lib.ok())
+      return lib.status();
+    SMELT_CUDNN_TRY(device.makeCurrent());
+    cudnnHandle_t handle = nullptr;
+    for (Status status : {(*lib)->check((*lib)->create(&handle), "cudnnCreate"),
+                          (*lib)->check((*lib)->setStream(handle, device.stream()),
+                                        "cudnnSetStream")})
+      if (!status.ok())
+        return Status::error(fmt::format("gpu:{}: {}", device.ordinal(), status.message()));
+    // Never destroyed: it lives as long as the device, which lives as long as the process.
+    Cudnn *cudnn = new Cudnn(device);
+    cudnn->handle_ = handle;
+    return cudnn;
+  };
+  return opened.emplace(device.ordinal(), attempt()).first->second;
+}
+
+size_t Cudnn::version() const { return (*library())->version; }
+
+/// The descriptors of one convolution: x is the (possibly explicitly padded) input.
+struct Cudnn::ConvDescriptors {
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+};
+
+namespace {
+/// The first usable result of a heuristic, deterministic ones first: it succeeded, fits in
+/// `limit`, and for strict f32 does not rely on tensor cores (TF32).
+template <typename Perf>
+std::optional<std::array<size_t, 3>> pick(const Perf *perf, int count, size_t limit,
+                                          bool strictF32) {
+  for (bool deterministicOnly : {true, false})
+    for (int i = 0; i < count; ++i) {
+      const Perf &p = perf[i];
+      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit ||
+          (deterministicOnly && p.determinism != CUDNN_DETERMINISTIC) ||
+          (strictF32 && (p.mathType == CUDNN_TENSOR_OP_MATH ||
+                         p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
+        continue;
+      return std::array<size_t, 3>{size_t(p.algo), size_t(p.mathType), p.memory};
+    }
+  return std::nullopt;
+}
+} // namespace
+
+Expected<Cudnn::Algorithm> Cudnn::algorithm(ConvPass pass, const Conv2DCall &call,
+                                            ConvDescriptors &d, size_t limit) {
+  const Library &lib = **library();
+  bool strictF32 = call.input.dtype == DType::f32 && !call.allowTf32;
+  std::string key = fmt::format("{} pass {} tf32 {} limit {}", describe(call), int(pass),
+                                call.allowTf32, limit);
+  if (auto it = algorithms_.find(key); it != algorithms_.end())
+    return it->second;
+  // The heuristic answers for the math type on the descriptor: FMA keeps f32 exact, tensor ops
+  // let f16/bf16 (and TF32 when allowed) use tensor cores.
+  SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(d.conv, strictF32 ? CUDNN_FMA_MATH
+                                                                         : CUDNN_TENSOR_OP_MATH),
+                            "cudnnSetConvolutionMathType"));
+  auto handle = static_cast<cudnnHandle_t>(handle_);
+  constexpr int kMax = 16; // more than any of the three algorithm enums holds
+  int count = 0;
+  std::optional<std::array<size_t, 3>> chosen;
+  if (pass == ConvPass::Forward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[kMax];
+    SMELT_CUDNN_TRY(lib.check(lib.forwardAlgorithms(handle, d.x, d.w, d.conv, d.y, kMax, &count,
+                                                    perf),
+                              "cudnnGetConvolutionForwardAlgorithm_v7"));
+    chosen = pick(perf, count, limit, strictF32);
+  } else if (pass == ConvPass::BackwardInput) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
+    SMELT_CUDNN_TRY(lib.check(lib.backwardDataAlgorithms(handle, d.w, d.y, d.conv, d.x, kMax,
+                                                         &count, perf),
+                              "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    chosen = pick(perf, count, limit, strictF32);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
+    SMELT_CUDNN_TRY(lib.check(lib.backwardFilterAlgorithms(handle, d.x, d.y, d.conv, d.w, kMax,
+                                                           &count, perf),
+                              "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
+    chosen = pick(perf, count, limit, strictF32);
+  }
+  if (!chosen)
+    return Status::error(fmt::format("cuDNN's heuristic offers no algorithm (of {}) for {} "
+                                     "within {} bytes of workspace",
+                                     count, describe(call), limit));
+  // Strict f32 runs with FMA math whatever the heuristic's entry says.
+  Algorithm a{int((*chosen)[0]), strictF32 ? int(CUDNN_FMA_MATH) : int((*chosen)[1]),
+              (*chosen)[2]};
+  algorithms_.emplace(key, a);
+  return a;
+}
+
+Status Cudnn::locked(const std::string &what, const std::string &call,
+                     const std::function<Status()> &work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status status = device_.makeCurrent(); !status.ok())
+    return fail(what, status.message());
+  if (Status status = work(); !status.ok())
+    return fail(what, fmt::format("{} (gpu:{}, {})", status.message(), device_.ordinal(), call));
+  return {};
+}
+
+Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b,
+                       void *out, void *workspace, size_t workspaceBytes,
+                       const std::string &what) {
+  SMELT_CUDNN_TRY(validate(call, what));
+  size_t scratch = convScratchBytes(call);
+  if (workspaceBytes < scratch || !workspace)
+    return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of "
+                                  "layout copies (Cudnn::workspaceBytes)",
+                                  workspace ? workspaceBytes : 0, scratch));
+  if (!a || !b || !out)
+    return fail(what, "null device pointer");
+  auto inner = [&]() -> Status {
+    const Library &lib = **library();
+    auto handle = static_cast<cudnnHandle_t>(handle_);
+    Geometry g = geometry(call);
+    DType dtype = call.input.dtype;
+    // Workspace: [KRSC filter][padded input, if any][algorithm workspace].
+    void *filterKrsc = workspace;
+    size_t filterBytes = align256(call.filter.byteSize());
+    void *padded = at(workspace, filterBytes);
+    void *algoSpace = at(workspace, scratch);
+
+    Descriptors make(lib, dtype);
+    // The filter in two views of dims [F, C, KH, KW]: as stored (HWIO) and as convolved (KRSC).
+    SMELT_CUDNN_ASSIGN(hwio, make.tensor({g.f, g.c, g.kh, g.kw},
+                                         {1, g.f, g.kw * g.c * g.f, g.c * g.f}));
+    SMELT_CUDNN_ASSIGN(krsc, make.tensor({g.f, g.c, g.kh, g.kw},
+                                         {g.kh * g.kw * g.c, 1, g.kw * g.c, g.c}));
+    SMELT_CUDNN_ASSIGN(input, make.nhwc(g.n, g.h, g.w, g.c));
+    // The input's place inside the padded copy: its shape, the padded copy's strides.
+    SMELT_CUDNN_ASSIGN(interior, make.tensor({g.n, g.c, g.h, g.w},
+                                             {g.hp * g.wp * g.c, 1, g.wp * g.c, g.c}));
+    size_t interiorOffset = size_t((g.extraTop * g.wp + g.extraLeft) * g.c) * byteWidth(dtype);
+    ConvDescriptors d{};
+    SMELT_CUDNN_ASSIGN(x, make.nhwc(g.n, g.hp, g.wp, g.c));
+    SMELT_CUDNN_ASSIGN(y, make.nhwc(g.n, g.oh(), g.ow(), g.f));
+    SMELT_CUDNN_ASSIGN(w, make.filterKrsc(g));
+    SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
+    d.x = x, d.y = y, d.w = w, d.conv = conv;
+
+    SMELT_CUDNN_ASSIGN(algo, algorithm(pass, call, d, workspaceBytes - scratch));
+    SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(algo.mathType)),
+                              "cudnnSetConvolutionMathType"));
+
+    auto toKrsc = [&](const void *filter) {
+      return lib.check(lib.transformTensor(handle, &kOne, hwio, filter, &kZero, krsc, filterKrsc),
+                       "cudnnTransformTensor (filter HWIO to KRSC)");
+    };
+    // The input, zero-padded into the workspace where cuDNN's symmetric padding falls short.
+    auto padInput = [&](const void *source) -> Expected<const void *> {
+      if (!g.paddedCopy())
+        return source;
+      SMELT_CUDNN_TRY(device_.check(
+          device_.driver().memsetD8Async(CUdeviceptr(uintptr_t(padded)), 0,
+                                         paddedBytes(g, dtype), device_.stream()),
+          "cuMemsetD8Async (zero padding)"));
+      SMELT_CUDNN_TRY(lib.check(lib.transformTensor(handle, &kOne, input, source, &kZero,
+                                                    interior, at(padded, interiorOffset)),
+                                "cudnnTransformTensor (input into its padded copy)"));
+      return static_cast<const void *>(padded);
+    };
+
+    switch (pass) {
+    case ConvPass::Forward: {
+      SMELT_CUDNN_TRY(toKrsc(b));
+      SMELT_CUDNN_ASSIGN(xp, padInput(a));
+      return lib.check(lib.convolutionForward(handle, &kOne, x, xp, w, filterKrsc, conv,
+                                              cudnnConvolutionFwdAlgo_t(algo.algo), algoSpace,
+                                              algo.memory, &kZero, y, out),
+                       "cudnnConvolutionForward");
+    }
+    case ConvPass::BackwardInput: {
+      SMELT_CUDNN_TRY(toKrsc(b));
+      void *dx = g.paddedCopy() ? padded : out;
+      SMELT_CUDNN_TRY(lib.check(lib.convolutionBackwardData(
+                                    handle, &kOne, w, filterKrsc, y, a, conv,
+                                    cudnnConvolutionBwdDataAlgo_t(algo.algo), algoSpace,
+                                    algo.memory, &kZero, x, dx),
+                                "cudnnConvolutionBackwardData"));
+      if (!g.paddedCopy())
+        return {};
+      // The gradient of the padding is dropped: only the interior is the input's.
+      return lib.check(lib.transformTensor(handle, &kOne, interior, at(padded, interiorOffset),
+                                           &kZero, input, out),
+                       "cudnnTransformTensor (input gradient out of its padded copy)");
+    }
+    case ConvPass::BackwardFilter: {
+      SMELT_CUDNN_ASSIGN(xp, padInput(a));
+      SMELT_CUDNN_TRY(lib.check(lib.convolutionBackwardFilter(
+                                    handle, &kOne, x, xp, y, b, conv,
+                                    cudnnConvolutionBwdFilterAlgo_t(algo.algo), algoSpace,
+                                    algo.memory, &kZero, w, filterKrsc),
+                                "cudnnConvolutionBackwardFilter"));
+      return lib.check(lib.transformTensor(handle, &kOne, krsc, filterKrsc, &kZero, hwio, out),
+                       "cudnnTransformTensor (filter gradient KRSC to HWIO)");
+    }
+    }
+    return {};
+  };
+  return locked(what, describe(call), inner);
+}
+
+Status Cudnn::conv2dForward(const Conv2DCall &call, const void *input, const void *filter,
+                            void *output, void *workspace, size_t workspaceBytes,
+                            const std::string &what) {
+  return convolve(ConvPass::Forward, call, input, filter, output, workspace, workspaceBytes,
+                  what);
+}
+
+Status Cudnn::conv2dBackwardInput(const Conv2DCall &call, const void *gradOutput,
+                                  const void *filter, void *gradInput, void *workspace,
+                                  size_t workspaceBytes, const std::string &what) {
+  return convolve(ConvPass::BackwardInput, call, gradOutput, filter, gradInput, workspace,
+                  workspaceBytes, what);
+}
+
+Status Cudnn::conv2dBackwardFilter(const Conv2DCall &call, const void *input,
+                                   const void *gradOutput, void *gradFilter, void *workspace,
+                                   size_t workspaceBytes, const std::string &what) {
+  return convolve(ConvPass::BackwardFilter, call, input, gradOutput, gradFilter, workspace,
+                  workspaceBytes, what);
+}
+
+Status Cudnn::pool(bool backward, const Pool2DCall &call, const void *input,
+                   const void *gradOutput, void *result, void *workspace, size_t workspaceBytes,
+                   const std::string &what) {
+  SMELT_CUDNN_TRY(validate(call, what));
+  bool needsInput = !backward || call.kind == PoolKind::Max;
+  if ((needsInput && !input) || (backward && !gradOutput) || !result)
+    return fail(what, "null device pointer");
+  bool recompute = backward && call.kind == PoolKind::Max;
+  size_t scratch = recompute ? this->workspaceBytes(call) : 0;
+  if (recompute && (workspaceBytes < scratch || !workspace))
+    return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of the "
+                                  "recomputed forward result (Cudnn::workspaceBytes)",
+                                  workspace ? workspaceBytes : 0, scratch));
+  auto inner = [&]() -> Status {
+    const Library &lib = **library();
+    auto handle = static_cast<cudnnHandle_t>(handle_);
+    Geometry g = geometry(call);
+    Descriptors make(lib, call.input.dtype);
+    SMELT_CUDNN_ASSIGN(x, make.nhwc(g.n, g.h, g.w, g.c));
+    SMELT_CUDNN_ASSIGN(y, make.nhwc(g.n, g.oh(), g.ow(), g.c));
+    SMELT_CUDNN_ASSIGN(desc, make.pooling(g, call.kind));
+    if (!backward)
+      return lib.check(lib.poolingForward(handle, desc, &kOne, x, input, &kZero, y, result),
+                       "cudnnPoolingForward");
+    // cuDNN's max gradient finds each window's maximum by comparing the input with the forward
+    // result, which the op does not have: recompute it. Average reads neither; it is given
+    // valid pointers of the right shapes all the same.
+    const void *forward = gradOutput;
+    const void *source = input ? input : result;
+    if (recompute) {
+      SMELT_CUDNN_TRY(lib.check(lib.poolingForward(handle, desc, &kOne, x, input, &kZero, y,
+                                                   workspace),
+                                "cudnnPoolingForward (recomputed for the gradient)"));
+      forward = workspace;
+    }
+    return lib.check(lib.poolingBackward(handle, desc, &kOne, y, forward, y, gradOutput, x,
+                                         source, &kZero, x, result),
+                     "cudnnPoolingBackward");
+  };
+  return locked(what, describe(call), inner);
+}
+
+Status Cudnn::pool2dForward(const Pool2DCall &call, const void *input, void *output,
+                            void *workspace, size_t workspaceBytes, const std::string &what) {
+  return pool(false, call, input, nullptr, output, workspace, workspaceBytes, what);
+}
+
+Status Cudnn::pool2dBackward(const Pool2DCall &call, const void *input, const void *gradOutput,
+                             void *gradInput, void *workspace, size_t workspaceBytes,
+                             const std::string &what) {
+  return pool(true, call, input, gradOutput, gradInput, workspace, workspaceBytes, what);
+}
+
+} // namespace smelt::rt::cuda

@@ -1,0 +1,315 @@
+// cuDNN convolutions and pooling (runtime/cuda/Cudnn.h) against the CPU executor's kernels run
+// in f64 on the same inputs: conv2d and both gradients with stride 2, symmetric and asymmetric
+// padding, dilation 2, channel counts that are not multiples of 8 and a batch of 3; max and avg
+// pooling and their gradients with padding; every dtype. Validation needs no GPU, so those tests
+// run everywhere; the rest skip, saying why, without one.
+#include "GpuTestUtil.h"
+#include "RuntimeTestUtil.h"
+
+#include "runtime/cuda/Cudnn.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace smelt::rt::test {
+namespace {
+
+using cuda::Conv2DCall;
+using cuda::Cudnn;
+using cuda::Pool2DCall;
+using cuda::PoolKind;
+using Ints = std::vector<int64_t>;
+
+const DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
+
+/// The device's cuDNN, or a failed test: a GPU machine is expected to have cuDNN 9.
+#define SMELT_REQUIRE_CUDNN(var)                                                                   \
+  SMELT_REQUIRE_GPU();                                                                             \
+  Expected<Cudnn *> var##_ = Cudnn::get(**testGpu());                                              \
+  ASSERT_TRUE(var##_.ok()) << var##_.message();                                                    \
+  Cudnn &var = **var##_
+
+HostTensor asF64(const HostTensor &t) {
+  return HostTensor::fromDoubles({DType::f64, t.type().shape}, t.toDoubles());
+}
+
+struct ConvCase {
+  int64_t n, h, w, c, kh, kw, f;
+  Ints strides, padding, dilation;
+
+  Conv2DCall call(DType dtype) const {
+    Conv2DCall call;
+    int64_t oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
+    int64_t ow = (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
+    call.input = {dtype, {n, h, w, c}};
+    call.filter = {dtype, {kh, kw, c, f}};
+    call.output = {dtype, {n, oh, ow, f}};
+    call.strides = strides, call.padding = padding, call.dilation = dilation;
+    return call;
+  }
+  Attrs attrs() const {
+    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation}};
+  }
+};
+
+const ConvCase kConvCases[] = {
+    // stride 2, symmetric padding (cuDNN pads by itself)
+    {3, 9, 8, 5, 3, 3, 7, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+    // TensorFlow's SAME for stride 2 (more padding after): a zero-padded copy of the input
+    {3, 8, 7, 3, 3, 2, 6, {2, 2}, {0, 1, 1, 0}, {1, 1}},
+    // dilation 2 with asymmetric padding in both dimensions, non-square stride
+    {3, 10, 9, 5, 3, 3, 7, {1, 2}, {2, 1, 1, 3}, {2, 2}},
+    // 1x1 filter, no padding
+    {3, 6, 5, 6, 1, 1, 10, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+};
+
+TEST(CudnnGpu, ConvolutionAndBothGradientsMatchTheCpu) {
+  SMELT_REQUIRE_CUDNN(cudnn);
+  for (const ConvCase &g : kConvCases)
+    for (DType dtype : kDTypes) {
+      Conv2DCall call = g.call(dtype);
+      std::string what = fmt::format("conv2d {}", cuda::describe(call));
+      HostTensor x = randomTensor(dtype, call.input.shape),
+                 w = randomTensor(dtype, call.filter.shape),
+                 dy = randomTensor(dtype, call.output.shape);
+      auto f64 = [](TensorType t) { return TensorType{DType::f64, t.shape}; };
+      HostTensor y64 = runOp("conv2d", {asF64(x), asF64(w)}, f64(call.output), g.attrs());
+      HostTensor dx64 =
+          runOp("conv2d_backward_input", {asF64(dy), asF64(w)}, f64(call.input), g.attrs());
+      HostTensor dw64 =
+          runOp("conv2d_backward_filter", {asF64(x), asF64(dy)}, f64(call.filter), g.attrs());
+
+      size_t wsBytes = Cudnn::workspaceBytes(call);
+      DeviceMemory xs(x), ws(w), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
+          dx(call.input.byteSize()), dw(call.filter.byteSize());
+      SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
+                                          workspace.pointer(), wsBytes, what));
+      SMELT_ASSERT_OK(cudnn.conv2dBackwardInput(call, dys.pointer(), ws.pointer(), dx.pointer(),
+                                                workspace.pointer(), wsBytes, what));
+      SMELT_ASSERT_OK(cudnn.conv2dBackwardFilter(call, xs.pointer(), dys.pointer(), dw.pointer(),
+                                                 workspace.pointer(), wsBytes, what));
+      // f32 must be full f32 (no TF32): the f32 tolerance, 1e-5, catches 10-bit products.
+      expectClose(y.download(call.output), y64.toDoubles(), "forward " + what);
+      expectClose(dx.download(call.input), dx64.toDoubles(), "input gradient " + what);
+      expectClose(dw.download(call.filter), dw64.toDoubles(), "filter gradient " + what);
+    }
+}
+
+TEST(CudnnGpu, ConvolutionWithTf32IsCloseToF32) {
+  SMELT_REQUIRE_CUDNN(cudnn);
+  Conv2DCall call = kConvCases[0].call(DType::f32);
+  call.allowTf32 = true;
+  HostTensor x = randomTensor(DType::f32, call.input.shape),
+             w = randomTensor(DType::f32, call.filter.shape);
+  HostTensor y64 = runOp("conv2d", {asF64(x), asF64(w)}, {DType::f64, call.output.shape},
+                         kConvCases[0].attrs());
+  size_t wsBytes = Cudnn::workspaceBytes(call);
+  DeviceMemory xs(x), ws(w), workspace(wsBytes), y(call.output.byteSize());
+  SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
+                                      workspace.pointer(), wsBytes, "conv2d tf32"));
+  expectClose(y.download(call.output), y64.toDoubles(), "conv2d tf32", 5e-3);
+}
+
+TEST(CudnnGpu, ConvolutionRejectsASmallWorkspaceNamingTheOp) {
+  SMELT_REQUIRE_CUDNN(cudnn);
+  Conv2DCall call = kConvCases[1].call(DType::f32);
+  DeviceMemory x(call.input.byteSize()), w(call.filter.byteSize()), y(call.output.byteSize()),
+      workspace(64);
+  Status status = cudnn.conv2dForward(call, x.pointer(), w.pointer(), y.pointer(),
+                                      workspace.pointer(), 64, "conv2d at model.mlir:3:7");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message().rfind("conv2d at model.mlir:3:7: the workspace (64 bytes)", 0), 0u)
+      << status.message();
+}
+
+struct PoolCase {
+  int64_t n, h, w, c;
+  Ints window, strides, padding;
+
+  Pool2DCall call(PoolKind kind, DType dtype) const {
+    Pool2DCall call;
+    call.kind = kind;
+    call.input = {dtype, {n, h, w, c}};
+    call.output = {dtype,
+                   {n, (h + padding[0] + padding[1] - window[0]) / strides[0] + 1,
+                    (w + padding[2] + padding[3] - window[1]) / strides[1] + 1, c}};
+    call.window = window, call.strides = strides, call.padding = padding;
+    return call;
+  }
+  Attrs attrs() const { return {{"window", window}, {"strides", strides}, {"padding", padding}}; }
+};
+
+// At most 512 elements each: see tieFree().
+const PoolCase kPoolCases[] = {
+    {3, 7, 6, 4, {3, 3}, {2, 2}, {1, 1, 1, 1}}, // overlapping windows, padding all round
+    {3, 8, 5, 3, {2, 3}, {2, 1}, {1, 1, 0, 0}}, // non-square window and strides
+    {2, 6, 6, 5, {2, 2}, {2, 2}, {0, 0, 0, 0}}, // no padding
+};
+
+/// Random values without ties, so that "the first maximum" and cuDNN's choice agree: a shuffle
+/// of +-1/64 .. +-256/64, exact in f16 and bf16 alike (integers up to 256 are).
+HostTensor tieFree(DType dtype, const Ints &shape) {
+  std::vector<double> values;
+  for (int i = 1; i <= 256; ++i)
+    values.insert(values.end(), {i / 64.0, -i / 64.0});
+  std::shuffle(values.begin(), values.end(), rng());
+  size_t next = 0;
+  return randomTensor(dtype, shape, [&] { return values.at(next++); });
+}
+
+TEST(CudnnGpu, PoolingAndGradientsMatchTheCpu) {
+  SMELT_REQUIRE_CUDNN(cudnn);
+  for (const PoolCase &g : kPoolCases)
+    for (PoolKind kind : {PoolKind::Max, PoolKind::Avg})
+      for (DType dtype : kDTypes) {
+        Pool2DCall call = g.call(kind, dtype);
+        std::string what = cuda::describe(call);
+        std::string op = kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d";
+        HostTensor x = tieFree(dtype, call.input.shape),
+                   dy = randomTensor(dtype, call.output.shape);
+        HostTensor y64 = runOp(op, {asF64(x)}, {DType::f64, call.output.shape}, g.attrs());
+        std::vector<HostTensor> backwardInputs = {asF64(dy)};
+        if (kind == PoolKind::Max)
+          backwardInputs.insert(backwardInputs.begin(), asF64(x));
+        HostTensor dx64 =
+            runOp(op + "_backward", backwardInputs, {DType::f64, call.input.shape}, g.attrs());
+
+        size_t wsBytes = Cudnn::workspaceBytes(call);
+        DeviceMemory xs(x), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
+            dx(call.input.byteSize());
+        SMELT_ASSERT_OK(
+            cudnn.pool2dForward(call, xs.pointer(), y.pointer(), workspace.pointer(), wsBytes,
+                                what));
+        // Avg reads no input: null is allowed there.
+        SMELT_ASSERT_OK(cudnn.pool2dBackward(call, kind == PoolKind::Max ? xs.pointer() : nullptr,
+                                             dys.pointer(), dx.pointer(), workspace.pointer(),
+                                             wsBytes, what));
+        // A max is one of the inputs: exact in every dtype.
+        expectClose(y.download(call.output), y64.toDoubles(), "forward " + what,
+                    kind == PoolKind::Max ? 0 : -1);
+        expectClose(dx.download(call.input), dx64.toDoubles(), "gradient " + what);
+      }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a GPU
+// ---------------------------------------------------------------------------------------------
+
+/// The message of validate(), "" when it passes.
+template <typename Call> std::string validateError(const Call &call) {
+  Status status = Cudnn::validate(call, "op at model.mlir:1:2");
+  return status.ok() ? "" : status.message();
+}
+
+TEST(CudnnValidation, AcceptsTheTestedCalls) {
+  for (DType dtype : kDTypes) {
+    for (const ConvCase &g : kConvCases)
+      EXPECT_EQ(validateError(g.call(dtype)), "");
+    for (const PoolCase &g : kPoolCases)
+      for (PoolKind kind : {PoolKind::Max, PoolKind::Avg})
+        EXPECT_EQ(validateError(g.call(kind, dtype)), "");
+  }
+}
+
+TEST(CudnnValidation, ConvShapeErrorsNameTheOperandAndShape) {
+  Conv2DCall good = kConvCases[0].call(DType::f32);
+
+  Conv2DCall channels = good;
+  channels.filter.shape[2] = 4;
+  EXPECT_EQ(validateError(channels),
+            "op at model.mlir:1:2: filter tensor<3x3x4x7xf32> (HWIO) has 4 input channels but "
+            "input tensor<3x9x8x5xf32> (NHWC) has 5");
+
+  Conv2DCall output = good;
+  output.output.shape[1] += 1;
+  EXPECT_EQ(validateError(output), "op at model.mlir:1:2: output tensor<3x6x4x7xf32> should be "
+                                   "tensor<3x5x4x7xf32> for input tensor<3x9x8x5xf32> and filter "
+                                   "tensor<3x3x5x7xf32>");
+
+  Conv2DCall dtype = good;
+  dtype.filter.dtype = DType::f16;
+  EXPECT_NE(validateError(dtype).find("filter tensor<3x3x5x7xf16> must have the element type of "
+                                      "the input, f32"),
+            std::string::npos)
+      << validateError(dtype);
+
+  Conv2DCall rank = good;
+  rank.input.shape = {9, 8, 5};
+  EXPECT_NE(validateError(rank).find("input tensor<9x8x5xf32> must be NHWC (rank 4)"),
+            std::string::npos)
+      << validateError(rank);
+
+  Conv2DCall dilation = good;
+  dilation.dilation = {2};
+  EXPECT_NE(validateError(dilation).find("dilation [2] must be 2 positive integers"),
+            std::string::npos)
+      << validateError(dilation);
+
+  Conv2DCall tooBig = good;
+  tooBig.filter.shape[0] = 12;
+  EXPECT_NE(validateError(tooBig).find("does not fit in input tensor<3x9x8x5xf32>"),
+            std::string::npos)
+      << validateError(tooBig);
+
+  Conv2DCall ints = good;
+  ints.input.dtype = ints.filter.dtype = ints.output.dtype = DType::i32;
+  EXPECT_NE(validateError(ints).find("must be a float tensor"), std::string::npos)
+      << validateError(ints);
+}
+
+TEST(CudnnValidation, PoolShapeErrorsNameTheOperandAndShape) {
+  Pool2DCall good = kPoolCases[0].call(PoolKind::Max, DType::bf16);
+  Pool2DCall output = good;
+  output.output.shape[3] = 5;
+  EXPECT_EQ(validateError(output), "op at model.mlir:1:2: output tensor<3x4x3x5xbf16> should be "
+                                   "tensor<3x4x3x4xbf16> for input tensor<3x7x6x4xbf16>");
+  Pool2DCall window = good;
+  window.window = {3, 0};
+  EXPECT_NE(validateError(window).find("window [3, 0] must be 2 positive integers"),
+            std::string::npos)
+      << validateError(window);
+  Pool2DCall padding = good;
+  padding.padding = {1, 1, -1, 1};
+  EXPECT_NE(validateError(padding).find("padding [1, 1, -1, 1] must be 4 non-negative"),
+            std::string::npos)
+      << validateError(padding);
+}
+
+TEST(CudnnValidation, UnsupportedCallsSayWhySoPlacementCanFallBack) {
+  // Asymmetric convolution padding is supported (a padded copy); f64 is not.
+  EXPECT_EQ(cuda::cudnnUnsupported(kConvCases[1].call(DType::f32)), "");
+  std::string f64 = cuda::cudnnUnsupported(kConvCases[0].call(DType::f64));
+  EXPECT_NE(f64.find("f64 on cuDNN"), std::string::npos) << f64;
+  EXPECT_NE(validateError(kConvCases[0].call(DType::f64)).find("not supported by cuDNN: f64"),
+            std::string::npos);
+
+  PoolCase asymmetric{1, 6, 6, 2, {2, 2}, {2, 2}, {0, 1, 0, 1}};
+  std::string pool = cuda::cudnnUnsupported(asymmetric.call(PoolKind::Avg, DType::f32));
+  EXPECT_NE(pool.find("asymmetric padding [0, 1, 0, 1]"), std::string::npos) << pool;
+  PoolCase wide{1, 6, 6, 2, {2, 2}, {1, 1}, {2, 2, 0, 0}};
+  EXPECT_NE(cuda::cudnnUnsupported(wide.call(PoolKind::Max, DType::f16)).find("window"),
+            std::string::npos);
+  // Invalid is not unsupported: validate() explains those.
+  Conv2DCall invalid = kConvCases[0].call(DType::f64);
+  invalid.output.shape[0] = 1;
+  EXPECT_EQ(cuda::cudnnUnsupported(invalid), "");
+}
+
+TEST(CudnnValidation, WorkspaceCoversTheLayoutCopies) {
+  Conv2DCall symmetric = kConvCases[0].call(DType::f16);
+  EXPECT_GE(Cudnn::workspaceBytes(symmetric),
+            Cudnn::kAlgorithmWorkspaceBytes + symmetric.filter.byteSize());
+  // Asymmetric padding adds the padded input: [3, 8+1, 7+1, 3] f32 here.
+  Conv2DCall asymmetric = kConvCases[1].call(DType::f32);
+  EXPECT_GE(Cudnn::workspaceBytes(asymmetric), Cudnn::kAlgorithmWorkspaceBytes +
+                                                   asymmetric.filter.byteSize() +
+                                                   size_t(3 * 9 * 8 * 3 * 4));
+  Pool2DCall max = kPoolCases[0].call(PoolKind::Max, DType::f32);
+  EXPECT_GE(Cudnn::workspaceBytes(max), max.output.byteSize());
+  EXPECT_EQ(Cudnn::workspaceBytes(kPoolCases[0].call(PoolKind::Avg, DType::f32)), 0u);
+}
+
+} // namespace
+} // namespace smelt::rt::test

@@ -1,0 +1,44 @@
+// gpu:0 for the runtime's GPU tests, and their device memory (GpuTestUtil.h).
+#include "GpuTestUtil.h"
+
+#include <stdexcept>
+
+namespace smelt::rt::test {
+
+const Expected<std::shared_ptr<cuda::CudaDevice>> &testGpu() {
+  static const Expected<std::shared_ptr<cuda::CudaDevice>> gpu = cuda::CudaDevice::open(0);
+  return gpu;
+}
+
+namespace {
+// Device memory in tests fails loudly: the test's own ASSERTs cannot reach into constructors.
+void require(const Status &status) {
+  if (!status.ok())
+    throw std::runtime_error(status.message());
+}
+const cuda::CudaDevice &gpu() { return **testGpu(); }
+} // namespace
+
+DeviceMemory::DeviceMemory(size_t bytes) {
+  require(gpu().check(gpu().driver().memAlloc(&ptr_, std::max<size_t>(bytes, 1)), "cuMemAlloc"));
+}
+
+DeviceMemory::DeviceMemory(const HostTensor &tensor) : DeviceMemory(tensor.byteSize()) {
+  require(gpu().check(gpu().driver().memcpyHtoD(ptr_, tensor.raw(), tensor.byteSize()),
+                      "cuMemcpyHtoD"));
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (ptr_)
+    gpu().driver().memFree(ptr_);
+}
+
+HostTensor DeviceMemory::download(const TensorType &type) const {
+  require(gpu().synchronize("a test's download"));
+  HostTensor tensor = HostTensor::zeros(type);
+  require(gpu().check(gpu().driver().memcpyDtoH(tensor.raw(), ptr_, tensor.byteSize()),
+                      "cuMemcpyDtoH"));
+  return tensor;
+}
+
+} // namespace smelt::rt::test
