@@ -28,8 +28,8 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -G Ninja -S . -B "$BUILD" -DSMELT_STATIC_BUNDLE=ON -DCMAKE_BUILD_TYPE=Release \
   "${launcher[@]}" >/dev/null
-ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests nccl-gpu-tests
-targets=(cuda-codegen-tests nccl-gpu-tests)
+ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests smelt-bench-gemm
+targets=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests smelt-bench-gemm)
 if [[ ${SMELT_BUNDLE_SMELT:-1} == 1 ]]; then
   if ninja -C "$BUILD" -j"$JOBS" smelt; then
     targets+=(smelt)
@@ -78,7 +78,7 @@ for name in "${targets[@]}"; do
 done
 
 # Check: each test binary starts here (the GPU tests themselves skip without a GPU).
-for name in cuda-codegen-tests nccl-gpu-tests; do
+for name in cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests smelt-bench-gemm; do
   if env -u LD_LIBRARY_PATH "$BUNDLE/bin/$name" --gtest_list_tests >/dev/null; then
     echo "gpu-bundle: $BUNDLE/bin/$name starts ($(env -u LD_LIBRARY_PATH \
       "$BUNDLE/bin/$name" --gtest_list_tests | grep -c '^  ') tests listed)"

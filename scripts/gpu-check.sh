@@ -31,7 +31,10 @@ cd "$here/.." # the repository root, from scripts/ or from gpu-bundle/
 
 # nccl-gpu-tests: NCCL all-reduce on the GPU(s); libnccl.so.2 comes from the machine (a pip
 # wheel's nvidia/nccl/lib or /usr/local/cuda/lib64, both searched below), never the bundle.
-BINARIES=(cuda-codegen-tests nccl-gpu-tests)
+# cuda-runtime-tests: GPU memory (limits, preallocation, logical GPUs), cuBLASLt and cuDNN.
+BINARIES=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests)
+# Benchmarks run after the tests; their output follows the table (exit 77: no GPU).
+BENCHMARKS=(smelt-bench-gemm)
 if [[ -n ${SMELT_GPU_BIN:-} ]]; then
   BIN_DIR=$SMELT_GPU_BIN
 elif [[ -d $here/bin ]]; then
@@ -165,5 +168,30 @@ for row in "${rows[@]}"; do
   IFS='|' read -r name total passed failed skipped seconds note <<<"$row"
   printf '%-22s %6s %7s %7s %8s %8s  %s\n' "$name" "$total" "$passed" "$failed" "$skipped" \
     "$seconds" "$note"
+done
+
+# --- benchmarks -----------------------------------------------------------------------------
+for name in "${BENCHMARKS[@]}"; do
+  binary=$BIN_DIR/$name
+  log=$LOG_DIR/$name.log
+  echo
+  if [[ ! -x $binary ]]; then
+    echo "$name: not found at $binary"
+    status=1
+    continue
+  fi
+  "$binary" >"$log" 2>&1
+  rc=$?
+  if ((rc == 77)); then
+    echo "$(tail -n1 "$log")"
+    ((have_gpu)) && status=1
+  elif ((rc != 0)); then
+    echo "$name: FAILED (exit $rc): see $log"
+    tail -n 20 "$log"
+    status=1
+  else
+    echo "$name:"
+    cat "$log"
+  fi
 done
 exit $status
