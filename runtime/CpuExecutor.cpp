@@ -1,6 +1,7 @@
 // CPU executor: validation, kernel preparation and the run loop.
 #include "runtime/CpuExecutor.h"
 
+#include "runtime/BufferLiveness.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/cpu/Fused.h"
 #include "runtime/cpu/Kernels.h"
@@ -19,99 +20,28 @@ namespace {
 const char *const kDevice = "cpu:0";
 const char *const kStream = "stream 0";
 
-std::string bufferLabel(const Executable &exe, BufferId id) {
-  return fmt::format("b{} ({}, {})", id, exe.buffers[id].name, exe.buffers[id].type.str());
-}
-
-/// Checks buffer ids, constants' sizes and that each buffer has one producer before any use.
-Status validateDataflow(const Executable &exe) {
-  size_t count = exe.buffers.size();
-  std::vector<char> defined(count, 0);
-  auto inRange = [&](BufferId id) { return id >= 0 && size_t(id) < count; };
-  auto define = [&](BufferId id, const std::string &by) -> Status {
-    if (!inRange(id))
-      return Status::error(fmt::format("{}: buffer id {} is out of range (the executable has "
-                                       "{} buffers)",
-                                       by, id, count));
-    if (defined[id])
-      return Status::error(fmt::format("{}: buffer {} already has a value; each buffer is "
-                                       "written once",
-                                       by, bufferLabel(exe, id)));
-    defined[id] = 1;
-    return Status();
-  };
-  for (size_t i = 0; i < exe.inputs.size(); ++i)
-    if (Status s = define(exe.inputs[i], fmt::format("input #{}", i)); !s.ok())
-      return s;
-  for (const Constant &c : exe.constants) {
-    if (Status s = define(c.buffer, "constant"); !s.ok())
-      return s;
-    if (c.bytes.size() != exe.buffers[c.buffer].type.byteSize())
-      return Status::error(fmt::format("constant {} has {} bytes, its type needs {}",
-                                       bufferLabel(exe, c.buffer), c.bytes.size(),
-                                       exe.buffers[c.buffer].type.byteSize()));
-  }
-  for (const Step &step : exe.steps) {
-    for (BufferId id : step.operands)
-      if (!inRange(id) || !defined[id])
-        return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
-                                         inRange(id) ? "is read before any step writes it"
-                                                     : "is out of range"));
-    // A fused kernel or an all_reduce bucket writes one or more results; every other step
-    // exactly one.
-    bool several = step.op == "fusion" || step.op == "all_reduce";
-    if (several ? step.results.empty() : step.results.size() != 1)
-      return Status::error(fmt::format("{}: a step writes {}, this one {}", cpu::describe(step),
-                                       several ? "at least one result" : "one result",
-                                       step.results.size()));
-    for (BufferId id : step.results)
-      if (Status s = define(id, cpu::describe(step)); !s.ok())
-        return s;
-  }
-  for (size_t i = 0; i < exe.outputs.size(); ++i)
-    if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])
-      return Status::error(fmt::format("output #{} (buffer {}) is never written", i,
-                                       exe.outputs[i]));
-  return Status();
-}
-
 } // namespace
 
 Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *trace,
                                            Allocator *allocator) {
   if (Status s = validateDataflow(executable); !s.ok())
     return s;
-  // Every buffer's byte size, checked once, so no kernel sees a negative or overflowing shape.
-  for (size_t id = 0; id < executable.buffers.size(); ++id)
-    if (Expected<uint64_t> bytes = checkedByteSize(
-            executable.buffers[id].type, fmt::format("buffer b{} ({})", id,
-                                                     executable.buffers[id].name));
-        !bytes)
-      return bytes.status();
   if (!allocator) {
     Expected<Allocator *> host = deviceAllocator(kDevice);
     if (!host)
       return host.status();
     allocator = *host;
   }
-  // A buffer past the device's limit could never be allocated: say so now, not mid-run.
-  // (Inputs are the caller's memory.)
-  uint64_t limit = allocator->stats().limitBytes;
-  std::vector<char> isInput(executable.buffers.size(), 0);
-  for (BufferId id : executable.inputs)
-    isInput[id] = 1;
-  for (size_t id = 0; id < executable.buffers.size(); ++id)
-    if (uint64_t bytes = executable.buffers[id].type.byteSize(); !isInput[id] && bytes > limit)
-      return Status::error(fmt::format("{}: buffer {} needs {}, more than the device's memory "
-                                       "limit of {} ({})",
-                                       allocator->device(), bufferLabel(executable, BufferId(id)),
-                                       formatBytes(bytes), formatBytes(limit),
-                                       allocator->policy().str()));
+  // Every buffer's byte size, checked once, so no kernel sees a negative or overflowing shape;
+  // a buffer past the device's limit could never be allocated: said now, not mid-run. (Inputs
+  // are the caller's memory.)
+  if (Status s = checkBufferSizes(executable, allocator, /*inputsOnDevice=*/false); !s.ok())
+    return s;
   CpuExecutor exec;
   exec.allocator_ = allocator;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;
-  size_t count = exe.buffers.size(), steps = exe.steps.size();
+  size_t count = exe.buffers.size();
   exec.address_.assign(count, nullptr);
   exec.perRun_.assign(count, 1);
   for (BufferId id : exe.inputs)
@@ -131,24 +61,8 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       exec.constants_.push_back(std::move(*block));
     }
   }
-  // Liveness: a buffer goes back after the last step that reads it. Outputs live to the end
-  // of the run, and so do an all_reduce's operands and results: the reduction runs on until
-  // the executor waits for it, which may be several steps later.
-  std::vector<size_t> lastUse(count, 0);
-  for (size_t s = 0; s < steps; ++s) {
-    const Step &step = exe.steps[s];
-    bool collective = step.op == "all_reduce";
-    for (BufferId id : step.operands)
-      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
-    for (BufferId id : step.results)
-      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
-  }
-  for (BufferId id : exe.outputs)
-    lastUse[id] = steps;
-  exec.freeAfter_.assign(steps, {});
-  for (size_t id = 0; id < count; ++id)
-    if (exec.perRun_[id] && lastUse[id] < steps)
-      exec.freeAfter_[lastUse[id]].push_back(BufferId(id));
+  // Liveness: a buffer goes back after the last step that reads it.
+  exec.freeAfter_ = freeAfterSteps(exe, exec.perRun_);
   exec.setTrace(trace);
   Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
   if (!collectives)
@@ -244,16 +158,8 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                         std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;
   Trace::Scope runSpan(trace_, {kDevice, kStream}, trace_ ? "run @" + exe.name : "", "run");
-  if (inputs.size() != exe.inputs.size())
-    return Status::error(fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(),
-                                     inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const BufferInfo &info = exe.buffers[exe.inputs[i]];
-    if (!inputs[i] || inputs[i]->type() != info.type)
-      return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
-                                       info.type.str(),
-                                       inputs[i] ? inputs[i]->type().str() : "nothing"));
-  }
+  if (Status s = checkRunInputs(exe, inputs); !s.ok())
+    return s;
   // Every block this run takes goes back however it ends; inputs are the caller's again.
   struct EndOfRun {
     CpuExecutor &exec;

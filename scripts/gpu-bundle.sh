@@ -77,8 +77,17 @@ for name in "${targets[@]}"; do
   rm -f /tmp/gpu-bundle-ldd.$$
 done
 
-# Check: each test binary starts here (the GPU tests themselves skip without a GPU).
-for name in cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests smelt-bench-gemm; do
+# Check: each test binary starts here (the GPU tests themselves skip without a GPU), and the
+# benchmark gets as far as looking for the GPU (exit 77 here: no GPU).
+env -u LD_LIBRARY_PATH "$BUNDLE/bin/smelt-bench-gemm" >/dev/null 2>&1
+rc=$?
+if ((rc == 0 || rc == 77)); then
+  echo "gpu-bundle: $BUNDLE/bin/smelt-bench-gemm starts"
+else
+  echo "gpu-bundle: $BUNDLE/bin/smelt-bench-gemm does not start" >&2
+  status=1
+fi
+for name in cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests; do
   if env -u LD_LIBRARY_PATH "$BUNDLE/bin/$name" --gtest_list_tests >/dev/null; then
     echo "gpu-bundle: $BUNDLE/bin/$name starts ($(env -u LD_LIBRARY_PATH \
       "$BUNDLE/bin/$name" --gtest_list_tests | grep -c '^  ') tests listed)"

@@ -1,0 +1,125 @@
+// Dataflow checks and buffer liveness shared by the executors.
+#include "runtime/BufferLiveness.h"
+
+#include "runtime/cpu/Kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace smelt::rt {
+
+std::string bufferLabel(const Executable &exe, BufferId id) {
+  return fmt::format("b{} ({}, {})", id, exe.buffers[id].name, exe.buffers[id].type.str());
+}
+
+Status validateDataflow(const Executable &exe) {
+  size_t count = exe.buffers.size();
+  std::vector<char> defined(count, 0);
+  auto inRange = [&](BufferId id) { return id >= 0 && size_t(id) < count; };
+  auto define = [&](BufferId id, const std::string &by) -> Status {
+    if (!inRange(id))
+      return Status::error(fmt::format("{}: buffer id {} is out of range (the executable has "
+                                       "{} buffers)",
+                                       by, id, count));
+    if (defined[id])
+      return Status::error(fmt::format("{}: buffer {} already has a value; each buffer is "
+                                       "written once",
+                                       by, bufferLabel(exe, id)));
+    defined[id] = 1;
+    return Status();
+  };
+  for (size_t i = 0; i < exe.inputs.size(); ++i)
+    if (Status s = define(exe.inputs[i], fmt::format("input #{}", i)); !s.ok())
+      return s;
+  for (const Constant &c : exe.constants) {
+    if (Status s = define(c.buffer, "constant"); !s.ok())
+      return s;
+    if (c.bytes.size() != exe.buffers[c.buffer].type.byteSize())
+      return Status::error(fmt::format("constant {} has {} bytes, its type needs {}",
+                                       bufferLabel(exe, c.buffer), c.bytes.size(),
+                                       exe.buffers[c.buffer].type.byteSize()));
+  }
+  for (const Step &step : exe.steps) {
+    for (BufferId id : step.operands)
+      if (!inRange(id) || !defined[id])
+        return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
+                                         inRange(id) ? "is read before any step writes it"
+                                                     : "is out of range"));
+    // A fused kernel or an all_reduce bucket writes one or more results; every other step
+    // exactly one.
+    bool several = step.op == "fusion" || step.op == "all_reduce";
+    if (several ? step.results.empty() : step.results.size() != 1)
+      return Status::error(fmt::format("{}: a step writes {}, this one {}", cpu::describe(step),
+                                       several ? "at least one result" : "one result",
+                                       step.results.size()));
+    for (BufferId id : step.results)
+      if (Status s = define(id, cpu::describe(step)); !s.ok())
+        return s;
+  }
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])
+      return Status::error(fmt::format("output #{} (buffer {}) is never written", i,
+                                       exe.outputs[i]));
+  return Status();
+}
+
+Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool inputsOnDevice) {
+  for (size_t id = 0; id < exe.buffers.size(); ++id)
+    if (Expected<uint64_t> bytes = checkedByteSize(
+            exe.buffers[id].type, fmt::format("buffer b{} ({})", id, exe.buffers[id].name));
+        !bytes)
+      return bytes.status();
+  if (!allocator)
+    return Status();
+  uint64_t limit = allocator->stats().limitBytes;
+  std::vector<char> skip(exe.buffers.size(), 0);
+  if (!inputsOnDevice)
+    for (BufferId id : exe.inputs)
+      skip[id] = 1;
+  for (size_t id = 0; id < exe.buffers.size(); ++id)
+    if (uint64_t bytes = exe.buffers[id].type.byteSize(); !skip[id] && bytes > limit)
+      return Status::error(fmt::format("{}: buffer {} needs {}, more than the device's memory "
+                                       "limit of {} ({})",
+                                       allocator->device(), bufferLabel(exe, BufferId(id)),
+                                       formatBytes(bytes), formatBytes(limit),
+                                       allocator->policy().str()));
+  return Status();
+}
+
+Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor *> &inputs) {
+  if (inputs.size() != exe.inputs.size())
+    return Status::error(fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(),
+                                     inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferInfo &info = exe.buffers[exe.inputs[i]];
+    if (!inputs[i] || inputs[i]->type() != info.type)
+      return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
+                                       info.type.str(),
+                                       inputs[i] ? inputs[i]->type().str() : "nothing"));
+  }
+  return Status();
+}
+
+std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
+                                                  const std::vector<char> &perRun) {
+  size_t count = exe.buffers.size(), steps = exe.steps.size();
+  std::vector<size_t> lastUse(count, 0);
+  for (size_t s = 0; s < steps; ++s) {
+    const Step &step = exe.steps[s];
+    bool collective = step.op == "all_reduce";
+    for (BufferId id : step.operands)
+      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
+    for (BufferId id : step.results)
+      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
+  }
+  for (BufferId id : exe.outputs)
+    lastUse[id] = steps;
+  std::vector<std::vector<BufferId>> freeAfter(steps);
+  for (size_t id = 0; id < count; ++id)
+    if (perRun[id] && lastUse[id] < steps)
+      freeAfter[lastUse[id]].push_back(BufferId(id));
+  return freeAfter;
+}
+
+} // namespace smelt::rt

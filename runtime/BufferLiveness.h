@@ -1,0 +1,38 @@
+// What every executor works out once from an Executable's dataflow, whatever device runs it:
+// that the dataflow is well formed, that each buffer's size is sane and fits the device, that
+// the run's inputs match, and when each buffer can go back to the allocator (its last reader).
+#pragma once
+
+#include "runtime/Allocator.h"
+#include "runtime/Executable.h"
+#include "runtime/HostTensor.h"
+#include "runtime/Status.h"
+
+#include <string>
+#include <vector>
+
+namespace smelt::rt {
+
+/// "b7 (matmul at m.mlir:3:8, tensor<64x128xf32>)": how messages name a buffer.
+std::string bufferLabel(const Executable &exe, BufferId id);
+
+/// Checks buffer ids, constants' sizes and that each buffer has one producer before any use.
+Status validateDataflow(const Executable &exe);
+
+/// Checks every buffer's byte size (no negative or overflowing shape), and with an allocator
+/// that none the executor allocates could never fit under its limit: said at creation, not
+/// mid-run. Inputs count only when `inputsOnDevice` (a GPU copies them in; the CPU reads the
+/// caller's).
+Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool inputsOnDevice);
+
+/// Checks a run's inputs against the Executable's: count and each one's type.
+Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor *> &inputs);
+
+/// Per step, the buffers no later step reads, to free once it ran; only buffers with
+/// `perRun[id]` set (the ones a run allocates) are listed. Outputs live to the end of the run,
+/// and so do an all_reduce's operands and results: the reduction runs on until the executor
+/// waits for it, which may be several steps later.
+std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
+                                                  const std::vector<char> &perRun);
+
+} // namespace smelt::rt

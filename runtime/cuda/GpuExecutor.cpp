@@ -1,0 +1,603 @@
+// GPU executor: each step planned and checked without a device, then bound to the device's
+// kernels and libraries once, and the run loop that queues them on the stream.
+#include "runtime/cuda/GpuExecutor.h"
+
+#include "runtime/BufferLiveness.h"
+#include "runtime/DeviceMemory.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/Cudnn.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace smelt::rt::cuda {
+
+namespace {
+
+/// How one step runs on the GPU: which call, with what geometry. Planning needs no device, so
+/// validate() reports every problem on a machine without one.
+struct Plan {
+  enum Kind {
+    Fusion,
+    Copy,
+    Matmul,
+    ConvForward,
+    ConvBackwardInput,
+    ConvBackwardFilter,
+    PoolForward,
+    PoolBackward
+  } kind = Copy;
+  std::string what; // "'matmul' (model.mlir:4:5)"
+  MatmulCall matmul;
+  Conv2DCall conv;
+  Pool2DCall pool;
+  const FusedKernel *kernel = nullptr;
+  uint64_t bytes = 0; // a copy's
+  size_t workspace = 0;
+};
+
+const TensorType &typeOf(const Executable &exe, BufferId id) { return exe.buffers[id].type; }
+
+Status expectOperands(const Step &step, size_t count) {
+  if (step.operands.size() == count)
+    return Status();
+  return Status::error(fmt::format("{}: takes {} operand{}, got {}", cpu::describe(step), count,
+                                   count == 1 ? "" : "s", step.operands.size()));
+}
+
+/// lhs [..., M, K] x rhs [..., K, N] (the last two dims swapped by the transpose flags), the
+/// leading dims one batch of row-major matrices.
+Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool allowTf32) {
+  cpu::AttrReader attrs(step);
+  bool tl = attrs.integer("transpose_lhs") != 0, tr = attrs.integer("transpose_rhs") != 0;
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &a = typeOf(exe, step.operands[0]), &b = typeOf(exe, step.operands[1]),
+                   &c = typeOf(exe, step.results[0]);
+  size_t rank = a.shape.size();
+  bool ok = rank >= 2 && b.shape.size() == rank && c.shape.size() == rank;
+  MatmulCall call;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = a.shape[i] == b.shape[i] && a.shape[i] == c.shape[i];
+    call.batch *= a.shape[i];
+  }
+  if (ok) {
+    call.m = a.shape[rank - (tl ? 1 : 2)];
+    call.k = a.shape[rank - (tl ? 2 : 1)];
+    call.n = b.shape[rank - (tr ? 2 : 1)];
+    ok = b.shape[rank - (tr ? 1 : 2)] == call.k && c.shape[rank - 2] == call.m &&
+         c.shape[rank - 1] == call.n;
+  }
+  if (!ok || a.dtype != b.dtype || a.dtype != c.dtype)
+    return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", cpu::describe(step),
+                                     a.str(), b.str(), tl ? " (lhs transposed)" : "",
+                                     tr ? " (rhs transposed)" : "", c.str()));
+  call.dtype = a.dtype;
+  call.transposeLhs = tl;
+  call.transposeRhs = tr;
+  call.allowTf32 = allowTf32;
+  if (Status s = CublasLt::validate(call, cpu::describe(step)); !s.ok())
+    return s;
+  return call;
+}
+
+/// conv2d (input, filter) -> output; conv2d_backward_input (grad_output, filter) -> input;
+/// conv2d_backward_filter (input, grad_output) -> filter. The call holds the forward shapes.
+Expected<Plan> convPlan(const Executable &exe, const Step &step, Plan plan, bool allowTf32) {
+  if (Status s = expectOperands(step, 2); !s.ok())
+    return s;
+  cpu::AttrReader attrs(step);
+  Conv2DCall &call = plan.conv;
+  call.strides = attrs.ints("strides", 2);
+  call.padding = attrs.ints("padding", 4);
+  call.dilation = attrs.ints("dilation", 2);
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &first = typeOf(exe, step.operands[0]),
+                   &second = typeOf(exe, step.operands[1]),
+                   &result = typeOf(exe, step.results[0]);
+  bool forward = step.op == "conv2d", backwardInput = step.op == "conv2d_backward_input";
+  plan.kind = forward         ? Plan::ConvForward
+              : backwardInput ? Plan::ConvBackwardInput
+                              : Plan::ConvBackwardFilter;
+  call.input = backwardInput ? result : first;
+  call.filter = forward || backwardInput ? second : result;
+  call.output = forward ? result : backwardInput ? first : second;
+  call.allowTf32 = allowTf32;
+  if (Status s = Cudnn::validate(call, plan.what); !s.ok())
+    return s;
+  plan.workspace = Cudnn::workspaceBytes(call);
+  return plan;
+}
+
+/// max/avg_pool2d (input) -> output; max_pool2d_backward (input, grad_output) -> input's type;
+/// avg_pool2d_backward (grad_output) -> input's type.
+Expected<Plan> poolPlan(const Executable &exe, const Step &step, Plan plan) {
+  bool backward = step.op.ends_with("_backward"), isMax = step.op.starts_with("max_");
+  if (Status s = expectOperands(step, backward && isMax ? 2 : 1); !s.ok())
+    return s;
+  cpu::AttrReader attrs(step);
+  Pool2DCall &call = plan.pool;
+  call.window = attrs.ints("window", 2);
+  call.strides = attrs.ints("strides", 2);
+  call.padding = attrs.ints("padding", 4);
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  const TensorType &result = typeOf(exe, step.results[0]);
+  call.kind = isMax ? PoolKind::Max : PoolKind::Avg;
+  call.input = backward ? result : typeOf(exe, step.operands[0]);
+  call.output = backward ? typeOf(exe, step.operands.back()) : result;
+  if (backward && isMax && typeOf(exe, step.operands[0]) != result)
+    return Status::error(fmt::format("{}: result {} must have the input's type {}", plan.what,
+                                     result.str(), typeOf(exe, step.operands[0]).str()));
+  plan.kind = backward ? Plan::PoolBackward : Plan::PoolForward;
+  if (Status s = Cudnn::validate(call, plan.what); !s.ok())
+    return s;
+  plan.workspace = Cudnn::workspaceBytes(call);
+  return plan;
+}
+
+Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
+  cpu::AttrReader attrs(step);
+  int64_t index = attrs.integer("kernel");
+  if (Status s = attrs.status(); !s.ok())
+    return s;
+  if (index < 0 || size_t(index) >= exe.kernels.size())
+    return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
+                                     plan.what, index, exe.kernels.size()));
+  const FusedKernel &kernel = exe.kernels[index];
+  if (size_t(kernel.numInputs) != step.operands.size() ||
+      size_t(kernel.numResults) != step.results.size())
+    return Status::error(fmt::format("{}: kernel {} takes {} inputs and {} results, the step "
+                                     "gives {} and {}",
+                                     plan.what, kernel.name, kernel.numInputs, kernel.numResults,
+                                     step.operands.size(), step.results.size()));
+  if (!exe.cuda || (exe.cuda->cubin.empty() && exe.cuda->ptx.empty()))
+    return Status::error(fmt::format("{}: @{} has no CUDA code for kernel {} (compile it for "
+                                     "a CUDA target)",
+                                     plan.what, exe.name, kernel.name));
+  // CUDA's limits: 1024 threads per block, 2^31 - 1 blocks in x.
+  if (kernel.cudaBlock < 1 || kernel.cudaBlock > 1024 || kernel.cudaGrid < 1 ||
+      kernel.cudaGrid > int64_t(0x7fffffff))
+    return Status::error(fmt::format("{}: kernel {} has no valid CUDA launch (block {}, grid {})",
+                                     plan.what, kernel.name, kernel.cudaBlock, kernel.cudaGrid));
+  plan.kind = Plan::Fusion;
+  plan.kernel = &kernel;
+  return plan;
+}
+
+Expected<Plan> planStep(const Executable &exe, const Step &step, bool allowTf32) {
+  Plan plan;
+  plan.what = cpu::describe(step);
+  const std::string &op = step.op;
+  if (op == "fusion")
+    return fusionPlan(exe, step, std::move(plan));
+  if (op == "copy" || op == "reshape") {
+    if (Status s = expectOperands(step, 1); !s.ok())
+      return s;
+    plan.bytes = typeOf(exe, step.operands[0]).byteSize();
+    if (const TensorType &result = typeOf(exe, step.results[0]); result.byteSize() != plan.bytes)
+      return Status::error(fmt::format("{}: {} and {} differ in size", plan.what,
+                                       typeOf(exe, step.operands[0]).str(), result.str()));
+    return plan;
+  }
+  if (op == "matmul") {
+    if (Status s = expectOperands(step, 2); !s.ok())
+      return s;
+    Expected<MatmulCall> call = matmulCall(exe, step, allowTf32);
+    if (!call)
+      return call.status();
+    plan.kind = Plan::Matmul;
+    plan.matmul = *call;
+    plan.workspace = CublasLt::kWorkspaceBytes;
+    return plan;
+  }
+  if (op == "conv2d" || op == "conv2d_backward_input" || op == "conv2d_backward_filter")
+    return convPlan(exe, step, std::move(plan), allowTf32);
+  if (op == "max_pool2d" || op == "avg_pool2d" || op == "max_pool2d_backward" ||
+      op == "avg_pool2d_backward")
+    return poolPlan(exe, step, std::move(plan));
+  return Status::error(fmt::format("{} has no GPU kernel: smelt-place-devices should have put "
+                                   "it on cpu:0",
+                                   plan.what));
+}
+
+Expected<std::vector<Plan>> planSteps(const Executable &exe, bool allowTf32) {
+  if (Status s = validateDataflow(exe); !s.ok())
+    return s;
+  if (Status s = checkBufferSizes(exe, nullptr, /*inputsOnDevice=*/true); !s.ok())
+    return s;
+  std::vector<Plan> plans;
+  for (const Step &step : exe.steps) {
+    Expected<Plan> plan = planStep(exe, step, allowTf32);
+    if (!plan)
+      return plan.status();
+    plans.push_back(std::move(*plan));
+  }
+  return plans;
+}
+
+CUdeviceptr devicePointer(const void *address) {
+  return CUdeviceptr(reinterpret_cast<uintptr_t>(address));
+}
+
+/// "<what>: <error>": library errors already begin with the step, driver errors do not.
+Status inStep(const std::string &what, Status status) {
+  return status.ok() ? status : Status::error(what + ": " + status.message());
+}
+
+/// The fused kernels' module: CUBIN when NVRTC built it for this device's arch and the driver
+/// takes it, else the PTX through the driver's JIT (a newer GPU, or a driver that refuses it).
+Expected<CUmodule> loadModule(const CudaDevice &device, const CudaCode &code) {
+  const CudaDriver &cu = device.driver();
+  CUmodule module = nullptr;
+  std::string why = fmt::format("the CUBIN is for {}, the device is {}", code.arch,
+                                device.arch());
+  if (!code.cubin.empty() && code.arch == device.arch()) {
+    Status s = device.check(cu.moduleLoadData(&module, code.cubin.data()),
+                            "cuModuleLoadData(CUBIN)");
+    if (s.ok())
+      return module;
+    why = s.message();
+  }
+  if (code.ptx.empty())
+    return Status::error("cannot load the fused kernels: " + why + ", and there is no PTX");
+  if (Status s = device.check(cu.moduleLoadData(&module, code.ptx.c_str()),
+                              "cuModuleLoadData(PTX)");
+      !s.ok())
+    return Status::error("cannot load the fused kernels: " + why + "; " + s.message());
+  return module;
+}
+
+} // namespace
+
+void GpuExecutor::Unload::operator()(CUmod_st *module) const {
+  // A failed run may have left launches of its kernels queued.
+  if (device->makeCurrent().ok() && device->synchronize("unloading the fused kernels").ok())
+    device->driver().moduleUnload(module);
+}
+
+void GpuExecutor::FreeHost::operator()(void *pinned) const {
+  if (device->makeCurrent().ok())
+    device->driver().memFreeHost(pinned);
+}
+
+Status GpuExecutor::validate(const Executable &executable, bool allowTf32) {
+  return planSteps(executable, allowTf32).status();
+}
+
+Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
+                                          std::shared_ptr<CudaDevice> device,
+                                          Allocator *allocator, bool allowTf32) {
+  Expected<std::vector<Plan>> planned = planSteps(executable, allowTf32);
+  if (!planned)
+    return planned.status();
+  if (!device)
+    return Status::error("GpuExecutor for @" + executable.name + ": no device given");
+  if (!allocator) {
+    Expected<Allocator *> gpu = deviceAllocator(fmt::format("gpu:{}", device->ordinal()));
+    if (!gpu)
+      return gpu.status();
+    allocator = *gpu;
+  }
+  // Host blocks handed to kernels would fault on the device: say so here instead.
+  if (allocator->device().rfind("gpu:", 0) != 0)
+    return Status::error(fmt::format("GpuExecutor for @{}: the allocator is {}'s, not a GPU's",
+                                     executable.name, allocator->device()));
+  if (Status s = checkBufferSizes(executable, allocator, /*inputsOnDevice=*/true); !s.ok())
+    return s;
+  if (Status s = device->makeCurrent(); !s.ok())
+    return s;
+  GpuExecutor exec;
+  exec.device_ = device;
+  exec.allocator_ = allocator;
+  exec.executable_ = std::make_shared<const Executable>(executable);
+  const Executable &exe = *exec.executable_;
+  // The plans point into `executable`'s kernels; the launches below copy what they need.
+  std::vector<Plan> &plans = *planned;
+  size_t count = exe.buffers.size();
+  exec.address_.assign(count, nullptr);
+  exec.perRun_.assign(count, 1);
+  for (const Constant &c : exe.constants) {
+    Expected<Allocator::Block> block = allocator->allocateBlock(
+        c.bytes.size(), fmt::format("constant {}", bufferLabel(exe, c.buffer)));
+    if (!block)
+      return block.status();
+    // On the executor's stream (a recycled block may still be read by work queued there),
+    // from the Executable's own bytes, which live as long as the executor.
+    if (!c.bytes.empty())
+      if (Status s = device->check(device->driver().memcpyHtoDAsync(
+                                       devicePointer(block->get()), c.bytes.data(),
+                                       c.bytes.size(), device->stream()),
+                                   "cuMemcpyHtoDAsync");
+          !s.ok())
+        return Status::error(fmt::format("uploading constant {}: {}",
+                                         bufferLabel(exe, c.buffer), s.message()));
+    exec.address_[c.buffer] = block->get();
+    exec.perRun_[c.buffer] = 0;
+    exec.heldBytes_ += c.bytes.size();
+    exec.constants_.push_back(std::move(*block));
+  }
+  if (Status s = device->synchronize("the constants of @" + exe.name); !s.ok())
+    return s;
+  exec.freeAfter_ = freeAfterSteps(exe, exec.perRun_);
+
+  // One workspace for every library call: they run one after another on the stream.
+  for (const Plan &plan : plans)
+    exec.workspaceBytes_ = std::max(exec.workspaceBytes_, plan.workspace);
+  if (exec.workspaceBytes_) {
+    Expected<Allocator::Block> block = allocator->allocateBlock(
+        exec.workspaceBytes_, fmt::format("the workspace of @{} (cuBLASLt, cuDNN)", exe.name));
+    if (!block)
+      return block.status();
+    exec.workspace_ = std::move(*block);
+    exec.heldBytes_ += exec.workspaceBytes_;
+  }
+  bool fused = std::any_of(plans.begin(), plans.end(),
+                           [](const Plan &p) { return p.kind == Plan::Fusion; });
+  if (fused) {
+    Expected<CUmodule> module = loadModule(*device, *exe.cuda);
+    if (!module)
+      return Status::error(fmt::format("@{}: {}", exe.name, module.message()));
+    exec.module_ = std::unique_ptr<CUmod_st, Unload>(*module, Unload{device});
+  }
+
+  const CudaDevice *gpu = device.get();
+  CublasLt *cublas = nullptr;
+  Cudnn *cudnn = nullptr;
+  void *ws = exec.workspace_.get();
+  size_t wsBytes = exec.workspaceBytes_;
+  for (size_t s = 0; s < plans.size(); ++s) {
+    Plan &plan = plans[s];
+    size_t operands = exe.steps[s].operands.size(), results = exe.steps[s].results.size();
+    if (plan.kind == Plan::Matmul && !cublas) {
+      Expected<CublasLt *> lt = CublasLt::get(*device);
+      if (!lt)
+        return inStep(plan.what, lt.status());
+      cublas = *lt;
+    }
+    if (plan.kind >= Plan::ConvForward && !cudnn) {
+      Expected<Cudnn *> dnn = Cudnn::get(*device);
+      if (!dnn)
+        return inStep(plan.what, dnn.status());
+      cudnn = *dnn;
+    }
+    Launch launch;
+    switch (plan.kind) {
+    case Plan::Fusion: {
+      CUfunction function = nullptr;
+      if (Status st = gpu->check(gpu->driver().moduleGetFunction(&function, exec.module_.get(),
+                                                                 plan.kernel->name.c_str()),
+                                 "cuModuleGetFunction");
+          !st.ok())
+        return inStep(plan.what, st);
+      auto grid = unsigned(plan.kernel->cudaGrid), block = unsigned(plan.kernel->cudaBlock);
+      size_t n = operands + results;
+      launch = [gpu, function, grid, block, n, what = plan.what](void *const *b) {
+        // Kernel parameters: one CUdeviceptr per buffer, inputs then results.
+        std::vector<CUdeviceptr> pointers(n);
+        std::vector<void *> params(n);
+        for (size_t i = 0; i < n; ++i) {
+          pointers[i] = devicePointer(b[i]);
+          params[i] = &pointers[i];
+        }
+        return inStep(what, gpu->check(gpu->driver().launchKernel(function, grid, 1, 1, block, 1,
+                                                                  1, 0, gpu->stream(),
+                                                                  params.data(), nullptr),
+                                       "cuLaunchKernel"));
+      };
+      break;
+    }
+    case Plan::Copy:
+      launch = [gpu, bytes = plan.bytes, what = plan.what](void *const *b) {
+        if (bytes == 0)
+          return Status();
+        return inStep(what, gpu->check(gpu->driver().memcpyDtoDAsync(devicePointer(b[1]),
+                                                                     devicePointer(b[0]), bytes,
+                                                                     gpu->stream()),
+                                       "cuMemcpyDtoDAsync"));
+      };
+      break;
+    case Plan::Matmul:
+      launch = [cublas, call = plan.matmul, ws, wsBytes, what = plan.what](void *const *b) {
+        return cublas->matmul(call, b[0], b[1], b[2], ws, wsBytes, what);
+      };
+      break;
+    case Plan::ConvForward:
+      launch = [cudnn, call = plan.conv, ws, wsBytes, what = plan.what](void *const *b) {
+        return cudnn->conv2dForward(call, b[0], b[1], b[2], ws, wsBytes, what);
+      };
+      break;
+    case Plan::ConvBackwardInput: // (grad_output, filter) -> grad_input
+      launch = [cudnn, call = plan.conv, ws, wsBytes, what = plan.what](void *const *b) {
+        return cudnn->conv2dBackwardInput(call, b[0], b[1], b[2], ws, wsBytes, what);
+      };
+      break;
+    case Plan::ConvBackwardFilter: // (input, grad_output) -> grad_filter
+      launch = [cudnn, call = plan.conv, ws, wsBytes, what = plan.what](void *const *b) {
+        return cudnn->conv2dBackwardFilter(call, b[0], b[1], b[2], ws, wsBytes, what);
+      };
+      break;
+    case Plan::PoolForward:
+      launch = [cudnn, call = plan.pool, ws, wsBytes, what = plan.what](void *const *b) {
+        return cudnn->pool2dForward(call, b[0], b[1], ws, wsBytes, what);
+      };
+      break;
+    case Plan::PoolBackward: // max: (input, grad_output); avg: (grad_output)
+      launch = [cudnn, call = plan.pool, ws, wsBytes, what = plan.what](void *const *b) {
+        bool isMax = call.kind == PoolKind::Max;
+        return cudnn->pool2dBackward(call, isMax ? b[0] : nullptr, b[isMax ? 1 : 0],
+                                     b[isMax ? 2 : 1], ws, wsBytes, what);
+      };
+      break;
+    }
+    exec.launches_.push_back(std::move(launch));
+  }
+  return exec;
+}
+
+Status GpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
+  std::vector<const HostTensor *> pointers;
+  for (const HostTensor &t : inputs)
+    pointers.push_back(&t);
+  return run(pointers, outputs);
+}
+
+Status GpuExecutor::allocate(BufferId id) {
+  uint64_t bytes = executable_->buffers[id].type.byteSize();
+  Expected<void *> block =
+      allocator_->allocate(bytes, "buffer " + bufferLabel(*executable_, id));
+  if (!block)
+    return block.status();
+  address_[id] = *block;
+  runBytes_ += bytes;
+  runPeakBytes_ = std::max(runPeakBytes_, runBytes_);
+  return Status();
+}
+
+void GpuExecutor::releaseAll() {
+  // Stream-ordered: blocks freed here go only to work queued after what still reads them.
+  for (size_t id = 0; id < address_.size(); ++id)
+    if (perRun_[id] && address_[id]) {
+      allocator_->free(address_[id]);
+      address_[id] = nullptr;
+    }
+}
+
+Status GpuExecutor::reserveStaging(uint64_t bytes) {
+  if (bytes <= stagingBytes_)
+    return Status();
+  // The old buffer may still feed queued copies: wait for them before giving it back.
+  if (Status s = device_->synchronize("copies through the staging buffer"); !s.ok())
+    return s;
+  staging_.reset();
+  stagingBytes_ = 0;
+  void *pinned = nullptr;
+  if (Status s = device_->check(device_->driver().memAllocHost(&pinned, bytes),
+                                "cuMemAllocHost");
+      !s.ok())
+    return Status::error(fmt::format("@{}: pinned staging of {}: {}", executable_->name,
+                                     formatBytes(bytes), s.message()));
+  staging_ = std::unique_ptr<void, FreeHost>(pinned, FreeHost{device_});
+  stagingBytes_ = bytes;
+  return Status();
+}
+
+namespace {
+uint64_t roundUp(uint64_t bytes) {
+  return (bytes + Allocator::kAlignment - 1) / Allocator::kAlignment * Allocator::kAlignment;
+}
+} // namespace
+
+Status GpuExecutor::upload(const std::vector<const HostTensor *> &inputs) {
+  const Executable &exe = *executable_;
+  // The host writes the staging buffer: nothing queued before (a failed run's copies) may
+  // still read it.
+  if (Status s = device_->synchronize("the previous run"); !s.ok())
+    return s;
+  uint64_t total = 0;
+  for (const HostTensor *t : inputs)
+    total += roundUp(t->byteSize());
+  if (Status s = reserveStaging(total); !s.ok())
+    return s;
+  char *staging = static_cast<char *>(staging_.get());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    BufferId id = exe.inputs[i];
+    if (Status s = allocate(id); !s.ok())
+      return s;
+    if (size_t bytes = inputs[i]->byteSize()) {
+      std::memcpy(staging, inputs[i]->raw(), bytes);
+      if (Status s = device_->check(device_->driver().memcpyHtoDAsync(
+                                        devicePointer(address_[id]), staging, bytes,
+                                        device_->stream()),
+                                    "cuMemcpyHtoDAsync");
+          !s.ok())
+        return Status::error(fmt::format("input #{} ({}): {}", i, exe.buffers[id].name,
+                                         s.message()));
+      staging += roundUp(bytes);
+    }
+  }
+  return Status();
+}
+
+Status GpuExecutor::download(std::vector<HostTensor> &outputs) {
+  const Executable &exe = *executable_;
+  uint64_t total = 0;
+  for (BufferId id : exe.outputs)
+    total += roundUp(exe.buffers[id].type.byteSize());
+  if (Status s = reserveStaging(total); !s.ok())
+    return s;
+  // Queued after this run's uploads on the same stream, so they overwrite nothing still read.
+  char *staging = static_cast<char *>(staging_.get());
+  for (BufferId id : exe.outputs) {
+    uint64_t bytes = exe.buffers[id].type.byteSize();
+    if (bytes)
+      if (Status s = device_->check(device_->driver().memcpyDtoHAsync(
+                                        staging, devicePointer(address_[id]), bytes,
+                                        device_->stream()),
+                                    "cuMemcpyDtoHAsync");
+          !s.ok())
+        return Status::error(fmt::format("output {}: {}", bufferLabel(exe, id), s.message()));
+    staging += roundUp(bytes);
+  }
+  if (Status s = device_->synchronize("the run of @" + exe.name); !s.ok())
+    return s;
+  // A fresh vector, assigned last: `outputs` may hold the tensors the inputs point at.
+  std::vector<HostTensor> results;
+  staging = static_cast<char *>(staging_.get());
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    BufferId id = exe.outputs[i];
+    Expected<HostTensor> out =
+        HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
+    if (!out)
+      return out.status();
+    if (out->byteSize())
+      std::memcpy(out->raw(), staging, out->byteSize());
+    staging += roundUp(out->byteSize());
+    results.push_back(std::move(*out));
+  }
+  outputs = std::move(results);
+  return Status();
+}
+
+Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
+                        std::vector<HostTensor> &outputs) {
+  const Executable &exe = *executable_;
+  if (Status s = checkRunInputs(exe, inputs); !s.ok())
+    return s;
+  if (Status s = device_->makeCurrent(); !s.ok())
+    return s;
+  // Every block this run takes goes back however it ends.
+  struct EndOfRun {
+    GpuExecutor &exec;
+    ~EndOfRun() { exec.releaseAll(); }
+  } endOfRun{*this};
+  runBytes_ = runPeakBytes_ = heldBytes_;
+  if (Status s = upload(inputs); !s.ok())
+    return s;
+  std::vector<void *> buffers;
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    const Step &step = exe.steps[s];
+    buffers.clear();
+    for (BufferId id : step.results)
+      if (Status st = allocate(id); !st.ok())
+        return st;
+    for (BufferId id : step.operands)
+      buffers.push_back(address_[id]);
+    for (BufferId id : step.results)
+      buffers.push_back(address_[id]);
+    if (Status st = launches_[s](buffers.data()); !st.ok())
+      return st;
+    for (BufferId id : freeAfter_[s]) {
+      allocator_->free(address_[id]);
+      address_[id] = nullptr;
+      runBytes_ -= exe.buffers[id].type.byteSize();
+    }
+  }
+  return download(outputs);
+}
+
+} // namespace smelt::rt::cuda

@@ -1,0 +1,93 @@
+// Runs an Executable on one GPU, as CpuExecutor runs one on the CPU: validates it once (no GPU
+// needed for that: validate()), loads its fused kernels' CUDA module and takes a workspace, then
+// queues the steps in order on the device's one stream. Fusion steps launch the NVRTC kernels,
+// matmul goes to cuBLASLt, convolutions and pooling to cuDNN, copy and reshape are device
+// copies. Buffers come from the GPU's caching allocator as a run reaches the step that writes
+// them and go back after the last step that reads them; since everything runs on one stream,
+// a freed block handed to a later writer is safe without waiting (Allocator.h).
+//
+// For now every step must run on the GPU: the caller gives and gets host tensors, which are
+// staged through one pinned buffer. An op placed on cpu:0 (reduce is fine once fused; argmax,
+// rng, all_reduce ... are not) is an error at creation; mixed CPU/GPU execution comes later.
+#pragma once
+
+#include "runtime/Allocator.h"
+#include "runtime/Executable.h"
+#include "runtime/HostTensor.h"
+#include "runtime/Status.h"
+#include "runtime/cuda/CudaDevice.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace smelt::rt::cuda {
+
+class GpuExecutor {
+public:
+  /// Everything create() checks without a GPU: the dataflow (as CpuExecutor), that each step
+  /// has a GPU kernel, its operands and attributes (CublasLt::validate, Cudnn::validate), and
+  /// for fusion steps the kernel, its launch and its buffer counts. Errors name the step:
+  /// "'matmul' (model.mlir:4:5): ...".
+  static Status validate(const Executable &executable, bool allowTf32 = false);
+
+  /// validate(), then loads the CUDA module (CUBIN when built for the device's arch and the
+  /// driver takes it, else PTX through the driver's JIT), uploads the constants and takes one
+  /// workspace as large as any step needs. Buffers come from `allocator` (null: "gpu:<ordinal>"'s,
+  /// which is this device unless gpu:0 is split into logical GPUs), which must outlive the
+  /// executor. `allowTf32`: f32 matmuls and convolutions may use TF32 tensor cores.
+  static Expected<GpuExecutor> create(const Executable &executable,
+                                      std::shared_ptr<CudaDevice> device,
+                                      Allocator *allocator = nullptr, bool allowTf32 = false);
+
+  /// Runs with `inputs` in argument order (each checked against the expected type) and replaces
+  /// `outputs` with the results; returns once they are on the host. A failure (out of memory:
+  /// the allocator's message, naming the buffer) frees what the run took; the executor stays
+  /// usable. Work is asynchronous on the GPU, so there are no per-step times (use a profiler).
+  Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
+  Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
+
+  const Executable &executable() const { return *executable_; }
+  /// The most bytes this executor's buffers held at once in the last run (constants and the
+  /// workspace included, sizes as the Executable states them).
+  uint64_t lastRunPeakBytes() const { return runPeakBytes_; }
+
+private:
+  /// Queues one step on the stream, given its buffers' device addresses: operands, results.
+  using Launch = std::function<Status(void *const *buffers)>;
+  struct Unload {
+    std::shared_ptr<CudaDevice> device;
+    void operator()(CUmod_st *module) const;
+  };
+  struct FreeHost {
+    std::shared_ptr<CudaDevice> device;
+    void operator()(void *pinned) const;
+  };
+  std::shared_ptr<CudaDevice> device_;
+  std::shared_ptr<const Executable> executable_;
+  Allocator *allocator_ = nullptr;
+  std::unique_ptr<CUmod_st, Unload> module_;
+  std::vector<Launch> launches_;
+  /// The constants' blocks and the workspace, for the executor's life.
+  std::vector<Allocator::Block> constants_;
+  Allocator::Block workspace_;
+  size_t workspaceBytes_ = 0;
+  /// Pinned host memory every host-device copy goes through, grown as a run needs.
+  std::unique_ptr<void, FreeHost> staging_;
+  uint64_t stagingBytes_ = 0;
+  /// Each buffer's device address during a run (constants' for the executor's life).
+  std::vector<void *> address_;
+  /// Per step: the buffers no later step reads, freed once it is queued.
+  std::vector<std::vector<BufferId>> freeAfter_;
+  /// Per buffer: whether a run allocates it (everything but constants: inputs are copied in).
+  std::vector<char> perRun_;
+  uint64_t heldBytes_ = 0, runBytes_ = 0, runPeakBytes_ = 0;
+  Status allocate(BufferId id);
+  void releaseAll();
+  /// Pinned staging of at least `bytes`, after what used it before has finished.
+  Status reserveStaging(uint64_t bytes);
+  Status upload(const std::vector<const HostTensor *> &inputs);
+  Status download(std::vector<HostTensor> &outputs);
+};
+
+} // namespace smelt::rt::cuda

@@ -1,0 +1,201 @@
+// GpuExecutor: small functions placed on gpu:0 and compiled with CUDA code run on the GPU found
+// and match the CPU executor on the same fresh random inputs, run after run; running out of
+// memory fails a run and leaves the executor usable; steps without a GPU kernel are refused.
+// Validation needs no GPU and runs everywhere; the rest skips, saying why, without a device: it
+// runs on the GPU machine through scripts/gpu-check.sh.
+#include "CudaTestUtil.h"
+#include "RuntimeTestUtil.h"
+
+#include "codegen/BuildExecutable.h"
+#include "codegen/Compile.h"
+#include "runtime/CpuExecutor.h"
+#include "runtime/cuda/CudaMemory.h"
+#include "runtime/cuda/GpuExecutor.h"
+
+#include <cmath>
+
+namespace smelt::cuda_test {
+namespace {
+
+using rt::cuda::CudaDevice;
+using rt::cuda::GpuExecutor;
+
+// Two dense layers and a row sum: matmul (cuBLASLt), bias+relu and the reduce as fusions.
+const char *const kMlp = R"mlir(
+func.func @main(%x: tensor<64x32xf32>, %w1: tensor<32x48xf32>, %b1: tensor<48xf32>,
+                %w2: tensor<48x16xf32>) -> (tensor<64x16xf32>, tensor<64xf32>) {
+  %0 = smelt.matmul %x, %w1 : tensor<64x32xf32>, tensor<32x48xf32>
+  %1 = smelt.broadcast_in_dim %b1, dims = [1] : tensor<48xf32> -> tensor<64x48xf32>
+  %2 = smelt.add %0, %1 : tensor<64x48xf32>
+  %3 = smelt.relu %2 : tensor<64x48xf32>
+  %4 = smelt.matmul %3, %w2 : tensor<64x48xf32>, tensor<48x16xf32>
+  %5 = smelt.reduce sum %4 axes = [1] : tensor<64x16xf32>
+  return %4, %5 : tensor<64x16xf32>, tensor<64xf32>
+}
+)mlir";
+
+// NHWC convolution (cuDNN), relu (a fusion), max pooling (cuDNN).
+const char *const kConvPool = R"mlir(
+func.func @main(%x: tensor<2x9x9x3xf32>, %w: tensor<3x3x3x8xf32>) -> tensor<2x3x3x8xf32> {
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] : tensor<2x9x9x3xf32>, tensor<3x3x3x8xf32>
+  %1 = smelt.relu %0 : tensor<2x9x9x8xf32>
+  %2 = smelt.max_pool2d %1 window = [3, 3] strides = [3, 3] padding = [0, 0, 0, 0] : tensor<2x9x9x8xf32>
+  return %2 : tensor<2x3x3x8xf32>
+}
+)mlir";
+
+// 1 MiB in, its device copy and exp: more than 1.5 MiB live at once, each buffer less.
+const char *const kExp = R"mlir(
+func.func @main(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %0 = smelt.exp %x : tensor<512x512xf32>
+  return %0 : tensor<512x512xf32>
+}
+)mlir";
+
+const rt::Expected<std::shared_ptr<CudaDevice>> &gpu() {
+  static const rt::Expected<std::shared_ptr<CudaDevice>> opened = CudaDevice::open(0);
+  return opened;
+}
+
+#define REQUIRE_GPU()                                                                              \
+  if (!gpu().ok())                                                                                 \
+  GTEST_SKIP() << "needs a GPU: " << gpu().message()
+
+/// `text`'s @main compiled for the CPU alone (empty `arch`), or placed on gpu:0 with its
+/// fusions compiled by NVRTC for `arch`.
+rt::Expected<rt::Executable> compileText(const std::string &text, const std::string &arch) {
+  ParsedModule parsed = parseModule(text);
+  if (!parsed.main)
+    return rt::Status::error("the test module does not parse");
+  codegen::CompileOptions options;
+  if (!arch.empty()) {
+    options.pipeline.devices = "cpu:0,gpu:0";
+    options.extend = [arch](mlir::func::FuncOp function, rt::Executable &exe,
+                            codegen::CompileDump *) {
+      mlir::FailureOr<rt::CudaCode> cuda =
+          codegen::compileCudaKernels(codegen::fusionsInOrder(function), exe.kernels, arch);
+      if (mlir::failed(cuda))
+        return mlir::failure();
+      exe.cuda = std::make_shared<rt::CudaCode>(std::move(*cuda));
+      return mlir::success();
+    };
+  }
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(*parsed.module, "main", options);
+  if (mlir::failed(exe))
+    return rt::Status::error("the test module does not compile (diagnostics above)");
+  return std::move(*exe);
+}
+
+void expectClose(const rt::HostTensor &got, const rt::HostTensor &ref, const std::string &what) {
+  ASSERT_EQ(got.type(), ref.type()) << what;
+  std::vector<double> g = got.toDoubles(), r = ref.toDoubles();
+  double diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    diff2 += (g[i] - r[i]) * (g[i] - r[i]);
+    ref2 += r[i] * r[i];
+  }
+  EXPECT_LE(std::sqrt(diff2) / std::max(std::sqrt(ref2), 1e-30), 1e-5)
+      << what << " (seed " << rt::test::baseSeed() << ")";
+}
+
+/// `text` on the GPU and on the CPU, three runs of fresh inputs each: the executor is reused.
+void expectGpuMatchesCpu(const char *text) {
+  std::shared_ptr<CudaDevice> device = *gpu();
+  rt::Expected<rt::Executable> onGpu = compileText(text, device->arch());
+  rt::Expected<rt::Executable> onCpu = compileText(text, "");
+  ASSERT_TRUE(onGpu.ok()) << onGpu.message();
+  ASSERT_TRUE(onCpu.ok()) << onCpu.message();
+  rt::Expected<GpuExecutor> gpuExec = GpuExecutor::create(*onGpu, device);
+  ASSERT_TRUE(gpuExec.ok()) << gpuExec.message() << "\n" << onGpu->str();
+  rt::Expected<rt::CpuExecutor> cpuExec = rt::CpuExecutor::create(*onCpu);
+  ASSERT_TRUE(cpuExec.ok()) << cpuExec.message();
+  for (int run = 0; run < 3; ++run) {
+    std::vector<rt::HostTensor> inputs, got, want;
+    for (rt::BufferId id : onCpu->inputs)
+      inputs.push_back(rt::test::randomTensor(onCpu->buffers[id].type.dtype,
+                                              onCpu->buffers[id].type.shape));
+    rt::Status s = gpuExec->run(inputs, got);
+    ASSERT_TRUE(s.ok()) << s.message();
+    s = cpuExec->run(inputs, want);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      expectClose(got[i], want[i], "run " + std::to_string(run) + ", output #" + std::to_string(i));
+  }
+  EXPECT_GT(gpuExec->lastRunPeakBytes(), 0u);
+}
+
+TEST(GpuExecutor, CompiledFunctionsHaveOnlyGpuSteps) {
+  for (const char *text : {kMlp, kConvPool, kExp}) {
+    rt::Expected<rt::Executable> exe = compileText(text, "sm_90");
+    ASSERT_TRUE(exe.ok()) << exe.message();
+    rt::Status s = GpuExecutor::validate(*exe);
+    EXPECT_TRUE(s.ok()) << s.message() << "\n" << exe->str();
+  }
+}
+
+TEST(GpuExecutor, RefusesStepsWithoutAGpuKernel) {
+  rt::Executable exe = rt::test::oneStep("argmax", {rt::TensorType{rt::DType::f32, {4, 8}}},
+                                         rt::TensorType{rt::DType::i64, {4}},
+                                         {{"axis", int64_t(1)}});
+  rt::Status s = GpuExecutor::validate(exe);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'argmax' (test.mlir:1:1) has no GPU kernel"), std::string::npos)
+      << s.message();
+  REQUIRE_GPU();
+  rt::Expected<GpuExecutor> created = GpuExecutor::create(exe, *gpu());
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.message(), s.message());
+}
+
+TEST(GpuExecutor, RefusesAKernelGivenTheWrongBuffers) {
+  rt::Expected<rt::Executable> exe = compileText(kExp, "sm_90");
+  ASSERT_TRUE(exe.ok()) << exe.message();
+  ASSERT_FALSE(exe->kernels.empty());
+  ++exe->kernels[0].numInputs;
+  rt::Status s = GpuExecutor::validate(*exe);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'fusion'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("takes 2 inputs"), std::string::npos) << s.message();
+}
+
+TEST(GpuExecutor, MlpMatchesTheCpu) {
+  REQUIRE_GPU();
+  expectGpuMatchesCpu(kMlp);
+}
+
+TEST(GpuExecutor, ConvPoolMatchesTheCpu) {
+  REQUIRE_GPU();
+  expectGpuMatchesCpu(kConvPool);
+}
+
+TEST(GpuExecutor, OutOfMemoryFailsTheRunAndLeavesTheExecutorUsable) {
+  REQUIRE_GPU();
+  std::shared_ptr<CudaDevice> device = *gpu();
+  rt::Expected<rt::Executable> exe = compileText(kExp, device->arch());
+  ASSERT_TRUE(exe.ok()) << exe.message();
+  rt::MemoryPolicy policy;
+  policy.limitBytes = 1536 << 10;
+  rt::Expected<std::unique_ptr<rt::Allocator>> allocator = rt::Allocator::create(
+      "gpu:0", std::make_unique<rt::cuda::CudaMemorySource>(device), policy);
+  ASSERT_TRUE(allocator.ok()) << allocator.message();
+  rt::Expected<GpuExecutor> exec = GpuExecutor::create(*exe, device, allocator->get());
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  std::vector<rt::HostTensor> inputs{rt::test::randomTensor(rt::DType::f32, {512, 512})}, outputs;
+  std::string first;
+  for (int run = 0; run < 2; ++run) {
+    rt::Status s = exec->run(inputs, outputs);
+    ASSERT_FALSE(s.ok()) << "run " << run << " fit in 1.5 MiB";
+    EXPECT_NE(s.message().find("out of memory for buffer b"), std::string::npos) << s.message();
+    // The same buffer both times (what the allocator holds cached may differ).
+    std::string which = s.message().substr(0, s.message().find(" it needs"));
+    if (run == 0)
+      first = which;
+    EXPECT_EQ(which, first);
+    // The failed run gave back every block it took.
+    EXPECT_EQ((*allocator)->stats().inUseBytes, 0u);
+  }
+}
+
+} // namespace
+} // namespace smelt::cuda_test
