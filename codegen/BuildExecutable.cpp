@@ -150,11 +150,16 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     if (!isa<SmeltDialect>(op.getDialect()))
       return op.emitOpError("is not a smelt op; only smelt ops can be compiled");
     std::string where = locationString(op.getLoc());
+    // Before placement (smelt-opt pipelines without it, hand-written fusions) everything runs
+    // on the host.
+    auto placed = op.getAttrOfType<StringAttr>("smelt.device");
+    std::string device = placed ? placed.str() : "cpu:0";
     std::string label = op.getName().stripDialect().str() + (where.empty() ? "" : " at " + where);
     if (auto fusion = dyn_cast<FusionOp>(op)) {
       rt::Step step;
       step.op = "fusion";
       step.location = where;
+      step.device = device;
       step.attrs["kernel"] = int64_t(exe.kernels.size());
       for (Value operand : fusion.getInputs())
         step.operands.push_back(bufferOf.at(operand));
@@ -193,11 +198,13 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     rt::Step step;
     step.op = op.getName().stripDialect().str();
     step.location = where;
+    step.device = device;
     for (Value operand : op.getOperands())
       step.operands.push_back(bufferOf.at(operand));
     step.results = std::move(results);
     for (NamedAttribute attr : op.getAttrs()) {
-      // Discardable attributes (dialect-prefixed, like a future smelt.device) are not semantics.
+      // Discardable attributes (dialect-prefixed: smelt.device went into step.device) are not
+      // semantics.
       if (attr.getName().getValue().contains('.'))
         continue;
       std::optional<rt::AttrValue> value = plainAttr(op, attr.getValue());

@@ -98,7 +98,12 @@ public:
       ops.push_back(&op);
     for (Operation *op : llvm::reverse(ops)) {
       FusionRole role = fusionRole(op);
-      if (role == FusionRole::None || role == FusionRole::Source || groupOf_.count(op))
+      if (role == FusionRole::None || groupOf_.count(op))
+        continue;
+      // Sources are copied into the kernels that read them. An iota that is left over (a
+      // result, or read by a library call) runs as a step of its own: on the CPU it has a
+      // kernel, on a GPU only a fusion can compute it.
+      if (role == FusionRole::Source && !(isa<IotaOp>(op) && deviceOf(op).starts_with("gpu")))
         continue;
       if (diesAfterDuplication(op))
         continue;

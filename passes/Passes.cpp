@@ -14,7 +14,7 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   //    before fusion, which keeps each kernel on one device.
   pm.addPass(createPlaceDevices(PlaceDevicesOptions{options.devices, options.defaultDevice,
                                                     options.noGpuReason, options.strictPlacement,
-                                                    options.logDevicePlacement}));
+                                                    options.logDevicePlacement, options.fuse}));
   if (options.fuse) {
     // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
     pm.addPass(createFuse(FuseOptions{options.fusionReport}));

@@ -179,6 +179,9 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
            "An op that cannot run where it asked is an error, not a fallback">,
     Option<"logDevicePlacement", "log-device-placement", "bool", /*default=*/"false",
            "Print every op's device to stderr">,
+    Option<"fused", "fused", "bool", /*default=*/"true",
+           "smelt-fuse runs next: elementwise, shape and reduce ops reach the GPU as its "
+           "kernels (without it they have no GPU kernel)">,
   ];
   let dependentDialects = ["smelt::SmeltDialect"];
 }

@@ -39,9 +39,10 @@ std::string elementName(Type type) {
   return text;
 }
 
-/// Why the GPU back end cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels,
-/// matmul a cuBLASLt call, convolutions and pooling cuDNN calls; the rest has no GPU kernel yet.
-std::string whyNotOnGpu(Operation *op) {
+/// Why the GPU executor cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels
+/// when smelt-fuse runs (`fused`), matmul a cuBLASLt call, convolutions and pooling cuDNN
+/// calls, all_reduce NCCL; the rest has no GPU kernel yet.
+std::string whyNotOnGpu(Operation *op, bool fused) {
   std::string name = op->getName().stripDialect().str();
   auto floatTypes = [&](std::initializer_list<const char *> allowed) -> std::string {
     std::string dtype = elementName(op->getOperand(0).getType());
@@ -50,10 +51,11 @@ std::string whyNotOnGpu(Operation *op) {
         return "";
     return "no GPU kernel for '" + name + "' in " + dtype;
   };
-  if (op->hasTrait<OpTrait::Elementwise>() ||
-      isa<ConvertOp, BroadcastInDimOp, ReshapeOp, TransposeOp, ReduceOp, IotaOp, ConstantOp,
-          FusionOp, CopyOp>(op))
+  if (isa<ConstantOp, FusionOp, CopyOp, ReshapeOp>(op))
     return "";
+  if (op->hasTrait<OpTrait::Elementwise>() ||
+      isa<ConvertOp, BroadcastInDimOp, TransposeOp, ReduceOp, IotaOp>(op))
+    return fused ? "" : "no GPU kernel for '" + name + "' outside a fusion (fusion is off)";
   if (isa<MatmulOp>(op))
     return floatTypes({"f32", "f16", "bf16", "f64"});
   if (isa<AllReduceOp>(op)) // NCCL
@@ -112,7 +114,7 @@ struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
               (noGpuReason.empty() || requested.rfind("gpu:", 0) != 0 ? ""
                                                                       : " (" + noGpuReason + ")");
       else if (requested.rfind("gpu:", 0) == 0)
-        why = whyNotOnGpu(&op);
+        why = whyNotOnGpu(&op, fused);
       std::string placed = why.empty() ? requested : kHost.str();
       if (!why.empty()) {
         if (strict)

@@ -5,6 +5,7 @@
 #include "runtime/Artifact.h"
 
 #include "runtime/ByteCodec.h"
+#include "runtime/Devices.h"
 #include "runtime/FileIO.h"
 
 #include <fmt/format.h>
@@ -110,6 +111,7 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
   for (const Step &s : exe.steps) {
     w.str(s.op, "an op name");
     w.str(s.location, "a location");
+    w.str(s.device, "a device");
     w.i32s(s.operands, "operands");
     w.i32s(s.results, "results");
     w.count(s.attrs.size(), "attributes");
@@ -466,13 +468,18 @@ private:
       exe.kernels.push_back(std::move(k));
     }
 
-    n = c.count("the step list", 20);
+    n = c.count("the step list", 24);
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       size_t at = c.at();
       Step step;
       step.op = c.str("an op name");
       std::string what = fmt::format("step #{} ('{}')", i, step.op);
       step.location = c.str("a location");
+      size_t deviceAt = c.at();
+      step.device = c.str("a device");
+      if (c.ok() && !isDeviceName(step.device))
+        c.fail(deviceAt, fmt::format("{}: device '{}' is not cpu:0 or gpu:<N>", what,
+                                     step.device));
       step.operands = readIds(c, what + " operand", buffers);
       step.results = readIds(c, what + " result", buffers);
       uint32_t attrs = c.count("the attribute list of " + what, 9);

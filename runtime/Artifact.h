@@ -1,11 +1,11 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 1. Every integer is little-endian; offsets count from the start of the file.
+// Format, version 2 (version 1 had no step devices). Every integer is little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (1)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (2)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -31,8 +31,9 @@
 //         list<constant> constant = i32 buffer, u64 offset in the constants section, u64 size
 //         list<kernel>   kernel   = str name, str kind, i64 units, i64 numInputs,
 //                                   i64 numResults, str ops, i64 cudaBlock, i64 cudaGrid
-//         list<step>     step     = str op, str location, ids operands, ids results,
-//                                   list<attr> in increasing key order
+//         list<step>     step     = str op, str location, str device ("cpu:0", "gpu:N"),
+//                                   ids operands, ids results, list<attr> in increasing key
+//                                   order
 //                        attr     = str key, u8 tag, then by tag: 0 i64, 1 f64 (IEEE bits),
 //                                   2 str, 3 list<i64>
 //
@@ -53,7 +54,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 1;
+inline constexpr uint32_t kArtifactVersion = 2;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

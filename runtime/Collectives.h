@@ -57,6 +57,10 @@ public:
   /// job, this process included.
   virtual void abort(const std::string &reason) = 0;
 
+  /// The GPU whose memory start() reduces (NCCL), or -1 for host memory: the GPU executor
+  /// hands a device buffer to the first kind and stages through the host for the second.
+  virtual int cudaDevice() const { return -1; }
+
   /// start() then wait().
   Status allReduce(void *data, int64_t count, DType dtype, ReduceKind kind, std::string what);
 };

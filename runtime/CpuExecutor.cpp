@@ -97,10 +97,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
 }
 
 Status CpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
-  std::vector<const HostTensor *> pointers;
-  for (const HostTensor &t : inputs)
-    pointers.push_back(&t);
-  return run(pointers, outputs);
+  return run(pointersTo(inputs), outputs);
 }
 
 void CpuExecutor::setTrace(Trace *trace) {

@@ -2,6 +2,8 @@
 // MemorySource for cpu:0.
 #include "runtime/DeviceMemory.h"
 
+#include "runtime/Devices.h"
+
 #if SMELT_HAVE_CUDA
 #include "runtime/cuda/CudaMemory.h"
 #endif
@@ -64,14 +66,6 @@ Expected<MemoryPolicy> parseGrowth(const std::string &text) {
                                    text));
 }
 
-bool isDeviceName(const std::string &name) {
-  for (const char *prefix : {"cpu:", "gpu:"})
-    if (name.rfind(prefix, 0) == 0 && name.size() > 4 &&
-        name.find_first_not_of("0123456789", 4) == std::string::npos)
-      return true;
-  return false;
-}
-
 std::vector<std::string> splitCommas(const std::string &text) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -83,13 +77,6 @@ std::vector<std::string> splitCommas(const std::string &text) {
     start = comma + 1;
   }
   return parts;
-}
-
-/// `index` in "gpu:3", or -1.
-int gpuIndex(const std::string &device) {
-  if (device.rfind("gpu:", 0) != 0 || !isDeviceName(device))
-    return -1;
-  return std::atoi(device.c_str() + 4);
 }
 
 Expected<std::unique_ptr<Allocator>> makeAllocator(const std::string &device,

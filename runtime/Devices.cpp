@@ -187,4 +187,18 @@ DeviceReport discoverDevices(bool libraryVersions) {
   return report;
 }
 
+bool isDeviceName(const std::string &name) {
+  for (const char *prefix : {"cpu:", "gpu:"})
+    if (name.rfind(prefix, 0) == 0 && name.size() > 4 &&
+        name.find_first_not_of("0123456789", 4) == std::string::npos)
+      return true;
+  return false;
+}
+
+int gpuIndex(const std::string &device) {
+  if (device.rfind("gpu:", 0) != 0 || !isDeviceName(device))
+    return -1;
+  return std::atoi(device.c_str() + 4);
+}
+
 } // namespace smelt::rt

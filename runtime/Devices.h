@@ -47,4 +47,9 @@ struct DeviceReport {
 /// the driver (most of a second), which `smelt devices` wants and placement does not.
 DeviceReport discoverDevices(bool libraryVersions = true);
 
+/// Whether `name` names a device: "cpu:<N>" or "gpu:<N>".
+bool isDeviceName(const std::string &name);
+/// N in "gpu:N", or -1 for anything else.
+int gpuIndex(const std::string &device);
+
 } // namespace smelt::rt

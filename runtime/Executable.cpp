@@ -32,8 +32,9 @@ std::string Executable::str() const {
     for (const auto &[key, value] : step.attrs)
       attrs.push_back(std::visit(
           [&](const auto &v) { return fmt::format("{}={}", key, v); }, value));
-    out += fmt::format("  {} = {}({}) {{{}}}\n", bufferList(step.results), step.op,
-                       bufferList(step.operands), fmt::join(attrs, ", "));
+    out += fmt::format("  {} = {}({}) {{{}}}{}\n", bufferList(step.results), step.op,
+                       bufferList(step.operands), fmt::join(attrs, ", "),
+                       step.device == "cpu:0" ? "" : " on " + step.device);
   }
   out += fmt::format("  outputs: {}\n", bufferList(outputs));
   return out;

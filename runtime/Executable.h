@@ -38,6 +38,9 @@ struct Step {
   std::map<std::string, AttrValue> attrs;
   /// Source location of the op, for error messages ("model.mlir:12:5").
   std::string location;
+  /// Where it runs, as smelt-place-devices decided: "cpu:0" or "gpu:N". A "copy" step moves its
+  /// operand onto this device.
+  std::string device = "cpu:0";
 
   /// Attribute accessors; the caller knows the op's attributes exist (codegen wrote them).
   int64_t intAttr(const std::string &name) const;

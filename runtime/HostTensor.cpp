@@ -97,4 +97,12 @@ std::string HostTensor::summary(size_t count) const {
   return s + fmt::format("] ({} elements)", n);
 }
 
+std::vector<const HostTensor *> pointersTo(const std::vector<HostTensor> &tensors) {
+  std::vector<const HostTensor *> pointers;
+  pointers.reserve(tensors.size());
+  for (const HostTensor &t : tensors)
+    pointers.push_back(&t);
+  return pointers;
+}
+
 } // namespace smelt::rt

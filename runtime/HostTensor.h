@@ -64,4 +64,7 @@ private:
   std::unique_ptr<uint8_t, Free> storage_;
 };
 
+/// Pointers to `tensors`, for the executors' run(), which take inputs by pointer.
+std::vector<const HostTensor *> pointersTo(const std::vector<HostTensor> &tensors);
+
 } // namespace smelt::rt

@@ -50,21 +50,23 @@ rt::Expected<rt::Executable> compileExecutable(Graph &graph, const std::string &
   return std::move(*exe);
 }
 
-rt::Expected<std::unique_ptr<rt::CpuExecutor>> makeExecutor(const rt::Executable &exe,
-                                                             const TrainConfig &config) {
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(exe, config.compile.trace);
-  if (!cpu)
-    return cpu.status();
-  return std::make_unique<rt::CpuExecutor>(std::move(*cpu));
+/// The executor of `exe` for a replica reducing over `communicator` (null: alone).
+rt::Expected<std::unique_ptr<rt::Executor>> makeExecutor(const rt::Executable &exe,
+                                                         const TrainConfig &config,
+                                                         rt::Communicator *communicator) {
+  rt::ExecutorOptions options = config.executor;
+  options.trace = config.compile.trace;
+  options.communicator = communicator;
+  return rt::Executor::create(exe, options);
 }
 
-rt::Expected<std::unique_ptr<rt::CpuExecutor>> compileFunction(Graph &graph,
-                                                               const std::string &function,
-                                                               const TrainConfig &config) {
+rt::Expected<std::unique_ptr<rt::Executor>> compileFunction(Graph &graph,
+                                                            const std::string &function,
+                                                            const TrainConfig &config) {
   rt::Expected<rt::Executable> exe = compileExecutable(graph, function, config);
   if (!exe)
     return exe.status();
-  return makeExecutor(*exe, config);
+  return makeExecutor(*exe, config, nullptr);
 }
 
 std::string argName(Graph &g, unsigned i) {
@@ -177,11 +179,10 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     if (!step)
       return step.status();
     for (Replica &r : trainer->replicas_) {
-      auto executor = makeExecutor(*step, config);
+      auto executor = makeExecutor(*step, config, r.communicator);
       if (!executor)
         return executor.status();
       r.trainStep = std::move(*executor);
-      r.trainStep->setCommunicator(r.communicator);
       for (const rt::HostTensor &p : params)
         r.params.push_back(p);
       for (const rt::HostTensor &t : state)
@@ -193,7 +194,7 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
   return trainer;
 }
 
-rt::Expected<rt::CpuExecutor *> Trainer::evalExecutor(int64_t batch) {
+rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
   auto it = evalSteps_.find(batch);
   if (it != evalSteps_.end())
     return it->second.get();
@@ -308,7 +309,7 @@ rt::Expected<Metrics> Trainer::evaluate(const rt::Dataset &data) {
   for (int64_t i = rank; i < batches; i += processes) {
     rt::Batch batch = data.batch(order, config_.evalBatch, i);
     int64_t n = batch.labels.type().shape[0];
-    rt::Expected<rt::CpuExecutor *> exe = evalExecutor(n);
+    rt::Expected<rt::Executor *> exe = evalExecutor(n);
     if (!exe)
       return exe.status();
     std::vector<const rt::HostTensor *> args = {&batch.examples, &batch.labels};

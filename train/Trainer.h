@@ -8,8 +8,8 @@
 #include "frontend/Optimizers.h"
 #include "passes/Passes.h"
 #include "runtime/Collectives.h"
-#include "runtime/CpuExecutor.h"
 #include "runtime/Dataset.h"
+#include "runtime/Executor.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -46,6 +46,9 @@ struct TrainConfig {
   /// communicator must outlive the Trainer.
   rt::Communicator *communicator = nullptr;
   rt::CollectiveOptions collectives;
+  /// How the executors run steps placed on a GPU (ExecutorOptions::gpuRunner, TF32); its trace
+  /// and communicator are the Trainer's own (above).
+  rt::ExecutorOptions executor;
 };
 
 struct Metrics {
@@ -101,12 +104,12 @@ private:
     int64_t index = 0;
     std::unique_ptr<rt::Communicator> ownCommunicator; // of the LocalGroup
     rt::Communicator *communicator = nullptr;
-    std::unique_ptr<rt::CpuExecutor> trainStep;
+    std::unique_ptr<rt::Executor> trainStep;
     std::vector<rt::HostTensor> params, state;
   };
 
   Trainer() = default;
-  rt::Expected<rt::CpuExecutor *> evalExecutor(int64_t batch);
+  rt::Expected<rt::Executor *> evalExecutor(int64_t batch);
   /// Runs replica `r`'s share of the epoch's global batches in `order`.
   rt::Status trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int64_t> &order,
                           int64_t steps, Metrics &running,
@@ -116,7 +119,7 @@ private:
   std::unique_ptr<mlir::MLIRContext> context_;
   std::unique_ptr<rt::LocalGroup> group_;
   std::vector<Replica> replicas_;
-  std::map<int64_t, std::unique_ptr<rt::CpuExecutor>> evalSteps_;
+  std::map<int64_t, std::unique_ptr<rt::Executor>> evalSteps_;
   std::vector<std::string> paramNames_, stateNames_;
   int64_t step_ = 0;
   /// Index in state_ of the loss scale (mixed_f16), else -1.

@@ -6,12 +6,14 @@
 // them and go back after the last step that reads them; since everything runs on one stream,
 // a freed block handed to a later writer is safe without waiting (Allocator.h).
 //
-// For now every step must run on the GPU: the caller gives and gets host tensors, which are
-// staged through one pinned buffer. An op placed on cpu:0 (reduce is fine once fused; argmax,
-// rng, all_reduce ... are not) is an error at creation; mixed CPU/GPU execution comes later.
+// all_reduce steps reduce on the executor's communicator: NCCL on this GPU's memory, or a host
+// one (threads, MPI) through a host copy. Every step must run on the GPU: rt::Executor
+// (runtime/Executor.h) cuts a placed Executable into the segments each device runs, and gives
+// and gets host tensors, staged here through one pinned buffer.
 #pragma once
 
 #include "runtime/Allocator.h"
+#include "runtime/Collectives.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
@@ -47,6 +49,10 @@ public:
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
 
+  /// The replica group all_reduce steps reduce over (null: the function runs alone). It must
+  /// outlive the runs.
+  void setCommunicator(Communicator *communicator) { *communicator_ = communicator; }
+
   const Executable &executable() const { return *executable_; }
   /// The most bytes this executor's buffers held at once in the last run (constants and the
   /// workspace included, sizes as the Executable states them).
@@ -68,6 +74,8 @@ private:
   Allocator *allocator_ = nullptr;
   std::unique_ptr<CUmod_st, Unload> module_;
   std::vector<Launch> launches_;
+  /// Where the all_reduce launches find the communicator: shared, since the executor moves.
+  std::shared_ptr<Communicator *> communicator_ = std::make_shared<Communicator *>(nullptr);
   /// The constants' blocks and the workspace, for the executor's life.
   std::vector<Allocator::Block> constants_;
   Allocator::Block workspace_;

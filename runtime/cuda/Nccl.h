@@ -91,7 +91,7 @@ public:
   /// produce the gradients) instead of the communicator's own stream; null goes back to it.
   void setStream(CUstream stream) { stream_ = stream ? stream : ownStream_; }
   CUstream stream() const { return stream_; }
-  int device() const { return ordinal_; }
+  int cudaDevice() const override { return ordinal_; }
 
   /// One thread starting collectives on several communicators of one process (made by
   /// createNcclCommunicators) must bracket those start() calls with these, or NCCL deadlocks.

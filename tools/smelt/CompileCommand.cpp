@@ -3,7 +3,6 @@
 // the CPU kernels as a shared library and, for a CUDA target, the kernels' CUDA code too.
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
-#include "tools/smelt/Placement.h"
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/CompileArtifact.h"
@@ -43,21 +42,17 @@ static int fail(const std::string &message) {
 
 int compileCommand() {
   codegen::CompileOptions options;
-  options.pipeline = placementOptions(/*logDevicePlacement=*/false, /*strictPlacement=*/false);
+  // The target decides placement, not this machine: a CUDA artifact puts ops on gpu:0 (and
+  // runs on the CPU where there is no GPU), a CPU one keeps everything on cpu:0.
+  options.pipeline.devices = "cpu:0";
+  options.pipeline.noGpuReason = "compiled for --target=" + target;
   llvm::StringRef arch = target;
   if (arch.consume_front("cuda:")) {
     if (!arch.starts_with("sm_") || arch.size() == 3)
       return fail("--target=" + target + ": a CUDA target names an arch, as in cuda:sm_90");
 #ifdef SMELT_HAVE_CUDA_CODEGEN
-    options.extend = [arch = arch.str()](mlir::func::FuncOp function, rt::Executable &exe,
-                                         codegen::CompileDump *) {
-      mlir::FailureOr<rt::CudaCode> cuda =
-          codegen::compileCudaKernels(codegen::fusionsInOrder(function), exe.kernels, arch);
-      if (failed(cuda))
-        return mlir::failure();
-      exe.cuda = std::make_shared<rt::CudaCode>(std::move(*cuda));
-      return mlir::success();
-    };
+    options.extend = codegen::withCudaKernels(arch.str());
+    options.pipeline.devices = "cpu:0,gpu:0";
 #else
     return fail("--target=" + target + ": this smelt was built without the CUDA back end");
 #endif

@@ -5,7 +5,9 @@
 // is unspecified).
 #pragma once
 
+#include "codegen/Compile.h"
 #include "passes/Passes.h"
+#include "runtime/Executor.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,9 +16,16 @@
 
 namespace smelt::tools {
 
-/// The pipeline's device choices for this machine and the command line. Only cpu:0 executes
-/// today: a GPU that discovery finds is named in the reason, not given ops.
+/// The pipeline's device choices for this machine and the command line: the GPUs discovery
+/// finds when this smelt has the CUDA back end and the GPU executor, else cpu:0 alone with the
+/// reason (no driver, no GPU, built without CUDA) for the placement summary.
 PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement);
+
+/// When `pipeline` may place ops on a GPU: the compile also renders its fusions as CUDA for
+/// the GPU's arch (after `compile`'s own hook), and the executor runs GPU segments with the
+/// GPU executor. Otherwise nothing changes.
+void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions &compile,
+                        rt::ExecutorOptions &executor);
 
 /// Help texts of the two flags, one wording for both commands.
 inline constexpr const char *kLogDevicePlacementHelp =

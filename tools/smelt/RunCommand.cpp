@@ -8,8 +8,8 @@
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
 #include "runtime/Artifact.h"
-#include "runtime/CpuExecutor.h"
 #include "runtime/CpuObject.h"
+#include "runtime/Executor.h"
 #include "runtime/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,6 +19,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -99,10 +100,12 @@ static rt::Expected<std::vector<std::string>> inputFiles(const std::string &func
   return files;
 }
 
-/// What `smelt run` runs: an Executable, and the names of its arguments and results.
+/// What `smelt run` runs: an Executable, the names of its arguments and results, and how to
+/// run its GPU steps.
 struct Program {
   rt::Executable exe;
   std::vector<std::string> argNames, resultNames;
+  rt::ExecutorOptions executor;
 };
 
 /// `smelt run model.mlir`: the function compiled (JIT) now. Diagnostics are printed; null on
@@ -130,6 +133,7 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
 
   codegen::CompileOptions options = compileOptions(dumpDir, profile);
   options.pipeline = placementOptions(logDevicePlacement, strictPlacement);
+  enableGpuExecution(options.pipeline, options, program.executor);
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, function.getSymName(), options);
   if (failed(exe))
     return std::nullopt;
@@ -163,6 +167,20 @@ static std::optional<Program> loadArtifact() {
   }
   exe.placement = "as compiled for " + artifact->extras.target + " by " +
                   artifact->extras.producer;
+  // Steps compiled for a GPU run there when this machine has one; else on the CPU, whose code
+  // every artifact carries, with the reason in the placement line.
+  if (std::any_of(exe.steps.begin(), exe.steps.end(),
+                  [](const rt::Step &step) { return step.device != "cpu:0"; })) {
+    PipelineOptions here = placementOptions(/*logDevicePlacement=*/false,
+                                            /*strictPlacement=*/false);
+    codegen::CompileOptions unused;
+    enableGpuExecution(here, unused, program.executor);
+    if (!program.executor.gpuRunner) {
+      for (rt::Step &step : exe.steps)
+        step.device = "cpu:0";
+      exe.placement += " (no GPU here: " + here.noGpuReason + "; every step runs on cpu:0)";
+    }
+  }
   for (rt::BufferId id : exe.inputs)
     program.argNames.push_back(exe.buffers[id].name);
   for (rt::BufferId id : exe.outputs)
@@ -194,12 +212,14 @@ int runCommand() {
       return fail(tensor.message());
     inputs.push_back(std::move(*tensor));
   }
-  rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe, profile);
+  program->executor.trace = profile;
+  rt::Expected<std::unique_ptr<rt::Executor>> executor =
+      rt::Executor::create(*exe, program->executor);
   if (!executor)
     return fail(executor.message());
   std::vector<rt::HostTensor> outputs;
   auto start = std::chrono::steady_clock::now();
-  if (rt::Status s = executor->run(inputs, outputs); !s.ok()) {
+  if (rt::Status s = (*executor)->run(inputs, outputs); !s.ok()) {
     // Name the file behind an input the executor rejected ("input #1 (x): ...").
     std::string message = s.message();
     for (size_t i = 0; i < files->size(); ++i)

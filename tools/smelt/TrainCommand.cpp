@@ -203,6 +203,7 @@ int trainCommand() {
   config.collectives = collectives;
   rt::Trace trace;
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
+  enableGpuExecution(config.pipeline, config.compile, config.executor);
   auto start = Clock::now();
   rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
   if (!trainer)

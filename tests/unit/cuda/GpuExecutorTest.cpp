@@ -70,15 +70,7 @@ rt::Expected<rt::Executable> compileText(const std::string &text, const std::str
   codegen::CompileOptions options;
   if (!arch.empty()) {
     options.pipeline.devices = "cpu:0,gpu:0";
-    options.extend = [arch](mlir::func::FuncOp function, rt::Executable &exe,
-                            codegen::CompileDump *) {
-      mlir::FailureOr<rt::CudaCode> cuda =
-          codegen::compileCudaKernels(codegen::fusionsInOrder(function), exe.kernels, arch);
-      if (mlir::failed(cuda))
-        return mlir::failure();
-      exe.cuda = std::make_shared<rt::CudaCode>(std::move(*cuda));
-      return mlir::success();
-    };
+    options.extend = codegen::withCudaKernels(arch);
   }
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*parsed.module, "main", options);
   if (mlir::failed(exe))

@@ -1,0 +1,103 @@
+// Runs an Executable on the devices smelt-place-devices gave its steps: what the tools, the
+// trainer and AOT runs use. It cuts the steps into segments, runs of consecutive steps on one
+// device, each an Executable of its own run by that device's executor (CpuExecutor for cpu:0,
+// the GPU executor for gpu:N, made by ExecutorOptions::gpuRunner). The copy steps placement put
+// at device boundaries become the segments' inputs and outputs: a GPU segment uploads what it
+// reads from outside and downloads what later segments or the caller read, through the host.
+// An Executable on one device with no copies (every CPU-only compile) is its single segment,
+// unchanged, so the CPU path is exactly CpuExecutor.
+//
+// Values cross devices through host memory, synchronously at each boundary: simple and
+// correct, but a value that goes GPU -> CPU -> GPU makes two trips, and a GPU training step
+// uploads its parameters each run. Keeping values on the device between segments and runs is
+// the next step for speed.
+#pragma once
+
+#include "runtime/Collectives.h"
+#include "runtime/Executable.h"
+#include "runtime/HostTensor.h"
+#include "runtime/Status.h"
+#include "runtime/Trace.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smelt::rt {
+
+/// One segment's executor, whatever the device: host tensors in, host tensors out.
+class SegmentRunner {
+public:
+  virtual ~SegmentRunner() = default;
+  /// Inputs in the segment's argument order; replaces `outputs` with its results.
+  virtual Status run(const std::vector<const HostTensor *> &inputs,
+                     std::vector<HostTensor> &outputs) = 0;
+  /// The most bytes its buffers held at once in the last run.
+  virtual uint64_t lastRunPeakBytes() const = 0;
+};
+
+struct ExecutorOptions;
+/// Makes the runner of a segment placed on `device` ("gpu:N").
+using SegmentRunnerFactory = std::function<Expected<std::unique_ptr<SegmentRunner>>(
+    const Executable &segment, const std::string &device, const ExecutorOptions &options)>;
+
+struct ExecutorOptions {
+  /// The CPU segments' steps become spans (CpuExecutor::setTrace), each GPU segment one span.
+  Trace *trace = nullptr;
+  /// The replica group all_reduce steps reduce over and replica_id reads (null: alone).
+  Communicator *communicator = nullptr;
+  /// f32 matmuls and convolutions on a GPU may use TF32 tensor cores.
+  bool allowTf32 = false;
+  /// Runs GPU segments: rt::cuda::gpuSegmentRunner where the build has the GPU executor.
+  /// Without one, an Executable with steps on a GPU is an error at create.
+  SegmentRunnerFactory gpuRunner;
+};
+
+class Executor {
+public:
+  /// Checks the dataflow of the whole Executable, cuts it into segments and makes each one's
+  /// runner (which checks its steps); errors name the step, and the device for a GPU segment.
+  static Expected<std::unique_ptr<Executor>> create(const Executable &executable,
+                                                    ExecutorOptions options = {});
+
+  /// Runs with `inputs` in argument order (each checked against the expected type) and
+  /// replaces `outputs` with the results. A failing segment fails the run with its message;
+  /// the executor stays usable.
+  Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
+  Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
+
+  const Executable &executable() const { return *executable_; }
+  /// The devices of the segments in run order: {"cpu:0"}, {"gpu:0", "cpu:0", "gpu:0"}.
+  std::vector<std::string> segmentDevices() const;
+  /// The most bytes one segment's buffers held at once in the last run.
+  uint64_t lastRunPeakBytes() const;
+
+  struct Segment {
+    std::string device;
+    Executable executable;
+    /// The whole Executable's buffers its inputs and outputs are, in their order.
+    std::vector<BufferId> reads, writes;
+    std::unique_ptr<SegmentRunner> runner;
+  };
+
+private:
+  std::shared_ptr<const Executable> executable_;
+  ExecutorOptions options_;
+  std::vector<Segment> segments_;
+  /// The one segment is the whole Executable: runs go straight to its runner.
+  bool whole_ = false;
+  /// Per buffer of the whole Executable: the buffer whose value it is (a copy's operand's,
+  /// followed through chains of copies), and its value when it is a constant.
+  std::vector<BufferId> valueOf_;
+  std::vector<HostTensor> constants_;
+  /// During a run: each buffer's value, and the segment outputs that hold them.
+  std::vector<const HostTensor *> values_;
+  std::vector<HostTensor> produced_;
+};
+
+/// The segments of `executable`, without runners: what Executor::create runs (exposed for
+/// tests and `smelt dump`).
+std::vector<Executor::Segment> splitByDevice(const Executable &executable);
+
+} // namespace smelt::rt
