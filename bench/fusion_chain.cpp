@@ -5,6 +5,7 @@
 // executor's per-step timings (its copy of the outputs is not the kernels' work). Targets:
 // fused >= 3x faster than unfused, <= 1.5x memcpy. SMELT_CPU_THREADS=1 runs the fused kernel
 // on one thread, like the unfused kernels and memcpy.
+#include "bench/ElementwiseChain.h"
 #include "codegen/Compile.h"
 #include "runtime/CpuExecutor.h"
 
@@ -24,26 +25,6 @@ using namespace smelt;
 
 constexpr int64_t kElements = int64_t(1) << 24;
 
-/// The chain as a module: its ops inside one smelt.fusion, or one after another.
-std::string chainModule(bool fused) {
-  std::string t = fmt::format("tensor<{}xf32>", kElements);
-  std::string ops;
-  const char *constants[][2] = {{"c0", "1.5"}, {"c1", "0.25"}, {"c2", "0.0"},
-                                {"c3", "2.0"}, {"c4", "1.0"},  {"c5", "4.0"}};
-  for (const auto &[name, value] : constants)
-    ops += fmt::format("    %{} = smelt.constant dense<{}> : {}\n", name, value, t);
-  ops += fmt::format("    %0 = smelt.mul %a, %c0 : {0}\n    %1 = smelt.add %0, %c1 : {0}\n"
-                     "    %2 = smelt.max %1, %c2 : {0}\n    %3 = smelt.mul %2, %c3 : {0}\n"
-                     "    %4 = smelt.sub %3, %c4 : {0}\n    %5 = smelt.min %4, %c5 : {0}\n",
-                     t);
-  if (!fused)
-    return fmt::format("func.func @chain(%a: {0}) -> {0} {{\n{1}    return %5 : {0}\n}}\n", t, ops);
-  return fmt::format("func.func @chain(%x: {0}) -> {0} {{\n"
-                     "  %r = smelt.fusion loop (%x) : ({0}) -> {0} {{\n  ^bb0(%a: {0}):\n{1}"
-                     "    smelt.yield %5 : {0}\n  }}\n  return %r : {0}\n}}\n",
-                     t, ops);
-}
-
 /// The chain's executor, compiled once per variant (JIT for the fused one).
 rt::CpuExecutor &chainExecutor(bool fused) {
   static std::unique_ptr<rt::CpuExecutor> executors[2];
@@ -53,7 +34,7 @@ rt::CpuExecutor &chainExecutor(bool fused) {
   mlir::MLIRContext context;
   codegen::loadDialects(context);
   auto module =
-      mlir::parseSourceString<mlir::ModuleOp>(chainModule(fused), mlir::ParserConfig(&context));
+      mlir::parseSourceString<mlir::ModuleOp>(elementwiseChain(fused, kElements), mlir::ParserConfig(&context));
   if (!module)
     throw std::runtime_error("the chain does not parse");
   mlir::FailureOr<rt::Executable> exe =

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 
 namespace smelt::rt {
@@ -46,6 +48,11 @@ Expected<MnistSplit> loadMnist(const std::string &dir, const std::string &split)
     y[i] = labels->data[i];
   }
   return out;
+}
+
+std::string fashionMnistDir() {
+  const char *dir = std::getenv("SMELT_FASHION_MNIST");
+  return dir && *dir ? dir : "/usr/share/datasets/fashion-mnist";
 }
 
 } // namespace smelt::rt

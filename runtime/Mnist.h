@@ -17,4 +17,8 @@ struct MnistSplit {
 /// or "t10k". Errors name the file; images and labels must agree in count and labels be < 10.
 Expected<MnistSplit> loadMnist(const std::string &dir, const std::string &split);
 
+/// Where Fashion-MNIST is: $SMELT_FASHION_MNIST when set (the GPU machine gets a subset carried
+/// with the bundle), else Debian's dataset-fashion-mnist folder.
+std::string fashionMnistDir();
+
 } // namespace smelt::rt

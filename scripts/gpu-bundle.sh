@@ -28,8 +28,9 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -G Ninja -S . -B "$BUILD" -DSMELT_STATIC_BUNDLE=ON -DCMAKE_BUILD_TYPE=Release \
   "${launcher[@]}" >/dev/null
-ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests smelt-bench-gemm
-targets=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests smelt-bench-gemm)
+benchmarks=(smelt-bench-gemm smelt-bench-gpu-bandwidth smelt-bench-gpu-train)
+ninja -C "$BUILD" -j"$JOBS" cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests "${benchmarks[@]}"
+targets=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests "${benchmarks[@]}")
 if [[ ${SMELT_BUNDLE_SMELT:-1} == 1 ]]; then
   if ninja -C "$BUILD" -j"$JOBS" smelt; then
     targets+=(smelt)
@@ -44,6 +45,19 @@ for name in "${targets[@]}"; do
   strip -o "$BUNDLE/bin/$name" "$BUILD/bin/$name"
 done
 cp scripts/gpu-check.sh "$BUNDLE/gpu-check.sh"
+# The first 12800 training examples of Fashion-MNIST (what the GPU training test and
+# benchmark read; the GPU machine has no dataset package), as gzip'd IDX files.
+mkdir -p "$BUNDLE/fashion-mnist"
+python3 - "$BUNDLE/fashion-mnist" <<'PY'
+import gzip, struct, sys
+src, dst, keep = "/usr/share/datasets/fashion-mnist", sys.argv[1], 12800
+for name, header in (("train-images-idx3-ubyte", 16), ("train-labels-idx1-ubyte", 8)):
+    data = gzip.open(f"{src}/{name}.gz").read()
+    head = bytearray(data[:header])
+    struct.pack_into(">I", head, 4, keep)  # the count follows the magic
+    item = 784 if header == 16 else 1
+    gzip.open(f"{dst}/{name}.gz", "wb").write(bytes(head) + data[header:header + keep * item])
+PY
 
 # Shared libraries the GPU machine has (or must provide itself): glibc's, and CUDA's.
 system_lib='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libnvrtc|libnvrtc-builtins|libcuda)\.so'
@@ -79,14 +93,16 @@ done
 
 # Check: each test binary starts here (the GPU tests themselves skip without a GPU), and the
 # benchmark gets as far as looking for the GPU (exit 77 here: no GPU).
-env -u LD_LIBRARY_PATH "$BUNDLE/bin/smelt-bench-gemm" >/dev/null 2>&1
-rc=$?
-if ((rc == 0 || rc == 77)); then
-  echo "gpu-bundle: $BUNDLE/bin/smelt-bench-gemm starts"
-else
-  echo "gpu-bundle: $BUNDLE/bin/smelt-bench-gemm does not start" >&2
-  status=1
-fi
+for name in "${benchmarks[@]}"; do
+  rc=0
+  env -u LD_LIBRARY_PATH "$BUNDLE/bin/$name" >/dev/null 2>&1 || rc=$?
+  if ((rc == 0 || rc == 77)); then
+    echo "gpu-bundle: $BUNDLE/bin/$name starts"
+  else
+    echo "gpu-bundle: $BUNDLE/bin/$name does not start" >&2
+    status=1
+  fi
+done
 for name in cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests; do
   if env -u LD_LIBRARY_PATH "$BUNDLE/bin/$name" --gtest_list_tests >/dev/null; then
     echo "gpu-bundle: $BUNDLE/bin/$name starts ($(env -u LD_LIBRARY_PATH \

@@ -33,8 +33,15 @@ cd "$here/.." # the repository root, from scripts/ or from gpu-bundle/
 # wheel's nvidia/nccl/lib or /usr/local/cuda/lib64, both searched below), never the bundle.
 # cuda-runtime-tests: GPU memory (limits, preallocation, logical GPUs), cuBLASLt and cuDNN.
 BINARIES=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests)
-# Benchmarks run after the tests; their output follows the table (exit 77: no GPU).
-BENCHMARKS=(smelt-bench-gemm)
+# Benchmarks run after the tests; their output follows the table (exit 77: no GPU):
+# cuBLASLt GEMM TFLOP/s, fused-chain GB/s against a device copy, the MLP training step on the
+# GPU against the CPU and mixed_bf16 against f32.
+BENCHMARKS=(smelt-bench-gemm smelt-bench-gpu-bandwidth smelt-bench-gpu-train)
+# The GPU machine has no dataset-fashion-mnist: the bundle carries the first examples of the
+# training split, which the training test and benchmark read.
+if [[ -z ${SMELT_FASHION_MNIST:-} && ! -d /usr/share/datasets/fashion-mnist && -d $here/fashion-mnist ]]; then
+  export SMELT_FASHION_MNIST=$here/fashion-mnist
+fi
 if [[ -n ${SMELT_GPU_BIN:-} ]]; then
   BIN_DIR=$SMELT_GPU_BIN
 elif [[ -d $here/bin ]]; then

@@ -107,7 +107,7 @@ double relError(const std::vector<double> &got, const std::vector<double> &ref) 
 double tolerance(DType dtype) { return referenceTolerance(toRt(dtype)); }
 
 rt::Dataset fashion(const char *split, int64_t limit) {
-  rt::Expected<rt::MnistSplit> s = rt::loadMnist("/usr/share/datasets/fashion-mnist", split);
+  rt::Expected<rt::MnistSplit> s = rt::loadMnist(rt::fashionMnistDir(), split);
   EXPECT_TRUE(s.ok()) << s.message();
   rt::Dataset d(std::move(s->images), std::move(s->labels));
   return limit ? d.slice(0, limit) : d;
