@@ -71,7 +71,7 @@ Status fillRandom(const CudaDevice &gpu, void *target, int64_t count, DType dtyp
     else
       reinterpret_cast<float *>(host.data())[i] = x;
   }
-  return gpu.check(gpu.driver().memcpyHtoD(CUdeviceptr(reinterpret_cast<uintptr_t>(target)),
+  return gpu.check(gpu.driver().memcpyHtoD(devicePointer(target),
                                            host.data(), host.size()),
                    "cuMemcpyHtoD");
 }

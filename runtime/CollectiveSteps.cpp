@@ -9,6 +9,21 @@
 
 namespace smelt::rt {
 
+Status AllReduceSpec::checkGroup(const Communicator *communicator) const {
+  if (replicas == 1)
+    return Status();
+  if (!communicator)
+    return Status::error(fmt::format("all_reduce '{}': reduces over {} replicas, but this "
+                                     "function runs alone; run it in a replica group (smelt "
+                                     "train --replicas={}, or mpirun -n {})",
+                                     what, replicas, replicas, replicas));
+  if (communicator->size() != replicas)
+    return Status::error(fmt::format("all_reduce '{}': compiled for {} replicas, but {} has {}",
+                                     what, replicas, communicator->describe(),
+                                     communicator->size()));
+  return Status();
+}
+
 Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
   CollectiveSteps steps;
   steps.index_.assign(exe.steps.size(), kOther);
@@ -27,43 +42,44 @@ Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
     if (step.op != "all_reduce")
       continue;
     AllReduce reduce;
+    AllReduceSpec &spec = reduce.spec;
     cpu::AttrReader attrs(step);
     std::string kind = attrs.keyword("kind");
-    reduce.replicas = attrs.integer("replicas");
+    spec.replicas = attrs.integer("replicas");
     if (Status st = attrs.status(); !st.ok())
       return st;
     if (kind != "sum" && kind != "mean")
       return Status::error(fmt::format("{}: kind '{}' must be sum or mean", cpu::describe(step),
                                        kind));
-    reduce.kind = kind == "sum" ? ReduceKind::sum : ReduceKind::mean;
-    if (reduce.replicas < 1)
+    spec.kind = kind == "sum" ? ReduceKind::sum : ReduceKind::mean;
+    if (spec.replicas < 1)
       return Status::error(fmt::format("{}: replicas = {} must be at least 1",
-                                       cpu::describe(step), reduce.replicas));
+                                       cpu::describe(step), spec.replicas));
     if (step.operands.empty() || step.operands.size() != step.results.size())
       return Status::error(fmt::format("{}: {} operands and {} results; an all_reduce has one "
                                        "result per operand",
                                        cpu::describe(step), step.operands.size(),
                                        step.results.size()));
-    reduce.dtype = exe.buffers[step.operands[0]].type.dtype;
+    spec.dtype = exe.buffers[step.operands[0]].type.dtype;
     for (size_t i = 0; i < step.operands.size(); ++i) {
       const TensorType &operand = exe.buffers[step.operands[i]].type;
-      if (operand != exe.buffers[step.results[i]].type || operand.dtype != reduce.dtype)
+      if (operand != exe.buffers[step.results[i]].type || operand.dtype != spec.dtype)
         return Status::error(fmt::format(
             "{}: operand #{} is {} and its result {}; results must match their operands and "
             "a bucket has one element type ({})",
             cpu::describe(step), i, operand.str(), exe.buffers[step.results[i]].type.str(),
-            dtypeName(reduce.dtype)));
-      reduce.operandBytes.push_back(operand.byteSize());
-      reduce.count += operand.numElements();
+            dtypeName(spec.dtype)));
+      spec.operandBytes.push_back(operand.byteSize());
+      spec.count += operand.numElements();
     }
-    if (reduce.dtype == DType::i1 || (reduce.kind == ReduceKind::mean && !isFloat(reduce.dtype)))
+    if (spec.dtype == DType::i1 || (spec.kind == ReduceKind::mean && !isFloat(spec.dtype)))
       return Status::error(fmt::format("{}: cannot take the {} of {} elements",
-                                       cpu::describe(step), kind, dtypeName(reduce.dtype)));
+                                       cpu::describe(step), kind, dtypeName(spec.dtype)));
     // The communicator's messages say "all_reduce '<what>'": the step's place, and its size.
-    reduce.what = step.location.empty() ? fmt::format("step {}", s) : step.location;
+    spec.what = step.location.empty() ? fmt::format("step {}", s) : step.location;
     if (step.operands.size() > 1) {
-      reduce.what += fmt::format(", a bucket of {} tensors", step.operands.size());
-      reduce.staging.resize(size_t(reduce.count) * byteWidth(reduce.dtype));
+      spec.what += fmt::format(", a bucket of {} tensors", step.operands.size());
+      reduce.staging.resize(size_t(spec.count) * byteWidth(spec.dtype));
     }
     steps.index_[s] = int(steps.allReduces_.size());
     for (BufferId id : step.results)
@@ -91,38 +107,30 @@ Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *c
     return Status();
   }
   AllReduce &reduce = allReduces_[index_[step]];
-  size_t operands = reduce.operandBytes.size();
+  const AllReduceSpec &spec = reduce.spec;
+  size_t operands = spec.operandBytes.size();
   // Alone, a sum or mean over one replica is the operand itself.
-  if (reduce.replicas == 1) {
+  if (spec.replicas == 1) {
     for (size_t i = 0; i < operands; ++i)
-      std::memcpy(buffers[operands + i], buffers[i], reduce.operandBytes[i]);
+      std::memcpy(buffers[operands + i], buffers[i], spec.operandBytes[i]);
     return Status();
   }
-  if (!communicator)
-    return Status::error(fmt::format("all_reduce '{}': reduces over {} replicas, but this function runs "
-                                     "alone; run it in a replica group (smelt train "
-                                     "--replicas={}, or mpirun -n {})",
-                                     reduce.what, reduce.replicas, reduce.replicas,
-                                     reduce.replicas));
-  if (communicator->size() != reduce.replicas)
-    return Status::error(fmt::format("all_reduce '{}': compiled for {} replicas, but {} has {}",
-                                     reduce.what,
-                                     reduce.replicas, communicator->describe(),
-                                     communicator->size()));
+  if (Status s = spec.checkGroup(communicator); !s.ok())
+    return s;
   reduce.results.assign(buffers + operands, buffers + 2 * operands);
   void *data = buffers[operands];
   if (operands == 1) {
-    std::memcpy(data, buffers[0], reduce.operandBytes[0]);
+    std::memcpy(data, buffers[0], spec.operandBytes[0]);
   } else {
     data = reduce.staging.data();
     size_t offset = 0;
     for (size_t i = 0; i < operands; ++i) {
-      std::memcpy(reduce.staging.data() + offset, buffers[i], reduce.operandBytes[i]);
-      offset += reduce.operandBytes[i];
+      std::memcpy(reduce.staging.data() + offset, buffers[i], spec.operandBytes[i]);
+      offset += spec.operandBytes[i];
     }
   }
   Expected<int64_t> ticket =
-      communicator->start(data, reduce.count, reduce.dtype, reduce.kind, reduce.what);
+      communicator->start(data, spec.count, spec.dtype, spec.kind, spec.what);
   if (!ticket)
     return ticket.status();
   reduce.ticket = *ticket;
@@ -162,8 +170,8 @@ Status CollectiveSteps::finish(AllReduce &reduce, Communicator *communicator) {
     return Status();
   size_t offset = 0;
   for (size_t i = 0; i < reduce.results.size(); ++i) {
-    std::memcpy(reduce.results[i], reduce.staging.data() + offset, reduce.operandBytes[i]);
-    offset += reduce.operandBytes[i];
+    std::memcpy(reduce.results[i], reduce.staging.data() + offset, reduce.spec.operandBytes[i]);
+    offset += reduce.spec.operandBytes[i];
   }
   return Status();
 }

@@ -14,6 +14,21 @@
 
 namespace smelt::rt {
 
+/// One all_reduce step as prepare() checked it: what any executor, CPU or GPU, needs to run it.
+struct AllReduceSpec {
+  ReduceKind kind = ReduceKind::sum;
+  int64_t replicas = 1;
+  DType dtype = DType::f32;
+  std::vector<size_t> operandBytes;
+  int64_t count = 0;
+  /// "'all_reduce' (step.mlir:4:3), 3 tensors": how errors name it.
+  std::string what;
+
+  /// Whether `communicator` (null: the function runs alone) is a group of `replicas`; the
+  /// error says how to run it in one. Over one replica no group is needed.
+  Status checkGroup(const Communicator *communicator) const;
+};
+
 class CollectiveSteps {
 public:
   /// Finds the collective steps of `exe`, checks their attributes (kind sum/mean, replicas >=
@@ -22,6 +37,8 @@ public:
   static Expected<CollectiveSteps> prepare(const Executable &exe);
 
   bool isCollective(size_t step) const { return index_[step] != kOther; }
+  /// The spec of all_reduce step `step` (which must be one).
+  const AllReduceSpec &allReduce(size_t step) const { return allReduces_[index_[step]].spec; }
 
   /// Runs collective step `step` over its operand and result addresses (operands first):
   /// replica_id writes this replica's index; all_reduce starts. `communicator` may be null
@@ -37,13 +54,7 @@ public:
 
 private:
   struct AllReduce {
-    ReduceKind kind = ReduceKind::sum;
-    int64_t replicas = 1;
-    DType dtype = DType::f32;
-    std::vector<size_t> operandBytes;
-    int64_t count = 0;
-    /// "'all_reduce' (step.mlir:4:3), 3 tensors": how errors name it.
-    std::string what;
+    AllReduceSpec spec;
     /// A bucket's flat buffer; empty for one operand, which is reduced in its result.
     std::vector<uint8_t> staging;
     std::optional<int64_t> ticket;

@@ -62,6 +62,7 @@ std::vector<Executor::Segment> splitByDevice(const Executable &exe) {
     only.executable = exe;
     only.reads = exe.inputs;
     only.writes = exe.outputs;
+    only.steps = exe.steps.size();
     return segments;
   }
   std::vector<BufferId> source = valueSources(exe);
@@ -119,12 +120,14 @@ std::vector<Executor::Segment> splitByDevice(const Executable &exe) {
     wanted.insert(segment.reads.begin(), segment.reads.end());
   for (BufferId output : exe.outputs)
     wanted.insert(source[output]);
-  for (size_t k = 0; k < segments.size(); ++k)
+  for (size_t k = 0; k < segments.size(); ++k) {
+    segments[k].steps = segments[k].executable.steps.size();
     for (BufferId global : produced[k])
       if (wanted.count(global)) {
         segments[k].writes.push_back(global);
         segments[k].executable.outputs.push_back(local[k].at(global));
       }
+  }
   return segments;
 }
 
@@ -166,12 +169,23 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
                                        segment.executable.steps.front().location, device));
     }
   }
-  // Outputs that are constants are handed back from host copies made once.
-  exec->constants_.resize(executable.buffers.size());
-  for (const Constant &c : executable.constants) {
-    HostTensor &t = exec->constants_[c.buffer] = HostTensor::zeros(executable.buffers[c.buffer].type);
-    std::copy(c.bytes.begin(), c.bytes.end(), t.data<uint8_t>());
+  // Outputs that are constants are handed back from host copies made once; the constants that
+  // segments read are their own (and a single segment hands back its own outputs).
+  if (!exec->whole_) {
+    exec->constants_.resize(executable.buffers.size());
+    for (const Constant &c : executable.constants) {
+      if (std::none_of(executable.outputs.begin(), executable.outputs.end(),
+                       [&](BufferId o) { return exec->valueOf_[o] == c.buffer; }))
+        continue;
+      HostTensor &t = exec->constants_[c.buffer] =
+          HostTensor::zeros(executable.buffers[c.buffer].type);
+      std::copy(c.bytes.begin(), c.bytes.end(), t.data<uint8_t>());
+      exec->constantOutputs_.push_back(c.buffer);
+    }
   }
+  // The runners hold their segments; only the cut stays here.
+  for (Segment &segment : exec->segments_)
+    segment.executable = Executable();
   return exec;
 }
 
@@ -186,8 +200,8 @@ Status Executor::run(const std::vector<const HostTensor *> &inputs,
   produced_.assign(exe.buffers.size(), HostTensor());
   for (size_t i = 0; i < exe.inputs.size(); ++i)
     values_[exe.inputs[i]] = inputs[i];
-  for (const Constant &c : exe.constants)
-    values_[c.buffer] = &constants_[c.buffer];
+  for (BufferId id : constantOutputs_)
+    values_[id] = &constants_[id];
   std::vector<const HostTensor *> segmentInputs;
   std::vector<HostTensor> segmentOutputs;
   for (Segment &segment : segments_) {
@@ -196,7 +210,7 @@ Status Executor::run(const std::vector<const HostTensor *> &inputs,
       segmentInputs.push_back(values_[id]);
     Trace::Scope span(segment.device == "cpu:0" ? nullptr : options_.trace,
                       {segment.device, "stream 0"}, "segment on " + segment.device, "segment",
-                      {{"steps", std::to_string(segment.executable.steps.size())}});
+                      {{"steps", std::to_string(segment.steps)}});
     if (Status s = segment.runner->run(segmentInputs, segmentOutputs); !s.ok()) {
       produced_.assign(exe.buffers.size(), HostTensor());
       return s;

@@ -75,7 +75,10 @@ public:
 
   struct Segment {
     std::string device;
+    /// Its steps as an Executable of their own (emptied once its runner holds it), and how
+    /// many there are.
     Executable executable;
+    size_t steps = 0;
     /// The whole Executable's buffers its inputs and outputs are, in their order.
     std::vector<BufferId> reads, writes;
     std::unique_ptr<SegmentRunner> runner;
@@ -88,9 +91,10 @@ private:
   /// The one segment is the whole Executable: runs go straight to its runner.
   bool whole_ = false;
   /// Per buffer of the whole Executable: the buffer whose value it is (a copy's operand's,
-  /// followed through chains of copies), and its value when it is a constant.
+  /// followed through chains of copies), and, for the constants that are outputs, their value.
   std::vector<BufferId> valueOf_;
   std::vector<HostTensor> constants_;
+  std::vector<BufferId> constantOutputs_;
   /// During a run: each buffer's value, and the segment outputs that hold them.
   std::vector<const HostTensor *> values_;
   std::vector<HostTensor> produced_;

@@ -53,4 +53,9 @@ private:
   uint64_t totalMemory_ = 0;
 };
 
+/// The driver's name for a device address the allocator handed out as a pointer.
+inline CUdeviceptr devicePointer(const void *address) {
+  return CUdeviceptr(reinterpret_cast<uintptr_t>(address));
+}
+
 } // namespace smelt::rt::cuda

@@ -18,7 +18,7 @@ void CudaMemorySource::give(void *region, uint64_t) {
   // (a sticky context error) has been reported by the call that caused it.
   (void)device_->makeCurrent();
   (void)device_->synchronize("freeing a region");
-  device_->driver().memFree(reinterpret_cast<CUdeviceptr>(region));
+  device_->driver().memFree(devicePointer(region));
 }
 
 } // namespace smelt::rt::cuda

@@ -615,7 +615,7 @@ Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, con
       if (!g.paddedCopy())
         return source;
       SMELT_CUDNN_TRY(device_.check(
-          device_.driver().memsetD8Async(CUdeviceptr(uintptr_t(padded)), 0,
+          device_.driver().memsetD8Async(devicePointer(padded), 0,
                                          paddedBytes(g, dtype), device_.stream()),
           "cuMemsetD8Async (zero padding)"));
       SMELT_CUDNN_TRY(lib.check(lib.transformTensor(handle, &kOne, input, source, &kZero,

@@ -8,6 +8,7 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/Cudnn.h"
+#include "runtime/cuda/GpuAllReduce.h"
 
 #include <fmt/format.h>
 
@@ -17,17 +18,6 @@
 namespace smelt::rt::cuda {
 
 namespace {
-
-/// An all_reduce (CollectiveSteps checked it): its operands packed into one flat buffer (the
-/// workspace, for a bucket of several), reduced, and unpacked into its results.
-struct AllReduceCall {
-  ReduceKind kind = ReduceKind::sum;
-  int64_t replicas = 1;
-  DType dtype = DType::f32;
-  std::vector<uint64_t> bytes;
-  int64_t count = 0;
-  std::string what;
-};
 
 /// How one step runs on the GPU: which call, with what geometry. Planning needs no device, so
 /// validate() reports every problem on a machine without one.
@@ -47,7 +37,8 @@ struct Plan {
   MatmulCall matmul;
   Conv2DCall conv;
   Pool2DCall pool;
-  AllReduceCall allReduce;
+  /// An all_reduce's, as CollectiveSteps checked it.
+  AllReduceSpec allReduce;
   const FusedKernel *kernel = nullptr;
   uint64_t bytes = 0; // a copy's
   size_t workspace = 0;
@@ -183,7 +174,10 @@ Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
   return plan;
 }
 
-Expected<Plan> planStep(const Executable &exe, const Step &step, bool allowTf32) {
+/// Plans step `index` of `exe`, whose collective steps `collectives` prepared.
+Expected<Plan> planStep(const Executable &exe, size_t index,
+                        const CollectiveSteps &collectives, bool allowTf32) {
+  const Step &step = exe.steps[index];
   Plan plan;
   plan.what = cpu::describe(step);
   const std::string &op = step.op;
@@ -210,19 +204,11 @@ Expected<Plan> planStep(const Executable &exe, const Step &step, bool allowTf32)
     return plan;
   }
   if (op == "all_reduce") {
-    cpu::AttrReader attrs(step);
-    AllReduceCall &call = plan.allReduce;
-    call.kind = attrs.keyword("kind") == "sum" ? ReduceKind::sum : ReduceKind::mean;
-    call.replicas = attrs.integer("replicas");
-    call.dtype = typeOf(exe, step.operands[0]).dtype;
-    for (BufferId id : step.operands) {
-      call.bytes.push_back(typeOf(exe, id).byteSize());
-      call.count += typeOf(exe, id).numElements();
-    }
-    call.what = step.location.empty() ? plan.what : step.location;
     plan.kind = Plan::AllReduce;
+    plan.allReduce = collectives.allReduce(index);
+    // A bucket is packed into the workspace, reduced there and unpacked.
     if (step.operands.size() > 1)
-      plan.workspace = size_t(call.count) * byteWidth(call.dtype);
+      plan.workspace = size_t(plan.allReduce.count) * byteWidth(plan.allReduce.dtype);
     return plan;
   }
   if (op == "conv2d" || op == "conv2d_backward_input" || op == "conv2d_backward_filter")
@@ -241,11 +227,12 @@ Expected<std::vector<Plan>> planSteps(const Executable &exe, bool allowTf32) {
   if (Status s = checkBufferSizes(exe, nullptr, /*inputsOnDevice=*/true); !s.ok())
     return s;
   // The all_reduce steps' attributes and types, checked as the CPU executor checks them.
-  if (Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe); !collectives)
+  Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
+  if (!collectives)
     return collectives.status();
   std::vector<Plan> plans;
-  for (const Step &step : exe.steps) {
-    Expected<Plan> plan = planStep(exe, step, allowTf32);
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    Expected<Plan> plan = planStep(exe, s, *collectives, allowTf32);
     if (!plan)
       return plan.status();
     plans.push_back(std::move(*plan));
@@ -253,79 +240,9 @@ Expected<std::vector<Plan>> planSteps(const Executable &exe, bool allowTf32) {
   return plans;
 }
 
-CUdeviceptr devicePointer(const void *address) {
-  return CUdeviceptr(reinterpret_cast<uintptr_t>(address));
-}
-
 /// "<what>: <error>": library errors already begin with the step, driver errors do not.
 Status inStep(const std::string &what, Status status) {
   return status.ok() ? status : Status::error(what + ": " + status.message());
-}
-
-/// Runs `call` to completion: packs the operands into one buffer (the first result, or the
-/// workspace `flat` for a bucket), reduces it over the communicator's replicas and unpacks it
-/// into the results. An NCCL communicator on this GPU reduces the device buffer; a host one
-/// (threads, MPI) a host copy of it. Over one replica a sum or mean is the operand itself.
-/// Synchronous: the host waits for the reduction, so nothing overlaps it yet.
-Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceCall &call, void *const *operands,
-                      void *const *results, void *flat, Communicator *communicator) {
-  const CudaDriver &cu = gpu.driver();
-  std::string what = "all_reduce '" + call.what + "'";
-  auto copy = [&](void *to, const void *from, uint64_t bytes) {
-    if (bytes == 0)
-      return Status();
-    return inStep(what, gpu.check(cu.memcpyDtoDAsync(devicePointer(to), devicePointer(from),
-                                                     bytes, gpu.stream()),
-                                  "cuMemcpyDtoDAsync"));
-  };
-  size_t n = call.bytes.size();
-  if (call.replicas == 1) {
-    for (size_t i = 0; i < n; ++i)
-      if (Status s = copy(results[i], operands[i], call.bytes[i]); !s.ok())
-        return s;
-    return Status();
-  }
-  if (!communicator || communicator->size() != call.replicas)
-    return Status::error(fmt::format("{}: compiled for {} replicas, but {}", what, call.replicas,
-                                     communicator ? communicator->describe() + " has " +
-                                                        std::to_string(communicator->size())
-                                                  : std::string("the function runs alone")));
-  auto *data = static_cast<uint8_t *>(n == 1 ? results[0] : flat);
-  uint64_t total = 0;
-  for (size_t i = 0; i < n; total += call.bytes[i++])
-    if (Status s = copy(data + total, operands[i], call.bytes[i]); !s.ok())
-      return s;
-  int home = communicator->cudaDevice();
-  if (home >= 0 && home != gpu.ordinal())
-    return Status::error(fmt::format("{}: {} reduces gpu:{}'s memory, this step runs on gpu:{}",
-                                     what, communicator->describe(), home, gpu.ordinal()));
-  // NCCL runs on its own stream: the packing must be done first.
-  if (Status s = gpu.synchronize(what); !s.ok())
-    return s;
-  if (home >= 0) {
-    if (Status s = communicator->allReduce(data, call.count, call.dtype, call.kind, call.what);
-        !s.ok())
-      return s;
-  } else {
-    std::vector<uint8_t> host(total);
-    if (Status s = gpu.check(cu.memcpyDtoH(host.data(), devicePointer(data), total),
-                             "cuMemcpyDtoH");
-        !s.ok())
-      return inStep(what, s);
-    if (Status s = communicator->allReduce(host.data(), call.count, call.dtype, call.kind,
-                                           call.what);
-        !s.ok())
-      return s;
-    if (Status s = gpu.check(cu.memcpyHtoD(devicePointer(data), host.data(), total),
-                             "cuMemcpyHtoD");
-        !s.ok())
-      return inStep(what, s);
-  }
-  if (n > 1)
-    for (size_t i = 0, offset = 0; i < n; offset += call.bytes[i++])
-      if (Status s = copy(results[i], data + offset, call.bytes[i]); !s.ok())
-        return s;
-  return Status();
 }
 
 /// The fused kernels' module: CUBIN when NVRTC built it for this device's arch and the driver
@@ -533,9 +450,9 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
       };
       break;
     case Plan::AllReduce:
-      launch = [gpu, call = plan.allReduce, ws, communicator = exec.communicator_,
+      launch = [gpu, spec = plan.allReduce, ws, communicator = exec.communicator_,
                 operands](void *const *b) {
-        return allReduceOnGpu(*gpu, call, b, b + operands, ws, *communicator);
+        return allReduceOnGpu(*gpu, spec, b, b + operands, ws, *communicator);
       };
       break;
     }

@@ -2,6 +2,7 @@
 // NcclCommunicator: collectives enqueued on a stream, each followed by an event that wait()
 // polls, so that a wait can give up (and abort the NCCL communicator) after the timeout.
 #include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/DynamicLibrary.h"
 
 #include "runtime/DTypeDispatch.h"
@@ -186,7 +187,7 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
                                      name(what, count, dtype, kind), nccl_.versionName()));
 
   Pending p;
-  p.data = CUdeviceptr(reinterpret_cast<uintptr_t>(data));
+  p.data = devicePointer(data);
   p.count = count;
   p.dtype = dtype;
   p.kind = kind;

@@ -1,0 +1,67 @@
+// all_reduce on GPU buffers (GpuAllReduce.h).
+#include "runtime/cuda/GpuAllReduce.h"
+
+#include <fmt/format.h>
+
+namespace smelt::rt::cuda {
+
+Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *const *operands,
+                      void *const *results, void *flat, Communicator *communicator) {
+  const CudaDriver &cu = gpu.driver();
+  std::string what = "all_reduce '" + spec.what + "'";
+  auto check = [&](CUresult result, const char *call) {
+    Status s = gpu.check(result, call);
+    return s.ok() ? s : Status::error(what + ": " + s.message());
+  };
+  auto copy = [&](void *to, const void *from, uint64_t bytes) {
+    if (bytes == 0)
+      return Status();
+    return check(cu.memcpyDtoDAsync(devicePointer(to), devicePointer(from), bytes, gpu.stream()),
+                 "cuMemcpyDtoDAsync");
+  };
+  size_t n = spec.operandBytes.size();
+  if (spec.replicas == 1) {
+    for (size_t i = 0; i < n; ++i)
+      if (Status s = copy(results[i], operands[i], spec.operandBytes[i]); !s.ok())
+        return s;
+    return Status();
+  }
+  if (Status s = spec.checkGroup(communicator); !s.ok())
+    return s;
+  auto *data = static_cast<uint8_t *>(n == 1 ? results[0] : flat);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; total += spec.operandBytes[i++])
+    if (Status s = copy(data + total, operands[i], spec.operandBytes[i]); !s.ok())
+      return s;
+  int home = communicator->cudaDevice();
+  if (home >= 0 && home != gpu.ordinal())
+    return Status::error(fmt::format("{}: {} reduces gpu:{}'s memory, this step runs on gpu:{}",
+                                     what, communicator->describe(), home, gpu.ordinal()));
+  // NCCL runs on its own stream, and the host copy reads the buffer: the packing comes first.
+  if (Status s = gpu.synchronize(what); !s.ok())
+    return s;
+  if (home >= 0) {
+    if (Status s = communicator->allReduce(data, spec.count, spec.dtype, spec.kind, spec.what);
+        !s.ok())
+      return s;
+  } else {
+    std::vector<uint8_t> host(total);
+    if (Status s = check(cu.memcpyDtoH(host.data(), devicePointer(data), total), "cuMemcpyDtoH");
+        !s.ok())
+      return s;
+    if (Status s =
+            communicator->allReduce(host.data(), spec.count, spec.dtype, spec.kind, spec.what);
+        !s.ok())
+      return s;
+    if (Status s = check(cu.memcpyHtoD(devicePointer(data), host.data(), total), "cuMemcpyHtoD");
+        !s.ok())
+      return s;
+  }
+  if (n > 1)
+    for (size_t i = 0, offset = 0; i < n; offset += spec.operandBytes[i++])
+      if (Status s = copy(results[i], data + offset, spec.operandBytes[i]); !s.ok())
+        return s;
+  return Status();
+}
+
+} // namespace smelt::rt::cuda
