@@ -2,8 +2,6 @@
 // MemorySource for cpu:0.
 #include "runtime/DeviceMemory.h"
 
-#include "runtime/Devices.h"
-
 #if SMELT_HAVE_CUDA
 #include "runtime/cuda/CudaMemory.h"
 #endif
@@ -79,11 +77,21 @@ std::vector<std::string> splitCommas(const std::string &text) {
   return parts;
 }
 
+/// The policy of logical GPU `device` on a physical GPU it shares: the smaller of its own
+/// limit and the configured one.
+MemoryPolicy splitPolicy(const MemoryConfig &config, const std::string &device,
+                         uint64_t logicalLimitBytes) {
+  MemoryPolicy policy = config.policyFor(device);
+  if (logicalLimitBytes && (!policy.limitBytes || policy.limitBytes > logicalLimitBytes))
+    policy.limitBytes = logicalLimitBytes;
+  return policy;
+}
+
 Expected<std::unique_ptr<Allocator>> makeAllocator(const std::string &device,
                                                    const MemoryConfig &config) {
-  MemoryPolicy policy = config.policyFor(device);
   if (device == "cpu:0")
-    return Allocator::create(device, std::make_unique<HostMemorySource>(), policy);
+    return Allocator::create(device, std::make_unique<HostMemorySource>(),
+                             config.policyFor(device));
   int index = gpuIndex(device);
   if (index < 0)
     return Status::error(fmt::format("'{}' is not a device: write cpu:0 or gpu:N", device));
@@ -108,10 +116,9 @@ Expected<std::unique_ptr<Allocator>> makeAllocator(const std::string &device,
                                        "physical GPU {} ({}) has: {}",
                                        formatBytes(total), logical->physical, (*gpu)->name(),
                                        formatBytes((*gpu)->totalMemory())));
-    if (!policy.limitBytes || policy.limitBytes > logical->limitBytes)
-      policy.limitBytes = logical->limitBytes;
   }
-  return Allocator::create(device, std::make_unique<cuda::CudaMemorySource>(*gpu), policy);
+  return Allocator::create(device, std::make_unique<cuda::CudaMemorySource>(*gpu),
+                           splitPolicy(config, device, logical->limitBytes));
 #else
   return Status::error(fmt::format("{} has no memory: Smelt was built without CUDA", device));
 #endif
@@ -210,6 +217,37 @@ Expected<LogicalGpu> logicalGpu(int index, int physicalGpus) {
   if (index < split)
     return LogicalGpu{0, config.logicalGpuLimits[index]};
   return LogicalGpu{index - split + 1, 0};
+}
+
+std::vector<LogicalDevice> logicalDevices(const std::vector<DeviceInfo> &physical) {
+  const MemoryConfig &config = memoryConfig();
+  std::vector<LogicalDevice> devices;
+  std::vector<const DeviceInfo *> gpus;
+  for (const DeviceInfo &device : physical) {
+    if (gpuIndex(device.name) >= 0)
+      gpus.push_back(&device);
+    else
+      devices.push_back({device, device.name, config.policyFor(device.name)});
+  }
+  for (int index = 0, count = logicalGpuCount(int(gpus.size())); index < count; ++index) {
+    Expected<LogicalGpu> logical = logicalGpu(index, int(gpus.size()));
+    LogicalDevice device{*gpus.at(logical->physical), gpus[logical->physical]->name, {}};
+    device.info.name = fmt::format("gpu:{}", index);
+    device.policy = splitPolicy(config, device.info.name, logical->limitBytes);
+    devices.push_back(device);
+  }
+  return devices;
+}
+
+std::string logicalDeviceTable(const std::vector<LogicalDevice> &devices) {
+  std::string table;
+  for (const LogicalDevice &device : devices)
+    table += gpuIndex(device.info.name) < 0
+                 ? fmt::format("{}  {}, memory: {}\n", device.info.name,
+                               device.info.description, device.policy.str())
+                 : fmt::format("{}  on {} ({}), memory: {}\n", device.info.name,
+                               device.physical, device.info.description, device.policy.str());
+  return table;
 }
 
 Expected<Allocator *> deviceAllocator(const std::string &device) {

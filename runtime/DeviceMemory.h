@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/Allocator.h"
+#include "runtime/Devices.h"
 
 #include <map>
 #include <string>
@@ -49,6 +50,23 @@ struct LogicalGpu {
 Expected<LogicalGpu> logicalGpu(int index, int physicalGpus);
 /// How many logical GPUs `physicalGpus` physical ones make under the configuration.
 int logicalGpuCount(int physicalGpus);
+
+/// A device as programs see it under the configuration: cpu:0 or a logical GPU.
+struct LogicalDevice {
+  /// The logical name ("gpu:1"); the rest is the physical device's description.
+  DeviceInfo info;
+  /// The physical device it runs on ("gpu:0").
+  std::string physical;
+  /// The policy its allocator is made with: a split GPU's own limit when that is the smaller.
+  MemoryPolicy policy;
+};
+/// The devices programs see (TensorFlow's list_logical_devices): cpu:0, then the logical GPUs
+/// that `physical` (discoverDevices' list) makes, numbered as logicalGpu numbers them. What
+/// placement may place ops on.
+std::vector<LogicalDevice> logicalDevices(const std::vector<DeviceInfo> &physical);
+/// One line per logical device: "gpu:1  on gpu:0 (NVIDIA H100 ...), memory: grow, limit 4 GiB"
+/// (a GPU says which physical GPU it is on).
+std::string logicalDeviceTable(const std::vector<LogicalDevice> &devices);
 
 /// The allocator of `device` ("cpu:0", "gpu:N"), made on first use: host memory for cpu:0,
 /// the GPU's memory (CUDA driver) for gpu:N. The error says why the device has none (no such

@@ -124,13 +124,6 @@ void discoverGpus(DeviceReport &report) {
 
 } // namespace
 
-std::string DeviceReport::deviceList() const {
-  std::string list;
-  for (const DeviceInfo &d : devices)
-    list += (list.empty() ? "" : ",") + d.name;
-  return list;
-}
-
 std::string DeviceReport::str() const {
   std::string out;
   for (const DeviceInfo &d : devices) {

@@ -36,8 +36,6 @@ struct DeviceReport {
   std::vector<std::string> warnings;
 
   bool hasGpu() const { return devices.size() > 1; }
-  /// "cpu:0,gpu:0": what smelt-place-devices' `devices` option takes.
-  std::string deviceList() const;
   /// The listing `smelt devices` prints.
   std::string str() const;
 };

@@ -1,4 +1,5 @@
 # lit configuration for Smelt's .mlir tests: smelt-opt, smelt and FileCheck on the PATH.
+import ctypes
 import os
 import lit.formats
 
@@ -15,6 +16,17 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "i
 # Tests of files only the CUDA back end writes (CUDA source, PTX in dumps) need it built.
 if config.smelt_cuda_codegen:
     config.available_features.add("cuda-codegen")
+# A CUDA driver that finds a GPU (the GPU machine): tests whose output differs with one use
+# `%if gpu %{ ... %}`.
+def has_gpu():
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return driver.cuInit(0) == 0 and driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+if has_gpu():
+    config.available_features.add("gpu")
 # Data-parallel tests start two ranks on this machine with mpirun (OpenMPI): as root in a
 # container too, and more ranks than cores on a small CI machine.
 if config.smelt_mpiexec:

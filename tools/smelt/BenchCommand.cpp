@@ -45,11 +45,6 @@ static cl::opt<bool> json("json", cl::desc("Print the results as JSON"),
 
 namespace {
 
-int fail(const std::string &message) {
-  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
-  return 1;
-}
-
 /// Values in +-[0.5, 1.5) (integers 1..3, booleans true): never zero, so no step runs on a
 /// shortcut (a zero divisor, a multiply the hardware skips) that real data would not take.
 rt::HostTensor randomInput(const rt::TensorType &type, std::mt19937_64 &rng) {

@@ -4,10 +4,15 @@
 
 #include "llvm/Support/CommandLine.h"
 
+#include <string>
+
 namespace smelt::tools {
 
 /// Every option of the driver is in this category; LLVM's own global options are hidden.
 llvm::cl::OptionCategory &smeltCategory();
+
+/// Prints "smelt: error: <message>" and returns the exit status 1.
+int fail(const std::string &message);
 
 extern llvm::cl::SubCommand runSubcommand;
 int runCommand();

@@ -35,11 +35,6 @@ static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to compile (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(compileSubcommand), cl::cat(smeltCategory()));
 
-static int fail(const std::string &message) {
-  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
-  return 1;
-}
-
 int compileCommand() {
   codegen::CompileOptions options;
   // The target decides placement, not this machine: a CUDA artifact puts ops on gpu:0 (and

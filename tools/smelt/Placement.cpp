@@ -1,6 +1,8 @@
 // Device options shared by the run and train subcommands (Placement.h).
 #include "tools/smelt/Placement.h"
 
+#include "tools/smelt/Commands.h"
+
 #include "runtime/DeviceMemory.h"
 #include "runtime/Devices.h"
 
@@ -24,6 +26,14 @@ const rt::DeviceReport &machine() {
   return report;
 }
 
+/// "cpu:0,gpu:0,gpu:1": what smelt-place-devices' `devices` option takes.
+std::string deviceList(const std::vector<rt::LogicalDevice> &devices) {
+  std::string list;
+  for (const rt::LogicalDevice &device : devices)
+    list += (list.empty() ? "" : ",") + device.info.name;
+  return list;
+}
+
 } // namespace
 
 PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement) {
@@ -38,7 +48,7 @@ PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement) 
                           ") but this smelt was built without the CUDA back end or the GPU "
                           "executor";
   else
-    options.devices = devices.deviceList();
+    options.devices = deviceList(rt::logicalDevices(devices.devices));
   options.logDevicePlacement = logDevicePlacement;
   options.strictPlacement = strictPlacement;
   return options;
@@ -58,14 +68,47 @@ void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions
 #endif
 }
 
-std::string applyMemoryFlags(const std::string &memory, const std::string &limit,
-                             const std::string &logicalGpus) {
-  rt::Expected<rt::MemoryConfig> config = rt::parseMemoryFlags(memory, limit, logicalGpus);
+MemoryFlags::MemoryFlags(llvm::cl::SubCommand &command)
+    : policy("memory",
+             llvm::cl::desc("How devices take memory: 'grow' (default: as buffers need it) or "
+                            "'preallocate[=FRACTION]' (FRACTION of each device, default 0.9, at "
+                            "first use)"),
+             llvm::cl::value_desc("grow|preallocate[=f]"), llvm::cl::sub(command),
+             llvm::cl::cat(smeltCategory())),
+      limit("memory-limit",
+            llvm::cl::desc("The most memory a device may hold: SIZE for every device, or "
+                           "DEVICE=SIZE,... (e.g. 2GiB, or cpu:0=1GiB,gpu:0=8GiB); running out "
+                           "fails with the buffer named"),
+            llvm::cl::value_desc("size|device=size,..."), llvm::cl::sub(command),
+            llvm::cl::cat(smeltCategory())),
+      logicalGpus("logical-gpus",
+                  llvm::cl::desc("Split gpu:0 into logical GPUs with these memory limits (e.g. "
+                                 "4GiB,4GiB); other GPUs follow them in numbering"),
+                  llvm::cl::value_desc("size,size,..."), llvm::cl::sub(command),
+                  llvm::cl::cat(smeltCategory())) {}
+
+std::string MemoryFlags::apply() const {
+  rt::Expected<rt::MemoryConfig> config = rt::parseMemoryFlags(policy, limit, logicalGpus);
   if (!config)
     return config.message();
   rt::Status configured = rt::configureMemory(*config);
   return configured.ok() ? "" : configured.message();
 }
+
+DeviceFlags::DeviceFlags(llvm::cl::SubCommand &command)
+    : logDevicePlacement("log-device-placement",
+                         llvm::cl::desc("Print the device of every op as it is placed"),
+                         llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
+      strictPlacement("strict-placement",
+                      llvm::cl::desc("Fail when an op cannot run on the device it asks for, "
+                                     "instead of using cpu:0"),
+                      llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
+      allowTf32("allow-tf32",
+                llvm::cl::desc("Let f32 matmuls and convolutions on a GPU use TF32 tensor cores "
+                               "(10-bit mantissa; TensorFlow's "
+                               "enable_tensor_float_32_execution). Off: full f32"),
+                llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
+      memory(command) {}
 
 void printMemoryReport(llvm::raw_ostream &os) {
   std::istringstream lines(rt::memoryReport());

@@ -1,8 +1,6 @@
 // The device choices `smelt run` and `smelt train` share: which devices exist (from device
-// discovery), strict placement, TensorFlow's log_device_placement, and the memory policies
-// (--memory, --memory-limit, --logical-gpus). Each command declares the flags itself (a
-// cl::opt must be in the file of its cl::SubCommand: static initialization order across files
-// is unspecified).
+// discovery), strict placement, TensorFlow's log_device_placement, the memory policies
+// (--memory, --memory-limit, --logical-gpus) and TF32 for f32 GPU matmuls (--allow-tf32).
 #pragma once
 
 #include "codegen/Compile.h"
@@ -16,9 +14,11 @@
 
 namespace smelt::tools {
 
-/// The pipeline's device choices for this machine and the command line: the GPUs discovery
-/// finds when this smelt has the CUDA back end and the GPU executor, else cpu:0 alone with the
-/// reason (no driver, no GPU, built without CUDA) for the placement summary.
+/// The pipeline's device choices for this machine and the command line: the logical GPUs
+/// (--logical-gpus; one per physical GPU without it) of the GPUs discovery finds when this
+/// smelt has the CUDA back end and the GPU executor, else cpu:0 alone with the reason (no
+/// driver, no GPU, built without CUDA) for the placement summary. Call it after
+/// MemoryFlags::apply, which sets how GPUs are split.
 PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement);
 
 /// When `pipeline` may place ops on a GPU: the compile also renders its fusions as CUDA for
@@ -27,27 +27,27 @@ PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement);
 void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions &compile,
                         rt::ExecutorOptions &executor);
 
-/// Help texts of the two flags, one wording for both commands.
-inline constexpr const char *kLogDevicePlacementHelp =
-    "Print the device of every op as it is placed";
-inline constexpr const char *kStrictPlacementHelp =
-    "Fail when an op cannot run on the device it asks for, instead of using cpu:0";
+/// The memory flags (runtime/DeviceMemory.h) of `smelt run`, `smelt train` and `smelt devices`.
+/// Each command makes one in its own file: a cl::opt must be constructed after its
+/// cl::SubCommand, and static initialization order across files is unspecified.
+struct MemoryFlags {
+  explicit MemoryFlags(llvm::cl::SubCommand &command);
+  llvm::cl::opt<std::string> policy, limit, logicalGpus;
 
-/// Parses the memory flags and sets the process's policies (runtime/DeviceMemory.h); the
-/// error quotes the flag.
-std::string applyMemoryFlags(const std::string &memory, const std::string &limit,
-                             const std::string &logicalGpus);
+  bool given() const { return !policy.empty() || !limit.empty() || !logicalGpus.empty(); }
+  /// Parses the flags and sets the process's policies; the error quotes the flag. Before
+  /// placementOptions, which numbers the logical GPUs the flags make.
+  std::string apply() const;
+};
+
+/// The device flags `smelt run` and `smelt train` share, made as MemoryFlags are.
+struct DeviceFlags {
+  explicit DeviceFlags(llvm::cl::SubCommand &command);
+  llvm::cl::opt<bool> logDevicePlacement, strictPlacement, allowTf32;
+  MemoryFlags memory;
+};
+
 /// "memory: cpu:0 (grow): peak 3.1 MiB, ..." for every device that allocated.
 void printMemoryReport(llvm::raw_ostream &os);
-
-inline constexpr const char *kMemoryHelp =
-    "How devices take memory: 'grow' (default: as buffers need it) or 'preallocate[=FRACTION]' "
-    "(FRACTION of each device, default 0.9, at first use)";
-inline constexpr const char *kMemoryLimitHelp =
-    "The most memory a device may hold: SIZE for every device, or DEVICE=SIZE,... "
-    "(e.g. 2GiB, or cpu:0=1GiB,gpu:0=8GiB); running out fails with the buffer named";
-inline constexpr const char *kLogicalGpusHelp =
-    "Split gpu:0 into logical GPUs with these memory limits (e.g. 4GiB,4GiB); other GPUs "
-    "follow them in numbering";
 
 } // namespace smelt::tools

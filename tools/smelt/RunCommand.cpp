@@ -27,21 +27,9 @@ namespace cl = llvm::cl;
 
 namespace smelt::tools {
 
-cl::SubCommand runSubcommand("run", "Compile a function of a .mlir module and run it on the CPU");
-static cl::opt<bool> logDevicePlacement("log-device-placement",
-                                        cl::desc(kLogDevicePlacementHelp), cl::sub(runSubcommand),
-                                        cl::cat(smeltCategory()));
-static cl::opt<bool> strictPlacement("strict-placement", cl::desc(kStrictPlacementHelp),
-                                     cl::sub(runSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> memoryPolicy("memory", cl::desc(kMemoryHelp),
-                                         cl::value_desc("grow|preallocate[=f]"),
-                                         cl::sub(runSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> memoryLimit("memory-limit", cl::desc(kMemoryLimitHelp),
-                                        cl::value_desc("size|device=size,..."),
-                                        cl::sub(runSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> logicalGpus("logical-gpus", cl::desc(kLogicalGpusHelp),
-                                        cl::value_desc("size,size,..."), cl::sub(runSubcommand),
-                                        cl::cat(smeltCategory()));
+cl::SubCommand runSubcommand("run", "Compile a function of a .mlir module, or load a .smelt "
+                                    "artifact, and run it");
+static DeviceFlags deviceFlags(runSubcommand);
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
                                       cl::Required, cl::sub(runSubcommand),
@@ -61,11 +49,6 @@ static cl::opt<std::string> dumpDir("dump-dir", cl::desc(kDumpDirHelp), cl::valu
 static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
                                         cl::value_desc("trace.json"), cl::sub(runSubcommand),
                                         cl::cat(smeltCategory()));
-
-static int fail(const std::string &message) {
-  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
-  return 1;
-}
 
 /// Maps each `--input` to the argument it names; every argument needs exactly one.
 static rt::Expected<std::vector<std::string>> inputFiles(const std::string &function,
@@ -132,7 +115,7 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
     return fail(files.message()), std::nullopt;
 
   codegen::CompileOptions options = compileOptions(dumpDir, profile);
-  options.pipeline = placementOptions(logDevicePlacement, strictPlacement);
+  options.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
   enableGpuExecution(options.pipeline, options, program.executor);
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, function.getSymName(), options);
   if (failed(exe))
@@ -189,7 +172,7 @@ static std::optional<Program> loadArtifact() {
 }
 
 int runCommand() {
-  if (std::string error = applyMemoryFlags(memoryPolicy, memoryLimit, logicalGpus);
+  if (std::string error = deviceFlags.memory.apply();
       !error.empty())
     return fail(error);
   rt::Trace trace;
@@ -213,6 +196,7 @@ int runCommand() {
     inputs.push_back(std::move(*tensor));
   }
   program->executor.trace = profile;
+  program->executor.allowTf32 = deviceFlags.allowTf32;
   rt::Expected<std::unique_ptr<rt::Executor>> executor =
       rt::Executor::create(*exe, program->executor);
   if (!executor)

@@ -27,21 +27,8 @@ namespace cl = llvm::cl;
 
 namespace smelt::tools {
 
-cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST (CPU)");
-static cl::opt<bool> logDevicePlacement("log-device-placement",
-                                        cl::desc(kLogDevicePlacementHelp), cl::sub(trainSubcommand),
-                                        cl::cat(smeltCategory()));
-static cl::opt<bool> strictPlacement("strict-placement", cl::desc(kStrictPlacementHelp),
-                                     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> memoryPolicy("memory", cl::desc(kMemoryHelp),
-                                         cl::value_desc("grow|preallocate[=f]"),
-                                         cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> memoryLimit("memory-limit", cl::desc(kMemoryLimitHelp),
-                                        cl::value_desc("size|device=size,..."),
-                                        cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> logicalGpus("logical-gpus", cl::desc(kLogicalGpusHelp),
-                                        cl::value_desc("size,size,..."), cl::sub(trainSubcommand),
-                                        cl::cat(smeltCategory()));
+cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST");
+static DeviceFlags deviceFlags(trainSubcommand);
 
 static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout) or cnn "
                                                     "(conv-pool-conv-pool-dense)"),
@@ -117,9 +104,9 @@ static cl::opt<double> bucketMegabytes(
 /// Where the other replicas are: nowhere (one process) or the MPI job's other ranks.
 static rt::Communicator *mpiCommunicator = nullptr;
 
-static int fail(const std::string &message) {
-  llvm::WithColor::error(llvm::errs(), "smelt")
-      << rt::namingReplica(mpiCommunicator, message) << "\n";
+/// fail(), and under MPI the rank in the message and the end of the job.
+static int failJob(const std::string &message) {
+  fail(rt::namingReplica(mpiCommunicator, message));
   // The other ranks would wait for this one until their timeout: end the job now.
   if (mpiCommunicator)
     mpiCommunicator->abort("ending the MPI job after the error above");
@@ -139,33 +126,34 @@ int trainCommand() {
   using Clock = std::chrono::steady_clock;
   std::optional<OptimizerKind> kind = parseOptimizer(optimizer);
   if (!kind)
-    return fail("--optimizer=" + optimizer + " is not one of sgd, momentum, adam, adamw");
+    return failJob("--optimizer=" + optimizer + " is not one of sgd, momentum, adam, adamw");
   if (epochs < 0 || batch < 1 || limit < 0 || validationSplit < 0 || validationSplit >= 1)
-    return fail("--epochs, --batch, --limit and --validation-split need sensible values");
+    return failJob("--epochs, --batch, --limit and --validation-split need sensible values");
   std::optional<PrecisionPolicy> policy = parsePrecisionPolicy(precision);
   if (!policy)
-    return fail("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
+    return failJob("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
   if (!(initialLossScale > 0))
-    return fail("--initial-loss-scale must be positive");
+    return failJob("--initial-loss-scale must be positive");
   if (resume && checkpointPath.empty())
-    return fail("--resume needs --checkpoint=FILE");
+    return failJob("--resume needs --checkpoint=FILE");
   if (replicas < 0 || !(collectiveTimeout >= 0) || !(bucketMegabytes >= 0))
-    return fail("--replicas, --collective-timeout and --all-reduce-bucket-mb cannot be negative");
+    return failJob(
+        "--replicas, --collective-timeout and --all-reduce-bucket-mb cannot be negative");
 
-  if (std::string error = applyMemoryFlags(memoryPolicy, memoryLimit, logicalGpus);
+  if (std::string error = deviceFlags.memory.apply();
       !error.empty())
-    return fail(error);
+    return failJob(error);
 
   rt::CollectiveOptions collectives;
   collectives.deterministic = deterministic;
   collectives.timeoutSeconds = collectiveTimeout;
   rt::Expected<std::unique_ptr<rt::Communicator>> mpi = joinMpiJob(collectives);
   if (!mpi)
-    return fail(mpi.message());
+    return failJob(mpi.message());
   mpiCommunicator = mpi->get();
   int64_t replicaCount = replicas ? replicas : mpiCommunicator ? mpiCommunicator->size() : 1;
   if (mpiCommunicator && replicaCount != mpiCommunicator->size())
-    return fail(fmt::format("--replicas={} under mpirun with {} ranks: each rank runs one "
+    return failJob(fmt::format("--replicas={} under mpirun with {} ranks: each rank runs one "
                             "replica, so they must be equal",
                             replicaCount, mpiCommunicator->size()));
   // Rank 0 speaks for the job; the others print only errors.
@@ -174,10 +162,10 @@ int trainCommand() {
 
   rt::Expected<rt::MnistSplit> trainSplit = rt::loadMnist(dataDir, "train");
   if (!trainSplit)
-    return fail(trainSplit.message());
+    return failJob(trainSplit.message());
   rt::Expected<rt::MnistSplit> testSplit = rt::loadMnist(dataDir, "t10k");
   if (!testSplit)
-    return fail(testSplit.message());
+    return failJob(testSplit.message());
   rt::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
   int64_t count = limit ? std::min<int64_t>(limit, all.size()) : all.size();
   int64_t validationCount = int64_t(double(count) * validationSplit);
@@ -196,7 +184,7 @@ int trainCommand() {
   config.optimizer.learningRate = learningRate;
   config.precision = *policy;
   config.lossScale.initialScale = initialLossScale;
-  config.pipeline = placementOptions(logDevicePlacement, strictPlacement);
+  config.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
   config.pipeline.allReduceBucketBytes = int64_t(bucketMegabytes * (1 << 20));
   config.replicas = replicaCount;
   config.communicator = mpiCommunicator;
@@ -204,10 +192,11 @@ int trainCommand() {
   rt::Trace trace;
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   enableGpuExecution(config.pipeline, config.compile, config.executor);
+  config.executor.allowTf32 = deviceFlags.allowTf32;
   auto start = Clock::now();
   rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
   if (!trainer)
-    return fail(trainer.message());
+    return failJob(trainer.message());
   out << llvm::format("%s (%s) on cpu:0: %lld training, %lld validation, %lld test "
                       "examples; compiled in %.2f s\n",
                       model.c_str(), precision.c_str(), (long long)train.size(),
@@ -228,7 +217,7 @@ int trainCommand() {
   if (resume && std::filesystem::exists(std::string(checkpointPath))) {
     rt::Expected<int64_t> done = (*trainer)->load(checkpointPath);
     if (!done)
-      return fail(done.message());
+      return failJob(done.message());
     firstEpoch = *done;
     out << "resumed from " << checkpointPath << " after epoch " << firstEpoch << "\n";
   }
@@ -246,7 +235,7 @@ int trainCommand() {
                 llvm::outs().flush();
         });
     if (!metrics)
-      return fail(metrics.message());
+      return failJob(metrics.message());
     double seconds = std::chrono::duration<double>(Clock::now() - epochStart).count();
     int64_t steps = train.batchCount(batch, true);
     out << llvm::format("%lld/%lld - %.1fs - loss: %.4f - accuracy: %.4f",
@@ -255,7 +244,7 @@ int trainCommand() {
     if (validation) {
       rt::Expected<train::Metrics> val = (*trainer)->evaluate(*validation);
       if (!val)
-        return fail(val.message());
+        return failJob(val.message());
       out << llvm::format(" - val_loss: %.4f - val_accuracy: %.4f", val->loss, val->accuracy);
     }
     // Skipped steps are shown, never silent: users of other frameworks miss them.
@@ -266,11 +255,11 @@ int trainCommand() {
     // Every replica holds the same parameters: rank 0 writes them.
     if (!checkpointPath.empty() && speaks)
       if (rt::Status s = (*trainer)->save(checkpointPath, epoch + 1); !s.ok())
-        return fail(s.message());
+        return failJob(s.message());
   }
   rt::Expected<train::Metrics> result = (*trainer)->evaluate(test);
   if (!result)
-    return fail(result.message());
+    return failJob(result.message());
   out << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
                       result->accuracy);
   printMemoryReport(out);

@@ -1,5 +1,5 @@
 // smelt: the driver. Subcommands share one parser (LLVM's cl, as MLIR tools do); each has
-// --help. `smelt run` compiles a .mlir function and runs it on the CPU with .npy inputs.
+// --help. `smelt run` compiles a .mlir function and runs it with .npy inputs.
 #include "tools/smelt/Commands.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -10,6 +10,11 @@ namespace smelt::tools {
 llvm::cl::OptionCategory &smeltCategory() {
   static llvm::cl::OptionCategory category("smelt options");
   return category;
+}
+
+int fail(const std::string &message) {
+  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
+  return 1;
 }
 } // namespace smelt::tools
 

@@ -78,11 +78,13 @@ TEST(Allocator, RandomWorkloadKeepsBlocksApartAndCoalesces) {
       ASSERT_EQ(reinterpret_cast<uintptr_t>(at) % Allocator::kAlignment, 0u);
       // No overlap with the neighbours by address.
       auto next = live.lower_bound(at);
-      if (next != live.end())
+      if (next != live.end()) {
         ASSERT_LE(at + bytes, next->first) << "overlaps the next block";
-      if (next != live.begin())
+      }
+      if (next != live.begin()) {
         ASSERT_LE(std::prev(next)->first + std::prev(next)->second.bytes, at)
             << "overlaps the previous block";
+      }
       uint8_t pattern = uint8_t(op * 37 + 11);
       std::memset(at, pattern, bytes);
       live[at] = {bytes, pattern};
@@ -265,7 +267,30 @@ TEST(MemoryConfig, LogicalGpusNumberedAcrossPhysicalOnesAndPoliciesFixedAtFirstU
   EXPECT_EQ(missing.message(),
             "gpu:3 does not exist: there are 3 GPUs (2 logical on physical GPU 0)");
   EXPECT_FALSE(deviceAllocator("npu:0").ok());
+
+  // What placement sees: the split GPU's two logical GPUs, each limited, then physical gpu:1
+  // under the configured limit of the name it now has (gpu:2).
+  MemoryConfig named = split;
+  named.devices["gpu:2"].limitBytes = 5 * kMiB;
+  named.devices["gpu:0"].limitBytes = 2 * (kMiB << 10); // above its logical limit: not used
+  ASSERT_OK(configureMemory(named));
+  std::vector<DeviceInfo> physical = {{"cpu:0", "host", 0, 0, 8, 16 * (kMiB << 10)},
+                                      {"gpu:0", "GPU A", 9, 0, 132, 80 * (kMiB << 10)},
+                                      {"gpu:1", "GPU B", 8, 0, 108, 40 * (kMiB << 10)}};
+  std::vector<LogicalDevice> logical = logicalDevices(physical);
+  ASSERT_EQ(logical.size(), 4u);
+  EXPECT_EQ(logicalDeviceTable(logical),
+            "cpu:0  host, memory: grow\n"
+            "gpu:0  on gpu:0 (GPU A), memory: grow, limit 1.00 GiB\n"
+            "gpu:1  on gpu:0 (GPU A), memory: grow, limit 2.00 GiB\n"
+            "gpu:2  on gpu:1 (GPU B), memory: grow, limit 5.0 MiB\n");
+  EXPECT_EQ(logical[3].info.computeMajor, 8);
   ASSERT_OK(configureMemory(original));
+  // Without a split, each GPU is itself.
+  logical = logicalDevices(physical);
+  ASSERT_EQ(logical.size(), 3u);
+  EXPECT_EQ(logical[2].info.name, "gpu:1");
+  EXPECT_EQ(logical[2].physical, "gpu:1");
 }
 
 /// A chain of `length` elementwise steps over f32[rows, 256] (1 KiB per row): x -> x+x -> ...
