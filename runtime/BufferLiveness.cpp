@@ -101,6 +101,26 @@ Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor 
   return Status();
 }
 
+std::vector<HostTensor *> reusableOutputs(const Executable &exe,
+                                          const std::vector<const HostTensor *> &inputs,
+                                          std::vector<HostTensor> &outputs) {
+  std::vector<HostTensor *> reusable(exe.outputs.size(), nullptr);
+  auto overlaps = [](const HostTensor &a, const HostTensor &b) {
+    auto *aStart = static_cast<const char *>(a.raw()), *bStart = static_cast<const char *>(b.raw());
+    return aStart < bStart + b.byteSize() && bStart < aStart + a.byteSize();
+  };
+  for (size_t i = 0; i < exe.outputs.size() && i < outputs.size(); ++i) {
+    HostTensor &out = outputs[i];
+    // A moved-from or default tensor has no storage, whatever its type says.
+    if (!out.raw() || out.type() != exe.buffers[exe.outputs[i]].type || out.byteSize() == 0)
+      continue;
+    if (std::none_of(inputs.begin(), inputs.end(),
+                     [&](const HostTensor *in) { return in->byteSize() && overlaps(out, *in); }))
+      reusable[i] = &out;
+  }
+  return reusable;
+}
+
 std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
                                                   const std::vector<char> &perRun) {
   size_t count = exe.buffers.size(), steps = exe.steps.size();

@@ -1,6 +1,7 @@
 // What every executor works out once from an Executable's dataflow, whatever device runs it:
 // that the dataflow is well formed, that each buffer's size is sane and fits the device, that
-// the run's inputs match, and when each buffer can go back to the allocator (its last reader).
+// the run's inputs match, which of the caller's tensors outputs may go into, and when each
+// buffer can go back to the allocator (its last reader).
 #pragma once
 
 #include "runtime/Allocator.h"
@@ -27,6 +28,15 @@ Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool 
 
 /// Checks a run's inputs against the Executable's: count and each one's type.
 Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor *> &inputs);
+
+/// Per output of a run: the caller's tensor `outputs[i]` when the result may go into it instead
+/// of a fresh tensor (it has the output's type, holds bytes, and shares no memory with an
+/// input), else null. A training loop that swaps its state with the outputs, rather than
+/// moving them in, then runs without allocating them: its old state is the next run's output
+/// memory, as XLA's donated buffers are.
+std::vector<HostTensor *> reusableOutputs(const Executable &exe,
+                                          const std::vector<const HostTensor *> &inputs,
+                                          std::vector<HostTensor> &outputs);
 
 /// Per step, the buffers no later step reads, to free once it ran; only buffers with
 /// `perRun[id]` set (the ones a run allocates) are listed. Outputs live to the end of the run,

@@ -44,6 +44,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
   size_t count = exe.buffers.size();
   exec.address_.assign(count, nullptr);
   exec.perRun_.assign(count, 1);
+  exec.intoCaller_.assign(count, nullptr);
   for (BufferId id : exe.inputs)
     exec.perRun_[id] = 0;
   {
@@ -123,11 +124,14 @@ Status CpuExecutor::allocateResults(const Step &step) {
   const Executable &exe = *executable_;
   for (BufferId id : step.results) {
     uint64_t bytes = exe.buffers[id].type.byteSize();
-    Expected<void *> block = allocator_->allocate(
-        bytes, "buffer " + bufferLabel(exe, id));
-    if (!block)
-      return block.status();
-    address_[id] = *block;
+    if (intoCaller_[id]) {
+      address_[id] = intoCaller_[id]->raw();
+    } else {
+      Expected<void *> block = allocator_->allocate(bytes, "buffer " + bufferLabel(exe, id));
+      if (!block)
+        return block.status();
+      address_[id] = *block;
+    }
     runBytes_ += bytes;
   }
   runPeakBytes_ = std::max(runPeakBytes_, runBytes_);
@@ -135,15 +139,20 @@ Status CpuExecutor::allocateResults(const Step &step) {
 }
 
 void CpuExecutor::release(BufferId id) {
-  allocator_->free(address_[id]);
+  if (intoCaller_[id])
+    intoCaller_[id] = nullptr;
+  else
+    allocator_->free(address_[id]);
   address_[id] = nullptr;
   runBytes_ -= executable_->buffers[id].type.byteSize();
 }
 
 void CpuExecutor::releaseAll() {
-  for (size_t id = 0; id < address_.size(); ++id)
+  for (size_t id = 0; id < address_.size(); ++id) {
     if (perRun_[id] && address_[id])
       release(BufferId(id));
+    intoCaller_[id] = nullptr; // the output's step never came
+  }
 }
 
 Status CpuExecutor::waitForCollectives(size_t step) {
@@ -171,6 +180,12 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   } endOfRun{*this};
   for (size_t i = 0; i < inputs.size(); ++i)
     address_[exe.inputs[i]] = const_cast<void *>(inputs[i]->raw());
+  // An output a step computes goes straight into the caller's tensor where there is one (the
+  // first time it is returned; a buffer returned twice is copied the second time).
+  std::vector<HostTensor *> reusable = reusableOutputs(exe, inputs, outputs);
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (BufferId id = exe.outputs[i]; reusable[i] && perRun_[id] && !intoCaller_[id])
+      intoCaller_[id] = reusable[i];
   runBytes_ = runPeakBytes_ = constantBytes_;
   stepMicros_.assign(exe.steps.size(), 0.0);
   std::vector<void *> buffers;
@@ -223,31 +238,45 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   if (collectives_.mustWaitBefore(exe.steps.size()))
     if (Status st = waitForCollectives(exe.steps.size()); !st.ok())
       return st;
+  return collectOutputs(reusable, outputs);
+}
+
+Status CpuExecutor::collectOutputs(const std::vector<HostTensor *> &reusable,
+                                   std::vector<HostTensor> &outputs) {
+  const Executable &exe = *executable_;
+  double copiedBytes = 0;
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (!reusable[i] || intoCaller_[exe.outputs[i]] != reusable[i])
+      copiedBytes += double(exe.buffers[exe.outputs[i]].type.byteSize());
+  Trace::Scope span(trace_, {kDevice, kStream}, "copy outputs", "copy",
+                    trace_ ? std::map<std::string, std::string>{{"bytes", fmt::format(
+                                                                      "{:.0f}", copiedBytes)}}
+                           : std::map<std::string, std::string>{});
   // Results go to a fresh vector, assigned last: `outputs` may hold the very tensors `inputs`
   // points at (a training loop feeding its state back in), which must stay alive until here.
   std::vector<HostTensor> results;
-  double outputBytes = 0;
-  for (BufferId id : exe.outputs)
-    outputBytes += double(exe.buffers[id].type.byteSize());
-  {
-    Trace::Scope span(trace_, {kDevice, kStream}, "copy outputs", "copy",
-                      trace_ ? std::map<std::string, std::string>{{"bytes", fmt::format(
-                                                                        "{:.0f}", outputBytes)}}
-                             : std::map<std::string, std::string>{});
-    for (size_t i = 0; i < exe.outputs.size(); ++i) {
-      BufferId id = exe.outputs[i];
-      Expected<HostTensor> out =
-          HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
-      if (!out)
-        return out.status();
-      std::memcpy(out->raw(), address_[id], out->byteSize());
-      results.push_back(std::move(*out));
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    BufferId id = exe.outputs[i];
+    if (reusable[i] && intoCaller_[id] == reusable[i]) {
+      results.push_back(std::move(*reusable[i]));
+      continue;
     }
+    if (reusable[i]) {
+      std::memcpy(reusable[i]->raw(), address_[id], reusable[i]->byteSize());
+      results.push_back(std::move(*reusable[i]));
+      continue;
+    }
+    Expected<HostTensor> out =
+        HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
+    if (!out)
+      return out.status();
+    std::memcpy(out->raw(), address_[id], out->byteSize());
+    results.push_back(std::move(*out));
   }
   outputs = std::move(results);
-  // The copies are the caller's from here: the counter shows them as a spike per run.
+  // Copies are the caller's from here: the counter shows them as a spike per run.
   if (trace_) {
-    recordMemory(double(runBytes_) + outputBytes);
+    recordMemory(double(runBytes_) + copiedBytes);
     recordMemory(double(constantBytes_));
   }
   return Status();

@@ -44,7 +44,11 @@ public:
   void setCommunicator(Communicator *communicator) { communicator_ = communicator; }
 
   /// Runs with `inputs` in argument order (each checked against the expected type) and
-  /// replaces `outputs` with the results.
+  /// replaces `outputs` with the results. A tensor already in `outputs[i]` with that output's
+  /// type and no memory shared with an input is reused: the step that computes the output
+  /// writes straight into it (reusableOutputs), so a loop that swaps its state with the
+  /// outputs neither allocates nor copies them. After a failed run such tensors hold
+  /// unspecified values.
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
 
@@ -73,6 +77,8 @@ private:
   std::vector<std::vector<BufferId>> freeAfter_;
   /// Per buffer: whether a run allocates it (not an input or constant).
   std::vector<char> perRun_;
+  /// During a run: per buffer, the caller's output tensor its step writes into (else null).
+  std::vector<HostTensor *> intoCaller_;
   std::vector<double> stepMicros_;
   Trace *trace_ = nullptr;
   /// Each step's name, kind and args, computed once when a trace is set.
@@ -82,6 +88,10 @@ private:
   double tracePeak_ = 0;
   void recordMemory(double inUse);
   Status allocateResults(const Step &step);
+  /// Moves the results into `outputs`: the caller's tensors written in place, the others
+  /// copied into reused tensors or fresh ones.
+  Status collectOutputs(const std::vector<HostTensor *> &reusable,
+                        std::vector<HostTensor> &outputs);
   void release(BufferId id);
   void releaseAll();
   /// Waits for the all_reduces step `step` reads (steps.size(): all still running), as a

@@ -63,7 +63,8 @@ public:
 
   /// Runs with `inputs` in argument order (each checked against the expected type) and
   /// replaces `outputs` with the results. A failing segment fails the run with its message;
-  /// the executor stays usable.
+  /// the executor stays usable. On one segment, tensors already in `outputs` are reused as
+  /// CpuExecutor::run and GpuExecutor::run reuse them.
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
 

@@ -240,11 +240,13 @@ Trainer::trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int
       args.push_back(&s);
     if (rt::Status s = r.trainStep->run(args, outputs); !s.ok())
       return rt::Status::error(rt::namingReplica(r.communicator, s.message()));
-    // The step's outputs replace the parameters and state; the old buffers are freed here.
+    // The step's outputs replace the parameters and state. Swapped, not moved: the old
+    // tensors become the next step's output memory, so steady-state steps allocate and copy
+    // none of them (the executor writes the new values straight in).
     for (size_t k = 0; k < paramCount; ++k)
-      r.params[k] = std::move(outputs[k]);
+      std::swap(r.params[k], outputs[k]);
     for (size_t k = 0; k < stateCount; ++k)
-      r.state[k] = std::move(outputs[paramCount + k]);
+      std::swap(r.state[k], outputs[paramCount + k]);
     // Every replica computes the same metrics (averaged in the step); the first reports.
     if (&r != &replicas_[0])
       continue;

@@ -542,7 +542,8 @@ Status GpuExecutor::upload(const std::vector<const HostTensor *> &inputs) {
   return Status();
 }
 
-Status GpuExecutor::download(std::vector<HostTensor> &outputs) {
+Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
+                             std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;
   uint64_t total = 0;
   for (BufferId id : exe.outputs)
@@ -564,19 +565,24 @@ Status GpuExecutor::download(std::vector<HostTensor> &outputs) {
   }
   if (Status s = device_->synchronize("the run of @" + exe.name); !s.ok())
     return s;
-  // A fresh vector, assigned last: `outputs` may hold the tensors the inputs point at.
+  // A fresh vector, assigned last: `outputs` may hold the tensors the inputs point at. The
+  // caller's tensors that no input shares are filled in place of fresh ones.
   std::vector<HostTensor> results;
   staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < exe.outputs.size(); ++i) {
     BufferId id = exe.outputs[i];
-    Expected<HostTensor> out =
-        HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
-    if (!out)
-      return out.status();
-    if (out->byteSize())
-      std::memcpy(out->raw(), staging, out->byteSize());
-    staging += roundUp(out->byteSize());
-    results.push_back(std::move(*out));
+    if (reusable[i]) {
+      results.push_back(std::move(*reusable[i]));
+    } else {
+      Expected<HostTensor> out =
+          HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
+      if (!out)
+        return out.status();
+      results.push_back(std::move(*out));
+    }
+    if (results.back().byteSize())
+      std::memcpy(results.back().raw(), staging, results.back().byteSize());
+    staging += roundUp(results.back().byteSize());
   }
   outputs = std::move(results);
   return Status();
@@ -616,7 +622,7 @@ Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       runBytes_ -= exe.buffers[id].type.byteSize();
     }
   }
-  return download(outputs);
+  return download(reusableOutputs(exe, inputs, outputs), outputs);
 }
 
 } // namespace smelt::rt::cuda

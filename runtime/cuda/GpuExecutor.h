@@ -43,7 +43,8 @@ public:
                                       Allocator *allocator = nullptr, bool allowTf32 = false);
 
   /// Runs with `inputs` in argument order (each checked against the expected type) and replaces
-  /// `outputs` with the results; returns once they are on the host. A failure (out of memory:
+  /// `outputs` with the results; returns once they are on the host. Tensors already in
+  /// `outputs` that fit are filled rather than fresh ones made, as CpuExecutor::run. A failure (out of memory:
   /// the allocator's message, naming the buffer) frees what the run took; the executor stays
   /// usable. Work is asynchronous on the GPU, so there are no per-step times (use a profiler).
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
@@ -95,7 +96,9 @@ private:
   /// Pinned staging of at least `bytes`, after what used it before has finished.
   Status reserveStaging(uint64_t bytes);
   Status upload(const std::vector<const HostTensor *> &inputs);
-  Status download(std::vector<HostTensor> &outputs);
+  /// Copies the outputs to the host: into the caller's tensors where `reusable` has them
+  /// (reusableOutputs), else into fresh ones.
+  Status download(const std::vector<HostTensor *> &reusable, std::vector<HostTensor> &outputs);
 };
 
 } // namespace smelt::rt::cuda

@@ -1,8 +1,9 @@
 // The CpuExecutor: a multi-step Executable with constants run repeatedly, outputs that alias
-// inputs, per-step timings, and each validation error naming the step, buffer and shapes.
+// inputs, outputs written into the caller's tensors, per-step timings, and each validation error naming the step, buffer and shapes.
 #include "RuntimeTestUtil.h"
 
 #include <cstring>
+#include <set>
 
 namespace smelt::rt::test {
 namespace {
@@ -58,6 +59,82 @@ TEST(Executor, OutputsMayBeTheInputsVector) {
   ASSERT_EQ(state.size(), 2u);
   EXPECT_EQ(state[0].toDoubles(), (std::vector<double>{12, 30}));
   EXPECT_EQ(state[1].toDoubles(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+}
+
+/// state' = state * x + x, returned as (state', state', sum of state' per row, x, total of
+/// state'): a state update with an output returned twice, an input returned and a scalar.
+Executable stateUpdate() {
+  Executable exe;
+  exe.name = "update";
+  TensorType matrix{DType::f32, {4, 64}};
+  exe.buffers = {{matrix, "%state"}, {matrix, "%x"},          {matrix, "mul"},
+                 {matrix, "add"},    {{DType::f32, {4}}, "sum"}, {{DType::f32, {}}, "total"}};
+  exe.inputs = {0, 1};
+  exe.steps = {
+      {"mul", {0, 1}, {2}, {}, "u.mlir:2:3"},
+      {"add", {2, 1}, {3}, {}, "u.mlir:3:3"},
+      {"reduce", {3}, {4}, {{"kind", std::string("sum")}, {"axes", Ints{1}}}, "u.mlir:4:3"},
+      {"reduce", {4}, {5}, {{"kind", std::string("sum")}, {"axes", Ints{0}}}, "u.mlir:5:3"}};
+  exe.outputs = {3, 3, 4, 1, 5};
+  return exe;
+}
+
+TEST(Executor, OutputsGoIntoTheCallersTensorsAndAStateLoopAllocatesNone) {
+  Expected<CpuExecutor> exec = CpuExecutor::create(stateUpdate());
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  HostTensor state = randomTensor(DType::f32, {4, 64});
+  std::vector<double> ref = state.toDoubles();
+  // The first run makes every output; later ones reuse what the loop swaps back.
+  std::vector<HostTensor> outputs;
+  std::set<const void *> storages;
+  for (int run = 0; run < 5; ++run) {
+    HostTensor x = randomTensor(DType::f32, {4, 64});
+    std::vector<double> xv = x.toDoubles();
+    for (size_t i = 0; i < ref.size(); ++i)
+      ref[i] = double(float(float(ref[i] * xv[i]) + float(xv[i])));
+    std::vector<const void *> before;
+    for (const HostTensor &t : outputs)
+      before.push_back(t.raw());
+    ASSERT_TRUE(exec->run(std::vector<const HostTensor *>{&state, &x}, outputs).ok());
+    ASSERT_EQ(outputs.size(), 5u);
+    expectClose(outputs[0], ref, "state after run " + std::to_string(run));
+    EXPECT_EQ(outputs[1].toDoubles(), outputs[0].toDoubles()) << "returned twice";
+    EXPECT_EQ(outputs[3].toDoubles(), xv) << "the input returned";
+    std::vector<double> rowSums(4, 0.0);
+    for (size_t i = 0; i < ref.size(); ++i)
+      rowSums[i / 64] += ref[i];
+    expectClose(outputs[2], rowSums, "row sums after run " + std::to_string(run));
+    expectClose(outputs[4], {rowSums[0] + rowSums[1] + rowSums[2] + rowSums[3]},
+                "total after run " + std::to_string(run));
+    if (run > 0)
+      for (size_t i = 0; i < 5; ++i)
+        EXPECT_EQ(outputs[i].raw(), before[i]) << "output " << i << " of run " << run
+                                               << " is a fresh tensor";
+    // The loop's state and its outputs trade places: two storages in turn, never a third.
+    std::swap(state, outputs[0]);
+    storages.insert(state.raw());
+  }
+  EXPECT_EQ(storages.size(), 2u);
+
+  // A loop that moves its state out leaves moved-from tensors behind (no storage, and the
+  // scalar's type still matches): they are not reused, and the run makes fresh ones.
+  std::vector<HostTensor> taken;
+  for (HostTensor &t : outputs)
+    taken.push_back(std::move(t));
+  ASSERT_TRUE(exec->run(std::vector<const HostTensor *>{&state, &taken[3]}, outputs).ok());
+  ASSERT_EQ(outputs.size(), 5u);
+  EXPECT_NE(outputs[4].raw(), nullptr);
+
+  // A tensor of another type, or one an input shares, is replaced by a fresh one.
+  HostTensor x = randomTensor(DType::f32, {4, 64});
+  std::vector<HostTensor> mixed;
+  mixed.push_back(HostTensor::zeros({DType::f32, {4, 63}}));
+  mixed.push_back(HostTensor::zeros({DType::f32, {4, 64}}));
+  const void *shared = mixed[1].raw();
+  ASSERT_TRUE(exec->run(std::vector<const HostTensor *>{&mixed[1], &x}, mixed).ok());
+  EXPECT_EQ(mixed[0].type(), (TensorType{DType::f32, {4, 64}}));
+  EXPECT_NE(mixed[1].raw(), shared);
+  EXPECT_EQ(mixed[1].toDoubles(), x.toDoubles()) << "0 * x + x";
 }
 
 TEST(Executor, RunRejectsWrongInputsNamingThem) {
