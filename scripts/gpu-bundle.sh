@@ -10,8 +10,9 @@
 #   - gpu-bundle/lib/ every shared library they load that is not libc/libm/libdl/libpthread/
 #     librt or CUDA's (oneDNN, fmt, libgomp, OpenCL loader, zstd, libstdc++ for oneDNN ...),
 #   - gpu-bundle/gpu-check.sh, a copy of scripts/gpu-check.sh, which finds bin/ beside itself;
-#   - what does not fit 64 MiB uncompressed (oneDNN, smelt) goes xz-compressed as NAME.xz, and
-#     gpu-check.sh unpacks it there (with xz, or Python's lzma where xz is missing).
+#   - what does not fit 64 MiB uncompressed travels compressed: the MLIR-linked binaries in one
+#     solid bin/large-binaries.tar.xz, then oneDNN and the rest as NAME.xz; gpu-check.sh
+#     unpacks them there (with tar and xz, or Python's tarfile and lzma where those are missing).
 # Then, in a session that has the GPU machine (see the top of scripts/gpu-check.sh):
 #   run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"])
 #
@@ -118,13 +119,26 @@ glibc=$(for f in "$BUNDLE"/bin/* "$BUNDLE"/lib/*; do objdump -T "$f"; done 2>/de
 echo "gpu-bundle: needs ${glibc:-GLIBC_?} or newer on the GPU machine"
 
 # The limit covers the working tree that travels with it (tracked and untracked-not-ignored
-# files). If bin/ and lib/ do not fit beside it, the largest files other than cuda-codegen-tests
-# (oneDNN, then smelt) travel xz-compressed as NAME.xz (~4-5x smaller); gpu-check.sh unpacks
-# them before running anything.
+# files). If bin/ and lib/ do not fit beside it:
+#   - the binaries that link MLIR and LLVM statically (every one over 8 MiB, ~55 MB each) go
+#     into one solid archive, bin/large-binaries.tar.xz: they are mostly the same code, and xz
+#     -9's 64 MiB dictionary reaches from one to the next, so all of them take little more
+#     than one compressed alone (4 of them: 24 MB, against 54 MB compressed one by one);
+#   - then the largest other files (oneDNN first) travel xz-compressed as NAME.xz.
+# gpu-check.sh unpacks both before running anything.
 tree=$(git ls-files -co --exclude-standard -z | du --files0-from=- -cb 2>/dev/null | tail -n1 | cut -f1)
 size=$(du -sb "$BUNDLE" | cut -f1)
+if ((size + tree >= LIMIT)); then
+  mapfile -t large < <(find "$BUNDLE/bin" -type f ! -name '*.xz' -size +8M -printf '%f\n' | sort)
+  if ((${#large[@]})); then
+    tar -C "$BUNDLE/bin" -cf - "${large[@]}" | xz -9 -T1 >"$BUNDLE/bin/large-binaries.tar.xz"
+    for name in "${large[@]}"; do rm "$BUNDLE/bin/$name"; done
+    echo "gpu-bundle: ${large[*]} travel in bin/large-binaries.tar.xz (gpu-check.sh unpacks it)"
+    size=$(du -sb "$BUNDLE" | cut -f1)
+  fi
+fi
 while ((size + tree >= LIMIT)); do
-  big=$(find "$BUNDLE/bin" "$BUNDLE/lib" -type f ! -name '*.xz' ! -name cuda-codegen-tests \
+  big=$(find "$BUNDLE/bin" "$BUNDLE/lib" -type f ! -name '*.xz' \
     -printf '%s %p\n' | sort -rn | head -n1 | cut -d' ' -f2-)
   [[ -n $big ]] || break
   xz -T"$JOBS" -6 "$big" # -> $big.xz

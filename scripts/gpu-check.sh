@@ -54,9 +54,17 @@ fi
 LOG_DIR=${OUT:-/tmp}/gpu-check
 mkdir -p "$LOG_DIR"
 
-# Files the bundle carries compressed (bin/NAME.xz, lib/NAME.xz; scripts/gpu-bundle.sh): unpack.
+# Files the bundle carries compressed (scripts/gpu-bundle.sh): unpack. The binaries that link
+# MLIR come in one solid archive (bin/large-binaries.tar.xz), the rest as bin/NAME.xz, lib/NAME.xz.
+for archive in "$BIN_DIR"/*.tar.xz; do
+  [[ -f $archive && ! -e $archive.unpacked ]] || continue
+  tar -xJf "$archive" -C "$BIN_DIR" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$archive" "$BIN_DIR"
+  touch "$archive.unpacked"
+done
 for packed in "$BIN_DIR"/*.xz "$BIN_DIR"/../lib/*.xz; do
-  [[ -f $packed && ! -s ${packed%.xz} ]] || continue
+  [[ -f $packed && $packed != *.tar.xz && ! -s ${packed%.xz} ]] || continue
   xz -dc "$packed" >"${packed%.xz}" 2>/dev/null ||
     python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
       "$packed" "${packed%.xz}"
