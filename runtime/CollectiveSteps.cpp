@@ -117,6 +117,11 @@ Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *c
   }
   if (Status s = spec.checkGroup(communicator); !s.ok())
     return s;
+  if (communicator->cudaDevice() >= 0)
+    return Status::error(fmt::format("{} runs on the CPU, but {} reduces GPU memory: place it "
+                                     "on gpu:{}, or give this replica a host communicator",
+                                     spec.what, communicator->describe(),
+                                     communicator->cudaDevice()));
   reduce.results.assign(buffers + operands, buffers + 2 * operands);
   void *data = buffers[operands];
   if (operands == 1) {

@@ -11,8 +11,10 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace smelt::rt {
 
@@ -104,5 +106,18 @@ private:
   struct State;
   std::shared_ptr<State> state_;
 };
+
+/// The communicators of replicas that run on GPUs, one per device, made by a DeviceGroupFactory
+/// (rt::cuda::ncclReplicaGroup: NCCL), and a line saying how they reduce or, when
+/// `communicators` is empty, why the replicas keep their host communicators.
+struct DeviceGroup {
+  std::vector<std::unique_ptr<Communicator>> communicators;
+  std::string summary;
+};
+/// Makes the DeviceGroup of the replicas on `devices` ("gpu:0", "gpu:1"): in one process when
+/// `bootstrap` is null, else this process's one replica of `bootstrap`'s group (which passes
+/// the group's id around). An error is a group that should work and did not.
+using DeviceGroupFactory = std::function<Expected<DeviceGroup>(
+    const std::vector<std::string> &devices, Communicator *bootstrap, CollectiveOptions options)>;
 
 } // namespace smelt::rt

@@ -92,19 +92,12 @@ Expected<std::unique_ptr<Allocator>> makeAllocator(const std::string &device,
   if (device == "cpu:0")
     return Allocator::create(device, std::make_unique<HostMemorySource>(),
                              config.policyFor(device));
-  int index = gpuIndex(device);
-  if (index < 0)
+  if (gpuIndex(device) < 0)
     return Status::error(fmt::format("'{}' is not a device: write cpu:0 or gpu:N", device));
 #if SMELT_HAVE_CUDA
-  // How many physical GPUs there are decides the logical numbering; opening gpu:0 first tells.
-  Expected<std::shared_ptr<cuda::CudaDevice>> first = cuda::CudaDevice::open(0);
-  if (!first)
-    return Status::error(fmt::format("{} has no memory: {}", device, first.message()));
-  int physicalCount = 0;
-  (*first)->driver().deviceGetCount(&physicalCount);
-  Expected<LogicalGpu> logical = logicalGpu(index, physicalCount);
+  Expected<LogicalGpu> logical = resolveGpu(device);
   if (!logical)
-    return logical.status();
+    return Status::error(fmt::format("{} has no memory: {}", device, logical.message()));
   Expected<std::shared_ptr<cuda::CudaDevice>> gpu = cuda::CudaDevice::open(logical->physical);
   if (!gpu)
     return Status::error(fmt::format("{} has no memory: {}", device, gpu.message()));
@@ -199,6 +192,26 @@ int logicalGpuCount(int physicalGpus) {
     return 0;
   return config.logicalGpuLimits.empty() ? physicalGpus
                                          : int(config.logicalGpuLimits.size()) + physicalGpus - 1;
+}
+
+Expected<LogicalGpu> resolveGpu(const std::string &device) {
+  int index = gpuIndex(device);
+  if (index < 0)
+    return Status::error(fmt::format("'{}' is not a GPU: write gpu:N", device));
+#if SMELT_HAVE_CUDA
+  // How many physical GPUs there are decides the logical numbering; opening gpu:0 first tells.
+  Expected<std::shared_ptr<cuda::CudaDevice>> first = cuda::CudaDevice::open(0);
+  if (!first)
+    return first.status();
+  int physicalCount = 0;
+  if (Status s = (*first)->check((*first)->driver().deviceGetCount(&physicalCount),
+                                 "cuDeviceGetCount");
+      !s.ok())
+    return s;
+  return logicalGpu(index, physicalCount);
+#else
+  return Status::error("Smelt was built without CUDA");
+#endif
 }
 
 Expected<LogicalGpu> logicalGpu(int index, int physicalGpus) {

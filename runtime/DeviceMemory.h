@@ -50,6 +50,9 @@ struct LogicalGpu {
 Expected<LogicalGpu> logicalGpu(int index, int physicalGpus);
 /// How many logical GPUs `physicalGpus` physical ones make under the configuration.
 int logicalGpuCount(int physicalGpus);
+/// Logical GPU `device` ("gpu:N") on this machine, whose physical GPUs the CUDA driver counts;
+/// the error says why there is none (not a GPU's name, no driver, no such logical GPU).
+Expected<LogicalGpu> resolveGpu(const std::string &device);
 
 /// A device as programs see it under the configuration: cpu:0 or a logical GPU.
 struct LogicalDevice {

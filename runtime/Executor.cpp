@@ -54,6 +54,13 @@ bool isSingleSegment(const Executable &exe) {
 
 } // namespace
 
+Executable movedToDevice(Executable executable, const std::string &from, const std::string &to) {
+  for (Step &step : executable.steps)
+    if (step.device == from)
+      step.device = to;
+  return executable;
+}
+
 std::vector<Executor::Segment> splitByDevice(const Executable &exe) {
   std::vector<Executor::Segment> segments;
   if (isSingleSegment(exe)) {

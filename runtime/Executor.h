@@ -101,6 +101,10 @@ private:
   std::vector<HostTensor> produced_;
 };
 
+/// `executable` with its steps on device `from` moved to `to`: a data-parallel replica's copy
+/// of a step compiled for gpu:0, run on its own GPU.
+Executable movedToDevice(Executable executable, const std::string &from, const std::string &to);
+
 /// The segments of `executable`, without runners: what Executor::create runs (exposed for
 /// tests and `smelt dump`).
 std::vector<Executor::Segment> splitByDevice(const Executable &executable);

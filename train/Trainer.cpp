@@ -6,12 +6,16 @@
 #include "frontend/DataParallel.h"
 #include "frontend/Layers.h"
 #include "frontend/Models.h"
+#include "runtime/Devices.h"
 #include "runtime/Safetensors.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <set>
 #include <thread>
 
 namespace smelt::train {
@@ -178,8 +182,12 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     rt::Expected<rt::Executable> step = compileExecutable(g, "train_step", config);
     if (!step)
       return step.status();
+    if (rt::Status s = trainer->placeReplicas(*step); !s.ok())
+      return s;
     for (Replica &r : trainer->replicas_) {
-      auto executor = makeExecutor(*step, config, r.communicator);
+      auto executor = makeExecutor(r.device == "cpu:0" ? *step
+                                                       : rt::movedToDevice(*step, "gpu:0", r.device),
+                                   config, r.communicator);
       if (!executor)
         return executor.status();
       r.trainStep = std::move(*executor);
@@ -192,6 +200,73 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     return rt::Status::error(std::string("building the training step: ") + e.what());
   }
   return trainer;
+}
+
+rt::Status Trainer::placeReplicas(const rt::Executable &step) {
+  std::set<std::string> stepGpus;
+  for (const rt::Step &s : step.steps)
+    if (rt::gpuIndex(s.device) >= 0)
+      stepGpus.insert(s.device);
+  if (stepGpus.empty())
+    return rt::Status();
+  for (Replica &r : replicas_)
+    r.device = "gpu:0";
+  if (config_.replicas == 1)
+    return rt::Status();
+  if (stepGpus != std::set<std::string>{"gpu:0"})
+    return rt::Status::error(fmt::format(
+        "the training step runs on {}; replicas each take one GPU, so place it on gpu:0 alone",
+        fmt::join(stepGpus, ", ")));
+  if (!config_.communicator) {
+    std::vector<std::string> gpus;
+    for (llvm::StringRef device : llvm::split(config_.pipeline.devices, ','))
+      if (rt::gpuIndex(device.str()) >= 0)
+        gpus.push_back(device.str());
+    if (gpus.size() < replicas_.size())
+      return rt::Status::error(fmt::format(
+          "{} replicas run one per GPU, and there {} {} ({}); --logical-gpus splits one GPU "
+          "into several",
+          replicas_.size(), gpus.size() == 1 ? "is" : "are", gpus.size(), fmt::join(gpus, ", ")));
+    for (Replica &r : replicas_)
+      r.device = gpus[size_t(r.index)];
+  }
+  if (!config_.gpuGroup) {
+    gpuCollectives_ = "through host copies (no GPU collectives in this build)";
+    return rt::Status();
+  }
+  rt::Expected<rt::DeviceGroup> group =
+      config_.gpuGroup(replicaDevices(), config_.communicator, config_.collectives);
+  if (!group)
+    return group.status();
+  gpuCollectives_ = group->summary;
+  if (group->communicators.empty())
+    return rt::Status();
+  if (group->communicators.size() != replicas_.size())
+    return rt::Status::error(fmt::format("the GPU group has {} communicators for {} replicas",
+                                         group->communicators.size(), replicas_.size()));
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    replicas_[i].ownCommunicator = std::move(group->communicators[i]);
+    replicas_[i].communicator = replicas_[i].ownCommunicator.get();
+  }
+  group_.reset(); // its communicators are gone
+  return rt::Status();
+}
+
+std::vector<std::string> Trainer::replicaDevices() const {
+  std::vector<std::string> devices;
+  for (const Replica &r : replicas_)
+    devices.push_back(r.device);
+  return devices;
+}
+
+void Trainer::abortReplicas(const std::string &message) {
+  if (group_) {
+    group_->abort(message);
+    return;
+  }
+  for (Replica &r : replicas_)
+    if (r.ownCommunicator)
+      r.ownCommunicator->abort(message);
 }
 
 rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
@@ -285,7 +360,7 @@ Trainer::trainEpoch(const rt::Dataset &data, int64_t epoch,
       threads.emplace_back([&, i] {
         results[i] = trainReplica(replicas_[i], data, order, steps, running, progress);
         if (!results[i].ok())
-          group_->abort(results[i].message());
+          abortReplicas(results[i].message());
       });
     for (std::thread &t : threads)
       t.join();

@@ -46,6 +46,12 @@ struct TrainConfig {
   /// communicator must outlive the Trainer.
   rt::Communicator *communicator = nullptr;
   rt::CollectiveOptions collectives;
+  /// When the training step runs on a GPU and there are several replicas, each replica runs
+  /// on its own GPU (MirroredStrategy): replica r on gpu:r of `pipeline.devices` in this
+  /// process, or each MPI rank on its gpu:0 (CUDA_VISIBLE_DEVICES picks which). This makes
+  /// their communicators (rt::cuda::ncclReplicaGroup: NCCL); null, or no communicators back,
+  /// keeps the host ones above, through which the GPU executor reduces by host copies.
+  rt::DeviceGroupFactory gpuGroup;
   /// How the executors run steps placed on a GPU (ExecutorOptions::gpuRunner, TF32); its trace
   /// and communicator are the Trainer's own (above).
   rt::ExecutorOptions executor;
@@ -97,18 +103,34 @@ public:
   }
   /// Where the training step's ops run (smelt-place-devices' summary).
   const std::string &placement() const { return trainStepExecutable().placement; }
+  /// The devices of this process's replicas, in replica order ({"gpu:0", "gpu:1"}; "cpu:0"
+  /// when the step runs on the CPU).
+  std::vector<std::string> replicaDevices() const;
+  /// How replicas on GPUs all-reduce ("NCCL 2.28.9 over gpu:0, gpu:1", or "through host copies
+  /// (why)"); empty when the step is on the CPU or runs alone.
+  const std::string &gpuCollectives() const { return gpuCollectives_; }
+  /// Whether the replicas all-reduce GPU memory (an NCCL group) rather than through the host.
+  bool reducesOnGpus() const {
+    return replicas_[0].communicator && replicas_[0].communicator->cudaDevice() >= 0;
+  }
 
 private:
   /// One data-parallel replica this process runs: its step, communicator and variables.
   struct Replica {
     int64_t index = 0;
-    std::unique_ptr<rt::Communicator> ownCommunicator; // of the LocalGroup
+    /// Where its training step runs: the step's GPU, moved to the replica's own.
+    std::string device = "cpu:0";
+    std::unique_ptr<rt::Communicator> ownCommunicator; // of the LocalGroup or the GPU group
     rt::Communicator *communicator = nullptr;
     std::unique_ptr<rt::Executor> trainStep;
     std::vector<rt::HostTensor> params, state;
   };
 
   Trainer() = default;
+  /// Gives each replica its device and, on GPUs, the communicators config_.gpuGroup makes.
+  rt::Status placeReplicas(const rt::Executable &step);
+  /// Ends every replica's collectives after one failed: the others fail instead of waiting.
+  void abortReplicas(const std::string &message);
   rt::Expected<rt::Executor *> evalExecutor(int64_t batch);
   /// Runs replica `r`'s share of the epoch's global batches in `order`.
   rt::Status trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int64_t> &order,
@@ -122,6 +144,7 @@ private:
   std::map<int64_t, std::unique_ptr<rt::Executor>> evalSteps_;
   std::vector<std::string> paramNames_, stateNames_;
   int64_t step_ = 0;
+  std::string gpuCollectives_;
   /// Index in state_ of the loss scale (mixed_f16), else -1.
   int64_t lossScaleSlot_ = -1;
 };

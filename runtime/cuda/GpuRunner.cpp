@@ -27,19 +27,8 @@ private:
 Expected<std::unique_ptr<SegmentRunner>> gpuSegmentRunner(const Executable &segment,
                                                          const std::string &device,
                                                          const ExecutorOptions &options) {
-  int index = gpuIndex(device);
-  if (index < 0)
-    return Status::error("'" + device + "' is not a GPU");
   // Logical GPUs split physical ones: find which physical GPU this one is.
-  Expected<std::shared_ptr<CudaDevice>> first = CudaDevice::open(0);
-  if (!first)
-    return Status::error(device + ": " + first.message());
-  int physicalCount = 0;
-  if (Status s = (*first)->check((*first)->driver().deviceGetCount(&physicalCount),
-                                 "cuDeviceGetCount");
-      !s.ok())
-    return s;
-  Expected<LogicalGpu> logical = logicalGpu(index, physicalCount);
+  Expected<LogicalGpu> logical = resolveGpu(device);
   if (!logical)
     return logical.status();
   Expected<std::shared_ptr<CudaDevice>> gpu = CudaDevice::open(logical->physical);

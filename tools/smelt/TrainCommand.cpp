@@ -12,13 +12,18 @@
 #ifdef SMELT_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
 #endif
+#if SMELT_HAVE_NCCL
+#include "runtime/cuda/NcclReplicas.h"
+#endif
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <unistd.h>
@@ -193,13 +198,19 @@ int trainCommand() {
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   enableGpuExecution(config.pipeline, config.compile, config.executor);
   config.executor.allowTf32 = deviceFlags.allowTf32;
+#if SMELT_HAVE_NCCL
+  config.gpuGroup = rt::cuda::ncclReplicaGroup;
+#endif
   auto start = Clock::now();
   rt::Expected<std::unique_ptr<train::Trainer>> trainer = train::Trainer::create(config);
   if (!trainer)
     return failJob(trainer.message());
-  out << llvm::format("%s (%s) on cpu:0: %lld training, %lld validation, %lld test "
+  std::vector<std::string> devices = (*trainer)->replicaDevices();
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  out << llvm::format("%s (%s) on %s: %lld training, %lld validation, %lld test "
                       "examples; compiled in %.2f s\n",
-                      model.c_str(), precision.c_str(), (long long)train.size(),
+                      model.c_str(), precision.c_str(), llvm::join(devices, ", ").c_str(),
+                      (long long)train.size(),
                       (long long)validationCount, (long long)test.size(),
                       std::chrono::duration<double>(Clock::now() - start).count());
   out << "placement: " << (*trainer)->placement() << "\n";
@@ -209,9 +220,12 @@ int trainCommand() {
                         (long long)replicaCount,
                         mpiCommunicator ? "(one per MPI rank)" : "(threads of this process)",
                         (long long)(batch / replicaCount), int(batch),
-                        // Threads always reduce in rank order (LocalGroup).
-                        deterministic || !mpiCommunicator ? "deterministic (rank-order)"
-                                                          : "fast");
+                        // Threads reduce in rank order (LocalGroup), unless NCCL does it.
+                        deterministic || (!mpiCommunicator && !(*trainer)->reducesOnGpus())
+                            ? "deterministic (rank-order)"
+                            : "fast");
+  if (!(*trainer)->gpuCollectives().empty())
+    out << "all-reduce on the GPUs: " << (*trainer)->gpuCollectives() << "\n";
 
   int64_t firstEpoch = 0;
   if (resume && std::filesystem::exists(std::string(checkpointPath))) {

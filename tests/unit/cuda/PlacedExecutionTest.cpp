@@ -38,24 +38,6 @@ func.func @main(%x: tensor<16x8xf32>, %w: tensor<8x8xf32>) -> (tensor<16x8xf32>,
 }
 )mlir";
 
-/// Runs a GPU segment on the CPU: what the cut is tested with where there is no GPU.
-rt::Expected<std::unique_ptr<rt::SegmentRunner>>
-cpuStandIn(const rt::Executable &segment, const std::string &, const rt::ExecutorOptions &) {
-  struct Runner final : rt::SegmentRunner {
-    explicit Runner(rt::CpuExecutor e) : exec(std::move(e)) {}
-    rt::Status run(const std::vector<const rt::HostTensor *> &in,
-                   std::vector<rt::HostTensor> &out) override {
-      return exec.run(in, out);
-    }
-    uint64_t lastRunPeakBytes() const override { return exec.lastRunPeakBytes(); }
-    rt::CpuExecutor exec;
-  };
-  rt::Expected<rt::CpuExecutor> exec = rt::CpuExecutor::create(segment);
-  if (!exec)
-    return exec.status();
-  return std::unique_ptr<rt::SegmentRunner>(std::make_unique<Runner>(std::move(*exec)));
-}
-
 const rt::Expected<std::shared_ptr<rt::cuda::CudaDevice>> &gpu() {
   static const rt::Expected<std::shared_ptr<rt::cuda::CudaDevice>> opened =
       rt::cuda::CudaDevice::open(0);
@@ -125,7 +107,7 @@ TEST(PlacedExecution, CutsAtTheCopiesIntoSegmentsPerDevice) {
 }
 
 TEST(PlacedExecution, SegmentsRunOneAfterAnotherGiveTheWholeFunctionsOutputs) {
-  expectSameOutputs(compilePlaced(kMixed, /*withGpu=*/true), cpuStandIn);
+  expectSameOutputs(compilePlaced(kMixed, /*withGpu=*/true), test::cpuStandInForGpu);
 }
 
 TEST(PlacedExecution, GpuSegmentsCompileWithNvrtc) {
@@ -183,7 +165,7 @@ void expectTrainingTracksTheCpu(rt::SegmentRunnerFactory gpuRunner, const std::s
 }
 
 TEST(PlacedExecution, TrainingStepCutIntoSegmentsTracksTheCpu) {
-  expectTrainingTracksTheCpu(cpuStandIn, "", 1e-5);
+  expectTrainingTracksTheCpu(test::cpuStandInForGpu, "", 1e-5);
 }
 
 TEST(PlacedExecutionOnGpu, MixedFunctionMatchesTheCpu) {
