@@ -5,7 +5,9 @@
 #include "RuntimeTestUtil.h"
 
 #include "runtime/Collectives.h"
+#include "runtime/DeviceMemory.h"
 #include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/NcclReplicas.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -233,6 +235,43 @@ TEST(NcclGpu, SumAndMeanAcrossEveryGpuOfThisProcess) {
     }
     expectReduced(results, inputs, c.kind, c.deterministic, c.name());
   }
+}
+
+TEST(NcclReplicas, ReplicasSharingAPhysicalGpuAreNamed) {
+  EXPECT_EQ(sharedGpuReason({"gpu:0", "gpu:1", "gpu:2"}, {0, 1, 2}), "");
+  EXPECT_EQ(sharedGpuReason({"gpu:0", "gpu:1", "gpu:2"}, {0, 1, 1}),
+            "gpu:1 and gpu:2 are both on physical GPU 1, and NCCL puts one rank on each GPU");
+}
+
+TEST(NcclReplicas, TheGroupOfTheTrainersReplicas) {
+  if (!gpus().ok()) {
+    // Without a GPU the factory says which replica has none.
+    Expected<DeviceGroup> none = ncclReplicaGroup({"gpu:0", "gpu:1"}, nullptr, {});
+    ASSERT_FALSE(none.ok());
+    EXPECT_NE(none.message().find("the replica on gpu:0: "), std::string::npos)
+        << none.message();
+    return;
+  }
+  // One replica per physical GPU: an NCCL group (one GPU: a group of one).
+  std::vector<std::string> devices;
+  for (int d = 0; d < gpus()->count; ++d)
+    devices.push_back(fmt::format("gpu:{}", d));
+  Expected<DeviceGroup> group = ncclReplicaGroup(devices, nullptr, {.timeoutSeconds = 60});
+  ASSERT_TRUE(group.ok()) << group.message();
+  ASSERT_EQ(group->communicators.size(), devices.size());
+  EXPECT_EQ(group->summary.rfind("NCCL ", 0), 0u) << group->summary;
+  EXPECT_EQ(group->communicators[0]->cudaDevice(), 0);
+
+  // Two logical GPUs on physical GPU 0: no NCCL group, the reason instead.
+  MemoryConfig original = memoryConfig(), split = original;
+  split.logicalGpuLimits = {uint64_t(1) << 30, uint64_t(1) << 30};
+  ASSERT_OK(configureMemory(split));
+  Expected<DeviceGroup> shared = ncclReplicaGroup({"gpu:0", "gpu:1"}, nullptr, {});
+  ASSERT_OK(configureMemory(original));
+  ASSERT_TRUE(shared.ok()) << shared.message();
+  EXPECT_TRUE(shared->communicators.empty());
+  EXPECT_EQ(shared->summary, "through host copies (gpu:0 and gpu:1 are both on physical GPU 0, "
+                             "and NCCL puts one rank on each GPU)");
 }
 
 } // namespace
