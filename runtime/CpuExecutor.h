@@ -47,8 +47,8 @@ public:
   /// replaces `outputs` with the results. A tensor already in `outputs[i]` with that output's
   /// type and no memory shared with an input is reused: the step that computes the output
   /// writes straight into it (reusableOutputs), so a loop that swaps its state with the
-  /// outputs neither allocates nor copies them. After a failed run such tensors hold
-  /// unspecified values.
+  /// outputs neither allocates nor copies them. After a failed run the tensors in `outputs`
+  /// may be partly written or empty.
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
 

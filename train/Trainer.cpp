@@ -185,9 +185,9 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     if (rt::Status s = trainer->placeReplicas(*step); !s.ok())
       return s;
     for (Replica &r : trainer->replicas_) {
-      auto executor = makeExecutor(r.device == "cpu:0" ? *step
-                                                       : rt::movedToDevice(*step, "gpu:0", r.device),
-                                   config, r.communicator);
+      // A step on the CPU has nothing on gpu:0 to move.
+      auto executor =
+          makeExecutor(rt::movedToDevice(*step, "gpu:0", r.device), config, r.communicator);
       if (!executor)
         return executor.status();
       r.trainStep = std::move(*executor);

@@ -44,9 +44,10 @@ public:
 
   /// Runs with `inputs` in argument order (each checked against the expected type) and replaces
   /// `outputs` with the results; returns once they are on the host. Tensors already in
-  /// `outputs` that fit are filled rather than fresh ones made, as CpuExecutor::run. A failure (out of memory:
-  /// the allocator's message, naming the buffer) frees what the run took; the executor stays
-  /// usable. Work is asynchronous on the GPU, so there are no per-step times (use a profiler).
+  /// `outputs` that fit are filled rather than fresh ones made, as CpuExecutor::run. A failure
+  /// (out of memory: the allocator's message, naming the buffer) frees what the run took; the
+  /// executor stays usable. Work is asynchronous on the GPU, so there are no per-step times
+  /// (use a profiler).
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
 

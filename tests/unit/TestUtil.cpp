@@ -114,7 +114,8 @@ rt::Dataset fashion(const char *split, int64_t limit) {
 }
 
 rt::Expected<std::unique_ptr<rt::SegmentRunner>>
-cpuStandInForGpu(const rt::Executable &segment, const std::string &, const rt::ExecutorOptions &options) {
+cpuStandInForGpu(const rt::Executable &segment, const std::string &,
+                 const rt::ExecutorOptions &options) {
   struct Runner final : rt::SegmentRunner {
     explicit Runner(rt::CpuExecutor e) : exec(std::move(e)) {}
     rt::Status run(const std::vector<const rt::HostTensor *> &in,

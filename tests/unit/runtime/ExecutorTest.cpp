@@ -1,5 +1,6 @@
 // The CpuExecutor: a multi-step Executable with constants run repeatedly, outputs that alias
-// inputs, outputs written into the caller's tensors, per-step timings, and each validation error naming the step, buffer and shapes.
+// inputs, outputs written into the caller's tensors, per-step timings, and each validation
+// error naming the step, buffer and shapes.
 #include "RuntimeTestUtil.h"
 
 #include <cstring>
