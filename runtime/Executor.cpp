@@ -16,19 +16,6 @@ namespace smelt::rt {
 
 namespace {
 
-class CpuRunner final : public SegmentRunner {
-public:
-  explicit CpuRunner(CpuExecutor executor) : executor_(std::move(executor)) {}
-  Status run(const std::vector<const HostTensor *> &inputs,
-             std::vector<HostTensor> &outputs) override {
-    return executor_.run(inputs, outputs);
-  }
-  uint64_t lastRunPeakBytes() const override { return executor_.lastRunPeakBytes(); }
-
-private:
-  CpuExecutor executor_;
-};
-
 bool isCopy(const Step &step) {
   return step.op == "copy" && step.operands.size() == 1 && step.results.size() == 1;
 }
@@ -53,6 +40,17 @@ bool isSingleSegment(const Executable &exe) {
 }
 
 } // namespace
+
+Expected<std::unique_ptr<SegmentRunner>> cpuSegmentRunner(const Executable &segment,
+                                                         const std::string &,
+                                                         const ExecutorOptions &options) {
+  Expected<CpuExecutor> cpu = CpuExecutor::create(segment, options.trace);
+  if (!cpu)
+    return cpu.status();
+  cpu->setCommunicator(options.communicator);
+  return std::unique_ptr<SegmentRunner>(
+      std::make_unique<ExecutorRunner<CpuExecutor>>(std::move(*cpu)));
+}
 
 Executable movedToDevice(Executable executable, const std::string &from, const std::string &to) {
   for (Step &step : executable.steps)
@@ -152,11 +150,11 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
     const std::string &device = segment.device;
     std::string where = exec->segments_.size() == 1 ? "" : "on " + device + ": ";
     if (device == "cpu:0") {
-      Expected<CpuExecutor> cpu = CpuExecutor::create(segment.executable, exec->options_.trace);
+      Expected<std::unique_ptr<SegmentRunner>> cpu =
+          cpuSegmentRunner(segment.executable, device, exec->options_);
       if (!cpu)
         return Status::error(where + cpu.message());
-      cpu->setCommunicator(exec->options_.communicator);
-      segment.runner = std::make_unique<CpuRunner>(std::move(*cpu));
+      segment.runner = std::move(*cpu);
     } else if (device.rfind("gpu:", 0) == 0) {
       if (!exec->options_.gpuRunner)
         return Status::error(fmt::format(

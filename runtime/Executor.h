@@ -37,6 +37,21 @@ public:
   virtual uint64_t lastRunPeakBytes() const = 0;
 };
 
+/// A SegmentRunner over one device's executor: any type with CpuExecutor's run() and
+/// lastRunPeakBytes() (CpuExecutor here, GpuExecutor in runtime/cuda/GpuRunner).
+template <typename DeviceExecutor> class ExecutorRunner final : public SegmentRunner {
+public:
+  explicit ExecutorRunner(DeviceExecutor executor) : executor_(std::move(executor)) {}
+  Status run(const std::vector<const HostTensor *> &inputs,
+             std::vector<HostTensor> &outputs) override {
+    return executor_.run(inputs, outputs);
+  }
+  uint64_t lastRunPeakBytes() const override { return executor_.lastRunPeakBytes(); }
+
+private:
+  DeviceExecutor executor_;
+};
+
 struct ExecutorOptions;
 /// Makes the runner of a segment placed on `device` ("gpu:N").
 using SegmentRunnerFactory = std::function<Expected<std::unique_ptr<SegmentRunner>>(
@@ -100,6 +115,12 @@ private:
   std::vector<const HostTensor *> values_;
   std::vector<HostTensor> produced_;
 };
+
+/// The runner of a segment on the CPU: a CpuExecutor with the options' trace and communicator
+/// (`device` is not read). Also what tests run GPU segments with where there is no GPU.
+Expected<std::unique_ptr<SegmentRunner>> cpuSegmentRunner(const Executable &segment,
+                                                         const std::string &device,
+                                                         const ExecutorOptions &options);
 
 /// `executable` with its steps on device `from` moved to `to`: a data-parallel replica's copy
 /// of a step compiled for gpu:0, run on its own GPU.

@@ -2,27 +2,9 @@
 #include "runtime/cuda/GpuRunner.h"
 
 #include "runtime/DeviceMemory.h"
-#include "runtime/Devices.h"
 #include "runtime/cuda/GpuExecutor.h"
 
 namespace smelt::rt::cuda {
-
-namespace {
-
-class GpuRunner final : public SegmentRunner {
-public:
-  explicit GpuRunner(GpuExecutor executor) : executor_(std::move(executor)) {}
-  Status run(const std::vector<const HostTensor *> &inputs,
-             std::vector<HostTensor> &outputs) override {
-    return executor_.run(inputs, outputs);
-  }
-  uint64_t lastRunPeakBytes() const override { return executor_.lastRunPeakBytes(); }
-
-private:
-  GpuExecutor executor_;
-};
-
-} // namespace
 
 Expected<std::unique_ptr<SegmentRunner>> gpuSegmentRunner(const Executable &segment,
                                                          const std::string &device,
@@ -42,7 +24,7 @@ Expected<std::unique_ptr<SegmentRunner>> gpuSegmentRunner(const Executable &segm
   if (!executor)
     return executor.status();
   executor->setCommunicator(options.communicator);
-  return std::unique_ptr<SegmentRunner>(std::make_unique<GpuRunner>(std::move(*executor)));
+  return std::unique_ptr<SegmentRunner>(std::make_unique<ExecutorRunner<GpuExecutor>>(std::move(*executor)));
 }
 
 } // namespace smelt::rt::cuda

@@ -79,7 +79,7 @@ TEST(GpuReplicas, EachReplicaTakesItsOwnGpuAndUsesTheGroupsCommunicators) {
                                   const rt::ExecutorOptions &options) {
     std::lock_guard<std::mutex> lock(mutex);
     runnerDevices.insert(device);
-    return cpuStandInForGpu(segment, device, options);
+    return rt::cpuSegmentRunner(segment, device, options);
   };
   std::vector<std::string> groupDevices;
   std::atomic<int> started{0};
@@ -114,7 +114,7 @@ TEST(GpuReplicas, WithoutCommunicatorsFromTheFactoryTheHostGroupReduces) {
   train::TrainConfig config = twoReplicas();
   SCOPED_TRACE("seed " + std::to_string(config.seed));
   config.pipeline.devices = "cpu:0,gpu:0,gpu:1";
-  config.executor.gpuRunner = cpuStandInForGpu;
+  config.executor.gpuRunner = rt::cpuSegmentRunner;
   config.gpuGroup = [](const std::vector<std::string> &, rt::Communicator *,
                        rt::CollectiveOptions) -> rt::Expected<rt::DeviceGroup> {
     rt::DeviceGroup group;
@@ -134,7 +134,7 @@ TEST(GpuReplicas, WithoutCommunicatorsFromTheFactoryTheHostGroupReduces) {
 TEST(GpuReplicas, ErrorsNameTheProblem) {
   train::TrainConfig config = twoReplicas();
   config.pipeline.devices = "cpu:0,gpu:0";
-  config.executor.gpuRunner = cpuStandInForGpu;
+  config.executor.gpuRunner = rt::cpuSegmentRunner;
   auto tooFew = train::Trainer::create(config);
   ASSERT_FALSE(tooFew.ok());
   EXPECT_EQ(tooFew.message(), "2 replicas run one per GPU, and there is 1 (gpu:0); "

@@ -113,23 +113,4 @@ rt::Dataset fashion(const char *split, int64_t limit) {
   return limit ? d.slice(0, limit) : d;
 }
 
-rt::Expected<std::unique_ptr<rt::SegmentRunner>>
-cpuStandInForGpu(const rt::Executable &segment, const std::string &,
-                 const rt::ExecutorOptions &options) {
-  struct Runner final : rt::SegmentRunner {
-    explicit Runner(rt::CpuExecutor e) : exec(std::move(e)) {}
-    rt::Status run(const std::vector<const rt::HostTensor *> &in,
-                   std::vector<rt::HostTensor> &out) override {
-      return exec.run(in, out);
-    }
-    uint64_t lastRunPeakBytes() const override { return exec.lastRunPeakBytes(); }
-    rt::CpuExecutor exec;
-  };
-  rt::Expected<rt::CpuExecutor> exec = rt::CpuExecutor::create(segment);
-  if (!exec)
-    return exec.status();
-  exec->setCommunicator(options.communicator);
-  return std::unique_ptr<rt::SegmentRunner>(std::make_unique<Runner>(std::move(*exec)));
-}
-
 } // namespace smelt::test

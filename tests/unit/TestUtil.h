@@ -1,13 +1,11 @@
 // Shared helpers of the unit tests: fresh random inputs (never zeros), running a builder graph
-// on the CPU, a CPU stand-in for GPU segments, and the relative-norm comparison against
-// float64 references.
+// on the CPU, and the relative-norm comparison against float64 references.
 #pragma once
 
 #include "codegen/Compile.h"
 #include "frontend/Graph.h"
 #include "runtime/CpuExecutor.h"
 #include "runtime/Dataset.h"
-#include "runtime/Executor.h"
 
 #include <gtest/gtest.h>
 
@@ -39,12 +37,6 @@ std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> 
 /// The real Fashion-MNIST `split` ("train" or "t10k") from Debian's dataset-fashion-mnist,
 /// its first `limit` examples when `limit` > 0.
 rt::Dataset fashion(const char *split, int64_t limit = 0);
-
-/// A SegmentRunnerFactory that runs a segment placed on a GPU with a CpuExecutor: how tests
-/// check what rt::Executor and the Trainer do with GPU placements where there is no GPU.
-rt::Expected<std::unique_ptr<rt::SegmentRunner>>
-cpuStandInForGpu(const rt::Executable &segment, const std::string &device,
-                 const rt::ExecutorOptions &options);
 
 /// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
 double relError(const std::vector<double> &got, const std::vector<double> &ref);

@@ -107,7 +107,7 @@ TEST(PlacedExecution, CutsAtTheCopiesIntoSegmentsPerDevice) {
 }
 
 TEST(PlacedExecution, SegmentsRunOneAfterAnotherGiveTheWholeFunctionsOutputs) {
-  expectSameOutputs(compilePlaced(kMixed, /*withGpu=*/true), test::cpuStandInForGpu);
+  expectSameOutputs(compilePlaced(kMixed, /*withGpu=*/true), rt::cpuSegmentRunner);
 }
 
 TEST(PlacedExecution, GpuSegmentsCompileWithNvrtc) {
@@ -165,7 +165,7 @@ void expectTrainingTracksTheCpu(rt::SegmentRunnerFactory gpuRunner, const std::s
 }
 
 TEST(PlacedExecution, TrainingStepCutIntoSegmentsTracksTheCpu) {
-  expectTrainingTracksTheCpu(test::cpuStandInForGpu, "", 1e-5);
+  expectTrainingTracksTheCpu(rt::cpuSegmentRunner, "", 1e-5);
 }
 
 TEST(PlacedExecutionOnGpu, MixedFunctionMatchesTheCpu) {
