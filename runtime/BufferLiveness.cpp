@@ -142,4 +142,48 @@ std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
   return freeAfter;
 }
 
+RunBuffers::RunBuffers(const Executable &exe, Allocator *allocator,
+                       const std::vector<BufferId> &fixed)
+    : exe_(&exe), allocator_(allocator), address_(exe.buffers.size(), nullptr),
+      perRun_(exe.buffers.size(), 1), callers_(exe.buffers.size(), 0) {
+  for (BufferId id : fixed)
+    perRun_[id] = 0;
+  freeAfter_ = freeAfterSteps(exe, perRun_);
+}
+
+Status RunBuffers::take(BufferId id, void *callerMemory) {
+  uint64_t bytes = exe_->buffers[id].type.byteSize();
+  if (callerMemory) {
+    address_[id] = callerMemory;
+    callers_[id] = 1;
+  } else {
+    Expected<void *> block = allocator_->allocate(bytes, "buffer " + bufferLabel(*exe_, id));
+    if (!block)
+      return block.status();
+    address_[id] = *block;
+  }
+  liveBytes_ += bytes;
+  peakBytes_ = std::max(peakBytes_, liveBytes_);
+  return Status();
+}
+
+void RunBuffers::giveBack(BufferId id) {
+  if (!callers_[id])
+    allocator_->free(address_[id]);
+  callers_[id] = 0;
+  address_[id] = nullptr;
+  liveBytes_ -= exe_->buffers[id].type.byteSize();
+}
+
+void RunBuffers::giveBackAfter(size_t step) {
+  for (BufferId id : freeAfter_[step])
+    giveBack(id);
+}
+
+void RunBuffers::giveBackAll() {
+  for (size_t id = 0; id < address_.size(); ++id)
+    if (perRun_[id] && address_[id])
+      giveBack(BufferId(id));
+}
+
 } // namespace smelt::rt

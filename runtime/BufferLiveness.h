@@ -1,7 +1,7 @@
 // What every executor works out once from an Executable's dataflow, whatever device runs it:
 // that the dataflow is well formed, that each buffer's size is sane and fits the device, that
 // the run's inputs match, which of the caller's tensors outputs may go into, and when each
-// buffer can go back to the allocator (its last reader).
+// buffer can go back to the allocator (its last reader), which RunBuffers does.
 #pragma once
 
 #include "runtime/Allocator.h"
@@ -44,5 +44,49 @@ std::vector<HostTensor *> reusableOutputs(const Executable &exe,
 /// waits for it, which may be several steps later.
 std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
                                                   const std::vector<char> &perRun);
+
+/// The buffers of one executor's runs on one device: each buffer's address; the blocks a run
+/// takes from the allocator as the step that writes a buffer comes and gives back after its
+/// last reader (freeAfterSteps) or when the run ends; and the bytes live now and at most in the
+/// run. Both executors keep their buffers in one.
+class RunBuffers {
+public:
+  RunBuffers() = default;
+  /// Every buffer of `exe` is taken per run from `allocator` except those in `fixed`, whose
+  /// memory the executor places itself (constants, and the CPU's inputs, which are the caller's
+  /// memory). `exe` and `allocator` must outlive this.
+  RunBuffers(const Executable &exe, Allocator *allocator, const std::vector<BufferId> &fixed);
+
+  /// Where buffer `id` is now (null: not taken yet, or given back).
+  void *operator[](BufferId id) const { return address_[id]; }
+  /// Whether a run takes buffer `id` (it is not fixed).
+  bool perRun(BufferId id) const { return perRun_[id]; }
+  /// Places a fixed buffer at `address` (null: clears it).
+  void place(BufferId id, void *address) { address_[id] = address; }
+
+  /// A run begins with `heldBytes` (constants, workspace) live besides its buffers.
+  void beginRun(uint64_t heldBytes) { liveBytes_ = peakBytes_ = heldBytes; }
+  /// Takes buffer `id`'s block (the error names the buffer), or uses `callerMemory` when given
+  /// (a caller's output tensor, never given to the allocator); live bytes count it either way.
+  Status take(BufferId id, void *callerMemory = nullptr);
+  /// Gives back the buffers whose last reader is step `step`.
+  void giveBackAfter(size_t step);
+  /// Gives back every buffer the run still holds: at its end, however it ends.
+  void giveBackAll();
+
+  uint64_t liveBytes() const { return liveBytes_; }
+  uint64_t peakBytes() const { return peakBytes_; }
+
+private:
+  void giveBack(BufferId id);
+
+  const Executable *exe_ = nullptr;
+  Allocator *allocator_ = nullptr;
+  std::vector<void *> address_;
+  /// Per buffer: whether a run takes it (not fixed), and whether its memory is the caller's.
+  std::vector<char> perRun_, callers_;
+  std::vector<std::vector<BufferId>> freeAfter_;
+  uint64_t liveBytes_ = 0, peakBytes_ = 0;
+};
 
 } // namespace smelt::rt

@@ -38,15 +38,15 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
   if (Status s = checkBufferSizes(executable, allocator, /*inputsOnDevice=*/false); !s.ok())
     return s;
   CpuExecutor exec;
-  exec.allocator_ = allocator;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;
-  size_t count = exe.buffers.size();
-  exec.address_.assign(count, nullptr);
-  exec.perRun_.assign(count, 1);
-  exec.intoCaller_.assign(count, nullptr);
-  for (BufferId id : exe.inputs)
-    exec.perRun_[id] = 0;
+  // Inputs are the caller's memory and constants the executor's: a run takes the rest, each
+  // given back after the last step that reads it.
+  std::vector<BufferId> fixed = exe.inputs;
+  for (const Constant &c : exe.constants)
+    fixed.push_back(c.buffer);
+  exec.buffers_ = RunBuffers(exe, allocator, fixed);
+  exec.intoCaller_.assign(exe.buffers.size(), nullptr);
   {
     Trace::Scope span(trace, {kDevice, kStream}, "upload constants @" + exe.name, "memory");
     for (const Constant &c : exe.constants) {
@@ -56,14 +56,11 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       if (!block)
         return block.status();
       std::memcpy(block->get(), c.bytes.data(), c.bytes.size());
-      exec.address_[c.buffer] = block->get();
-      exec.perRun_[c.buffer] = 0;
+      exec.buffers_.place(c.buffer, block->get());
       exec.constantBytes_ += c.bytes.size();
       exec.constants_.push_back(std::move(*block));
     }
   }
-  // Liveness: a buffer goes back after the last step that reads it.
-  exec.freeAfter_ = freeAfterSteps(exe, exec.perRun_);
   exec.setTrace(trace);
   Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
   if (!collectives)
@@ -121,38 +118,11 @@ void CpuExecutor::recordMemory(double inUse) {
 }
 
 Status CpuExecutor::allocateResults(const Step &step) {
-  const Executable &exe = *executable_;
-  for (BufferId id : step.results) {
-    uint64_t bytes = exe.buffers[id].type.byteSize();
-    if (intoCaller_[id]) {
-      address_[id] = intoCaller_[id]->raw();
-    } else {
-      Expected<void *> block = allocator_->allocate(bytes, "buffer " + bufferLabel(exe, id));
-      if (!block)
-        return block.status();
-      address_[id] = *block;
-    }
-    runBytes_ += bytes;
-  }
-  runPeakBytes_ = std::max(runPeakBytes_, runBytes_);
+  for (BufferId id : step.results)
+    if (Status s = buffers_.take(id, intoCaller_[id] ? intoCaller_[id]->raw() : nullptr);
+        !s.ok())
+      return s;
   return Status();
-}
-
-void CpuExecutor::release(BufferId id) {
-  if (intoCaller_[id])
-    intoCaller_[id] = nullptr;
-  else
-    allocator_->free(address_[id]);
-  address_[id] = nullptr;
-  runBytes_ -= executable_->buffers[id].type.byteSize();
-}
-
-void CpuExecutor::releaseAll() {
-  for (size_t id = 0; id < address_.size(); ++id) {
-    if (perRun_[id] && address_[id])
-      release(BufferId(id));
-    intoCaller_[id] = nullptr; // the output's step never came
-  }
 }
 
 Status CpuExecutor::waitForCollectives(size_t step) {
@@ -173,20 +143,21 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       // A reduction that cannot be waited for may still write its buffers: they stay taken
       // (the job is ending: a collective failure ends it).
       if (exec.collectives_.waitForAll(exec.communicator_).ok())
-        exec.releaseAll();
+        exec.buffers_.giveBackAll();
       for (BufferId id : exec.executable_->inputs)
-        exec.address_[id] = nullptr;
+        exec.buffers_.place(id, nullptr);
+      std::fill(exec.intoCaller_.begin(), exec.intoCaller_.end(), nullptr);
     }
   } endOfRun{*this};
   for (size_t i = 0; i < inputs.size(); ++i)
-    address_[exe.inputs[i]] = const_cast<void *>(inputs[i]->raw());
+    buffers_.place(exe.inputs[i], const_cast<void *>(inputs[i]->raw()));
   // An output a step computes goes straight into the caller's tensor where there is one (the
   // first time it is returned; a buffer returned twice is copied the second time).
   std::vector<HostTensor *> reusable = reusableOutputs(exe, inputs, outputs);
   for (size_t i = 0; i < exe.outputs.size(); ++i)
-    if (BufferId id = exe.outputs[i]; reusable[i] && perRun_[id] && !intoCaller_[id])
+    if (BufferId id = exe.outputs[i]; reusable[i] && buffers_.perRun(id) && !intoCaller_[id])
       intoCaller_[id] = reusable[i];
-  runBytes_ = runPeakBytes_ = constantBytes_;
+  buffers_.beginRun(constantBytes_);
   stepMicros_.assign(exe.steps.size(), 0.0);
   std::vector<void *> buffers;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
@@ -196,9 +167,9 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
     if (Status st = allocateResults(step); !st.ok())
       return st;
     for (BufferId id : step.operands)
-      buffers.push_back(address_[id]);
+      buffers.push_back(buffers_[id]);
     for (BufferId id : step.results)
-      buffers.push_back(address_[id]);
+      buffers.push_back(buffers_[id]);
     if (collectives_.mustWaitBefore(s))
       if (Status st = waitForCollectives(s); !st.ok())
         return st;
@@ -211,8 +182,7 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
         trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
                      spanArgs_[s]);
       }
-      for (BufferId id : freeAfter_[s]) // a replica_id nobody reads
-        release(id);
+      buffers_.giveBackAfter(s); // a replica_id nobody reads
       continue;
     }
     // Running all_reduces advance only when the communicator is called (MPI's progress).
@@ -224,7 +194,7 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       stepMicros_[s] = trace_->now() - start;
       trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
                    spanArgs_[s]);
-      recordMemory(double(runBytes_));
+      recordMemory(double(buffers_.liveBytes()));
     } else {
       auto start = std::chrono::steady_clock::now();
       kernels_[s](buffers.data());
@@ -232,8 +202,7 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                            std::chrono::steady_clock::now() - start)
                            .count();
     }
-    for (BufferId id : freeAfter_[s])
-      release(id);
+    buffers_.giveBackAfter(s);
   }
   if (collectives_.mustWaitBefore(exe.steps.size()))
     if (Status st = waitForCollectives(exe.steps.size()); !st.ok())
@@ -262,7 +231,7 @@ Status CpuExecutor::collectOutputs(const std::vector<HostTensor *> &reusable,
       continue;
     }
     if (reusable[i]) {
-      std::memcpy(reusable[i]->raw(), address_[id], reusable[i]->byteSize());
+      std::memcpy(reusable[i]->raw(), buffers_[id], reusable[i]->byteSize());
       results.push_back(std::move(*reusable[i]));
       continue;
     }
@@ -270,13 +239,13 @@ Status CpuExecutor::collectOutputs(const std::vector<HostTensor *> &reusable,
         HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
     if (!out)
       return out.status();
-    std::memcpy(out->raw(), address_[id], out->byteSize());
+    std::memcpy(out->raw(), buffers_[id], out->byteSize());
     results.push_back(std::move(*out));
   }
   outputs = std::move(results);
   // Copies are the caller's from here: the counter shows them as a spike per run.
   if (trace_) {
-    recordMemory(double(runBytes_) + copiedBytes);
+    recordMemory(double(buffers_.liveBytes()) + copiedBytes);
     recordMemory(double(constantBytes_));
   }
   return Status();

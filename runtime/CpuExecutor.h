@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/Allocator.h"
+#include "runtime/BufferLiveness.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
@@ -55,7 +56,7 @@ public:
   const Executable &executable() const { return *executable_; }
   /// The most bytes this executor's buffers held at once in the last run (constants included,
   /// sizes as the allocator rounds them).
-  uint64_t lastRunPeakBytes() const { return runPeakBytes_; }
+  uint64_t lastRunPeakBytes() const { return buffers_.peakBytes(); }
   /// Wall time of each step in the last run, in microseconds.
   const std::vector<double> &lastStepMicros() const { return stepMicros_; }
 
@@ -67,16 +68,11 @@ private:
   std::vector<Kernel> kernels_;
   CollectiveSteps collectives_;
   Communicator *communicator_ = nullptr;
-  Allocator *allocator_ = nullptr;
   /// The constants' blocks, for the executor's life.
   std::vector<Allocator::Block> constants_;
-  /// Each buffer's address during a run: inputs point at the caller's tensors, constants at
-  /// constants_, the rest at blocks taken when their step comes.
-  std::vector<void *> address_;
-  /// Per step: the buffers no later step reads, freed once it ran.
-  std::vector<std::vector<BufferId>> freeAfter_;
-  /// Per buffer: whether a run allocates it (not an input or constant).
-  std::vector<char> perRun_;
+  /// Each buffer's address: inputs at the caller's tensors during a run, constants at
+  /// constants_, the rest taken when their step comes and given back after their last reader.
+  RunBuffers buffers_;
   /// During a run: per buffer, the caller's output tensor its step writes into (else null).
   std::vector<HostTensor *> intoCaller_;
   std::vector<double> stepMicros_;
@@ -84,7 +80,7 @@ private:
   /// Each step's name, kind and args, computed once when a trace is set.
   std::vector<StepCost> costs_;
   std::vector<std::map<std::string, std::string>> spanArgs_;
-  uint64_t constantBytes_ = 0, runBytes_ = 0, runPeakBytes_ = 0;
+  uint64_t constantBytes_ = 0;
   double tracePeak_ = 0;
   void recordMemory(double inUse);
   Status allocateResults(const Step &step);
@@ -92,8 +88,6 @@ private:
   /// copied into reused tensors or fresh ones.
   Status collectOutputs(const std::vector<HostTensor *> &reusable,
                         std::vector<HostTensor> &outputs);
-  void release(BufferId id);
-  void releaseAll();
   /// Waits for the all_reduces step `step` reads (steps.size(): all still running), as a
   /// span when tracing.
   Status waitForCollectives(size_t step);

@@ -309,14 +309,14 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     return s;
   GpuExecutor exec;
   exec.device_ = device;
-  exec.allocator_ = allocator;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;
   // The plans point into `executable`'s kernels; the launches below copy what they need.
   std::vector<Plan> &plans = *planned;
-  size_t count = exe.buffers.size();
-  exec.address_.assign(count, nullptr);
-  exec.perRun_.assign(count, 1);
+  std::vector<BufferId> constants;
+  for (const Constant &c : exe.constants)
+    constants.push_back(c.buffer);
+  exec.buffers_ = RunBuffers(exe, allocator, constants);
   for (const Constant &c : exe.constants) {
     Expected<Allocator::Block> block = allocator->allocateBlock(
         c.bytes.size(), fmt::format("constant {}", bufferLabel(exe, c.buffer)));
@@ -332,14 +332,12 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
           !s.ok())
         return Status::error(fmt::format("uploading constant {}: {}",
                                          bufferLabel(exe, c.buffer), s.message()));
-    exec.address_[c.buffer] = block->get();
-    exec.perRun_[c.buffer] = 0;
+    exec.buffers_.place(c.buffer, block->get());
     exec.heldBytes_ += c.bytes.size();
     exec.constants_.push_back(std::move(*block));
   }
   if (Status s = device->synchronize("the constants of @" + exe.name); !s.ok())
     return s;
-  exec.freeAfter_ = freeAfterSteps(exe, exec.perRun_);
 
   // One workspace for every library call: they run one after another on the stream.
   for (const Plan &plan : plans)
@@ -465,27 +463,6 @@ Status GpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostT
   return run(pointersTo(inputs), outputs);
 }
 
-Status GpuExecutor::allocate(BufferId id) {
-  uint64_t bytes = executable_->buffers[id].type.byteSize();
-  Expected<void *> block =
-      allocator_->allocate(bytes, "buffer " + bufferLabel(*executable_, id));
-  if (!block)
-    return block.status();
-  address_[id] = *block;
-  runBytes_ += bytes;
-  runPeakBytes_ = std::max(runPeakBytes_, runBytes_);
-  return Status();
-}
-
-void GpuExecutor::releaseAll() {
-  // Stream-ordered: blocks freed here go only to work queued after what still reads them.
-  for (size_t id = 0; id < address_.size(); ++id)
-    if (perRun_[id] && address_[id]) {
-      allocator_->free(address_[id]);
-      address_[id] = nullptr;
-    }
-}
-
 Status GpuExecutor::reserveStaging(uint64_t bytes) {
   if (bytes <= stagingBytes_)
     return Status();
@@ -525,12 +502,12 @@ Status GpuExecutor::upload(const std::vector<const HostTensor *> &inputs) {
   char *staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < inputs.size(); ++i) {
     BufferId id = exe.inputs[i];
-    if (Status s = allocate(id); !s.ok())
+    if (Status s = buffers_.take(id); !s.ok())
       return s;
     if (size_t bytes = inputs[i]->byteSize()) {
       std::memcpy(staging, inputs[i]->raw(), bytes);
       if (Status s = device_->check(device_->driver().memcpyHtoDAsync(
-                                        devicePointer(address_[id]), staging, bytes,
+                                        devicePointer(buffers_[id]), staging, bytes,
                                         device_->stream()),
                                     "cuMemcpyHtoDAsync");
           !s.ok())
@@ -556,7 +533,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
     uint64_t bytes = exe.buffers[id].type.byteSize();
     if (bytes)
       if (Status s = device_->check(device_->driver().memcpyDtoHAsync(
-                                        staging, devicePointer(address_[id]), bytes,
+                                        staging, devicePointer(buffers_[id]), bytes,
                                         device_->stream()),
                                     "cuMemcpyDtoHAsync");
           !s.ok())
@@ -595,12 +572,13 @@ Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
     return s;
   if (Status s = device_->makeCurrent(); !s.ok())
     return s;
-  // Every block this run takes goes back however it ends.
+  // Every block this run takes goes back however it ends. Stream-ordered: blocks given back
+  // go only to work queued after what still reads them.
   struct EndOfRun {
     GpuExecutor &exec;
-    ~EndOfRun() { exec.releaseAll(); }
+    ~EndOfRun() { exec.buffers_.giveBackAll(); }
   } endOfRun{*this};
-  runBytes_ = runPeakBytes_ = heldBytes_;
+  buffers_.beginRun(heldBytes_);
   if (Status s = upload(inputs); !s.ok())
     return s;
   std::vector<void *> buffers;
@@ -608,19 +586,15 @@ Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
     const Step &step = exe.steps[s];
     buffers.clear();
     for (BufferId id : step.results)
-      if (Status st = allocate(id); !st.ok())
+      if (Status st = buffers_.take(id); !st.ok())
         return st;
     for (BufferId id : step.operands)
-      buffers.push_back(address_[id]);
+      buffers.push_back(buffers_[id]);
     for (BufferId id : step.results)
-      buffers.push_back(address_[id]);
+      buffers.push_back(buffers_[id]);
     if (Status st = launches_[s](buffers.data()); !st.ok())
       return st;
-    for (BufferId id : freeAfter_[s]) {
-      allocator_->free(address_[id]);
-      address_[id] = nullptr;
-      runBytes_ -= exe.buffers[id].type.byteSize();
-    }
+    buffers_.giveBackAfter(s);
   }
   return download(reusableOutputs(exe, inputs, outputs), outputs);
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "runtime/Allocator.h"
+#include "runtime/BufferLiveness.h"
 #include "runtime/Collectives.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
@@ -58,7 +59,7 @@ public:
   const Executable &executable() const { return *executable_; }
   /// The most bytes this executor's buffers held at once in the last run (constants and the
   /// workspace included, sizes as the Executable states them).
-  uint64_t lastRunPeakBytes() const { return runPeakBytes_; }
+  uint64_t lastRunPeakBytes() const { return buffers_.peakBytes(); }
 
 private:
   /// Queues one step on the stream, given its buffers' device addresses: operands, results.
@@ -73,7 +74,6 @@ private:
   };
   std::shared_ptr<CudaDevice> device_;
   std::shared_ptr<const Executable> executable_;
-  Allocator *allocator_ = nullptr;
   std::unique_ptr<CUmod_st, Unload> module_;
   std::vector<Launch> launches_;
   /// Where the all_reduce launches find the communicator: shared, since the executor moves.
@@ -85,15 +85,11 @@ private:
   /// Pinned host memory every host-device copy goes through, grown as a run needs.
   std::unique_ptr<void, FreeHost> staging_;
   uint64_t stagingBytes_ = 0;
-  /// Each buffer's device address during a run (constants' for the executor's life).
-  std::vector<void *> address_;
-  /// Per step: the buffers no later step reads, freed once it is queued.
-  std::vector<std::vector<BufferId>> freeAfter_;
-  /// Per buffer: whether a run allocates it (everything but constants: inputs are copied in).
-  std::vector<char> perRun_;
-  uint64_t heldBytes_ = 0, runBytes_ = 0, runPeakBytes_ = 0;
-  Status allocate(BufferId id);
-  void releaseAll();
+  /// Each buffer's device address: constants' for the executor's life, the rest (inputs are
+  /// copied in) taken during a run and given back once their last reader is queued.
+  RunBuffers buffers_;
+  /// Constants and the workspace.
+  uint64_t heldBytes_ = 0;
   /// Pinned staging of at least `bytes`, after what used it before has finished.
   Status reserveStaging(uint64_t bytes);
   Status upload(const std::vector<const HostTensor *> &inputs);
