@@ -327,10 +327,7 @@ Status NcclCommunicator::groupEnd() {
   return (*nccl)->check((*nccl)->groupEnd(), "ncclGroupEnd");
 }
 
-namespace {
-
-/// The driver and the library, or why either is missing.
-Expected<std::pair<const CudaDriver *, const Nccl *>> openBoth() {
+Expected<std::pair<const CudaDriver *, const Nccl *>> openDriverAndNccl() {
   Expected<const CudaDriver *> cu = CudaDriver::get();
   if (!cu.ok())
     return cu.status();
@@ -340,11 +337,9 @@ Expected<std::pair<const CudaDriver *, const Nccl *>> openBoth() {
   return std::pair{*cu, *nccl};
 }
 
-} // namespace
-
 Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
 createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options) {
-  auto both = openBoth();
+  auto both = openDriverAndNccl();
   if (!both.ok())
     return both.status();
   auto [cu, nccl] = *both;
@@ -374,7 +369,7 @@ Expected<std::unique_ptr<NcclCommunicator>> createNcclCommunicator(int rank, int
                                                                    const ncclUniqueId &id,
                                                                    int device,
                                                                    CollectiveOptions options) {
-  auto both = openBoth();
+  auto both = openDriverAndNccl();
   if (!both.ok())
     return both.status();
   auto [cu, nccl] = *both;

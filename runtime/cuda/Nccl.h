@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smelt::rt::cuda {
@@ -62,6 +63,9 @@ private:
 
 /// The loaded library's version code (22809 for 2.28.9), or why NCCL cannot be loaded.
 Expected<int> ncclVersion();
+
+/// The CUDA driver and NCCL, both of which NCCL on GPUs needs, or why either is missing.
+Expected<std::pair<const CudaDriver *, const Nccl *>> openDriverAndNccl();
 
 class NcclCommunicator final : public Communicator {
 public:

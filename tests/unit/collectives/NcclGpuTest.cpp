@@ -27,13 +27,10 @@ struct Gpus {
 };
 
 Expected<Gpus> openGpus() {
-  Expected<const CudaDriver *> cu = CudaDriver::get();
-  if (!cu.ok())
-    return cu.status();
-  Expected<const Nccl *> nccl = Nccl::get();
-  if (!nccl.ok())
-    return nccl.status();
-  Gpus gpus{*cu, *nccl};
+  auto both = openDriverAndNccl();
+  if (!both.ok())
+    return both.status();
+  Gpus gpus{both->first, both->second};
   if (Status status = gpus.cu->check(gpus.cu->deviceGetCount(&gpus.count), "cuDeviceGetCount");
       !status.ok())
     return status;
