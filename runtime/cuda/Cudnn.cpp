@@ -1,5 +1,5 @@
-// Opens libcudnn with dlopen and resolves its table, once per process; validates convolution and
-// pooling calls; queues them on a device's stream through cuDNN's legacy API (Cudnn.h).
+// Validates convolution and pooling calls and queues them on a device's stream through cuDNN's
+// legacy API (Cudnn.h), with the library CudnnLibrary.h opens.
 //
 // Why the legacy API and not the graph (backend) API, which takes arbitrary strides for filters
 // and pre/post padding: the legacy calls are a handful of checked functions with one heuristic
@@ -19,14 +19,11 @@
 // 3. NHWC activations need no copy: a 4-D tensor descriptor in N, C, H, W order with strides
 //    [H*W*C, 1, W*C, C] is NHWC.
 #include "runtime/cuda/Cudnn.h"
-#include "runtime/cuda/DynamicLibrary.h"
-
-#include <cudnn.h>
+#include "runtime/cuda/CudnnLibrary.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <dlfcn.h>
 
 #include <array>
 #include <climits>
@@ -34,87 +31,6 @@
 
 namespace smelt::rt::cuda {
 namespace {
-
-// symbol in libcudnn, member in the table.
-#define SMELT_CUDNN_ENTRIES(X)                                                                     \
-  X(cudnnGetVersion, getVersion)                                                                   \
-  X(cudnnGetErrorString, getErrorString)                                                           \
-  X(cudnnCreate, create)                                                                           \
-  X(cudnnSetStream, setStream)                                                                     \
-  X(cudnnCreateTensorDescriptor, createTensorDescriptor)                                           \
-  X(cudnnSetTensorNdDescriptor, setTensorNdDescriptor)                                             \
-  X(cudnnDestroyTensorDescriptor, destroyTensorDescriptor)                                         \
-  X(cudnnCreateFilterDescriptor, createFilterDescriptor)                                           \
-  X(cudnnSetFilter4dDescriptor, setFilter4dDescriptor)                                             \
-  X(cudnnDestroyFilterDescriptor, destroyFilterDescriptor)                                         \
-  X(cudnnCreateConvolutionDescriptor, createConvolutionDescriptor)                                 \
-  X(cudnnSetConvolution2dDescriptor, setConvolution2dDescriptor)                                   \
-  X(cudnnSetConvolutionMathType, setConvolutionMathType)                                           \
-  X(cudnnDestroyConvolutionDescriptor, destroyConvolutionDescriptor)                               \
-  X(cudnnCreatePoolingDescriptor, createPoolingDescriptor)                                         \
-  X(cudnnSetPooling2dDescriptor, setPooling2dDescriptor)                                           \
-  X(cudnnDestroyPoolingDescriptor, destroyPoolingDescriptor)                                       \
-  X(cudnnGetConvolutionForwardAlgorithm_v7, forwardAlgorithms)                                     \
-  X(cudnnGetConvolutionBackwardDataAlgorithm_v7, backwardDataAlgorithms)                           \
-  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7, backwardFilterAlgorithms)                       \
-  X(cudnnConvolutionForward, convolutionForward)                                                   \
-  X(cudnnConvolutionBackwardData, convolutionBackwardData)                                         \
-  X(cudnnConvolutionBackwardFilter, convolutionBackwardFilter)                                     \
-  X(cudnnPoolingForward, poolingForward)                                                           \
-  X(cudnnPoolingBackward, poolingBackward)                                                         \
-  X(cudnnTransformTensor, transformTensor)
-
-struct Library {
-#define SMELT_CUDNN_MEMBER(symbol, member) decltype(&::symbol) member = nullptr;
-  SMELT_CUDNN_ENTRIES(SMELT_CUDNN_MEMBER)
-#undef SMELT_CUDNN_MEMBER
-  /// Optional: more detail than the status name where the library has it.
-  decltype(&::cudnnGetLastErrorString) getLastErrorString = nullptr;
-  size_t version = 0;
-
-  /// Success, or "<call> failed: CUDNN_STATUS_<NAME> (<cudnnGetLastErrorString>)".
-  Status check(cudnnStatus_t status, const char *call) const {
-    if (status == CUDNN_STATUS_SUCCESS)
-      return {};
-    const char *name = getErrorString(status);
-    char detail[512] = {};
-    if (getLastErrorString)
-      getLastErrorString(detail, sizeof detail - 1);
-    return Status::error(fmt::format("{} failed: {}{}", call,
-                                     name ? name : fmt::format("cuDNN status {}", int(status)),
-                                     *detail ? fmt::format(" ({})", detail) : std::string()));
-  }
-};
-
-Expected<const Library *> openLibrary() {
-  // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
-  // nvidia/cudnn/lib), then where the CUDA toolkit installs it.
-  Expected<void *> opened =
-      openDynamicLibrary("cuDNN", {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"});
-  if (!opened)
-    return opened.status();
-  void *handle = *opened;
-  static Library lib;
-#define SMELT_CUDNN_RESOLVE(symbol, member)                                                        \
-  if (Status s = resolveSymbol(handle, lib.member, #symbol, "libcudnn.so.9",                      \
-                               "it is not the cuDNN 9 this program needs");                        \
-      !s.ok())                                                                                     \
-    return s;
-  SMELT_CUDNN_ENTRIES(SMELT_CUDNN_RESOLVE)
-#undef SMELT_CUDNN_RESOLVE
-  lib.getLastErrorString = reinterpret_cast<decltype(lib.getLastErrorString)>(
-      dlsym(handle, "cudnnGetLastErrorString"));
-  lib.version = lib.getVersion();
-  if (lib.version / 10000 != 9)
-    return Status::error(fmt::format("libcudnn.so.9 reports version {}; this program needs 9.x",
-                                     lib.version));
-  return &lib;
-}
-
-const Expected<const Library *> &library() {
-  static const Expected<const Library *> lib = openLibrary(); // thread-safe, tried once
-  return lib;
-}
 
 #define SMELT_CUDNN_TRY(expr)                                                                      \
   do {                                                                                             \
@@ -230,7 +146,7 @@ std::optional<cudnnDataType_t> cudnnType(DType dtype) {
 
 class Descriptors {
 public:
-  Descriptors(const Library &lib, DType dtype) : lib_(lib), type_(*cudnnType(dtype)) {}
+  Descriptors(const CudnnLibrary &lib, DType dtype) : lib_(lib), type_(*cudnnType(dtype)) {}
   ~Descriptors() {
     for (auto d : tensors_)
       lib_.destroyTensorDescriptor(d);
@@ -301,7 +217,7 @@ public:
   }
 
 private:
-  const Library &lib_;
+  const CudnnLibrary &lib_;
   cudnnDataType_t type_;
   std::vector<cudnnTensorDescriptor_t> tensors_;
   std::vector<cudnnFilterDescriptor_t> filters_;
@@ -458,7 +374,7 @@ Expected<Cudnn *> Cudnn::get(const CudaDevice &device) {
   if (auto it = opened.find(device.ordinal()); it != opened.end())
     return it->second;
   auto attempt = [&]() -> Expected<Cudnn *> {
-    const Expected<const Library *> &lib = library();
+    const Expected<const CudnnLibrary *> &lib = cudnnLibrary();
     if (!lib.ok())
       return lib.status();
     SMELT_CUDNN_TRY(device.makeCurrent());
@@ -476,7 +392,7 @@ Expected<Cudnn *> Cudnn::get(const CudaDevice &device) {
   return opened.emplace(device.ordinal(), attempt()).first->second;
 }
 
-size_t Cudnn::version() const { return (*library())->version; }
+size_t Cudnn::version() const { return (*cudnnLibrary())->version; }
 
 /// The descriptors of one convolution: x is the (possibly explicitly padded) input.
 struct Cudnn::ConvDescriptors {
@@ -507,7 +423,7 @@ std::optional<std::array<size_t, 3>> pick(const Perf *perf, int count, size_t li
 
 Expected<Cudnn::Algorithm> Cudnn::algorithm(ConvPass pass, const Conv2DCall &call,
                                             ConvDescriptors &d, size_t limit) {
-  const Library &lib = **library();
+  const CudnnLibrary &lib = **cudnnLibrary();
   bool strictF32 = call.input.dtype == DType::f32 && !call.allowTf32;
   std::string key = fmt::format("{} pass {} tf32 {} limit {}", describe(call), int(pass),
                                 call.allowTf32, limit);
@@ -574,7 +490,7 @@ Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, con
   if (!a || !b || !out)
     return fail(what, "null device pointer");
   auto inner = [&]() -> Status {
-    const Library &lib = **library();
+    const CudnnLibrary &lib = **cudnnLibrary();
     auto handle = static_cast<cudnnHandle_t>(handle_);
     Geometry g = geometry(call);
     DType dtype = call.input.dtype;
@@ -699,7 +615,7 @@ Status Cudnn::pool(bool backward, const Pool2DCall &call, const void *input,
                                   "recomputed forward result (Cudnn::workspaceBytes)",
                                   workspace ? workspaceBytes : 0, scratch));
   auto inner = [&]() -> Status {
-    const Library &lib = **library();
+    const CudnnLibrary &lib = **cudnnLibrary();
     auto handle = static_cast<cudnnHandle_t>(handle_);
     Geometry g = geometry(call);
     Descriptors make(lib, call.input.dtype);
