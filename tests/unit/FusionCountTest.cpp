@@ -11,8 +11,9 @@
 namespace smelt::test {
 namespace {
 
-/// The training step's Executable after the default pipeline, with or without fusion.
-rt::Executable compileTrainStep(const std::string &model, bool fuse) {
+/// The training step's Executable after the default pipeline, with or without fusion. ASSERTs
+/// need a void function: a failed pipeline or build stops the test before *exe is read.
+void compileTrainStep(const std::string &model, bool fuse, rt::Executable &result) {
   mlir::MLIRContext context;
   train::TrainConfig config;
   config.model = model;
@@ -21,16 +22,18 @@ rt::Executable compileTrainStep(const std::string &model, bool fuse) {
   PipelineOptions options;
   options.fuse = fuse;
   buildDefaultPipeline(pm, options);
-  EXPECT_TRUE(mlir::succeeded(pm.run(graph->module())));
+  ASSERT_TRUE(mlir::succeeded(pm.run(graph->module())));
   auto function = graph->module().lookupSymbol<mlir::func::FuncOp>("train_step");
+  ASSERT_TRUE(function) << "no train_step in the " << model << " module";
   mlir::FailureOr<rt::Executable> exe = codegen::buildExecutable(function);
-  EXPECT_TRUE(mlir::succeeded(exe));
-  return *exe;
+  ASSERT_TRUE(mlir::succeeded(exe));
+  result = std::move(*exe);
 }
 
 TEST(FusionCount, MlpTrainStepRunsAtLeastThreeTimesFewerKernels) {
-  rt::Executable unfused = compileTrainStep("mlp", false);
-  rt::Executable fused = compileTrainStep("mlp", true);
+  rt::Executable unfused, fused;
+  ASSERT_NO_FATAL_FAILURE(compileTrainStep("mlp", false, unfused));
+  ASSERT_NO_FATAL_FAILURE(compileTrainStep("mlp", true, fused));
   EXPECT_TRUE(unfused.kernels.empty());
   EXPECT_FALSE(fused.kernels.empty());
   size_t library = 0;
@@ -47,8 +50,9 @@ TEST(FusionCount, MlpTrainStepRunsAtLeastThreeTimesFewerKernels) {
 }
 
 TEST(FusionCount, CnnTrainStepFusesToo) {
-  rt::Executable unfused = compileTrainStep("cnn", false);
-  rt::Executable fused = compileTrainStep("cnn", true);
+  rt::Executable unfused, fused;
+  ASSERT_NO_FATAL_FAILURE(compileTrainStep("cnn", false, unfused));
+  ASSERT_NO_FATAL_FAILURE(compileTrainStep("cnn", true, fused));
   std::printf("cnn train step: %zu kernels unfused, %zu fused\n", unfused.steps.size(),
               fused.steps.size());
   EXPECT_GE(unfused.steps.size(), 2 * fused.steps.size());

@@ -1,5 +1,6 @@
-// matmul, convolutions and pooling (forward and backward) against naive float64 loops
-// written here, on fresh random inputs, in every float dtype.
+// matmul, convolutions and pooling (forward and backward) built with the builder and compiled,
+// against naive float64 loops written here, on fresh random inputs, in every float dtype. The
+// runtime's kernels alone are tested in runtime/ContractionTest.cpp.
 #include "TestUtil.h"
 
 #include "frontend/Ops.h"
@@ -11,7 +12,7 @@ namespace {
 
 const DType kFloats[] = {DType::f32, DType::f64, DType::bf16, DType::f16};
 
-TEST(Matmul, TransposesBatchesAndDtypes) {
+TEST(GraphMatmul, TransposesBatchesAndDtypes) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const int64_t b = 3, m = 5, k = 17, n = 6;
   for (DType dtype : kFloats)
@@ -34,16 +35,19 @@ TEST(Matmul, TransposesBatchesAndDtypes) {
           rt::HostTensor x = randomTensor(as, dtype), y = randomTensor(bs, dtype);
           std::vector<rt::HostTensor> out = run(g, {x, y});
           ASSERT_EQ(out.size(), 1u);
+          // The reference sums over the contraction index outermost, in long double: not the
+          // order or precision of the f64 kernel's own loop, so the two cannot share a mistake.
           std::vector<double> xv = x.toDoubles(), yv = y.toDoubles(), ref;
-          for (int64_t p = 0; p < (batched ? b : 1); ++p)
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < n; ++j) {
-                double s = 0;
-                for (int64_t q = 0; q < k; ++q)
-                  s += xv[p * m * k + (ta ? q * m + i : i * k + q)] *
-                       yv[p * k * n + (tb ? j * k + q : q * n + j)];
-                ref.push_back(s);
-              }
+          int64_t batches = batched ? b : 1;
+          std::vector<long double> sums(size_t(batches * m * n), 0.0L);
+          for (int64_t p = 0; p < batches; ++p)
+            for (int64_t q = 0; q < k; ++q)
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j)
+                  sums[size_t((p * m + i) * n + j)] +=
+                      (long double)xv[p * m * k + (ta ? q * m + i : i * k + q)] *
+                      yv[p * k * n + (tb ? j * k + q : q * n + j)];
+          ref.assign(sums.begin(), sums.end());
           EXPECT_LE(relError(out[0].toDoubles(), ref), tolerance(dtype));
         }
 }
@@ -86,7 +90,7 @@ void visitConv(const ConvCase &c, const std::function<void(int64_t, int64_t, int
           }
 }
 
-TEST(Conv2D, ForwardAndBothGradientsMatchNaiveLoops) {
+TEST(GraphConv2D, ForwardAndBothGradientsMatchNaiveLoops) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const ConvCase cases[] = {
       {{2, 9, 7, 3}, {3, 2, 3, 4}, {2, 1}, {1, 1, 0, 1}, {1, 2}},
@@ -141,7 +145,7 @@ struct PoolCase {
   Quad padding;
 };
 
-TEST(Pool2D, MaxAndAvgForwardAndBackwardMatchNaiveLoops) {
+TEST(GraphPool2D, MaxAndAvgForwardAndBackwardMatchNaiveLoops) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const PoolCase cases[] = {{{2, 8, 8, 3}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
                             {{1, 7, 9, 2}, {3, 2}, {2, 3}, {1, 1, 0, 1}},

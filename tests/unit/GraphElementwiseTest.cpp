@@ -1,4 +1,5 @@
-// Every elementwise op on the CPU against a float64 reference, for each dtype it takes.
+// Every elementwise op built with the builder and compiled for the CPU, against a float64
+// reference, for each dtype it takes. The runtime's kernels alone: runtime/ElementwiseTest.cpp.
 #include "TestUtil.h"
 
 #include "frontend/Ops.h"
@@ -52,7 +53,7 @@ std::vector<double> applyEach(const std::vector<double> &x, const std::function<
   return y;
 }
 
-TEST(Elementwise, UnaryOpsMatchFloat64) {
+TEST(GraphElementwise, UnaryOpsMatchFloat64) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   for (const UnaryCase &c : unaryCases()) {
     for (DType dtype : dtypesFor(c.integers)) {
@@ -76,7 +77,7 @@ struct BinaryCase {
   bool integers;
 };
 
-TEST(Elementwise, BinaryOpsMatchFloat64) {
+TEST(GraphElementwise, BinaryOpsMatchFloat64) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const BinaryCase cases[] = {
       {"add", smelt::add, [](double a, double b) { return a + b; }, true},
@@ -110,7 +111,7 @@ TEST(Elementwise, BinaryOpsMatchFloat64) {
   }
 }
 
-TEST(Elementwise, IntegerDivisionTruncatesAndDivisionByZeroIsZero) {
+TEST(GraphElementwise, IntegerDivisionTruncatesAndDivisionByZeroIsZero) {
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
   Tensor a = g.input("a", {6}, DType::i32);
@@ -124,7 +125,7 @@ TEST(Elementwise, IntegerDivisionTruncatesAndDivisionByZeroIsZero) {
   EXPECT_EQ(out[0].toDoubles(), (std::vector<double>{3, -3, -3, 0, -2147483648.0, 3}));
 }
 
-TEST(Elementwise, CompareEachDirection) {
+TEST(GraphElementwise, CompareEachDirection) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const std::pair<CompareDirection, std::function<bool(double, double)>> directions[] = {
       {CompareDirection::eq, std::equal_to<double>()},
@@ -156,7 +157,7 @@ TEST(Elementwise, CompareEachDirection) {
   }
 }
 
-TEST(Elementwise, SelectPicksByPredicate) {
+TEST(GraphElementwise, SelectPicksByPredicate) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
@@ -172,7 +173,7 @@ TEST(Elementwise, SelectPicksByPredicate) {
   EXPECT_EQ(out[0].toDoubles(), ref);
 }
 
-TEST(Elementwise, ConvertRoundsTruncatesAndSaturates) {
+TEST(GraphElementwise, ConvertRoundsTruncatesAndSaturates) {
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
   Tensor x = g.input("x", {6}, DType::f32);
@@ -192,7 +193,7 @@ TEST(Elementwise, ConvertRoundsTruncatesAndSaturates) {
   EXPECT_EQ(out[4].at(2), double(float(3.9e10)));
 }
 
-TEST(Elementwise, ConvertBetweenFloatTypesMatchesReference) {
+TEST(GraphElementwise, ConvertBetweenFloatTypesMatchesReference) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   for (DType from : kFloats)
     for (DType to : kFloats) {

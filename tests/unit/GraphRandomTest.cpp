@@ -1,26 +1,15 @@
-// Counter-based random numbers: Philox known answers, determinism, and distribution moments.
+// rng_uniform / rng_normal built with the builder and compiled: determinism, distribution
+// moments and the offset operand. Philox itself is tested in runtime/RandomTest.cpp.
 #include "TestUtil.h"
 
 #include "frontend/Ops.h"
-#include "runtime/cpu/Random.h"
 
 #include <cmath>
 
 namespace smelt::test {
 namespace {
 
-TEST(Random, PhiloxKnownAnswers) {
-  // Random123's published test vectors for philox4x32-10.
-  EXPECT_EQ(rt::cpu::philox4x32({0, 0, 0, 0}, {0, 0}),
-            (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
-  EXPECT_EQ(rt::cpu::philox4x32({~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}),
-            (std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
-  EXPECT_EQ(rt::cpu::philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
-                                {0xa4093822, 0x299f31d0}),
-            (std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
-}
-
-TEST(Random, UniformAndNormalMomentsAndDeterminism) {
+TEST(GraphRandom, UniformAndNormalMomentsAndDeterminism) {
   uint64_t seed = rngSeed() % 1000003;
   SCOPED_TRACE("seed " + std::to_string(seed));
   const int64_t n = 1 << 20;
@@ -63,7 +52,7 @@ TEST(Random, UniformAndNormalMomentsAndDeterminism) {
   }
 }
 
-TEST(Random, OffsetSelectsAStreamAndZeroMatchesNoOffset) {
+TEST(GraphRandom, OffsetSelectsAStreamAndZeroMatchesNoOffset) {
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
   Tensor step = g.input("step", {}, DType::i64);

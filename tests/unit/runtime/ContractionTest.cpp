@@ -14,21 +14,20 @@ namespace {
 using Ints = std::vector<int64_t>;
 const DType kFloats[] = {DType::f32, DType::f16, DType::bf16, DType::f64};
 
-/// Naive batched matmul on row-major [batch, ., .] data; `tl`/`tr` read the stored matrices
-/// transposed.
+/// Batched matmul on row-major [batch, ., .] data; `tl`/`tr` read the stored matrices transposed.
+/// It sums over the contraction index outermost, in long double: not the order or precision of
+/// the f64 kernel's own i-j-k loop, so the reference cannot share its mistakes.
 std::vector<double> naiveMatmul(const std::vector<double> &a, const std::vector<double> &b,
                                 int64_t batch, int64_t m, int64_t k, int64_t n, bool tl, bool tr) {
-  std::vector<double> c(size_t(batch * m * n), 0.0);
+  std::vector<long double> c(size_t(batch * m * n), 0.0L);
   for (int64_t p = 0; p < batch; ++p)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (int64_t q = 0; q < k; ++q)
-          s += a[size_t(p * m * k + (tl ? q * m + i : i * k + q))] *
-               b[size_t(p * k * n + (tr ? j * k + q : q * n + j))];
-        c[size_t((p * m + i) * n + j)] = s;
-      }
-  return c;
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          c[size_t((p * m + i) * n + j)] +=
+              (long double)a[size_t(p * m * k + (tl ? q * m + i : i * k + q))] *
+              b[size_t(p * k * n + (tr ? j * k + q : q * n + j))];
+  return std::vector<double>(c.begin(), c.end());
 }
 
 TEST(Contraction, MatmulEveryTransposeFlagWithBatchDims) {
@@ -53,6 +52,32 @@ TEST(Contraction, MatmulEveryTransposeFlagWithBatchDims) {
                           {{"transpose_lhs", int64_t(tl)}, {"transpose_rhs", int64_t(tr)}}),
                     ref, fmt::format("matmul {} x {}", a.type().str(), b.type().str()));
       }
+}
+
+// A known answer for f64: small integers over 16 multiply and add exactly in double, so every
+// summation order gives the same bits and the result must equal the exact integer sum.
+TEST(Contraction, MatmulF64IsExactOnDyadicInputs) {
+  const int64_t m = 7, k = 29, n = 5;
+  std::uniform_int_distribution<int> pick(-64, 64);
+  std::vector<int64_t> ai(size_t(m * k)), bi(size_t(k * n));
+  std::vector<double> a, b;
+  for (int64_t &v : ai)
+    a.push_back(double(v = pick(rng())) / 16);
+  for (int64_t &v : bi)
+    b.push_back(double(v = pick(rng())) / 16);
+  HostTensor got = runOp("matmul", {HostTensor::fromVector<double>({m, k}, a),
+                                    HostTensor::fromVector<double>({k, n}, b)},
+                         {DType::f64, {m, n}}, {{"transpose_lhs", int64_t(0)},
+                                                {"transpose_rhs", int64_t(0)}});
+  std::vector<double> c = got.toDoubles();
+  ASSERT_EQ(c.size(), size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t exact = 0;
+      for (int64_t q = 0; q < k; ++q)
+        exact += ai[size_t(i * k + q)] * bi[size_t(q * n + j)];
+      EXPECT_EQ(c[size_t(i * n + j)], double(exact) / 256) << "element " << i << "," << j;
+    }
 }
 
 struct ConvCase {
