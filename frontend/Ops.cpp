@@ -25,10 +25,6 @@ NamedAttribute real(Graph &g, const char *name, double value) {
   return named(g, name, g.builder().getF64FloatAttr(value));
 }
 
-Tensor unary(const char *op, Tensor x, Loc loc) {
-  return x.graph().make(op, {x.value()}, {}, nullptr, loc);
-}
-
 /// Broadcasts every operand to their common shape (NumPy's rule: align from the right, a 1
 /// stretches), so the op sees equal shapes. Incompatible shapes are a BuildError naming all.
 std::vector<Tensor> broadcastAll(std::vector<Tensor> xs, Loc loc) {
@@ -183,16 +179,10 @@ Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, dou
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-Tensor neg(Tensor x, Loc loc) { return unary("smelt.neg", x, loc); }
-Tensor abs(Tensor x, Loc loc) { return unary("smelt.abs", x, loc); }
-Tensor relu(Tensor x, Loc loc) { return unary("smelt.relu", x, loc); }
-Tensor exp(Tensor x, Loc loc) { return unary("smelt.exp", x, loc); }
-Tensor log(Tensor x, Loc loc) { return unary("smelt.log", x, loc); }
-Tensor tanh(Tensor x, Loc loc) { return unary("smelt.tanh", x, loc); }
-Tensor logistic(Tensor x, Loc loc) { return unary("smelt.logistic", x, loc); }
-Tensor sqrt(Tensor x, Loc loc) { return unary("smelt.sqrt", x, loc); }
-Tensor rsqrt(Tensor x, Loc loc) { return unary("smelt.rsqrt", x, loc); }
-Tensor erf(Tensor x, Loc loc) { return unary("smelt.erf", x, loc); }
+Tensor unary(const char *op, Tensor x, Loc loc) {
+  return x.graph().make(op, {x.value()}, {}, nullptr, loc);
+}
+
 
 Tensor add(Tensor a, Tensor b, Loc loc) { return binary("smelt.add", a, b, loc); }
 Tensor sub(Tensor a, Tensor b, Loc loc) { return binary("smelt.sub", a, b, loc); }

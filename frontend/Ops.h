@@ -26,17 +26,22 @@ Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, dou
                  double stddev, DType dtype = DType::f32,
                  std::optional<Tensor> offset = std::nullopt, Loc loc = Loc::current());
 
-// Elementwise, unary.
-Tensor neg(Tensor x, Loc loc = Loc::current());
-Tensor abs(Tensor x, Loc loc = Loc::current());
-Tensor relu(Tensor x, Loc loc = Loc::current());
-Tensor exp(Tensor x, Loc loc = Loc::current());
-Tensor log(Tensor x, Loc loc = Loc::current());
-Tensor tanh(Tensor x, Loc loc = Loc::current());
-Tensor logistic(Tensor x, Loc loc = Loc::current());
-Tensor sqrt(Tensor x, Loc loc = Loc::current());
-Tensor rsqrt(Tensor x, Loc loc = Loc::current());
-Tensor erf(Tensor x, Loc loc = Loc::current());
+// Elementwise, unary: one line each over `unary`, which builds any one-operand smelt op by name.
+Tensor unary(const char *op, Tensor x, Loc loc = Loc::current());
+inline Tensor neg(Tensor x, Loc loc = Loc::current()) { return unary("smelt.neg", x, loc); }
+inline Tensor abs(Tensor x, Loc loc = Loc::current()) { return unary("smelt.abs", x, loc); }
+inline Tensor relu(Tensor x, Loc loc = Loc::current()) { return unary("smelt.relu", x, loc); }
+inline Tensor exp(Tensor x, Loc loc = Loc::current()) { return unary("smelt.exp", x, loc); }
+inline Tensor log(Tensor x, Loc loc = Loc::current()) { return unary("smelt.log", x, loc); }
+inline Tensor tanh(Tensor x, Loc loc = Loc::current()) { return unary("smelt.tanh", x, loc); }
+inline Tensor logistic(Tensor x, Loc loc = Loc::current()) {
+  return unary("smelt.logistic", x, loc);
+}
+inline Tensor sqrt(Tensor x, Loc loc = Loc::current()) { return unary("smelt.sqrt", x, loc); }
+inline Tensor rsqrt(Tensor x, Loc loc = Loc::current()) { return unary("smelt.rsqrt", x, loc); }
+inline Tensor erf(Tensor x, Loc loc = Loc::current()) { return unary("smelt.erf", x, loc); }
+inline Tensor sin(Tensor x, Loc loc = Loc::current()) { return unary("smelt.sin", x, loc); }
+inline Tensor cos(Tensor x, Loc loc = Loc::current()) { return unary("smelt.cos", x, loc); }
 
 // Elementwise, binary, with NumPy broadcasting (explicit broadcast_in_dim in the IR).
 Tensor add(Tensor a, Tensor b, Loc loc = Loc::current());

@@ -76,7 +76,7 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
     auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
     if (!differentiable) {
       // 3. Piecewise-constant or source ops stop the gradient.
-      if (isa<CompareOp, ArgmaxOp, IotaOp, RngUniformOp, RngNormalOp, ConstantOp>(op))
+      if (auto facts = dyn_cast<OpFacts>(op); facts && facts.stopsGradient())
         continue;
       return op->emitOpError("has no gradient rule; it cannot sit between the loss and a "
                              "value being differentiated");

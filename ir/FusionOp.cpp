@@ -15,8 +15,8 @@ namespace {
 bool isFusibleBodyOp(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op)) // one value for every element
     return isa<SplatElementsAttr>(constant.getValue());
-  return op->hasTrait<OpTrait::Elementwise>() ||
-         isa<ConvertOp, BroadcastInDimOp, ReshapeOp, TransposeOp, IotaOp, ReduceOp>(op);
+  auto facts = dyn_cast<OpFacts>(op);
+  return facts && facts.getFusionRole() != FusionRole::None;
 }
 
 } // namespace

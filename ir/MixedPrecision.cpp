@@ -34,20 +34,13 @@ StringRef precisionPolicyName(PrecisionPolicy policy) {
 
 namespace {
 
-enum class List { Allow, Infer, Deny };
+using List = PrecisionClass;
 
+/// The op's class as it states it (Smelt_Precision in ir/SmeltOps.td); ops of other dialects
+/// stay f32.
 List listOf(Operation *op) {
-  if (isa<MatmulOp, Conv2DOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp>(op))
-    return List::Allow;
-  // Ranges and accuracy that bf16/f16 cannot hold: exp overflows f16 above 11, log and
-  // sqrt lose the digits a loss needs, sums grow past f16's 65504.
-  if (isa<ExpOp, LogOp, PowOp, SqrtOp, RsqrtOp, ErfOp>(op))
-    return List::Deny;
-  if (op->hasTrait<OpTrait::Elementwise>() ||
-      isa<BroadcastInDimOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp, MaxPool2DOp,
-          AvgPool2DOp, MaxPool2DBackwardOp, AvgPool2DBackwardOp>(op))
-    return List::Infer;
-  return List::Deny;
+  auto facts = dyn_cast<OpFacts>(op);
+  return facts ? facts.getPrecisionClass() : List::Deny;
 }
 
 bool isF32Tensor(Value v) {

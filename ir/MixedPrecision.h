@@ -22,10 +22,11 @@ struct MixedPrecisionStats {
   unsigned casts = 0;           // converts left in the block
 };
 
-/// Rewrites the f32 ops of `block` (f64 and integer ops are left alone) under `policy`:
+/// Rewrites the f32 ops of `block` (f64 and integer ops are left alone) under `policy`, each op
+/// in the list its ODS facts name (Smelt_Precision, read through OpFacts):
 ///  1. allow list (matmul, conv2d and its gradients): f32 operands are converted to the low
 ///     type and the op computes in it;
-///  2. infer list (elementwise arithmetic without exp/log/pow/sqrt/rsqrt/erf, compare, select,
+///  2. infer list (elementwise arithmetic without exp/log/pow/sqrt/rsqrt/erf/sin/cos, compare, select,
 ///     shape ops, pooling): computes in the low type when an operand already is and every
 ///     other f32 operand is cheap to cast (a splat constant, a block argument such as an f32
 ///     master weight, or a broadcast or reshape of one);

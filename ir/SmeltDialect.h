@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "ir/OpFacts.h"
 #include "ir/SmeltEnums.h.inc"
 
 #include "ir/SmeltDialect.h.inc"

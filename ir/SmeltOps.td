@@ -7,8 +7,11 @@ include "ir/SmeltInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+// Every op answers the OpFacts interface: the facts it states with Smelt_FusionRole,
+// Smelt_ElementCost, Smelt_Precision, Smelt_GpuKernel and Smelt_NoGradient (ir/OpFacts.h), the
+// defaults where it states none.
 class Smelt_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Smelt_Dialect, mnemonic, !listconcat([Pure], traits)>;
+    : Op<Smelt_Dialect, mnemonic, !listconcat([Pure, Smelt_OpFactsInterface], traits)>;
 
 // Ops whose result type follows from operands and attributes. The shape rules live in
 // ir/SmeltOps.cpp as `infer<Name>` functions, so the parser, the verifier and the builder share
@@ -23,7 +26,8 @@ defvar Smelt_Differentiable = DeclareOpInterfaceMethods<Smelt_DifferentiableOpIn
 // Sources
 //===----------------------------------------------------------------------===//
 
-def Smelt_ConstantOp : Smelt_InferredOp<"constant", [ConstantLike]> {
+def Smelt_ConstantOp : Smelt_InferredOp<"constant", [ConstantLike, Smelt_FusionRole<"Source">,
+    Smelt_GpuKernel<"::smelt::kAllElements">, Smelt_NoGradient]> {
   let summary = "a tensor literal";
   let description = [{
     A tensor whose elements are given by `value`.
@@ -38,7 +42,7 @@ def Smelt_ConstantOp : Smelt_InferredOp<"constant", [ConstantLike]> {
   let hasFolder = 1;
 }
 
-def Smelt_IotaOp : Smelt_Op<"iota"> {
+def Smelt_IotaOp : Smelt_Op<"iota", [Smelt_FusionRole<"Source">, Smelt_NoGradient]> {
   let summary = "indices along one dimension";
   let description = [{
     Each element holds its index along `dimension`.
@@ -53,7 +57,7 @@ def Smelt_IotaOp : Smelt_Op<"iota"> {
   let hasVerifier = 1;
 }
 
-def Smelt_RngUniformOp : Smelt_Op<"rng_uniform"> {
+def Smelt_RngUniformOp : Smelt_Op<"rng_uniform", [Smelt_NoGradient]> {
   let summary = "counter-based uniform random numbers";
   let description = [{
     Uniform numbers in [`low`, `high`) from Philox4x32-10 keyed by `seed` and counted by element
@@ -75,7 +79,7 @@ def Smelt_RngUniformOp : Smelt_Op<"rng_uniform"> {
   let hasVerifier = 1;
 }
 
-def Smelt_RngNormalOp : Smelt_Op<"rng_normal"> {
+def Smelt_RngNormalOp : Smelt_Op<"rng_normal", [Smelt_NoGradient]> {
   let summary = "counter-based normal random numbers";
   let description = [{
     Normal numbers with `mean` and `stddev` (Box-Muller over Philox4x32-10, docs/ops.md).
@@ -98,8 +102,12 @@ def Smelt_RngNormalOp : Smelt_Op<"rng_normal"> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Smelt_UnaryOp<string mnemonic, Constraint tensorType, string what>
-    : Smelt_InferredOp<mnemonic, [Elementwise, Smelt_Differentiable]> {
+// `facts` are the op's cost and precision class; by default a cheap op that follows its
+// operands' precision. Its gradient rule is in ir/Vjp.cpp.
+class Smelt_UnaryOp<string mnemonic, Constraint tensorType, string what,
+                    list<Trait> facts = [Smelt_Precision<"Infer">]>
+    : Smelt_InferredOp<mnemonic, !listconcat([Elementwise, Smelt_Differentiable,
+                                              Smelt_FusionRole<"Elementwise">], facts)> {
   let summary = "elementwise " # what;
   let description = "Applies " # what # " to each element.\n\n```mlir\n%y = smelt." # mnemonic #
                     " %x : tensor<4x8xf32>\n```";
@@ -119,19 +127,32 @@ class Smelt_UnaryOp<string mnemonic, Constraint tensorType, string what>
 def Smelt_NegOp : Smelt_UnaryOp<"neg", Smelt_NumberTensor, "negation">;
 def Smelt_AbsOp : Smelt_UnaryOp<"abs", Smelt_NumberTensor, "absolute value">;
 def Smelt_ReluOp : Smelt_UnaryOp<"relu", Smelt_NumberTensor, "max(x, 0)">;
-def Smelt_ExpOp : Smelt_UnaryOp<"exp", Smelt_FloatTensor, "e^x">;
-def Smelt_LogOp : Smelt_UnaryOp<"log", Smelt_FloatTensor, "the natural logarithm">;
-def Smelt_TanhOp : Smelt_UnaryOp<"tanh", Smelt_FloatTensor, "the hyperbolic tangent">;
-def Smelt_LogisticOp : Smelt_UnaryOp<"logistic", Smelt_FloatTensor, "the sigmoid 1/(1+e^-x)">;
-def Smelt_SqrtOp : Smelt_UnaryOp<"sqrt", Smelt_FloatTensor, "the square root">;
-def Smelt_RsqrtOp : Smelt_UnaryOp<"rsqrt", Smelt_FloatTensor, "the reciprocal square root">;
-def Smelt_ErfOp : Smelt_UnaryOp<"erf", Smelt_FloatTensor, "the error function">;
+// Mixed precision keeps exp, log, sqrt, rsqrt, erf, sin and cos in f32 (the default class):
+// exp overflows f16 above 11, log and sqrt lose the digits a loss needs, and sin/cos of a
+// position index need more bits than bf16 has. tanh and logistic are bounded: they follow.
+def Smelt_ExpOp : Smelt_UnaryOp<"exp", Smelt_FloatTensor, "e^x", [Smelt_ElementCost<20>]>;
+def Smelt_LogOp : Smelt_UnaryOp<"log", Smelt_FloatTensor, "the natural logarithm",
+                                [Smelt_ElementCost<20>]>;
+def Smelt_TanhOp : Smelt_UnaryOp<"tanh", Smelt_FloatTensor, "the hyperbolic tangent",
+                                 [Smelt_ElementCost<20>, Smelt_Precision<"Infer">]>;
+def Smelt_LogisticOp : Smelt_UnaryOp<"logistic", Smelt_FloatTensor, "the sigmoid 1/(1+e^-x)",
+                                     [Smelt_ElementCost<20>, Smelt_Precision<"Infer">]>;
+def Smelt_SqrtOp : Smelt_UnaryOp<"sqrt", Smelt_FloatTensor, "the square root",
+                                 [Smelt_ElementCost<4>]>;
+def Smelt_RsqrtOp : Smelt_UnaryOp<"rsqrt", Smelt_FloatTensor, "the reciprocal square root",
+                                  [Smelt_ElementCost<4>]>;
+def Smelt_ErfOp : Smelt_UnaryOp<"erf", Smelt_FloatTensor, "the error function",
+                                [Smelt_ElementCost<20>]>;
+def Smelt_SinOp : Smelt_UnaryOp<"sin", Smelt_FloatTensor, "the sine", [Smelt_ElementCost<20>]>;
+def Smelt_CosOp : Smelt_UnaryOp<"cos", Smelt_FloatTensor, "the cosine", [Smelt_ElementCost<20>]>;
 
 // Binary ops take operands of one type; the builder inserts broadcast_in_dim for NumPy
 // broadcasting, so the IR states every broadcast. The custom type directive prints one type
 // when both operands share it, which they must.
-class Smelt_BinaryOp<string mnemonic, Constraint tensorType, string what>
-    : Smelt_InferredOp<mnemonic, [Elementwise, Smelt_Differentiable]> {
+class Smelt_BinaryOp<string mnemonic, Constraint tensorType, string what,
+                     list<Trait> facts = [Smelt_Precision<"Infer">]>
+    : Smelt_InferredOp<mnemonic, !listconcat([Elementwise, Smelt_Differentiable,
+                                              Smelt_FusionRole<"Elementwise">], facts)> {
   let summary = "elementwise " # what;
   let description = "Computes " # what # " of each pair of elements; both operands have the " #
                     "same type.\n\n```mlir\n%z = smelt." # mnemonic #
@@ -153,12 +174,15 @@ def Smelt_AddOp : Smelt_BinaryOp<"add", Smelt_NumberTensor, "the sum">;
 def Smelt_SubOp : Smelt_BinaryOp<"sub", Smelt_NumberTensor, "the difference">;
 def Smelt_MulOp : Smelt_BinaryOp<"mul", Smelt_NumberTensor, "the product">;
 def Smelt_DivOp : Smelt_BinaryOp<"div", Smelt_NumberTensor,
-                                 "the quotient (integers truncate; x/0 is 0)">;
+                                 "the quotient (integers truncate; x/0 is 0)",
+                                 [Smelt_ElementCost<4>, Smelt_Precision<"Infer">]>;
 def Smelt_MaxOp : Smelt_BinaryOp<"max", Smelt_NumberTensor, "the maximum">;
 def Smelt_MinOp : Smelt_BinaryOp<"min", Smelt_NumberTensor, "the minimum">;
-def Smelt_PowOp : Smelt_BinaryOp<"pow", Smelt_FloatTensor, "lhs raised to rhs">;
+def Smelt_PowOp : Smelt_BinaryOp<"pow", Smelt_FloatTensor, "lhs raised to rhs",
+                                 [Smelt_ElementCost<40>]>;
 
-def Smelt_CompareOp : Smelt_InferredOp<"compare", [Elementwise]> {
+def Smelt_CompareOp : Smelt_InferredOp<"compare", [Elementwise, Smelt_FusionRole<"Elementwise">,
+    Smelt_Precision<"Infer">, Smelt_NoGradient]> {
   let summary = "elementwise comparison";
   let description = [{
     Compares each pair of elements with `direction` (eq, ne, lt, le, gt, ge), giving i1.
@@ -174,7 +198,8 @@ def Smelt_CompareOp : Smelt_InferredOp<"compare", [Elementwise]> {
   }];
 }
 
-def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise, Smelt_Differentiable]> {
+def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise, Smelt_Differentiable,
+    Smelt_FusionRole<"Elementwise">, Smelt_Precision<"Infer">]> {
   let summary = "elementwise choice";
   let description = [{
     Takes `on_true` where `pred` holds and `on_false` elsewhere; all three have one shape.
@@ -193,7 +218,7 @@ def Smelt_SelectOp : Smelt_InferredOp<"select", [Elementwise, Smelt_Differentiab
 
 // Not marked Elementwise: that trait's generic shape check would run before, and hide, the
 // verifier's message naming both types.
-def Smelt_ConvertOp : Smelt_Op<"convert", [Smelt_Differentiable]> {
+def Smelt_ConvertOp : Smelt_Op<"convert", [Smelt_Differentiable, Smelt_FusionRole<"Elementwise">]> {
   let summary = "elementwise change of element type";
   let description = [{
     Converts each element to the result's element type: floats round to nearest even, float to
@@ -214,7 +239,8 @@ def Smelt_ConvertOp : Smelt_Op<"convert", [Smelt_Differentiable]> {
 // Shape
 //===----------------------------------------------------------------------===//
 
-def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim", [Smelt_Differentiable]> {
+def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim", [Smelt_Differentiable,
+    Smelt_FusionRole<"Remap">, Smelt_Precision<"Infer">]> {
   let summary = "broadcast to a larger shape";
   let description = [{
     Operand dimension i becomes result dimension `dims[i]` (strictly increasing); an operand
@@ -234,7 +260,9 @@ def Smelt_BroadcastInDimOp : Smelt_Op<"broadcast_in_dim", [Smelt_Differentiable]
   let hasFolder = 1;
 }
 
-def Smelt_ReshapeOp : Smelt_Op<"reshape", [Smelt_Differentiable]> {
+// A reshape only renames the bytes, so every device has it.
+def Smelt_ReshapeOp : Smelt_Op<"reshape", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,
+    Smelt_Precision<"Infer">, Smelt_GpuKernel<"::smelt::kAllElements">]> {
   let summary = "same elements, new shape";
   let description = [{
     Reinterprets the row-major elements with the result's shape; the element count is kept.
@@ -250,7 +278,8 @@ def Smelt_ReshapeOp : Smelt_Op<"reshape", [Smelt_Differentiable]> {
   let hasFolder = 1;
 }
 
-def Smelt_TransposeOp : Smelt_InferredOp<"transpose", [Smelt_Differentiable]> {
+def Smelt_TransposeOp : Smelt_InferredOp<"transpose", [Smelt_Differentiable,
+    Smelt_FusionRole<"Remap">, Smelt_Precision<"Infer">]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension i is operand dimension `permutation[i]`.
@@ -264,7 +293,7 @@ def Smelt_TransposeOp : Smelt_InferredOp<"transpose", [Smelt_Differentiable]> {
   let assemblyFormat = "$x `,` `permutation` `=` $permutation attr-dict `:` type($x)";
 }
 
-def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable]> {
+def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {
   let summary = "a strided box of elements";
   let description = [{
     Takes indices start, start + stride, ... below limit in each dimension.
@@ -281,7 +310,7 @@ def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable]> {
   }];
 }
 
-def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable]> {
+def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {
   let summary = "join tensors along one dimension";
   let description = [{
     Operands agree in element type and in every dimension but `dimension`.
@@ -295,7 +324,7 @@ def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable]> {
   let assemblyFormat = "$inputs `dim` `=` $dimension attr-dict `:` type($inputs)";
 }
 
-def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable]> {
+def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {
   let summary = "grow each dimension with a constant";
   let description = [{
     Adds `low[i]` elements before and `high[i]` after dimension i, all equal to `value`.
@@ -316,7 +345,7 @@ def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def Smelt_ReduceOp : Smelt_InferredOp<"reduce", [Smelt_Differentiable]> {
+def Smelt_ReduceOp : Smelt_InferredOp<"reduce", [Smelt_Differentiable, Smelt_FusionRole<"Reduce">]> {
   let summary = "sum, max or min over dimensions";
   let description = [{
     Combines elements over `axes` (strictly increasing) with `kind`; those dimensions are
@@ -332,7 +361,7 @@ def Smelt_ReduceOp : Smelt_InferredOp<"reduce", [Smelt_Differentiable]> {
   let assemblyFormat = "$kind $x `axes` `=` $axes attr-dict `:` type($x)";
 }
 
-def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax"> {
+def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax", [Smelt_NoGradient]> {
   let summary = "index of the largest element along one dimension";
   let description = [{
     Gives the i64 index of the maximum along `axis`, which is dropped; ties go to the first
@@ -351,7 +380,9 @@ def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax"> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Smelt_MatmulOp : Smelt_InferredOp<"matmul", [Smelt_Differentiable]> {
+// cuBLASLt on the GPU; f32 accumulation in bf16/f16, which mixed precision is for.
+def Smelt_MatmulOp : Smelt_InferredOp<"matmul", [Smelt_Differentiable, Smelt_Precision<"Allow">,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64">]> {
   let summary = "batched matrix product";
   let description = [{
     `lhs` is [..., M, K] and `rhs` is [..., K, N] with equal leading batch dimensions, giving
@@ -379,7 +410,9 @@ defvar Smelt_ConvWindow = (ins DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pa
 defvar Smelt_PoolWindow = (ins DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$strides,
                           DenseI64ArrayAttr:$padding);
 
-def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable]> {
+// Convolutions and pooling are cuDNN calls on the GPU.
+def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Precision<"Allow">,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "2-D convolution, NHWC input and HWIO filter";
   let description = [{
     Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C, F], giving NHWC
@@ -396,7 +429,8 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable]> {
   let assemblyFormat = "$input `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($input) `,` type($filter)";
 }
 
-def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input"> {
+def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input", [Smelt_Precision<"Allow">,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{
     Given the gradient of a conv2d's result and its filter, the gradient of its input, whose
@@ -414,7 +448,8 @@ def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input"> {
   let hasVerifier = 1;
 }
 
-def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter"> {
+def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter", [Smelt_Precision<"Allow">,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "gradient of conv2d with respect to its filter";
   let description = [{
     Given a conv2d's input and the gradient of its result, the gradient of its HWIO filter,
@@ -432,7 +467,8 @@ def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter"> {
   let hasVerifier = 1;
 }
 
-def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d", [Smelt_Differentiable]> {
+def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d", [Smelt_Differentiable,
+    Smelt_Precision<"Infer">, Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "2-D max pooling, NHWC";
   let description = [{
     The maximum of each window; padding never wins. OH = (H + top + bottom - kh) / sh + 1.
@@ -447,7 +483,8 @@ def Smelt_MaxPool2DOp : Smelt_InferredOp<"max_pool2d", [Smelt_Differentiable]> {
   let assemblyFormat = "$input `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input)";
 }
 
-def Smelt_AvgPool2DOp : Smelt_InferredOp<"avg_pool2d", [Smelt_Differentiable]> {
+def Smelt_AvgPool2DOp : Smelt_InferredOp<"avg_pool2d", [Smelt_Differentiable,
+    Smelt_Precision<"Infer">, Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "2-D average pooling, NHWC";
   let description = [{
     The mean of each window over the elements inside the input (padding is not counted).
@@ -462,7 +499,8 @@ def Smelt_AvgPool2DOp : Smelt_InferredOp<"avg_pool2d", [Smelt_Differentiable]> {
   let assemblyFormat = "$input `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input)";
 }
 
-def Smelt_MaxPool2DBackwardOp : Smelt_InferredOp<"max_pool2d_backward"> {
+def Smelt_MaxPool2DBackwardOp : Smelt_InferredOp<"max_pool2d_backward", [Smelt_Precision<"Infer">,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "gradient of max_pool2d";
   let description = [{
     Routes each element of `grad_output` to the first maximum of its window in `input`.
@@ -478,7 +516,8 @@ def Smelt_MaxPool2DBackwardOp : Smelt_InferredOp<"max_pool2d_backward"> {
   let assemblyFormat = "$input `,` $grad_output `window` `=` $window `strides` `=` $strides `padding` `=` $padding attr-dict `:` type($input) `,` type($grad_output)";
 }
 
-def Smelt_AvgPool2DBackwardOp : Smelt_Op<"avg_pool2d_backward"> {
+def Smelt_AvgPool2DBackwardOp : Smelt_Op<"avg_pool2d_backward", [Smelt_Precision<"Infer">,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "gradient of avg_pool2d";
   let description = [{
     Spreads each element of `grad_output` evenly over its window; the result type is the
@@ -499,7 +538,8 @@ def Smelt_AvgPool2DBackwardOp : Smelt_Op<"avg_pool2d_backward"> {
 // Placement
 //===----------------------------------------------------------------------===//
 
-def Smelt_CopyOp : Smelt_Op<"copy", [SameOperandsAndResultType]> {
+def Smelt_CopyOp : Smelt_Op<"copy", [SameOperandsAndResultType,
+    Smelt_GpuKernel<"::smelt::kAllElements">]> {
   let summary = "the same tensor on another device";
   let description = [{
     Its result is `x` placed where the copy itself is placed (its `smelt.device`):
@@ -519,7 +559,10 @@ def Smelt_CopyOp : Smelt_Op<"copy", [SameOperandsAndResultType]> {
 // Collectives: data-parallel replicas
 //===----------------------------------------------------------------------===//
 
-def Smelt_AllReduceOp : Smelt_InferredOp<"all_reduce", [Smelt_Differentiable]> {
+// NCCL on the GPU.
+def Smelt_AllReduceOp : Smelt_InferredOp<"all_reduce", [Smelt_Differentiable,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64 | " #
+                    "::smelt::kI32 | ::smelt::kI64">]> {
   let summary = "sum or mean of each operand over all replicas";
   let description = [{
     Every replica runs the same function on its own data; each result is the elementwise sum
@@ -568,7 +611,10 @@ def Smelt_FusionKind : I32EnumAttr<"FusionKind", "shape of a fusion's kernel", [
   let cppNamespace = "::smelt";
 }
 
-def Smelt_FusionOp : Smelt_Op<"fusion", [IsolatedFromAbove, SingleBlock]> {
+// A fusion is NVRTC code on the GPU whatever it holds (smelt-fuse admits only ops codegen
+// renders for every element type).
+def Smelt_FusionOp : Smelt_Op<"fusion", [IsolatedFromAbove, SingleBlock,
+    Smelt_GpuKernel<"::smelt::kAllElements">]> {
   let summary = "a region of ops that becomes one kernel";
   let description = [{
     The body computes the results from the block arguments (the `inputs`) with elementwise,

@@ -173,6 +173,17 @@ LogicalResult ErfOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
   return success();
 }
 
+LogicalResult SinOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  grads.push_back(mul(b, getLoc(), g, CosOp::create(b, getLoc(), getX())));
+  return success();
+}
+
+LogicalResult CosOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  grads.push_back(mul(b, loc, g, neg(b, loc, SinOp::create(b, loc, getX()))));
+  return success();
+}
+
 LogicalResult AddOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
   SMELT_FLOAT_ONLY(grads);
   grads.append({g, g});

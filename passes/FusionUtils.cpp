@@ -12,31 +12,13 @@ namespace smelt {
 FusionRole fusionRole(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return isa<SplatElementsAttr>(constant.getValue()) ? FusionRole::Source : FusionRole::None;
-  if (isa<IotaOp>(op))
-    return FusionRole::Source;
-  if (op->hasTrait<OpTrait::Elementwise>() || isa<ConvertOp>(op))
-    return FusionRole::Elementwise;
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op))
-    return FusionRole::Remap;
-  if (isa<ReduceOp>(op))
-    return FusionRole::Reduce;
-  return FusionRole::None;
+  auto facts = dyn_cast<OpFacts>(op);
+  return facts ? facts.getFusionRole() : FusionRole::None;
 }
 
 int64_t elementCost(Operation *op) {
-  if (isa<PowOp>(op))
-    return 40;
-  if (isa<ExpOp, LogOp, TanhOp, LogisticOp, ErfOp>(op))
-    return 20;
-  if (isa<DivOp, SqrtOp, RsqrtOp>(op))
-    return 4;
-  switch (fusionRole(op)) {
-  case FusionRole::Source:
-  case FusionRole::Remap:
-    return 0;
-  default:
-    return 1;
-  }
+  auto facts = dyn_cast<OpFacts>(op);
+  return facts ? facts.getElementCost() : 1;
 }
 
 int64_t numElements(Value value) {

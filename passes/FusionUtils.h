@@ -9,18 +9,13 @@
 
 namespace smelt {
 
-/// How an op takes part in fusion.
-enum class FusionRole {
-  None,        // a library call or an op no kernel renders (matmul, conv2d, rng, slice ...)
-  Source,      // iota, splat constant: free to recompute in any kernel
-  Elementwise, // unary, binary, compare, select, convert
-  Remap,       // broadcast_in_dim, reshape, transpose: only move indices
-  Reduce,      // reduce: the root of a reduction kernel, never inside another
-};
+/// How an op takes part in fusion: its OpFacts role (ir/OpFacts.h), except that only a splat
+/// constant is a source (a kernel cannot hold a tensor literal).
 FusionRole fusionRole(mlir::Operation *op);
 
-/// Arithmetic per element, in "simple op" units: 1 for add or compare, 0 for a remap, about
-/// 20 for exp/log/tanh/erf, 40 for pow. The cost model weighs recomputation with it.
+/// Arithmetic per element, in "simple op" units, as the op states it (Smelt_ElementCost): 1 for
+/// add or compare, 0 for a remap, about 20 for exp/log/tanh/erf, 40 for pow. The cost model
+/// weighs recomputation with it.
 int64_t elementCost(mlir::Operation *op);
 
 int64_t numElements(mlir::Value value);

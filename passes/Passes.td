@@ -121,7 +121,8 @@ def MixedPrecision : Pass<"smelt-mixed-precision", "mlir::ModuleOp"> {
     allow list (matmul, conv2d and its gradients) computes in the low type; the infer list
     (elementwise arithmetic, compare, select, shape ops, pooling) follows an operand already
     in it when its other operands are cheap to cast; the deny list (exp, log, pow, sqrt,
-    rsqrt, erf, reductions, argmax, random numbers) stays f32. Every value keeps its type:
+    rsqrt, erf, sin, cos, reductions, argmax, random numbers) stays f32; each op states its
+    list in ir/SmeltOps.td (Smelt_Precision). Every value keeps its type:
     a rewritten op's result is converted back to f32 for its users, and cast pairs between
     low ops fold. Arguments (f32 master weights) and results stay f32. Run it before
     smelt-autodiff so gradients reach the weights in f32.

@@ -41,29 +41,21 @@ std::string elementName(Type type) {
 
 /// Why the GPU executor cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels
 /// when smelt-fuse runs (`fused`), matmul a cuBLASLt call, convolutions and pooling cuDNN
-/// calls, all_reduce NCCL; the rest has no GPU kernel yet.
+/// calls, all_reduce NCCL: each op states the types it has a GPU kernel for (Smelt_GpuKernel
+/// in ir/SmeltOps.td); the rest has no GPU kernel yet.
 std::string whyNotOnGpu(Operation *op, bool fused) {
   std::string name = op->getName().stripDialect().str();
-  auto floatTypes = [&](std::initializer_list<const char *> allowed) -> std::string {
-    std::string dtype = elementName(op->getOperand(0).getType());
-    for (const char *ok : allowed)
-      if (dtype == ok)
-        return "";
-    return "no GPU kernel for '" + name + "' in " + dtype;
-  };
-  if (isa<ConstantOp, FusionOp, CopyOp, ReshapeOp>(op))
+  auto facts = dyn_cast<OpFacts>(op);
+  unsigned types = facts ? facts.getGpuKernelTypes() : 0;
+  if (types == kAllElements)
     return "";
-  if (op->hasTrait<OpTrait::Elementwise>() ||
-      isa<ConvertOp, BroadcastInDimOp, TransposeOp, ReduceOp, IotaOp>(op))
+  if (!types && facts && facts.getFusionRole() != FusionRole::None)
     return fused ? "" : "no GPU kernel for '" + name + "' outside a fusion (fusion is off)";
-  if (isa<MatmulOp>(op))
-    return floatTypes({"f32", "f16", "bf16", "f64"});
-  if (isa<AllReduceOp>(op)) // NCCL
-    return floatTypes({"f32", "f16", "bf16", "f64", "i32", "i64"});
-  if (isa<Conv2DOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp, MaxPool2DOp, AvgPool2DOp,
-          MaxPool2DBackwardOp, AvgPool2DBackwardOp>(op))
-    return floatTypes({"f32", "f16", "bf16"});
-  return "no GPU kernel for '" + name + "'";
+  if (!types)
+    return "no GPU kernel for '" + name + "'";
+  Type operand = op->getOperand(0).getType();
+  return types & elementBit(operand) ? ""
+                                     : "no GPU kernel for '" + name + "' in " + elementName(operand);
 }
 
 std::string describe(Operation *op) {

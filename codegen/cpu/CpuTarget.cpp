@@ -1,4 +1,5 @@
-// Element operations of fused CPU kernels as arith/math ops. Each op follows the unfused
+// Element operations of fused CPU kernels as arith/math ops, the elementwise ops from one table
+// (kUnary, kBinary) as the CUDA target has. Each op follows the unfused
 // kernel in runtime/cpu/Elementwise.cpp expression for expression (abs and relu as compare and
 // select, max as `a > b || a != a ? a : b`), so fused and unfused results agree bit for bit
 // except where math functions are approximated (codegen/cpu/Lower.cpp says which).
@@ -88,6 +89,87 @@ Value logarithm(ImplicitLocOpBuilder &b, Value x) {
   return arith::SelectOp::create(b, subnormal, arith::SubFOp::create(b, log, shift), log);
 }
 
+Value zeroLike(ImplicitLocOpBuilder &b, Value x) {
+  return isFloatValue(x) ? floatConstant(b, x.getType(), 0) : intConstant(b, x.getType(), 0);
+}
+
+/// Integer abs wraps: |INT_MIN| is INT_MIN.
+Value absolute(ImplicitLocOpBuilder &b, Value x) {
+  Value isNegative = comparison(b, CompareDirection::lt, x, zeroLike(b, x));
+  return arith::SelectOp::create(b, isNegative, negate(b, x), x);
+}
+
+Value relu(ImplicitLocOpBuilder &b, Value x) {
+  Value isNegative = comparison(b, CompareDirection::lt, x, zeroLike(b, x));
+  return arith::SelectOp::create(b, isNegative, zeroLike(b, x), x);
+}
+
+/// 1 / sqrt(x), not an estimate: the runtime divides too.
+Value reciprocalSqrt(ImplicitLocOpBuilder &b, Value x) {
+  return arith::DivFOp::create(b, floatConstant(b, x.getType(), 1.0), math::SqrtOp::create(b, x));
+}
+
+Value logistic(ImplicitLocOpBuilder &b, Value x) {
+  Value one = floatConstant(b, x.getType(), 1.0);
+  return arith::DivFOp::create(
+      b, one, arith::AddFOp::create(b, one, math::ExpOp::create(b, negate(b, x))));
+}
+
+template <typename Op> Value build(ImplicitLocOpBuilder &b, Value x) { return Op::create(b, x); }
+template <typename Op> Value build(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return Op::create(b, x, y);
+}
+Value maximum(ImplicitLocOpBuilder &b, Value x, Value y) { return extremum(b, true, x, y); }
+Value minimum(ImplicitLocOpBuilder &b, Value x, Value y) { return extremum(b, false, x, y); }
+
+using UnaryFn = Value (*)(ImplicitLocOpBuilder &, Value);
+using BinaryFn = Value (*)(ImplicitLocOpBuilder &, Value, Value);
+
+/// How each elementwise op is built from arith/math ops: on floats (f32, f64 and the f32 that
+/// f16/bf16 compute in) and on integers, null where the op takes no integers (the verifier sees
+/// to it). The CUDA target's kOps table spells the same ops in C++; a new op is a line in each.
+/// Integer add, sub and mul wrap: arith's plain ops have no overflow flags.
+struct UnarySpelling {
+  StringLiteral op;
+  UnaryFn onFloat, onInteger;
+};
+constexpr UnarySpelling kUnary[] = {
+    {"neg", negate, negate},
+    {"abs", absolute, absolute},
+    {"relu", relu, relu},
+    {"exp", build<math::ExpOp>, nullptr},
+    {"log", logarithm, nullptr},
+    {"tanh", build<math::TanhOp>, nullptr},
+    {"logistic", logistic, nullptr},
+    {"sqrt", build<math::SqrtOp>, nullptr},
+    {"rsqrt", reciprocalSqrt, nullptr},
+    {"erf", build<math::ErfOp>, nullptr},
+    {"sin", build<math::SinOp>, nullptr},
+    {"cos", build<math::CosOp>, nullptr},
+};
+
+struct BinarySpelling {
+  StringLiteral op;
+  BinaryFn onFloat, onInteger;
+};
+constexpr BinarySpelling kBinary[] = {
+    {"add", build<arith::AddFOp>, build<arith::AddIOp>},
+    {"sub", build<arith::SubFOp>, build<arith::SubIOp>},
+    {"mul", build<arith::MulFOp>, build<arith::MulIOp>},
+    {"div", build<arith::DivFOp>, divideIntegers},
+    {"max", maximum, maximum},
+    {"min", minimum, minimum},
+    {"pow", build<math::PowFOp>, nullptr},
+};
+
+template <typename Spelling, size_t N>
+const Spelling *find(const Spelling (&table)[N], StringRef op) {
+  for (const Spelling &spelling : table)
+    if (spelling.op == op)
+      return &spelling;
+  return nullptr;
+}
+
 } // namespace
 
 CpuTarget::CpuTarget(ImplicitLocOpBuilder &builder, ArrayRef<Value> inputs, ArrayRef<DType> dtypes)
@@ -143,57 +225,18 @@ Val CpuTarget::integerConstant(int64_t value, DType dtype) {
   return wrap(intConstant(b_, computeType(b_.getContext(), dtype), value));
 }
 
-Val CpuTarget::unary(StringRef op, Val xv, DType dtype) {
-  Value x = value(xv);
-  ImplicitLocOpBuilder &b = b_;
-  auto isNegative = [&] { return comparison(b, CompareDirection::lt, x, zero(dtype)); };
-  if (op == "neg")
-    return wrap(negate(b, x));
-  if (op == "abs") // integer abs wraps: |INT_MIN| is INT_MIN
-    return wrap(arith::SelectOp::create(b, isNegative(), negate(b, x), x));
-  if (op == "relu")
-    return wrap(arith::SelectOp::create(b, isNegative(), zero(dtype), x));
-  if (!rt::isFloat(dtype))
-    return unknown(op, dtype);
-  auto one = [&] { return cpu::floatConstant(b, x.getType(), 1.0); };
-  if (op == "exp")
-    return wrap(math::ExpOp::create(b, x));
-  if (op == "log")
-    return wrap(logarithm(b, x));
-  if (op == "tanh")
-    return wrap(math::TanhOp::create(b, x));
-  if (op == "erf")
-    return wrap(math::ErfOp::create(b, x));
-  if (op == "sqrt")
-    return wrap(math::SqrtOp::create(b, x));
-  if (op == "rsqrt") // 1 / sqrt(x), not an estimate: the runtime divides too
-    return wrap(arith::DivFOp::create(b, one(), math::SqrtOp::create(b, x)));
-  if (op == "logistic")
-    return wrap(arith::DivFOp::create(
-        b, one(), arith::AddFOp::create(b, one(), math::ExpOp::create(b, negate(b, x)))));
-  return unknown(op, dtype);
+Val CpuTarget::unary(StringRef op, Val x, DType dtype) {
+  const UnarySpelling *spelling = find(kUnary, op);
+  UnaryFn fn = !spelling ? nullptr : rt::isFloat(dtype) ? spelling->onFloat : spelling->onInteger;
+  return fn ? wrap(fn(b_, value(x))) : unknown(op, dtype);
 }
 
-Val CpuTarget::binary(StringRef op, Val av, Val bv, DType dtype) {
-  Value x = value(av), y = value(bv);
-  ImplicitLocOpBuilder &b = b_;
-  bool isFloat = rt::isFloat(dtype);
-  if (dtype == DType::i1)
-    return unknown(op, dtype);
-  // Integer add, sub and mul wrap: arith's plain ops have no overflow flags.
-  if (op == "add")
-    return wrap(isFloat ? Value(arith::AddFOp::create(b, x, y)) : arith::AddIOp::create(b, x, y));
-  if (op == "sub")
-    return wrap(isFloat ? Value(arith::SubFOp::create(b, x, y)) : arith::SubIOp::create(b, x, y));
-  if (op == "mul")
-    return wrap(isFloat ? Value(arith::MulFOp::create(b, x, y)) : arith::MulIOp::create(b, x, y));
-  if (op == "div")
-    return wrap(isFloat ? Value(arith::DivFOp::create(b, x, y)) : divideIntegers(b, x, y));
-  if (op == "max" || op == "min")
-    return wrap(extremum(b, op == "max", x, y));
-  if (op == "pow" && isFloat)
-    return wrap(math::PowFOp::create(b, x, y));
-  return unknown(op, dtype);
+Val CpuTarget::binary(StringRef op, Val a, Val b, DType dtype) {
+  const BinarySpelling *spelling = find(kBinary, op);
+  BinaryFn fn = !spelling || dtype == DType::i1 ? nullptr
+                : rt::isFloat(dtype)            ? spelling->onFloat
+                                                : spelling->onInteger;
+  return fn ? wrap(fn(b_, value(a), value(b))) : unknown(op, dtype);
 }
 
 Val CpuTarget::compare(CompareDirection direction, Val a, Val b, DType) {

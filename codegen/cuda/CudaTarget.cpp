@@ -94,6 +94,8 @@ constexpr OpSpelling kOps[] = {
     {"sqrt", "sqrt{f}({0})", nullptr},
     {"rsqrt", "rsqrt{f}({0})", nullptr},
     {"erf", "erf{f}({0})", nullptr},
+    {"sin", "sin{f}({0})", nullptr},
+    {"cos", "cos{f}({0})", nullptr},
     {"add", "({0} + {1})", "smelt_add({0}, {1})"},
     {"sub", "({0} - {1})", "smelt_sub({0}, {1})"},
     {"mul", "({0} * {1})", "smelt_mul({0}, {1})"},

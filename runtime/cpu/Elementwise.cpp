@@ -121,6 +121,10 @@ Expected<Kernel> unary(const Step &step, const StepTypes &types) {
   if (op == "rsqrt")
     return unaryKernel(step, types, true,
                        [](auto x) { return decltype(x)(decltype(x)(1) / std::sqrt(x)); });
+  if (op == "sin")
+    return unaryKernel(step, types, true, [](auto x) { return decltype(x)(std::sin(x)); });
+  if (op == "cos")
+    return unaryKernel(step, types, true, [](auto x) { return decltype(x)(std::cos(x)); });
   return unaryKernel(step, types, true, [](auto x) { return decltype(x)(std::erf(x)); });
 }
 

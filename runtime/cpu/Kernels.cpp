@@ -51,7 +51,7 @@ Expected<Kernel> prepareKernel(const Step &step, const StepTypes &types) {
   static const std::map<std::string, Prepare> families = [] {
     std::map<std::string, Prepare> m;
     for (const char *op : {"neg", "abs", "relu", "exp", "log", "tanh", "logistic", "sqrt",
-                           "rsqrt", "erf", "add", "sub", "mul", "div", "max", "min", "pow",
+                           "rsqrt", "erf", "sin", "cos", "add", "sub", "mul", "div", "max", "min", "pow",
                            "compare", "select", "convert"})
       m[op] = prepareElementwise;
     for (const char *op : {"broadcast_in_dim", "reshape", "transpose", "slice", "concat", "pad",

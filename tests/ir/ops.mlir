@@ -18,7 +18,8 @@ func.func @sources() -> (tensor<2xf32>, tensor<2x3xi64>, tensor<4x5xf32>, tensor
 }
 
 // CHECK-LABEL: func.func @unary
-func.func @unary(%x: tensor<4x8xf32>, %k: tensor<3xi32>) -> tensor<4x8xf32> {
+func.func @unary(%x: tensor<4x8xf32>, %k: tensor<3xi32>, %d: tensor<4x8xf64>,
+                  %h: tensor<4x8xbf16>) -> tensor<4x8xf32> {
   // CHECK: smelt.neg %{{.*}} : tensor<3xi32>
   %0 = smelt.neg %k : tensor<3xi32>
   // CHECK: smelt.abs %{{.*}} : tensor<3xi32>
@@ -39,6 +40,10 @@ func.func @unary(%x: tensor<4x8xf32>, %k: tensor<3xi32>) -> tensor<4x8xf32> {
   %8 = smelt.rsqrt %7 : tensor<4x8xf32>
   // CHECK: smelt.erf
   %9 = smelt.erf %8 : tensor<4x8xf32>
+  // CHECK: smelt.sin %{{.*}} : tensor<4x8xf64>
+  %sin = smelt.sin %d : tensor<4x8xf64>
+  // CHECK: smelt.cos %{{.*}} : tensor<4x8xbf16>
+  %cos = smelt.cos %h : tensor<4x8xbf16>
   // CHECK: smelt.neg %{{.*}} : tensor<4x8xf32>
   %10 = smelt.neg %9 : tensor<4x8xf32>
   // CHECK: smelt.abs %{{.*}} : tensor<4x8xf32>

@@ -74,3 +74,21 @@ func.func @leaves_alone(%a: tensor<2x2xf64>, %b: tensor<2x2xbf16>, %i: tensor<2x
   %2 = smelt.add %i, %i : tensor<2xi32>
   return %0, %1, %2 : tensor<2x2xf64>, tensor<2x2xbf16>, tensor<2xi32>
 }
+
+// -----
+
+// Each op's class comes from its ODS facts (Smelt_Precision): sin and cos keep f32 (a position
+// times a frequency needs more digits than bf16 has), tanh follows its bf16 operand.
+// CHECK-LABEL: func.func @facts_decide
+// CHECK: %[[MM:.+]] = smelt.matmul {{.*}} : tensor<2x4xbf16>, tensor<4x4xbf16>
+// CHECK-DAG: %[[MM32:.+]] = smelt.convert %[[MM]] : tensor<2x4xbf16> -> tensor<2x4xf32>
+// CHECK-DAG: smelt.tanh %[[MM]] : tensor<2x4xbf16>
+// CHECK: smelt.sin %[[MM32]] : tensor<2x4xf32>
+// CHECK: smelt.cos %[[MM32]] : tensor<2x4xf32>
+func.func @facts_decide(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = smelt.matmul %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
+  %1 = smelt.tanh %0 : tensor<2x4xf32>
+  %2 = smelt.sin %0 : tensor<2x4xf32>
+  %3 = smelt.cos %0 : tensor<2x4xf32>
+  return %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

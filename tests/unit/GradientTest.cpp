@@ -81,7 +81,8 @@ TEST(Gradients, UnaryOps) {
                         {"log", smelt::log, 0.2, 3},     {"tanh", smelt::tanh, -2, 2},
                         {"logistic", smelt::logistic, -3, 3},
                         {"sqrt", smelt::sqrt, 0.2, 3},   {"rsqrt", smelt::rsqrt, 0.2, 3},
-                        {"erf", smelt::erf, -2, 2}};
+                        {"erf", smelt::erf, -2, 2},      {"sin", smelt::sin, -4, 4},
+                        {"cos", smelt::cos, -4, 4}};
   for (const Case &c : cases)
     checkGradients(c.name, {{{3, 4}, c.lo, c.hi}}, [&](Graph &, std::vector<Tensor> &x) {
       return c.op(x[0], Loc::current());

@@ -32,6 +32,8 @@ const std::vector<UnaryCase> &unaryCases() {
       {"sqrt", smelt::sqrt, [](double x) { return std::sqrt(x); }, 0.1, 5, false},
       {"rsqrt", smelt::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1, 5, false},
       {"erf", smelt::erf, [](double x) { return std::erf(x); }, -2, 2, false},
+      {"sin", smelt::sin, [](double x) { return std::sin(x); }, -10, 10, false},
+      {"cos", smelt::cos, [](double x) { return std::cos(x); }, -10, 10, false},
   };
   return cases;
 }

@@ -49,7 +49,8 @@ TEST(FusedOps, UnaryInEveryDType) {
                              {"relu", -3, 3, true},        {"exp", -10, 10, false},
                              {"log", 0.01, 100, false},    {"tanh", -5, 5, false},
                              {"logistic", -10, 10, false}, {"sqrt", 0.01, 100, false},
-                             {"rsqrt", 0.01, 100, false},  {"erf", -3, 3, false}};
+                             {"rsqrt", 0.01, 100, false},  {"erf", -3, 3, false},
+                             {"sin", -100, 100, false},    {"cos", -100, 100, false}};
   for (const UnaryCase &c : cases)
     for (DType dtype : kAllDTypes) {
       if (dtype == DType::i1 || (!isFloat(dtype) && !c.integers))

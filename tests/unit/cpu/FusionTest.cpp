@@ -362,7 +362,7 @@ TEST(Fusion, MathApproximationsStayWithinEightUlpOfLibm) {
 TEST(Fusion, MathFunctionsAtSpecialValues) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = INFINITY;
   std::vector<double> special = {nan, inf, -inf, 0.0, -0.0, 100, -100, -1, 1e-40, 1e30};
-  for (const char *op : {"exp", "log", "tanh", "erf", "logistic", "sqrt", "rsqrt"})
+  for (const char *op : {"exp", "log", "tanh", "erf", "logistic", "sqrt", "rsqrt", "sin", "cos"})
     for (DType dtype : {DType::f32, DType::f64}) {
       std::vector<int64_t> shape = {int64_t(special.size())};
       std::string text = substitute(kUnary, {{"T", tensorType(shape, dtype)}, {"OP", op}});

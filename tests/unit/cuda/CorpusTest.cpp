@@ -53,7 +53,7 @@ Corpus everyOpInEveryDtype() {
   for (const char *op : {"neg", "abs", "relu"})
     for (const std::string &t : kNumbers)
       corpus.add({tensor(t)}, "%r = smelt." + std::string(op) + " %in0 : " + tensor(t), tensor(t));
-  for (const char *op : {"exp", "log", "tanh", "logistic", "sqrt", "rsqrt", "erf"})
+  for (const char *op : {"exp", "log", "tanh", "logistic", "sqrt", "rsqrt", "erf", "sin", "cos"})
     for (const std::string &t : kFloats)
       corpus.add({tensor(t)}, "%r = smelt." + std::string(op) + " %in0 : " + tensor(t), tensor(t));
   for (const char *op : {"add", "sub", "mul", "div", "max", "min"})

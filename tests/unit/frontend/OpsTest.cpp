@@ -54,7 +54,7 @@ TEST_F(Ops, Unary) {
       {neg, "smelt.neg"},       {abs, "smelt.abs"},   {relu, "smelt.relu"},
       {exp, "smelt.exp"},       {log, "smelt.log"},   {tanh, "smelt.tanh"},
       {logistic, "smelt.logistic"}, {sqrt, "smelt.sqrt"}, {rsqrt, "smelt.rsqrt"},
-      {erf, "smelt.erf"}};
+      {erf, "smelt.erf"},       {sin, "smelt.sin"},   {cos, "smelt.cos"}};
   for (auto [fn, name] : ops)
     expectOp(fn(x, Loc::current()), name, "tensor<2x3xf32>");
   Tensor i = g.input("i", {4}, DType::i32);

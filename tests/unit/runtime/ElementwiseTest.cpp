@@ -34,6 +34,8 @@ const UnaryCase kUnary[] = {
     {"sqrt", [](double x) { return std::sqrt(x); }, true, 0.1, 4},
     {"rsqrt", [](double x) { return 1 / std::sqrt(x); }, true, 0.1, 4},
     {"erf", [](double x) { return std::erf(x); }, true, -2, 2},
+    {"sin", [](double x) { return std::sin(x); }, true, -10, 10},
+    {"cos", [](double x) { return std::cos(x); }, true, -10, 10},
 };
 
 TEST(Elementwise, EveryUnaryOpInEveryDtype) {
