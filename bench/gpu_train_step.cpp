@@ -12,7 +12,7 @@
 #include "codegen/cuda/CudaCodegen.h"
 #include "frontend/Layers.h"
 #include "frontend/Optimizers.h"
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/GpuRunner.h"
 #include "train/Trainer.h"
@@ -41,7 +41,7 @@ double msSince(Clock::time_point start) {
 }
 
 /// Median ms per step of the seed MLP trained with `config`.
-rt::Expected<double> seedMlpStep(train::TrainConfig config, const rt::Dataset &data,
+rt::Expected<double> seedMlpStep(train::TrainConfig config, const data::Dataset &data,
                                  int warmup) {
   auto trainer = train::Trainer::create(config);
   if (!trainer)
@@ -130,12 +130,12 @@ int main() {
   const int warmup = 10, measured = 40;
   train::TrainConfig config;
   config.batch = 256;
-  auto split = rt::loadMnist(rt::fashionMnistDir(), "train");
+  auto split = data::loadMnist(data::fashionMnistDir(), "train");
   if (!split) {
     fmt::print(stderr, "error: {}\n", split.message());
     return 1;
   }
-  rt::Dataset data = rt::Dataset(std::move(split->images), std::move(split->labels))
+  data::Dataset data = data::Dataset(std::move(split->images), std::move(split->labels))
                          .slice(0, config.batch * (warmup + measured));
   rt::Expected<double> cpuMs = seedMlpStep(config, data, warmup);
   config.pipeline.devices = "cpu:0,gpu:0";

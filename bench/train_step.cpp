@@ -2,7 +2,7 @@
 // median of 50 steps after 10 of warm-up, measured between consecutive steps of an epoch,
 // with fused kernels (the default) and, in the same run, with every op as its own step.
 //   smelt-bench-train-step [mlp|cnn] [batch] [precision]
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 #include "train/Trainer.h"
 
 #include <fmt/format.h>
@@ -15,13 +15,13 @@ int main(int argc, char **argv) {
   std::string model = argc > 1 ? argv[1] : "mlp";
   int64_t batch = argc > 2 ? std::stoll(argv[2]) : 256;
   const int warmup = 10, measured = 50;
-  auto split = smelt::rt::loadMnist("/usr/share/datasets/fashion-mnist", "train");
+  auto split = smelt::data::loadMnist("/usr/share/datasets/fashion-mnist", "train");
   if (!split) {
     fmt::print(stderr, "error: {}\n", split.message());
     return 1;
   }
-  smelt::rt::Dataset data =
-      smelt::rt::Dataset(std::move(split->images), std::move(split->labels))
+  smelt::data::Dataset data =
+      smelt::data::Dataset(std::move(split->images), std::move(split->labels))
           .slice(0, batch * (warmup + measured));
   smelt::train::TrainConfig config;
   config.model = model;

@@ -5,7 +5,7 @@
 #include "frontend/Graph.h"
 #include "frontend/Models.h"
 #include "runtime/CpuExecutor.h"
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 
 #include <fmt/format.h>
 
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   const std::vector<int64_t> layers = {784, 512, 512, 10};
 
   auto start = Clock::now();
-  rt::Expected<rt::MnistSplit> test = rt::loadMnist(dataDir, "t10k");
+  rt::Expected<data::MnistSplit> test = data::loadMnist(dataDir, "t10k");
   if (!test) {
     fmt::print(stderr, "error: {}\n", test.message());
     return 1;

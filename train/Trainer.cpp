@@ -7,7 +7,7 @@
 #include "frontend/Layers.h"
 #include "frontend/Models.h"
 #include "runtime/Devices.h"
-#include "runtime/Safetensors.h"
+#include "data/Safetensors.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
@@ -292,7 +292,7 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
 }
 
 rt::Status
-Trainer::trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int64_t> &order,
+Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<int64_t> &order,
                       int64_t steps, Metrics &running,
                       const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
   // The replica's shard: its slice of every global batch, in order.
@@ -303,10 +303,10 @@ Trainer::trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int
     auto first = order.begin() + i * global + r.index * share;
     shard.insert(shard.end(), first, first + share);
   }
-  rt::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/true);
+  data::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/true);
   size_t paramCount = r.params.size(), stateCount = r.state.size();
   std::vector<rt::HostTensor> outputs;
-  for (int64_t i = 0; std::optional<rt::Batch> batch = stream.next(); ++i) {
+  for (int64_t i = 0; std::optional<data::Batch> batch = stream.next(); ++i) {
     rt::HostTensor step = scalarI64(step_ + i);
     std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step};
     for (const rt::HostTensor &p : r.params)
@@ -342,7 +342,7 @@ Trainer::trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int
 }
 
 rt::Expected<Metrics>
-Trainer::trainEpoch(const rt::Dataset &data, int64_t epoch,
+Trainer::trainEpoch(const data::Dataset &data, int64_t epoch,
                     const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
   std::vector<int64_t> order = data.epochOrder(config_.seed, epoch, /*shuffle=*/true);
   int64_t steps = data.batchCount(config_.batch, /*dropRemainder=*/true);
@@ -372,7 +372,7 @@ Trainer::trainEpoch(const rt::Dataset &data, int64_t epoch,
   return running;
 }
 
-rt::Expected<Metrics> Trainer::evaluate(const rt::Dataset &data) {
+rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
   // Under MPI each process takes every size()-th batch and the sums are all-reduced; in one
   // process the first replica's parameters (every replica's are the same) see all batches.
   int rank = 0, processes = 1;
@@ -384,7 +384,7 @@ rt::Expected<Metrics> Trainer::evaluate(const rt::Dataset &data) {
   int64_t batches = data.batchCount(config_.evalBatch, /*dropRemainder=*/false);
   double sums[3] = {0, 0, 0}; // loss * n, accuracy * n, n
   for (int64_t i = rank; i < batches; i += processes) {
-    rt::Batch batch = data.batch(order, config_.evalBatch, i);
+    data::Batch batch = data.batch(order, config_.evalBatch, i);
     int64_t n = batch.labels.type().shape[0];
     rt::Expected<rt::Executor *> exe = evalExecutor(n);
     if (!exe)
@@ -412,7 +412,7 @@ rt::Expected<Metrics> Trainer::evaluate(const rt::Dataset &data) {
 }
 
 rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
-  rt::Checkpoint checkpoint;
+  data::Checkpoint checkpoint;
   const Replica &r = replicas_[0];
   for (size_t i = 0; i < r.params.size(); ++i)
     checkpoint.tensors.push_back({paramNames_[i], r.params[i]});
@@ -425,11 +425,11 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
                          {"global_step", std::to_string(step_)},
                          {"seed", std::to_string(config_.seed)},
                          {"batch", std::to_string(config_.batch)}};
-  return rt::writeSafetensors(path, checkpoint);
+  return data::writeSafetensors(path, checkpoint);
 }
 
 rt::Expected<int64_t> Trainer::load(const std::string &path) {
-  rt::Expected<rt::Checkpoint> checkpoint = rt::readSafetensors(path);
+  rt::Expected<data::Checkpoint> checkpoint = data::readSafetensors(path);
   if (!checkpoint)
     return checkpoint.status();
   auto meta = [&](const char *key) {
@@ -441,7 +441,7 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
                                          "model '{}', expected smelt-checkpoint-1 of '{}')",
                                          path, meta("format"), meta("model"), config_.model));
   std::map<std::string, rt::HostTensor *> byName;
-  for (rt::NamedTensor &t : checkpoint->tensors)
+  for (data::NamedTensor &t : checkpoint->tensors)
     byName[t.name] = &t.tensor;
   auto restore = [&](const std::vector<std::string> &names,
                      std::vector<rt::HostTensor> &into) -> rt::Status {

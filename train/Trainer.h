@@ -8,7 +8,7 @@
 #include "frontend/Optimizers.h"
 #include "passes/Passes.h"
 #include "runtime/Collectives.h"
-#include "runtime/Dataset.h"
+#include "data/Dataset.h"
 #include "runtime/Executor.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -79,11 +79,11 @@ public:
   /// global batch. `progress(step, steps, runningMetrics)` is called after each step (by
   /// replica 0's thread). Loss and accuracy are the global batch's, averaged over replicas.
   rt::Expected<Metrics>
-  trainEpoch(const rt::Dataset &data, int64_t epoch,
+  trainEpoch(const data::Dataset &data, int64_t epoch,
              const std::function<void(int64_t, int64_t, const Metrics &)> &progress = {});
   /// Loss and accuracy over all of `data` (no dropout). With an MPI communicator each process
   /// evaluates its share of the batches and the sums are all-reduced.
-  rt::Expected<Metrics> evaluate(const rt::Dataset &data);
+  rt::Expected<Metrics> evaluate(const data::Dataset &data);
 
   /// Parameters, optimizer state and progress as safetensors, written atomically.
   rt::Status save(const std::string &path, int64_t epochsDone) const;
@@ -133,7 +133,7 @@ private:
   void abortReplicas(const std::string &message);
   rt::Expected<rt::Executor *> evalExecutor(int64_t batch);
   /// Runs replica `r`'s share of the epoch's global batches in `order`.
-  rt::Status trainReplica(Replica &r, const rt::Dataset &data, const std::vector<int64_t> &order,
+  rt::Status trainReplica(Replica &r, const data::Dataset &data, const std::vector<int64_t> &order,
                           int64_t steps, Metrics &running,
                           const std::function<void(int64_t, int64_t, const Metrics &)> &progress);
 

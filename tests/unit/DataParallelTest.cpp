@@ -135,7 +135,7 @@ TEST(DataParallel, GradientsAreBucketedAndStartedBeforeTheOptimizer) {
 /// further step, and the claim under test is one step's reduction order, not that growth.
 std::vector<rt::HostTensor> trainedParameters(train::TrainConfig config, int64_t epochs,
                                               train::Metrics *last = nullptr) {
-  rt::Dataset data = fashion("train", 512);
+  data::Dataset data = fashion("train", 512);
   auto trainer = train::Trainer::create(config);
   EXPECT_TRUE(trainer.ok()) << trainer.message();
   if (!trainer.ok())
@@ -185,7 +185,7 @@ TEST(DataParallel, ReplicasWithDropoutDrawTheirOwnMasksAndStayIdentical) {
   config.seed = 5;
   config.batch = 128;
   config.replicas = 2;
-  rt::Dataset data = fashion("train", 1024);
+  data::Dataset data = fashion("train", 1024);
   auto trainer = train::Trainer::create(config);
   ASSERT_TRUE(trainer.ok()) << trainer.message();
   rt::Expected<train::Metrics> m = (*trainer)->trainEpoch(data, 0);

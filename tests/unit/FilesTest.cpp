@@ -2,8 +2,8 @@
 // message naming the file and the problem. (.npy has its own tests in runtime/NpyTest.cpp.)
 #include "TestUtil.h"
 
-#include "runtime/Idx.h"
-#include "runtime/Mnist.h"
+#include "data/Idx.h"
+#include "data/Mnist.h"
 
 #include <zlib.h>
 
@@ -36,7 +36,7 @@ TEST(Idx, ReadsPlainAndGzipAndRejectsCorruptFiles) {
   std::string payload(2 * 3 * 4, '\x07');
   std::string plain = tempPath("ok.idx");
   writeBytes(plain, idx({2, 3, 4}, payload));
-  rt::Expected<rt::IdxArray> a = rt::readIdx(plain);
+  rt::Expected<data::IdxArray> a = data::readIdx(plain);
   ASSERT_TRUE(a.ok()) << a.message();
   EXPECT_EQ(a->dims, (std::vector<int64_t>{2, 3, 4}));
   EXPECT_EQ(a->data, std::vector<uint8_t>(payload.begin(), payload.end()));
@@ -46,7 +46,7 @@ TEST(Idx, ReadsPlainAndGzipAndRejectsCorruptFiles) {
   std::string content = idx({5}, "\x01\x02\x03\x04\x05");
   gzwrite(f, content.data(), unsigned(content.size()));
   gzclose(f);
-  rt::Expected<rt::IdxArray> b = rt::readIdx(gz);
+  rt::Expected<data::IdxArray> b = data::readIdx(gz);
   ASSERT_TRUE(b.ok()) << b.message();
   EXPECT_EQ(b->data, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
 
@@ -62,7 +62,7 @@ TEST(Idx, ReadsPlainAndGzipAndRejectsCorruptFiles) {
   for (const Case &c : cases) {
     std::string path = tempPath("bad.idx");
     writeBytes(path, c.bytes);
-    rt::Expected<rt::IdxArray> r = rt::readIdx(path);
+    rt::Expected<data::IdxArray> r = data::readIdx(path);
     ASSERT_FALSE(r.ok()) << c.expected;
     EXPECT_NE(r.message().find(path), std::string::npos) << r.message();
     EXPECT_NE(r.message().find(c.expected), std::string::npos) << r.message();
@@ -73,7 +73,7 @@ TEST(Idx, ReadsPlainAndGzipAndRejectsCorruptFiles) {
 }
 
 TEST(Mnist, LoadsTheRealFashionMnistTestSet) {
-  rt::Expected<rt::MnistSplit> test = rt::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
+  rt::Expected<data::MnistSplit> test = data::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
   ASSERT_TRUE(test.ok()) << test.message();
   EXPECT_EQ(test->images.type().shape, (std::vector<int64_t>{10000, 784}));
   EXPECT_EQ(test->labels.type().shape, (std::vector<int64_t>{10000}));

@@ -55,7 +55,7 @@ train::TrainConfig twoReplicas() {
 
 /// The parameters after `epochs` epochs on 512 examples.
 std::vector<rt::HostTensor> train(train::Trainer &trainer, int64_t epochs) {
-  rt::Dataset data = fashion("train", 512);
+  data::Dataset data = fashion("train", 512);
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     rt::Expected<train::Metrics> m = trainer.trainEpoch(data, epoch);
     EXPECT_TRUE(m.ok()) << m.message();

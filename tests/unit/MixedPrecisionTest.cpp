@@ -4,7 +4,7 @@
 #include "TestUtil.h"
 
 #include "frontend/Models.h"
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 #include "train/Trainer.h"
 
 #include <cmath>
@@ -14,7 +14,7 @@ namespace smelt::test {
 namespace {
 
 TEST(MixedPrecision, Bf16MlpForwardIsWithinOnePercentOfF32) {
-  rt::Expected<rt::MnistSplit> data = rt::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
+  rt::Expected<data::MnistSplit> data = data::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
   ASSERT_TRUE(data.ok()) << data.message();
   const int64_t batch = 256;
   uint64_t seed = rngSeed() % 100000;
@@ -82,7 +82,7 @@ TEST(MixedPrecision, OverflowingF16StepsAreSkippedAndCounted) {
   ASSERT_TRUE(trainer.ok()) << trainer.message();
   std::vector<rt::HostTensor> initial = (*trainer)->parameters();
 
-  rt::Dataset data = fashion("train", 64 * 60);
+  data::Dataset data = fashion("train", 64 * 60);
   int64_t skippedAfterFirst = -1;
   rt::Expected<train::Metrics> epoch = (*trainer)->trainEpoch(
       data, 0, [&](int64_t step, int64_t, const train::Metrics &m) {

@@ -3,7 +3,7 @@
 #include "TestUtil.h"
 
 #include "frontend/Models.h"
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 
 #include <cstring>
 
@@ -11,7 +11,7 @@ namespace smelt::test {
 namespace {
 
 TEST(MlpForward, FashionMnistBatchesMatchFloat64) {
-  rt::Expected<rt::MnistSplit> data = rt::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
+  rt::Expected<data::MnistSplit> data = data::loadMnist("/usr/share/datasets/fashion-mnist", "t10k");
   ASSERT_TRUE(data.ok()) << data.message();
   const std::vector<int64_t> layers = {784, 512, 512, 10};
   const int64_t batch = 256;

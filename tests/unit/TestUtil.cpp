@@ -3,7 +3,7 @@
 
 #include "Tolerance.h"
 
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -106,10 +106,10 @@ double relError(const std::vector<double> &got, const std::vector<double> &ref) 
 
 double tolerance(DType dtype) { return referenceTolerance(toRt(dtype)); }
 
-rt::Dataset fashion(const char *split, int64_t limit) {
-  rt::Expected<rt::MnistSplit> s = rt::loadMnist(rt::fashionMnistDir(), split);
+data::Dataset fashion(const char *split, int64_t limit) {
+  rt::Expected<data::MnistSplit> s = data::loadMnist(data::fashionMnistDir(), split);
   EXPECT_TRUE(s.ok()) << s.message();
-  rt::Dataset d(std::move(s->images), std::move(s->labels));
+  data::Dataset d(std::move(s->images), std::move(s->labels));
   return limit ? d.slice(0, limit) : d;
 }
 

@@ -5,7 +5,7 @@
 #include "codegen/Compile.h"
 #include "frontend/Graph.h"
 #include "runtime/CpuExecutor.h"
-#include "runtime/Dataset.h"
+#include "data/Dataset.h"
 
 #include <gtest/gtest.h>
 
@@ -36,7 +36,7 @@ std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> 
 
 /// The real Fashion-MNIST `split` ("train" or "t10k") from Debian's dataset-fashion-mnist,
 /// its first `limit` examples when `limit` > 0.
-rt::Dataset fashion(const char *split, int64_t limit = 0);
+data::Dataset fashion(const char *split, int64_t limit = 0);
 
 /// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
 double relError(const std::vector<double> &got, const std::vector<double> &ref);

@@ -3,7 +3,7 @@
 #include "TestUtil.h"
 
 #include "frontend/Optimizers.h"
-#include "runtime/Safetensors.h"
+#include "data/Safetensors.h"
 #include "train/Trainer.h"
 
 #include <atomic>
@@ -82,7 +82,7 @@ TEST(Optimizers, TwoStepsMatchFloat64Formulas) {
 }
 
 TEST(Dataset, EpochOrdersArePermutationsFixedBySeedAndEpoch) {
-  rt::Dataset data(rt::HostTensor::fromDoubles({rt::DType::f32, {10, 2}},
+  data::Dataset data(rt::HostTensor::fromDoubles({rt::DType::f32, {10, 2}},
                                                std::vector<double>(20, 1.0)),
                    rt::HostTensor::fromDoubles({rt::DType::i32, {10}},
                                                {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
@@ -95,23 +95,23 @@ TEST(Dataset, EpochOrdersArePermutationsFixedBySeedAndEpoch) {
   EXPECT_EQ(sorted, data.epochOrder(3, 0, false));
   EXPECT_EQ(data.batchCount(4, true), 2);
   EXPECT_EQ(data.batchCount(4, false), 3);
-  rt::Batch last = data.batch(a, 4, 2);
+  data::Batch last = data.batch(a, 4, 2);
   EXPECT_EQ(last.labels.type().shape, (std::vector<int64_t>{2}));
   EXPECT_EQ(last.labels.at(0), double(a[8]));
-  rt::BatchStream stream(data, a, 4, true);
+  data::BatchStream stream(data, a, 4, true);
   int batches = 0;
-  while (std::optional<rt::Batch> b2 = stream.next())
+  while (std::optional<data::Batch> b2 = stream.next())
     EXPECT_EQ(b2->labels.at(0), double(a[4 * batches++]));
   EXPECT_EQ(batches, 2);
 
   // map runs on the worker threads, once per batch, before the batch is handed out.
   std::atomic<int> mapped = 0;
-  rt::BatchStream doubled(data, a, 4, false, 3, [&](rt::Batch &batch) {
+  data::BatchStream doubled(data, a, 4, false, 3, [&](data::Batch &batch) {
     ++mapped;
     for (int64_t i = 0; i < batch.labels.type().shape[0]; ++i)
       batch.labels.data<int32_t>()[i] *= 2;
   });
-  for (int i = 0; std::optional<rt::Batch> b3 = doubled.next(); ++i)
+  for (int i = 0; std::optional<data::Batch> b3 = doubled.next(); ++i)
     EXPECT_EQ(b3->labels.at(0), 2.0 * double(a[4 * i]));
   EXPECT_EQ(mapped.load(), 3);
 }
@@ -121,13 +121,13 @@ TEST(Safetensors, RoundTripAndCorruptFiles) {
   std::string path = (std::filesystem::temp_directory_path() /
                       ("smelt-ckpt-" + std::to_string(::getpid()) + ".safetensors"))
                          .string();
-  rt::Checkpoint c;
+  data::Checkpoint c;
   c.tensors = {{"w", randomTensor({3, 4}, DType::f32)},
                {"b", randomTensor({4}, DType::bf16)},
                {"n", randomTensor({}, DType::i64)}};
   c.metadata = {{"epoch", "3"}};
-  ASSERT_TRUE(rt::writeSafetensors(path, c).ok());
-  rt::Expected<rt::Checkpoint> back = rt::readSafetensors(path);
+  ASSERT_TRUE(data::writeSafetensors(path, c).ok());
+  rt::Expected<data::Checkpoint> back = data::readSafetensors(path);
   ASSERT_TRUE(back.ok()) << back.message();
   ASSERT_EQ(back->tensors.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
@@ -143,7 +143,7 @@ TEST(Safetensors, RoundTripAndCorruptFiles) {
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto expectError = [&](const std::string &corrupt, const std::string &expected) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << corrupt;
-    rt::Expected<rt::Checkpoint> r = rt::readSafetensors(path);
+    rt::Expected<data::Checkpoint> r = data::readSafetensors(path);
     ASSERT_FALSE(r.ok()) << expected;
     EXPECT_NE(r.message().find(path), std::string::npos) << r.message();
     EXPECT_NE(r.message().find(expected), std::string::npos) << r.message();
@@ -175,7 +175,7 @@ TEST(Training, ResumedRunEqualsUninterruptedRunBitForBit) {
   train::TrainConfig config;
   config.seed = 11;
   config.batch = 128;
-  rt::Dataset data = fashion("train", 2048);
+  data::Dataset data = fashion("train", 2048);
   std::string path = (std::filesystem::temp_directory_path() /
                       ("smelt-resume-" + std::to_string(::getpid()) + ".safetensors"))
                          .string();

@@ -10,7 +10,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/CpuObject.h"
 #include "runtime/Executor.h"
-#include "runtime/Npy.h"
+#include "data/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -190,7 +190,7 @@ int runCommand() {
   llvm::errs() << "placement: @" << exe->name << ": " << exe->placement << "\n";
   std::vector<rt::HostTensor> inputs;
   for (const std::string &file : *files) {
-    rt::Expected<rt::HostTensor> tensor = rt::readNpy(file);
+    rt::Expected<rt::HostTensor> tensor = data::readNpy(file);
     if (!tensor)
       return fail(tensor.message());
     inputs.push_back(std::move(*tensor));
@@ -226,7 +226,7 @@ int runCommand() {
     }
     llvm::SmallString<256> path(outputDir);
     llvm::sys::path::append(path, resultNames[i] + ".npy");
-    if (rt::Status s = rt::writeNpy(path.str().str(), outputs[i]); !s.ok())
+    if (rt::Status s = data::writeNpy(path.str().str(), outputs[i]); !s.ok())
       return fail(s.message());
     llvm::outs() << "wrote " << path << " (" << outputs[i].type().str() << ")\n";
   }

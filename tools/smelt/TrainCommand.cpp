@@ -7,7 +7,7 @@
 #include "tools/smelt/Inspect.h"
 #include "tools/smelt/Placement.h"
 
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 #include "train/Trainer.h"
 #ifdef SMELT_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
@@ -165,20 +165,20 @@ int trainCommand() {
   bool speaks = !mpiCommunicator || mpiCommunicator->rank() == 0;
   llvm::raw_ostream &out = speaks ? llvm::outs() : llvm::nulls();
 
-  rt::Expected<rt::MnistSplit> trainSplit = rt::loadMnist(dataDir, "train");
+  rt::Expected<data::MnistSplit> trainSplit = data::loadMnist(dataDir, "train");
   if (!trainSplit)
     return failJob(trainSplit.message());
-  rt::Expected<rt::MnistSplit> testSplit = rt::loadMnist(dataDir, "t10k");
+  rt::Expected<data::MnistSplit> testSplit = data::loadMnist(dataDir, "t10k");
   if (!testSplit)
     return failJob(testSplit.message());
-  rt::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
+  data::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
   int64_t count = limit ? std::min<int64_t>(limit, all.size()) : all.size();
   int64_t validationCount = int64_t(double(count) * validationSplit);
-  rt::Dataset train = all.slice(0, count - validationCount);
-  std::optional<rt::Dataset> validation;
+  data::Dataset train = all.slice(0, count - validationCount);
+  std::optional<data::Dataset> validation;
   if (validationCount > 0)
     validation = all.slice(count - validationCount, count);
-  rt::Dataset test(std::move(testSplit->images), std::move(testSplit->labels));
+  data::Dataset test(std::move(testSplit->images), std::move(testSplit->labels));
 
   train::TrainConfig config;
   config.model = model;

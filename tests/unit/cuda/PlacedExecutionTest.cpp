@@ -140,7 +140,7 @@ TEST(PlacedExecution, GpuStepsWithoutAGpuExecutorAreAnErrorNamingThem) {
 /// every device).
 void expectTrainingTracksTheCpu(rt::SegmentRunnerFactory gpuRunner, const std::string &arch,
                                 double tolerance) {
-  rt::Dataset data = test::fashion("train", 1024);
+  data::Dataset data = test::fashion("train", 1024);
   train::TrainConfig config;
   config.seed = rt::test::baseSeed() % 1000;
   config.batch = 128;

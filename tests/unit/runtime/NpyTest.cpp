@@ -3,7 +3,7 @@
 // the byte offset.
 #include "RuntimeTestUtil.h"
 
-#include "runtime/Npy.h"
+#include "data/Npy.h"
 
 #include <unistd.h>
 
@@ -13,6 +13,10 @@
 
 namespace smelt::rt::test {
 namespace {
+
+// .npy is a data format (data/Npy.h), tested here beside the runtime tensors it reads into.
+using data::readNpy;
+using data::writeNpy;
 
 std::string tempPath(const std::string &name) {
   return (std::filesystem::temp_directory_path() /

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using rt::Expected;
+using rt::Status;
 
 /// An IDX file's unsigned-byte payload and its dimensions ([count, rows, cols] for images,
 /// [count] for labels).
@@ -21,4 +24,4 @@ struct IdxArray {
 /// names the file and, for truncation, the byte offset.
 Expected<IdxArray> readIdx(const std::string &path);
 
-} // namespace smelt::rt
+} // namespace smelt::data

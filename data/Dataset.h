@@ -9,7 +9,9 @@
 #include <future>
 #include <optional>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using rt::HostTensor;
 
 struct Batch {
   HostTensor examples; // [batch, ...]
@@ -60,4 +62,4 @@ private:
   std::deque<std::future<Batch>> pending_;
 };
 
-} // namespace smelt::rt
+} // namespace smelt::data

@@ -6,7 +6,11 @@
 
 #include <string>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using rt::Expected;
+using rt::HostTensor;
+using rt::Status;
 
 struct MnistSplit {
   HostTensor images; // f32 [N, rows * cols], pixel / 255
@@ -21,4 +25,4 @@ Expected<MnistSplit> loadMnist(const std::string &dir, const std::string &split)
 /// with the bundle), else Debian's dataset-fashion-mnist folder.
 std::string fashionMnistDir();
 
-} // namespace smelt::rt
+} // namespace smelt::data

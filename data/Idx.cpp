@@ -1,12 +1,14 @@
 // IDX reader over zlib's gz* API, which reads gzip and uncompressed files alike.
-#include "runtime/Idx.h"
+#include "data/Idx.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
 
 #include <memory>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using namespace rt;
 
 namespace {
 struct GzCloser {
@@ -81,4 +83,4 @@ Expected<IdxArray> readIdx(const std::string &path) {
   return array;
 }
 
-} // namespace smelt::rt
+} // namespace smelt::data

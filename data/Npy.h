@@ -6,7 +6,11 @@
 
 #include <string>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using rt::Expected;
+using rt::HostTensor;
+using rt::Status;
 
 /// Reads a .npy file (format 1.0, 2.0 or 3.0; little-endian f4 f2 f8 i4 i8 or b1; C order).
 /// Every error names the file and what is wrong, with the byte offset where one applies.
@@ -16,4 +20,4 @@ Expected<HostTensor> readNpy(const std::string &path);
 /// error that says to convert it first.
 Status writeNpy(const std::string &path, const HostTensor &tensor);
 
-} // namespace smelt::rt
+} // namespace smelt::data

@@ -1,7 +1,7 @@
 // Loads (Fashion-)MNIST IDX files, gzip or plain, into f32 image and i32 label tensors.
-#include "runtime/Mnist.h"
+#include "data/Mnist.h"
 
-#include "runtime/Idx.h"
+#include "data/Idx.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,9 @@
 
 #include <filesystem>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using namespace rt;
 
 namespace {
 /// The file for `stem`, compressed or not, preferring the one that exists.
@@ -55,4 +57,4 @@ std::string fashionMnistDir() {
   return dir && *dir ? dir : "/usr/share/datasets/fashion-mnist";
 }
 
-} // namespace smelt::rt
+} // namespace smelt::data

@@ -1,6 +1,6 @@
 // .npy reader and writer: the magic, version, header dict ('descr', 'fortran_order', 'shape')
 // and raw little-endian data.
-#include "runtime/Npy.h"
+#include "data/Npy.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +10,9 @@
 #include <iterator>
 #include <regex>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using namespace rt;
 
 namespace {
 
@@ -162,4 +164,4 @@ Status writeNpy(const std::string &path, const HostTensor &tensor) {
   return Status();
 }
 
-} // namespace smelt::rt
+} // namespace smelt::data

@@ -1,12 +1,14 @@
 // Dataset slicing, seeded epoch orders, batch gathering and the prefetching stream.
-#include "runtime/Dataset.h"
+#include "data/Dataset.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using namespace rt;
 
 namespace {
 /// Bytes of one example of `t` ([N, ...]).
@@ -93,4 +95,4 @@ std::optional<Batch> BatchStream::next() {
   return b;
 }
 
-} // namespace smelt::rt
+} // namespace smelt::data

@@ -9,7 +9,11 @@
 #include <string>
 #include <vector>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using rt::Expected;
+using rt::HostTensor;
+using rt::Status;
 
 struct NamedTensor {
   std::string name;
@@ -29,4 +33,4 @@ Status writeSafetensors(const std::string &path, const Checkpoint &checkpoint);
 /// ranges, ranges inside the file and not overlapping. Errors name the file and the tensor.
 Expected<Checkpoint> readSafetensors(const std::string &path);
 
-} // namespace smelt::rt
+} // namespace smelt::data

@@ -1,5 +1,5 @@
 // safetensors reader and writer on nlohmann::json, with atomic replacement on write.
-#include "runtime/Safetensors.h"
+#include "data/Safetensors.h"
 
 #include "runtime/FileIO.h"
 
@@ -11,7 +11,9 @@
 #include <fstream>
 #include <iterator>
 
-namespace smelt::rt {
+namespace smelt::data {
+
+using namespace rt;
 
 namespace {
 
@@ -136,4 +138,4 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
   return checkpoint;
 }
 
-} // namespace smelt::rt
+} // namespace smelt::data
