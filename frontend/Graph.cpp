@@ -3,10 +3,12 @@
 #include "frontend/Graph.h"
 
 #include "frontend/Ops.h"
-#include "ir/Autodiff.h"
 #include "ir/SmeltDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
@@ -255,38 +257,137 @@ void Graph::rollback(const Mark &mark) {
   parameters_.resize(mark.numParameters);
 }
 
-void Graph::applyPrecision(PrecisionPolicy policy, Loc loc) {
-  if (finished_)
-    fail(loc, "graph @" + name_ + " is finished; apply a precision policy before setOutputs");
-  // The replaced f32 ops stay (unused) so Tensor handles to them remain valid.
-  applyMixedPrecision(function_.getBody().front(), policy, /*eraseReplaced=*/false);
-}
-
-std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt, Loc loc) {
-  if (finished_)
-    fail(loc, "graph @" + name_ + " is finished; build gradients before setOutputs");
+/// Runs `pm` on `module`, turning a failure into a BuildError at `loc` with the first
+/// diagnostic. The builder's function has no terminator until setOutputs, so the passes run
+/// without the verifier; what they build is verified where it is used, as every op is.
+void Graph::runPasses(mlir::PassManager &pm, mlir::ModuleOp module, const std::string &what,
+                      Loc loc) {
   std::string message;
   ScopedDiagnosticHandler capture(&context(), [&](Diagnostic &diag) {
     if (message.empty())
       message = diag.str();
     return success();
   });
-  SmallVector<Value> values;
-  for (const Tensor &t : wrt) {
+  pm.enableVerifier(false);
+  if (failed(pm.run(module)))
+    fail(loc, message.empty() ? what + " failed" : message);
+}
+
+void Graph::applyPrecision(PrecisionPolicy policy, Loc loc) {
+  if (finished_)
+    fail(loc, "graph @" + name_ + " is finished; apply a precision policy before setOutputs");
+  // The same pass smelt-opt and the pipeline run; the replaced f32 ops stay (unused) so
+  // Tensor handles to them remain valid.
+  MixedPrecisionOptions options;
+  options.policy = precisionPolicyName(policy).str();
+  options.functionName = name_;
+  options.keepReplaced = true;
+  mlir::PassManager pm(&context());
+  pm.addPass(createMixedPrecision(options));
+  runPasses(pm, moduleOp_, "smelt-mixed-precision", loc);
+}
+
+// Gradients come from the smelt-autodiff pass, the one smelt-opt, lit and training all run:
+//  1. a scratch module gets a copy of this function that returns `loss`; for a value of `wrt`
+//     that is not an argument, the copy gets a new argument p and reads v + p wherever it read
+//     v (a probe: d loss/d p is d loss/d v, and every path through v still counts),
+//  2. smelt-autodiff{wrt=<those argument numbers>} adds @<copy>_grad,
+//  3. @<copy>_grad's first ops are the copy's, one for one, probes aside: they map onto this
+//     function's own ops, and only the backward ops after them are cloned here.
+std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt, Loc loc) {
+  if (finished_)
+    fail(loc, "graph @" + name_ + " is finished; build gradients before setOutputs");
+  for (const Tensor &t : wrt)
     if (&t.graph() != this || &loss.graph() != this)
       fail(loc, "gradients: the loss and every tensor differentiated for must be of @" + name_);
-    values.push_back(t.value());
+  if (wrt.empty())
+    return {};
+
+  constexpr llvm::StringLiteral kProbe = "smelt.gradient_probe";
+  mlir::Block &body = function_.getBody().front();
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(function_.getLoc());
+  IRMapping toCopy;
+  auto copy = cast<func::FuncOp>(function_->clone(toCopy));
+  copy.setSymName("gradient_source");
+  scratch->push_back(copy);
+  mlir::Block &copyBody = copy.getBody().front();
+  OpBuilder copyBuilder = OpBuilder::atBlockEnd(&copyBody);
+  func::ReturnOp::create(copyBuilder, loss.value().getLoc(), toCopy.lookup(loss.value()));
+  // Argument number in the copy of each value differentiated for, and the value each argument
+  // stands for here.
+  llvm::DenseMap<Value, unsigned> argumentOf;
+  SmallVector<Value> standsFor(function_.getArguments().begin(), function_.getArguments().end());
+  for (const Tensor &t : wrt) {
+    Value v = t.value();
+    if (argumentOf.count(v))
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body) {
+      argumentOf[v] = arg.getArgNumber();
+      continue;
+    }
+    // Through the function, so its argument attributes and type keep one entry per argument.
+    if (failed(copy.insertArgument(copy.getNumArguments(), v.getType(), {}, v.getLoc())))
+      fail(loc, "gradients: cannot add an argument for a value differentiated for");
+    BlockArgument probe = copy.getArgument(copy.getNumArguments() - 1);
+    Value inCopy = toCopy.lookup(v);
+    copyBuilder.setInsertionPointAfterValue(inCopy);
+    auto probed = AddOp::create(copyBuilder, v.getLoc(), inCopy, probe);
+    probed->setAttr(kProbe, copyBuilder.getUnitAttr());
+    inCopy.replaceAllUsesExcept(probed, probed);
+    argumentOf[v] = probe.getArgNumber();
+    standsFor.push_back(v);
   }
-  // A rule that fails halfway has already written part of the backward pass: drop it.
-  Mark before = mark();
-  FailureOr<SmallVector<Value>> grads = buildGradients(builder_, loss.value(), values);
-  if (failed(grads)) {
-    rollback(before);
-    fail(loc, message.empty() ? "gradients: the loss cannot be differentiated" : message);
+  copy.setFunctionType(
+      copyBuilder.getFunctionType(copy.getArgumentTypes(), {loss.value().getType()}));
+  std::string numbers;
+  for (auto &[value, number] : argumentOf)
+    numbers += (numbers.empty() ? "" : ",") + std::to_string(number);
+
+  AutodiffOptions options;
+  options.function = "gradient_source";
+  options.wrt = numbers;
+  mlir::PassManager pm(&context());
+  pm.addPass(createAutodiff(options));
+  runPasses(pm, *scratch, "gradients: smelt-autodiff", loc);
+
+  auto grad = scratch->lookupSymbol<func::FuncOp>("gradient_source_grad");
+  mlir::Block &gradBody = grad.getBody().front();
+  IRMapping back;
+  for (auto [arg, value] : llvm::zip(gradBody.getArguments(), standsFor))
+    back.map(arg, value);
+  auto original = body.begin();
+  SmallVector<Value> gradients;
+  for (Operation &op : gradBody) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value g : ret.getOperands().drop_front())
+        gradients.push_back(back.lookup(g));
+      break;
+    }
+    if (op.hasAttr(kProbe)) { // reads as the value it probes
+      back.map(op.getResult(0), back.lookup(op.getOperand(0)));
+      continue;
+    }
+    if (original != body.end()) {
+      if (original->getName() != op.getName())
+        fail(loc, "gradients: smelt-autodiff changed the forward ops (" +
+                      original->getName().getStringRef().str() + " became " +
+                      op.getName().getStringRef().str() + ")");
+      back.map(op.getResults(), original->getResults());
+      ++original;
+      continue;
+    }
+    builder_.clone(op, back);
   }
+  // The pass returns the gradients in argument-number order.
+  SmallVector<unsigned> order;
+  for (auto &[value, number] : argumentOf)
+    order.push_back(number);
+  llvm::sort(order);
   std::vector<Tensor> out;
-  for (Value g : *grads)
-    out.emplace_back(this, g);
+  for (const Tensor &t : wrt) {
+    unsigned position = llvm::find(order, argumentOf[t.value()]) - order.begin();
+    out.emplace_back(this, gradients[position]);
+  }
   return out;
 }
 

@@ -39,7 +39,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include "frontend/Initializers.h"
-#include "ir/MixedPrecision.h"
+#include "passes/Passes.h"
 
 #include <source_location>
 #include <utility>
@@ -124,11 +124,13 @@ public:
   /// A trainable parameter: an argument marked `smelt.param`, initialized by @<name>_init.
   Tensor parameter(const std::string &name, const std::vector<int64_t> &shape, Initializer init,
                    DType dtype = DType::f32, Loc loc = Loc::current());
-  /// The gradients of the rank-0 `loss` with respect to each of `wrt` (reverse-mode autodiff,
-  /// ir/Autodiff.h), built into this graph so optimizer steps can use them.
+  /// The gradients of the rank-0 `loss` with respect to each of `wrt` (reverse-mode autodiff:
+  /// the smelt-autodiff pass, run on a copy of this function), built into this graph so
+  /// optimizer steps can use them.
   std::vector<Tensor> gradients(Tensor loss, const std::vector<Tensor> &wrt,
                                 Loc loc = Loc::current());
-  /// Rewrites the ops built so far under a mixed-precision policy (ir/MixedPrecision.h):
+  /// Rewrites the ops built so far under a mixed-precision policy (the smelt-mixed-precision
+  /// pass, run on this function):
   /// matmuls and convolutions compute in bf16/f16, what follows them where safe, the rest in
   /// f32. Call it after the model and loss and before gradients(), which then flow back
   /// through the casts to the f32 parameters. Tensors built before keep their f32 types.
@@ -190,6 +192,9 @@ public:
   mlir::Location location(Loc loc);
   mlir::OpBuilder &builder() { return builder_; }
   [[noreturn]] void fail(Loc loc, const std::string &message);
+  /// Runs `pm` (smelt's passes, as smelt-opt runs them) on `module`; a failure is a BuildError
+  /// at `loc` carrying the first diagnostic.
+  void runPasses(mlir::PassManager &pm, mlir::ModuleOp module, const std::string &what, Loc loc);
 
 private:
   /// How far the graph was built: its last op, argument count and parameter count.

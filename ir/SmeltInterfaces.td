@@ -9,7 +9,7 @@ def Smelt_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   let description = [{
     An op with a vector-Jacobian product: given the gradient of its result, the gradients of
     its operands. The rule sits next to the op (ir/Vjp.cpp); reverse-mode autodiff
-    (ir/Autodiff.h) calls it for every op between the loss and the chosen arguments.
+    (smelt-autodiff, passes/Autodiff.cpp) calls it for every op between the loss and the chosen arguments.
   }];
   let methods = [
     InterfaceMethod<[{

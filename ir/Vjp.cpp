@@ -404,7 +404,7 @@ LogicalResult AvgPool2DOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &gr
 LogicalResult AllReduceOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
   // Every replica's result depends on every replica's operand, so an operand's gradient sums
   // (or averages) the result gradients of all replicas: the same all_reduce, transposed.
-  // Autodiff only hands single-result ops a gradient (ir/Autodiff.cpp).
+  // Autodiff only hands single-result ops a gradient (passes/Autodiff.cpp).
   if (!isFloatTensor(getXs()[0])) {
     grads.push_back(Value());
     return success();

@@ -1,11 +1,15 @@
-// smelt-autodiff: clones the loss function as @<func>_grad and appends the reverse pass that
-// ir/Autodiff.h builds, returning the loss and the chosen arguments' gradients.
+// smelt-autodiff: reverse-mode automatic differentiation. Clones the loss function as
+// @<func>_grad and appends the reverse pass, returning the loss and the chosen arguments'
+// gradients. The builder's Graph::gradients runs this pass too (frontend/Graph.cpp).
 #include "passes/Passes.h"
-
-#include "ir/Autodiff.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
 
 #define DEBUG_TYPE "smelt-autodiff"
 
@@ -15,6 +19,98 @@ namespace smelt {
 #include "passes/Passes.h.inc"
 
 namespace {
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+}
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+/// Builds, at `builder`'s insertion point, the gradient of the rank-0 float `loss` with
+/// respect to each value of `wrt` (float tensors of the same block, usually its arguments):
+///  1. marks the values that depend on some `wrt` (a forward walk) and those `loss` depends on
+///     (a backward walk); only ops on both paths are differentiated, so unused gradient work is
+///     never built;
+///  2. seeds d loss = 1 and visits those ops in reverse, asking each for its vector-Jacobian
+///     product (DifferentiableOpInterface) and summing the gradients of values used twice;
+///  3. ops that state Smelt_NoGradient (compare, argmax, iota, rng, constant) stop the gradient.
+/// A `wrt` value the loss does not depend on gets a zero gradient. Fails with a diagnostic on
+/// the op that has no gradient rule.
+FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, ValueRange wrt) {
+  Location loc = loss.getLoc();
+  auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+  if (!lossType || lossType.getRank() != 0 || !isFloatTensor(lossType))
+    return emitError(loc) << "autodiff needs a rank-0 float loss, got " << loss.getType();
+  for (Value w : wrt)
+    if (!isFloatTensor(w.getType()))
+      return emitError(w.getLoc()) << "cannot differentiate with respect to a value of type "
+                                   << w.getType() << ": gradients need float tensors";
+  Block *block = loss.getParentBlock();
+
+  // 1. Relevance: forward from wrt, backward from loss.
+  llvm::DenseSet<Value> fromWrt(wrt.begin(), wrt.end());
+  for (Operation &op : *block)
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return fromWrt.contains(v); }))
+      fromWrt.insert(op.result_begin(), op.result_end());
+  llvm::DenseSet<Value> toLoss = {loss};
+  SmallVector<Operation *> relevant;
+  for (Operation &op : llvm::reverse(*block)) {
+    if (llvm::none_of(op.getResults(), [&](Value r) { return toLoss.contains(r); }))
+      continue;
+    toLoss.insert(op.operand_begin(), op.operand_end());
+    if (llvm::any_of(op.getResults(), [&](Value r) { return fromWrt.contains(r); }))
+      relevant.push_back(&op); // already in reverse order
+  }
+
+  // 2. The reverse walk.
+  llvm::DenseMap<Value, Value> grads;
+  auto accumulate = [&](Value v, Value g) {
+    auto [it, inserted] = grads.try_emplace(v, g);
+    if (!inserted)
+      it->second = AddOp::create(builder, g.getLoc(), it->second, g);
+  };
+  grads[loss] = ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(lossType, builder.getFloatAttr(
+                                                         lossType.getElementType(), 1.0)));
+  for (Operation *op : relevant) {
+    // Gradient rules take one result's gradient; ops with several results (fusions, all_reduce
+    // buckets) are made by passes that run after autodiff.
+    if (op->getNumResults() != 1)
+      return op->emitOpError("has ")
+             << op->getNumResults()
+             << " results and no gradient rule for that; differentiate before the passes that "
+                "make such ops (smelt-bucket-all-reduce, smelt-fuse)";
+    Value g = grads.lookup(op->getResult(0));
+    if (!g)
+      continue;
+    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+    if (!differentiable) {
+      // 3. Piecewise-constant or source ops stop the gradient.
+      if (auto facts = dyn_cast<OpFacts>(op); facts && facts.stopsGradient())
+        continue;
+      return op->emitOpError("has no gradient rule; it cannot sit between the loss and a "
+                             "value being differentiated");
+    }
+    SmallVector<Value> operandGrads;
+    if (failed(differentiable.vjp(builder, g, operandGrads)))
+      return failure();
+    for (auto [operand, operandGrad] : llvm::zip(op->getOperands(), operandGrads))
+      if (operandGrad && fromWrt.contains(operand))
+        accumulate(operand, operandGrad);
+  }
+
+  SmallVector<Value> result;
+  for (Value w : wrt) {
+    Value g = grads.lookup(w);
+    result.push_back(g ? g : zerosLike(builder, w.getLoc(), w.getType()));
+  }
+  return result;
+}
 
 struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
   using AutodiffBase::AutodiffBase;
@@ -34,9 +130,21 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     for (unsigned i = 0; i < loss.getNumArguments(); ++i)
       anyParams |= bool(loss.getArgAttr(i, "smelt.param"));
     std::string mode = wrt.empty() ? std::string(anyParams ? "params" : "all") : std::string(wrt);
+    // Which arguments: params, all float ones, or a list of argument numbers (JAX's argnums).
+    llvm::SmallDenseSet<unsigned> numbered;
     if (mode != "params" && mode != "all") {
-      loss.emitOpError("smelt-autodiff: wrt='") << mode << "' must be 'params' or 'all'";
-      return signalPassFailure();
+      llvm::SmallVector<llvm::StringRef> items;
+      llvm::StringRef(mode).split(items, ',');
+      for (llvm::StringRef item : items) {
+        unsigned index;
+        if (item.trim().getAsInteger(10, index) || index >= loss.getNumArguments()) {
+          loss.emitOpError("smelt-autodiff: wrt='")
+              << mode << "' must be 'params', 'all' or argument numbers below "
+              << loss.getNumArguments() << " ('0,2')";
+          return signalPassFailure();
+        }
+        numbered.insert(index);
+      }
     }
 
     mlir::OpBuilder builder(module.getContext());
@@ -49,7 +157,7 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     for (mlir::BlockArgument arg : grad.getArguments()) {
       bool isParam = bool(grad.getArgAttr(arg.getArgNumber(), "smelt.param"));
       auto type = mlir::cast<mlir::RankedTensorType>(arg.getType());
-      if ((mode == "params" && isParam) ||
+      if ((mode == "params" && isParam) || numbered.contains(arg.getArgNumber()) ||
           (mode == "all" && mlir::isa<mlir::FloatType>(type.getElementType()))) {
         chosen.push_back(arg);
         chosenIndex.push_back(arg.getArgNumber());

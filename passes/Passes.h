@@ -7,7 +7,15 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
+
 namespace smelt {
+
+/// Keras' precision policies (smelt-mixed-precision).
+enum class PrecisionPolicy { f32, mixed_bf16, mixed_f16 };
+/// "f32", "mixed_bf16", "mixed_f16".
+std::optional<PrecisionPolicy> parsePrecisionPolicy(llvm::StringRef name);
+llvm::StringRef precisionPolicyName(PrecisionPolicy policy);
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

@@ -10,10 +10,11 @@ def Autodiff : Pass<"smelt-autodiff", "mlir::ModuleOp"> {
     For the function named by `func` returning a rank-0 float loss (its first result), adds
     `@<func>_grad`: the same arguments, returning the loss followed by its gradient with
     respect to each chosen argument (`wrt`: `params` picks the arguments marked `smelt.param`,
-    `all` every float argument; the default takes params when there are any). Gradient
+    `all` every float argument, `0,2` those argument numbers, as JAX's argnums; the default
+    takes params when there are any). The builder's Graph::gradients runs this pass. Gradient
     results are named `grad/<argument name>`. Each op's rule is its DifferentiableOpInterface
-    implementation (ir/Vjp.cpp); only ops between the arguments and the loss are
-    differentiated.
+    implementation (ir/Vjp.cpp); ops that state Smelt_NoGradient stop the gradient; only ops
+    between the arguments and the loss are differentiated.
 
     ```mlir
     func.func @main(%w: tensor<3xf32>, %x: tensor<3xf32>) -> tensor<f32> {
@@ -32,8 +33,8 @@ def Autodiff : Pass<"smelt-autodiff", "mlir::ModuleOp"> {
     Option<"function", "func", "std::string", /*default=*/"\"main\"",
            "The loss function to differentiate">,
     Option<"wrt", "wrt", "std::string", /*default=*/"\"\"",
-           "Arguments to differentiate with respect to: params, all (default: params if any "
-           "argument is marked smelt.param, else all)">,
+           "Arguments to differentiate with respect to: params, all, or argument numbers "
+           "'0,2' (default: params if any argument is marked smelt.param, else all)">,
   ];
   let statistics = [
     Statistic<"numBackwardOps", "backward-ops", "Ops built for the gradient computation">,
@@ -117,7 +118,7 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
 def MixedPrecision : Pass<"smelt-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Compute matmuls, convolutions and what follows them in bf16 or f16";
   let description = [{
-    Keras' mixed_bfloat16 / mixed_float16 policies as a rewrite (ir/MixedPrecision.h): the
+    Keras' mixed_bfloat16 / mixed_float16 policies as a rewrite (passes/MixedPrecision.cpp): the
     allow list (matmul, conv2d and its gradients) computes in the low type; the infer list
     (elementwise arithmetic, compare, select, shape ops, pooling) follows an operand already
     in it when its other operands are cheap to cast; the deny list (exp, log, pow, sqrt,
@@ -143,6 +144,9 @@ def MixedPrecision : Pass<"smelt-mixed-precision", "mlir::ModuleOp"> {
            "f32, mixed_bf16 or mixed_f16">,
     Option<"functionName", "func", "std::string", /*default=*/"\"\"",
            "Only this function (default: every function)">,
+    Option<"keepReplaced", "keep-replaced", "bool", /*default=*/"false",
+           "Leave the replaced f32 ops in place, unused, for a builder that still holds their "
+           "values (canonicalize removes them)">,
   ];
   let statistics = [
     Statistic<"numLowPrecisionOps", "low-precision-ops", "Ops computing in bf16/f16">,

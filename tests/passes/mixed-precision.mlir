@@ -2,6 +2,7 @@
 // that reach the master weights in f32 when autodiff runs afterwards.
 // RUN: smelt-opt %s -split-input-file -smelt-mixed-precision | FileCheck %s
 // RUN: smelt-opt %s -split-input-file -smelt-mixed-precision=policy=mixed_f16 | FileCheck %s --check-prefix=F16
+// RUN: smelt-opt %s -split-input-file -smelt-mixed-precision=keep-replaced=true | FileCheck %s --check-prefix=KEEP
 // RUN: smelt-opt %s -smelt-mixed-precision -smelt-autodiff=func=mlp | FileCheck %s --check-prefix=GRAD
 // RUN: not smelt-opt %s -split-input-file -smelt-mixed-precision=policy=fp8 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -91,4 +92,18 @@ func.func @facts_decide(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> (tensor<2x4
   %2 = smelt.sin %0 : tensor<2x4xf32>
   %3 = smelt.cos %0 : tensor<2x4xf32>
   return %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// keep-replaced (what the builder asks for: its tensors still name the f32 ops) leaves the
+// replaced f32 op in place, unused.
+// KEEP-LABEL: func.func @keep
+// KEEP: smelt.matmul %{{.+}}, %{{.+}} : tensor<2x4xbf16>, tensor<4x4xbf16>
+// KEEP: smelt.matmul %{{.+}}, %{{.+}} : tensor<2x4xf32>, tensor<4x4xf32>
+// CHECK-LABEL: func.func @keep
+// CHECK-NOT: tensor<2x4xf32>, tensor<4x4xf32>
+func.func @keep(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  %0 = smelt.matmul %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
+  return %0 : tensor<2x4xf32>
 }

@@ -129,6 +129,39 @@ TEST(Gradients, SelectAndConvert) {
   EXPECT_EQ(out[0].toDoubles(), expected);
 }
 
+// Graph::gradients runs smelt-autodiff on a copy of the function: a value differentiated for
+// that is not an argument becomes one there, entries may repeat and come in any order, and
+// the forward ops are not built twice.
+TEST(Gradients, WithRespectToIntermediatesRepeatedAndInAnyOrder) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor x = g.input("x", {6}, DType::f64), w = g.input("w", {6}, DType::f64);
+  Tensor h = x * w;
+  Tensor loss = reduceSum(h * h, {0});
+  auto countReduces = [&] {
+    int n = 0;
+    g.function().walk([&](ReduceOp) { ++n; });
+    return n;
+  };
+  ASSERT_EQ(countReduces(), 1);
+  std::vector<Tensor> grads = g.gradients(loss, {h, w, h});
+  ASSERT_EQ(grads.size(), 3u);
+  EXPECT_EQ(countReduces(), 1) << "the forward reduce was built again";
+  g.setOutputs({grads[0], grads[1], grads[2]});
+  rt::HostTensor xv = randomTensor({6}, DType::f64), wv = randomTensor({6}, DType::f64);
+  std::vector<rt::HostTensor> out = run(g, {xv, wv});
+  ASSERT_EQ(out.size(), 3u);
+  // loss = sum (x w)^2: d/dh = 2 x w, d/dw = 2 x^2 w.
+  std::vector<double> xs = xv.toDoubles(), ws = wv.toDoubles(), dh, dw;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    dh.push_back(2 * xs[i] * ws[i]);
+    dw.push_back(2 * xs[i] * xs[i] * ws[i]);
+  }
+  EXPECT_LE(relError(out[0].toDoubles(), dh), 1e-12);
+  EXPECT_LE(relError(out[1].toDoubles(), dw), 1e-12);
+  EXPECT_EQ(out[2].toDoubles(), out[0].toDoubles());
+}
+
 TEST(Gradients, ShapeOps) {
   checkGradients("broadcast_in_dim", {{{3, 1}}}, [](Graph &, std::vector<Tensor> &x) {
     return broadcastInDim(x[0], {2, 3, 4}, {1, 2});
