@@ -373,7 +373,12 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
         return inStep(plan.what, lt.status());
       cublas = *lt;
     }
-    if (plan.kind >= Plan::ConvForward && !cudnn) {
+    // Only convolutions and pooling open cuDNN: an executable with an all_reduce (after them in
+    // the enum) must run where libcudnn is absent.
+    bool needsCudnn = plan.kind == Plan::ConvForward || plan.kind == Plan::ConvBackwardInput ||
+                      plan.kind == Plan::ConvBackwardFilter || plan.kind == Plan::PoolForward ||
+                      plan.kind == Plan::PoolBackward;
+    if (needsCudnn && !cudnn) {
       Expected<Cudnn *> dnn = Cudnn::get(*device);
       if (!dnn)
         return inStep(plan.what, dnn.status());

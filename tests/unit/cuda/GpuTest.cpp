@@ -157,6 +157,18 @@ TEST(CudaGpu, DeviceIsThere) {
   if (!gpu().ok())
     GTEST_SKIP() << gpu().message();
   std::cout << "GPU: " << gpu()->name << " (" << gpu()->arch << ")\n";
+  EXPECT_FALSE(gpu()->name.empty()) << "cuDeviceGetName gave no name";
+  EXPECT_TRUE(gpu()->context) << "no primary context";
+  // A compute capability NVRTC can target (sm_50 and up), parsed back from the arch string.
+  int capability = std::atoi(gpu()->arch.c_str() + 3);
+  EXPECT_GE(capability, 50) << gpu()->arch;
+  const CudaDriver &cu = *gpu()->cu;
+  size_t total = 0;
+  ASSERT_CU(cu.deviceTotalMem(&total, gpu()->device));
+  EXPECT_GT(total, size_t(1) << 30) << "a GPU with under 1 GiB of memory";
+  int version = 0;
+  ASSERT_CU(cu.driverGetVersion(&version));
+  EXPECT_GE(version, 12000) << "driver API version " << version << ": older than any CUDA 12";
 }
 
 class CudaGpuNumerics : public testing::TestWithParam<FusionCase> {};
