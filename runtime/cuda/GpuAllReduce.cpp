@@ -53,8 +53,14 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
             communicator->allReduce(host.data(), spec.count, spec.dtype, spec.kind, spec.what);
         !s.ok())
       return s;
-    if (Status s = check(cu.memcpyHtoD(devicePointer(data), host.data(), total), "cuMemcpyHtoD");
+    // On the executor's stream, not the legacy one: the stream is non-blocking, so a copy on
+    // the legacy stream is not ordered before the next kernel, which could read stale data.
+    // `host` is pageable and dies here: wait for the copy.
+    if (Status s = check(cu.memcpyHtoDAsync(devicePointer(data), host.data(), total, gpu.stream()),
+                         "cuMemcpyHtoDAsync");
         !s.ok())
+      return s;
+    if (Status s = gpu.synchronize(what); !s.ok())
       return s;
   }
   if (n > 1)
