@@ -221,6 +221,11 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     }
     exe.steps.push_back(std::move(step));
   }
+  // smelt-assign-buffers' prediction, when the pipeline ran it.
+  if (auto peaks = function->getAttrOfType<DictionaryAttr>("smelt.peak_bytes"))
+    for (NamedAttribute peak : peaks)
+      if (auto bytes = dyn_cast<IntegerAttr>(peak.getValue()))
+        exe.peakBytes[peak.getName().str()] = uint64_t(bytes.getInt());
   return exe;
 }
 

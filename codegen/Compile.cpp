@@ -142,6 +142,7 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
   if (options.extend && failed(options.extend(function, *exe, dump.get())))
     return failure();
   if (dump) {
+    dump->setPeakBytes(exe->peakBytes);
     (void)dump->writeGraph(function);
     (void)dump->write("executable.txt", exe->str(), "executable plan");
     if (exe->cpu && !exe->cpu->llvmIR.empty())

@@ -135,6 +135,8 @@ rt::Status CompileDump::finish() {
   for (const auto &[name, kind] : files_)
     files.push_back({{"file", name}, {"kind", kind}});
   nlohmann::json manifest = {{"directory", directory_}, {"files", files}};
+  if (!peakBytes_.empty())
+    manifest["peak_bytes"] = peakBytes_;
   std::error_code error;
   llvm::raw_fd_ostream out(path("manifest.json"), error);
   if (error)

@@ -11,6 +11,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,13 +33,16 @@ public:
   rt::Status write(const std::string &name, const std::string &contents, const std::string &kind);
   /// graph.dot, and graph.svg when `dot` is on the PATH.
   rt::Status writeGraph(mlir::func::FuncOp function);
-  /// manifest.json: every file, in the order written, with its kind.
+  /// The compiled Executable's peak bytes per device (smelt-assign-buffers), for the manifest.
+  void setPeakBytes(std::map<std::string, uint64_t> peakBytes) { peakBytes_ = std::move(peakBytes); }
+  /// manifest.json: every file, in the order written, with its kind, and the peak bytes.
   rt::Status finish();
 
 private:
   explicit CompileDump(std::string directory) : directory_(std::move(directory)) {}
   std::string directory_;
   std::vector<std::pair<std::string, std::string>> files_; // name, kind
+  std::map<std::string, uint64_t> peakBytes_;
   unsigned nextPass_ = 1;
   friend class PassInstrumentation;
   friend void instrumentPasses(mlir::PassManager &, mlir::ModuleOp, CompileDump *, rt::Trace *);

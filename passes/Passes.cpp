@@ -1,6 +1,7 @@
 // The default pipeline, as a numbered script: each step and why it is there.
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace smelt {
@@ -24,6 +25,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   // 6. Combine a data-parallel step's all_reduces into buckets, each started as soon as its
   //    gradients exist. Last, because it places collectives by where their producers ended up.
   pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.allReduceBucketBytes}));
+  // 7. Peak bytes per device, from the final order of the steps: known before anything runs.
+  pm.addNestedPass<mlir::func::FuncOp>(createAssignBuffers());
 }
 
 } // namespace smelt

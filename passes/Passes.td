@@ -191,4 +191,29 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def AssignBuffers : Pass<"smelt-assign-buffers", "mlir::func::FuncOp"> {
+  let summary = "Buffer liveness at compile time: the peak bytes each device holds in one run";
+  let description = [{
+    Works out, before anything runs, when each value is taken and given back (the executors'
+    model: a step takes its results when it runs, a value goes back after its last reader,
+    returned values and all_reduce buffers stay to the end, constants are held all run, and a
+    GPU holds the arguments it reads) and from that the peak bytes per device. Writes them on
+    the function as `smelt.peak_bytes`; `smelt compile` prints them, the dump's manifest
+    carries them, and the executors' measured peak equals them. Run it last.
+
+    ```mlir
+    func.func @main(%x: tensor<256xf32>) -> tensor<f32> {
+      %0 = smelt.exp %x : tensor<256xf32>                 // takes 1 KiB
+      %1 = smelt.reduce sum %0 axes = [0] : tensor<256xf32>  // takes 4 B, %0 goes back
+      return %1 : tensor<f32>
+    }
+    // gets {smelt.peak_bytes = {"cpu:0" = 1028 : i64}}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numPeakBytes", "peak-bytes", "Peak bytes, summed over devices">,
+  ];
+  let dependentDialects = ["smelt::SmeltDialect"];
+}
+
 #endif // SMELT_PASSES_TD

@@ -120,6 +120,11 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
       encodeAttr(w, value);
     }
   }
+  w.count(exe.peakBytes.size(), "devices with a peak");
+  for (const auto &[device, bytes] : exe.peakBytes) {
+    w.str(device, "a device");
+    w.u64(bytes);
+  }
 }
 
 struct Payload {
@@ -503,6 +508,11 @@ private:
                                  what, int64_t(exe.kernels.size()) - 1, exe.kernels.size()));
       }
       exe.steps.push_back(std::move(step));
+    }
+    n = c.count("the peak bytes per device", 12);
+    for (uint32_t i = 0; i < n && c.ok(); ++i) {
+      std::string device = c.str("a device with a peak");
+      exe.peakBytes[device] = c.u64("a device's peak bytes");
     }
     c.finish();
     return c.status();

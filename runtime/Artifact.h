@@ -1,11 +1,12 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 2 (version 1 had no step devices). Every integer is little-endian; offsets count from the start of the file.
+// Format, version 3 (version 2 had no peak bytes, version 1 no step devices). Every integer is
+// little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (2)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (3)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -36,6 +37,7 @@
 //                                   order
 //                        attr     = str key, u8 tag, then by tag: 0 i64, 1 f64 (IEEE bits),
 //                                   2 str, 3 list<i64>
+//         list<peak>     peak     = str device, u64 bytes (smelt-assign-buffers' prediction)
 //
 // A reader checks everything before use: magic, version, flags, checksums, every length and
 // count against the bytes left (so no corrupt count drives an allocation), dtype and attribute
@@ -54,7 +56,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 2;
+inline constexpr uint32_t kArtifactVersion = 3;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

@@ -37,6 +37,8 @@ std::string Executable::str() const {
                        step.device == "cpu:0" ? "" : " on " + step.device);
   }
   out += fmt::format("  outputs: {}\n", bufferList(outputs));
+  for (const auto &[device, bytes] : peakBytes)
+    out += fmt::format("  peak bytes on {}: {}\n", device, bytes);
   return out;
 }
 

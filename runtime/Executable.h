@@ -114,6 +114,10 @@ struct Executable {
   std::vector<Step> steps;
   /// Fused kernels; a step with op "fusion" runs kernels[step.intAttr("kernel")].
   std::vector<FusedKernel> kernels;
+  /// Peak bytes each device ("cpu:0") holds during one run, worked out at compile time by
+  /// smelt-assign-buffers: constants, the buffers steps take and give back, (on a GPU) the
+  /// arguments copied in. An executor's measured peak for a run equals its device's entry.
+  std::map<std::string, uint64_t> peakBytes;
   /// Their code for the CPU and for CUDA, when codegen produced it.
   std::shared_ptr<const CpuCode> cpu;
   std::shared_ptr<const CudaCode> cuda;

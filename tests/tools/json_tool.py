@@ -12,6 +12,8 @@ def manifest(directory):
         # Every file the manifest lists exists and is not empty.
         size = os.path.getsize(os.path.join(directory, entry["file"]))
         print(f"{entry['file']}: {entry['kind']}" + ("" if size else " (EMPTY)"))
+    for device, peak in m.get("peak_bytes", {}).items():
+        print(f"peak bytes on {device}: {int(peak)}")
 
 
 def trace(path):

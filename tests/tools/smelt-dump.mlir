@@ -16,6 +16,7 @@
 // FILES-DAG: cpu-kernels.ll: cpu kernels (optimized LLVM IR)
 // FILES-DAG: graph.dot: graphviz dot
 // FILES-NOT: EMPTY
+// FILES: peak bytes on cpu:0: {{[1-9][0-9]*}}
 
 // RUN: FileCheck %s --check-prefix=REPORT < %t/main-0/fusion-report.txt
 // REPORT: fused

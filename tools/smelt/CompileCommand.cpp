@@ -4,6 +4,8 @@
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
 
+#include "llvm/Support/Format.h"
+
 #include "codegen/BuildExecutable.h"
 #include "codegen/CompileArtifact.h"
 #ifdef SMELT_HAVE_CUDA_CODEGEN
@@ -72,6 +74,10 @@ int compileCommand() {
                << (exe.cuda ? ", " + std::to_string(exe.cuda->cubin.size()) + " bytes of CUBIN"
                             : std::string())
                << ")\n";
+  for (const auto &[device, bytes] : exe.peakBytes)
+    llvm::outs() << "peak memory on " << device << ": " << bytes << " bytes ("
+                 << llvm::format("%.2f", double(bytes) / (1 << 20))
+                 << " MiB, known at compile time)\n";
   return 0;
 }
 

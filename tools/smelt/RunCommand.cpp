@@ -46,6 +46,11 @@ static cl::opt<std::string> entryName(
     cl::value_desc("name"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> dumpDir("dump-dir", cl::desc(kDumpDirHelp), cl::value_desc("dir"),
                                     cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<bool> memoryStats(
+    "memory-stats",
+    cl::desc("Print each device's peak bytes as compiled (smelt-assign-buffers) beside the "
+             "peak this run measured"),
+    cl::sub(runSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
                                         cl::value_desc("trace.json"), cl::sub(runSubcommand),
                                         cl::cat(smeltCategory()));
@@ -233,6 +238,14 @@ int runCommand() {
   llvm::errs() << llvm::format("ran @%s: %zu steps in %.3f ms\n",
                                exe->name.c_str(), exe->steps.size(), ms);
   printMemoryReport(llvm::errs());
+  if (memoryStats) {
+    // The run's peak is its largest segment's: one per device.
+    for (const auto &[device, bytes] : exe->peakBytes)
+      llvm::errs() << "memory: @" << exe->name << " on " << device << ": " << bytes
+                   << " bytes at peak as compiled\n";
+    llvm::errs() << "memory: @" << exe->name << ": " << (*executor)->lastRunPeakBytes()
+                 << " bytes at peak in this run (its largest device segment)\n";
+  }
   if (profile && !writeProfile(trace, profilePath))
     return 1;
   return 0;

@@ -1,0 +1,54 @@
+// smelt-assign-buffers: peak bytes per device from compile-time liveness, computed by hand
+// below for each case (tests/unit/AssignBuffersTest.cpp checks the executor measures the same).
+// RUN: smelt-opt %s -split-input-file -smelt-assign-buffers | FileCheck %s
+
+// exp takes 1024 bytes; reduce takes 4 more, after which exp's result goes back: 1028.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 1028 : i64}
+func.func @chain(%x: tensor<256xf32>) -> tensor<f32> {
+  %0 = smelt.exp %x : tensor<256xf32>
+  %1 = smelt.reduce sum %0 axes = [0] : tensor<256xf32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// The constant is held all run (64); %0 is returned, so it stays (64); %1 (64) goes back only
+// after the reduce took its 4 bytes: 64 + 64 + 64 + 4 = 196. The argument is the caller's.
+// CHECK-LABEL: func.func @held
+// CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 196 : i64}
+func.func @held(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<f32>) {
+  %c = smelt.constant dense<1.0> : tensor<16xf32>
+  %0 = smelt.add %x, %c : tensor<16xf32>
+  %1 = smelt.mul %0, %0 : tensor<16xf32>
+  %2 = smelt.reduce sum %1 axes = [0] : tensor<16xf32>
+  return %0, %2 : tensor<16xf32>, tensor<f32>
+}
+
+// -----
+
+// Each device separately. The GPU holds the argument it reads (copied in: 2048) and exp's
+// result (2048) until the copy read it: 4096. The CPU takes the copy (2048) and the sum (4): 2052.
+// CHECK-LABEL: func.func @two_devices
+// CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 2052 : i64, "gpu:0" = 4096 : i64}
+func.func @two_devices(%x: tensor<512xf32>) -> tensor<f32> {
+  %0 = smelt.exp %x {smelt.device = "gpu:0"} : tensor<512xf32>
+  %1 = smelt.copy %0 : tensor<512xf32>
+  %2 = smelt.reduce sum %1 axes = [0] : tensor<512xf32>
+  return %2 : tensor<f32>
+}
+
+// -----
+
+// An all_reduce's operand and result stay to the end of the run (the reduction may still be
+// running), so when the reduce takes its 4 bytes the exp, all_reduce and neg results (64 each)
+// are all live: 196. Without the collective, exp's result would have gone back after its reader.
+// CHECK-LABEL: func.func @collective
+// CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 196 : i64}
+func.func @collective(%x: tensor<16xf32>) -> tensor<f32> {
+  %0 = smelt.exp %x : tensor<16xf32>
+  %1 = smelt.all_reduce mean %0 replicas = 2 : tensor<16xf32>
+  %2 = smelt.neg %1 : tensor<16xf32>
+  %3 = smelt.reduce sum %2 axes = [0] : tensor<16xf32>
+  return %3 : tensor<f32>
+}
