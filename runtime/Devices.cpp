@@ -90,6 +90,12 @@ void discoverGpus(DeviceReport &report) {
   }
   const cuda::CudaDriver &driver = **opened;
   driver.driverGetVersion(&report.driverCudaVersion);
+  // Said up front, as the reason there is no GPU: loading the kernels would fail later with a
+  // code that names neither version.
+  if (std::string old = cudaDriverTooOld(report.driverCudaVersion, CUDA_VERSION); !old.empty()) {
+    report.noGpuReason = old;
+    return;
+  }
   int count = 0;
   if (Status s = driver.check(driver.deviceGetCount(&count), "cuDeviceGetCount"); !s.ok()) {
     report.noGpuReason = s.message();
@@ -178,6 +184,16 @@ DeviceReport discoverDevices(bool libraryVersions) {
                                               lib.name, lib.problem,
                                               lib.name == "NVRTC" ? "kernels" : "library calls"));
   return report;
+}
+
+std::string cudaDriverTooOld(int driverVersion, int toolkitVersion) {
+  if (driverVersion / 1000 >= toolkitVersion / 1000)
+    return "";
+  return fmt::format("the CUDA driver supports CUDA {}, but this Smelt's kernels are built with "
+                     "the CUDA {} toolkit and need a driver for CUDA {}.0 or newer: update the "
+                     "NVIDIA driver",
+                     cudaVersionText(driverVersion), cudaVersionText(toolkitVersion),
+                     toolkitVersion / 1000);
 }
 
 bool isDeviceName(const std::string &name) {

@@ -45,6 +45,12 @@ struct DeviceReport {
 /// the driver (most of a second), which `smelt devices` wants and placement does not.
 DeviceReport discoverDevices(bool libraryVersions = true);
 
+/// Why a CUDA driver supporting `driverVersion` (13000 for 13.0) cannot run kernels built with
+/// the CUDA `toolkitVersion` toolkit, naming both, or "" when it can. CUDA's minor version
+/// compatibility lets a 13.x build run on any 13.y driver; an older major version cannot load
+/// the toolkit's CUBIN or PTX.
+std::string cudaDriverTooOld(int driverVersion, int toolkitVersion);
+
 /// Whether `name` names a device: "cpu:<N>" or "gpu:<N>".
 bool isDeviceName(const std::string &name);
 /// N in "gpu:N", or -1 for anything else.
