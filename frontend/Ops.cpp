@@ -191,6 +191,16 @@ Tensor div(Tensor a, Tensor b, Loc loc) { return binary("smelt.div", a, b, loc);
 Tensor maximum(Tensor a, Tensor b, Loc loc) { return binary("smelt.max", a, b, loc); }
 Tensor minimum(Tensor a, Tensor b, Loc loc) { return binary("smelt.min", a, b, loc); }
 Tensor pow(Tensor a, Tensor b, Loc loc) { return binary("smelt.pow", a, b, loc); }
+Tensor pow(Tensor a, double exponent, Loc loc) {
+  return pow(a, scalarLike(a, exponent, loc), loc);
+}
+
+Tensor clamp(Tensor x, double lo, double hi, Loc loc) {
+  if (!(lo <= hi))
+    x.graph().fail(loc, "clamp: lo (" + std::to_string(lo) + ") must not exceed hi (" +
+                            std::to_string(hi) + ")");
+  return minimum(maximum(x, scalarLike(x, lo, loc), loc), scalarLike(x, hi, loc), loc);
+}
 
 Tensor compare(Tensor a, Tensor b, CompareDirection direction, Loc loc) {
   Graph &g = a.graph();
@@ -324,6 +334,36 @@ Tensor mean(Tensor x, std::vector<int64_t> axes, Loc loc) {
     count *= x.dim(a);
   Tensor sum = reduceSum(x, axes, loc);
   return div(sum, scalarLike(sum, double(count), loc), loc);
+}
+
+/// `reduced` (x reduced over `axes`) with those axes back as size 1.
+static Tensor keepReducedDims(Tensor x, Tensor reduced, std::vector<int64_t> axes,
+                              KeepDims keep, Loc loc) {
+  if (keep == KeepDims::no)
+    return reduced;
+  axes = normalizeAxes(x, axes, loc);
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    shape.push_back(llvm::is_contained(axes, d) ? 1 : x.dim(d));
+  return reshape(reduced, shape, loc);
+}
+
+Tensor reduceSum(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc) {
+  return keepReducedDims(x, reduceSum(x, axes, loc), axes, keep, loc);
+}
+Tensor reduceMax(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc) {
+  return keepReducedDims(x, reduceMax(x, axes, loc), axes, keep, loc);
+}
+Tensor reduceMin(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc) {
+  return keepReducedDims(x, reduceMin(x, axes, loc), axes, keep, loc);
+}
+Tensor mean(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc) {
+  return keepReducedDims(x, mean(x, axes, loc), axes, keep, loc);
+}
+
+Tensor variance(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc) {
+  Tensor centered = sub(x, mean(x, axes, KeepDims::yes, loc), loc);
+  return mean(mul(centered, centered, loc), axes, keep, loc);
 }
 
 Tensor argmax(Tensor x, int64_t axis, Loc loc) {

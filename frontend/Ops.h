@@ -51,6 +51,10 @@ Tensor div(Tensor a, Tensor b, Loc loc = Loc::current());
 Tensor maximum(Tensor a, Tensor b, Loc loc = Loc::current());
 Tensor minimum(Tensor a, Tensor b, Loc loc = Loc::current());
 Tensor pow(Tensor a, Tensor b, Loc loc = Loc::current());
+/// a ** exponent, the exponent a scalar of a's dtype.
+Tensor pow(Tensor a, double exponent, Loc loc = Loc::current());
+/// min(max(x, lo), hi) elementwise (NumPy's clip, PyTorch's clamp); lo <= hi.
+Tensor clamp(Tensor x, double lo, double hi, Loc loc = Loc::current());
 Tensor compare(Tensor a, Tensor b, CompareDirection direction, Loc loc = Loc::current());
 Tensor select(Tensor pred, Tensor onTrue, Tensor onFalse, Loc loc = Loc::current());
 Tensor convert(Tensor x, DType dtype, Loc loc = Loc::current());
@@ -70,11 +74,21 @@ Tensor concat(const std::vector<Tensor> &parts, int64_t axis, Loc loc = Loc::cur
 Tensor pad(Tensor x, const std::vector<int64_t> &low, const std::vector<int64_t> &high,
            double value = 0, Loc loc = Loc::current());
 
-// Reductions.
+// Reductions. With KeepDims::yes the reduced axes stay as size 1 (NumPy's keepdims=True), so
+// the result broadcasts against x.
+enum class KeepDims { no, yes };
 Tensor reduceSum(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor reduceSum(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc = Loc::current());
 Tensor reduceMax(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor reduceMax(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc = Loc::current());
 Tensor reduceMin(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor reduceMin(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc = Loc::current());
 Tensor mean(Tensor x, std::vector<int64_t> axes, Loc loc = Loc::current());
+Tensor mean(Tensor x, std::vector<int64_t> axes, KeepDims keep, Loc loc = Loc::current());
+/// The population variance (divided by the count, as NumPy's default and layer norm use):
+/// mean((x - mean(x))^2) over `axes`.
+Tensor variance(Tensor x, std::vector<int64_t> axes, KeepDims keep = KeepDims::no,
+                Loc loc = Loc::current());
 Tensor argmax(Tensor x, int64_t axis, Loc loc = Loc::current());
 
 // Contractions. Windows: strides {sh, sw}, padding {top, bottom, left, right}, dilation.

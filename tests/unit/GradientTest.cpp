@@ -129,6 +129,74 @@ TEST(Gradients, SelectAndConvert) {
   EXPECT_EQ(out[0].toDoubles(), expected);
 }
 
+TEST(Gradients, PowByAScalarClampAndVariance) {
+  checkGradients("pow(x, 3)", {{{3, 4}}},
+                 [](Graph &, std::vector<Tensor> &x) { return pow(x[0], 3.0); });
+  checkGradients("pow(x, 0.5)", {{{3, 4}, 0.2, 3}},
+                 [](Graph &, std::vector<Tensor> &x) { return pow(x[0], 0.5); });
+  // Inputs fall on both sides of each bound and away from the kinks by far more than the
+  // finite-difference step (draws are continuous).
+  checkGradients("clamp", {{{4, 5}}},
+                 [](Graph &, std::vector<Tensor> &x) { return clamp(x[0], -0.5, 0.7); });
+  checkGradients("variance keepdims", {{{3, 6}}}, [](Graph &, std::vector<Tensor> &x) {
+    return variance(x[0], {1}, KeepDims::yes);
+  });
+  checkGradients("variance over both", {{{3, 6}}},
+                 [](Graph &, std::vector<Tensor> &x) { return variance(x[0], {0, -1}); });
+}
+
+// keepdims leaves the reduced axes as size 1 and the values unchanged; variance against a
+// float64 two-pass reference; a clamp with lo > hi is an error at the caller's line.
+TEST(Reductions, KeepDimsVarianceAndClampMatchFloat64) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor x = g.input("x", {4, 5, 3}, DType::f64);
+  Tensor sum = reduceSum(x, {1}, KeepDims::yes), top = reduceMax(x, {0, 2}, KeepDims::yes);
+  Tensor low = reduceMin(x, {-1}, KeepDims::yes), avg = mean(x, {1}, KeepDims::yes);
+  Tensor var = variance(x, {1});
+  EXPECT_EQ(sum.shape(), (std::vector<int64_t>{4, 1, 3}));
+  EXPECT_EQ(top.shape(), (std::vector<int64_t>{1, 5, 1}));
+  EXPECT_EQ(low.shape(), (std::vector<int64_t>{4, 5, 1}));
+  EXPECT_EQ(var.shape(), (std::vector<int64_t>{4, 3}));
+  EXPECT_THROW(clamp(x, 1.0, -1.0), BuildError);
+  g.setOutputs({sum, top, low, avg, var, clamp(x, -0.5, 0.7)});
+  rt::HostTensor xv = randomTensor({4, 5, 3}, DType::f64);
+  std::vector<rt::HostTensor> out = run(g, {xv});
+  ASSERT_EQ(out.size(), 6u);
+  std::vector<double> v = xv.toDoubles();
+  auto at = [&](int64_t i, int64_t j, int64_t k) { return v[size_t((i * 5 + j) * 3 + k)]; };
+  std::vector<double> sums, tops(5, -INFINITY), lows, means, vars, clamped;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t k = 0; k < 3; ++k) {
+      double s = 0;
+      for (int64_t j = 0; j < 5; ++j)
+        s += at(i, j, k);
+      sums.push_back(s);
+      means.push_back(s / 5);
+      double q = 0;
+      for (int64_t j = 0; j < 5; ++j)
+        q += (at(i, j, k) - s / 5) * (at(i, j, k) - s / 5);
+      vars.push_back(q / 5);
+    }
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 5; ++j) {
+      double m = INFINITY;
+      for (int64_t k = 0; k < 3; ++k) {
+        tops[size_t(j)] = std::max(tops[size_t(j)], at(i, j, k));
+        m = std::min(m, at(i, j, k));
+      }
+      lows.push_back(m);
+    }
+  for (double e : v)
+    clamped.push_back(std::min(std::max(e, -0.5), 0.7));
+  EXPECT_LE(relError(out[0].toDoubles(), sums), 1e-13);
+  EXPECT_EQ(out[1].toDoubles(), tops);
+  EXPECT_EQ(out[2].toDoubles(), lows);
+  EXPECT_LE(relError(out[3].toDoubles(), means), 1e-13);
+  EXPECT_LE(relError(out[4].toDoubles(), vars), 1e-12);
+  EXPECT_EQ(out[5].toDoubles(), clamped);
+}
+
 // Graph::gradients runs smelt-autodiff on a copy of the function: a value differentiated for
 // that is not an argument becomes one there, entries may repeat and come in any order, and
 // the forward ops are not built twice.
