@@ -43,15 +43,22 @@ Tensor activate(Tensor x, Activation activation, Loc loc) {
 Tensor dense(Tensor x, int64_t units, const std::string &name, Activation activation,
              Initializer kernelInit, Loc loc) {
   Graph &g = x.graph();
-  if (x.rank() != 2)
-    g.fail(loc, "dense layer '" + name + "' needs a [batch, features] input, got rank " +
-                    std::to_string(x.rank()) + " (flatten it first)");
+  if (x.rank() < 2)
+    g.fail(loc, "dense layer '" + name + "' needs an input of rank 2 or more ([..., features]), "
+                "got rank " + std::to_string(x.rank()));
   if (units <= 0)
     g.fail(loc, "dense layer '" + name + "' needs units >= 1, got " + std::to_string(units));
   return g.atomically([&] {
-    Tensor w = g.parameter(name + "/kernel", {x.dim(1), units}, kernelInit, x.dtype(), loc);
+    int64_t features = x.dim(x.rank() - 1);
+    Tensor w = g.parameter(name + "/kernel", {features, units}, kernelInit, x.dtype(), loc);
     Tensor b = g.parameter(name + "/bias", {units}, Initializer::zeros(), x.dtype(), loc);
-    return activate(add(matmul(x, w, false, false, loc), b, loc), activation, loc);
+    // As Keras: on the last axis. Leading axes fold into the rows of one matmul and unfold
+    // after, so [B, T, D] costs one GEMM.
+    std::vector<int64_t> outShape = x.shape();
+    outShape.back() = units;
+    Tensor rows = x.rank() == 2 ? x : reshape(x, {-1, features}, loc);
+    Tensor y = add(matmul(rows, w, false, false, loc), b, loc);
+    return activate(x.rank() == 2 ? y : reshape(y, outShape, loc), activation, loc);
   });
 }
 

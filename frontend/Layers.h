@@ -28,8 +28,9 @@ struct PaddingSpec {
 
 Tensor activate(Tensor x, Activation activation, Loc loc = Loc::current());
 
-/// y = activation(x W + b); x is [batch, features], W "<name>/kernel" [features, units]
-/// (Glorot uniform by default), b "<name>/bias" [units] zeros.
+/// y = activation(x W + b) on x's last axis (Keras' Dense): x is [..., features] of rank 2 or
+/// more, y [..., units]; W "<name>/kernel" [features, units] (Glorot uniform by default), b
+/// "<name>/bias" [units] zeros.
 Tensor dense(Tensor x, int64_t units, const std::string &name,
              Activation activation = Activation::None,
              Initializer kernelInit = Initializer::glorotUniform(), Loc loc = Loc::current());

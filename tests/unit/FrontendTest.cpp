@@ -108,9 +108,9 @@ TEST(Builder, ErrorsNameTheCallSiteAndTheProblem) {
   std::string dtype = buildError([&] { at = here(); exp(i); });  // `at` is set before the throw
   EXPECT_EQ(dtype.rfind(at + "'smelt.exp' op operand #0 must be", 0), 0u) << dtype;
   EXPECT_NE(dtype.find("'tensor<4xi32>'"), std::string::npos) << dtype;
-  expectBuildError([&](std::string &at) { at = here(); dense(img, 4, "d"); },
-                   "dense layer 'd' needs a [batch, features] input, got rank 4 (flatten it "
-                 "first)");
+  expectBuildError([&](std::string &at) { at = here(); dense(i, 4, "d"); },
+                   "dense layer 'd' needs an input of rank 2 or more ([..., features]), got "
+                   "rank 1");
   expectBuildError([&](std::string &at) { at = here(); g.input("x", {1}); },
                    "graph @f already has an input or parameter named 'x'");
   // The graph is still usable after errors: nothing half-built was left in it.

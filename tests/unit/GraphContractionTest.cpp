@@ -3,6 +3,7 @@
 // runtime's kernels alone are tested in runtime/ContractionTest.cpp.
 #include "TestUtil.h"
 
+#include "frontend/Layers.h"
 #include "frontend/Ops.h"
 
 #include <cmath>
@@ -203,6 +204,37 @@ TEST(GraphPool2D, MaxAndAvgForwardAndBackwardMatchNaiveLoops) {
       EXPECT_LE(relError(out[2].toDoubles(), dmax), tolerance(dtype));
       EXPECT_LE(relError(out[3].toDoubles(), davg), tolerance(dtype));
     }
+}
+
+} // namespace
+} // namespace smelt::test
+
+namespace smelt::test {
+namespace {
+
+// dense on a rank-3 input works on the last axis, as Keras' Dense: [B, T, D] x [D, U] + [U]
+// gives [B, T, U], against a float64 loop over fresh random inputs, kernel and bias.
+TEST(GraphDense, AnyRankOnTheLastAxis) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor x = g.input("x", {2, 3, 4}, DType::f64);
+  Tensor y = dense(x, 5, "d", Activation::None, Initializer::glorotUniform());
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 3, 5}));
+  g.setOutputs({y});
+  ASSERT_EQ(g.function().getNumArguments(), 3u) << "x, d/kernel, d/bias";
+  rt::HostTensor xv = randomTensor({2, 3, 4}, DType::f64), wv = randomTensor({4, 5}, DType::f64),
+                 bv = randomTensor({5}, DType::f64);
+  std::vector<rt::HostTensor> out = run(g, {xv, wv, bv});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> xs = xv.toDoubles(), ws = wv.toDoubles(), bs = bv.toDoubles(), ref;
+  for (int64_t row = 0; row < 6; ++row)
+    for (int64_t u = 0; u < 5; ++u) {
+      long double s = bs[size_t(u)];
+      for (int64_t d = 0; d < 4; ++d)
+        s += (long double)xs[size_t(row * 4 + d)] * ws[size_t(d * 5 + u)];
+      ref.push_back(double(s));
+    }
+  EXPECT_LE(relError(out[0].toDoubles(), ref), 1e-14);
 }
 
 } // namespace

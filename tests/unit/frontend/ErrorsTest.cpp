@@ -199,8 +199,8 @@ TEST_F(BuildErrors, GraphMisuse) {
 }
 
 TEST_F(BuildErrors, Layers) {
-  expectFailure(FAILS_AT(dense(img, 4, "d")),
-                {"dense layer 'd' needs a [batch, features] input, got rank 4"});
+  expectFailure(FAILS_AT(dense(i, 4, "d")),
+                {"dense layer 'd' needs an input of rank 2 or more ([..., features]), got rank 1"});
   expectFailure(FAILS_AT(dense(x, 0, "d")), {"dense layer 'd' needs units >= 1"});
   expectFailure(FAILS_AT(conv2d(g, x, 4, {3, 3}, "c")),
                 {"conv2d layer 'c' needs an NHWC input, got shape [8, 784]"});
