@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
+#include <numeric>
 
 namespace smelt {
 
@@ -205,42 +207,67 @@ Tensor logSoftmax(Tensor x, int64_t axis, Loc loc) {
   });
 }
 
-/// Checks that `logits` is [N, C] and `labels` [N] integer class indices.
+/// Checks that `logits` is [..., C] and `labels` [...] (the same leading shape) integer class
+/// indices.
 static void checkLabels(Tensor logits, Tensor labels, Loc loc) {
   Graph &g = logits.graph();
-  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0))
-    g.fail(loc, "logits must be [N, C] and labels [N]: got logits " +
+  std::vector<int64_t> leading = logits.shape();
+  if (!leading.empty())
+    leading.pop_back();
+  if (logits.rank() < 1 || labels.shape() != leading)
+    g.fail(loc, "logits must be [..., C] and labels the same [...] without C: got logits " +
                     shapeString(logits.shape()) + " and labels " + shapeString(labels.shape()));
   if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
     g.fail(loc, std::string("labels must be i32 or i64 class indices, got ") +
                     dtypeName(labels.dtype()));
 }
 
-/// A one-hot [N, C] mask of `labels` [N] in the dtype of `logits`.
-static Tensor oneHot(Tensor logits, Tensor labels, Loc loc) {
-  Graph &g = logits.graph();
-  Tensor classes = iota(g, logits.shape(), 1, labels.dtype(), loc);
-  Tensor hit = compare(classes, broadcastInDim(labels, logits.shape(), {0}, loc),
-                       CompareDirection::eq, loc);
-  return convert(hit, logits.dtype(), loc);
+Tensor oneHot(Tensor labels, int64_t classes, DType dtype, Loc loc) {
+  Graph &g = labels.graph();
+  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+    g.fail(loc, std::string("oneHot: labels must be i32 or i64 class indices, got ") +
+                    dtypeName(labels.dtype()));
+  if (classes < 1)
+    g.fail(loc, "oneHot: classes must be >= 1, got " + std::to_string(classes));
+  std::vector<int64_t> shape = labels.shape(), dims(size_t(labels.rank()));
+  std::iota(dims.begin(), dims.end(), 0);
+  shape.push_back(classes);
+  Tensor index = iota(g, shape, labels.rank(), labels.dtype(), loc);
+  Tensor hit = compare(index, broadcastInDim(labels, shape, dims, loc), CompareDirection::eq, loc);
+  return convert(hit, dtype, loc);
+}
+
+/// Mean over every leading position of what `perExample` gives for it.
+static Tensor meanOverLeading(Tensor perExample, Loc loc) {
+  std::vector<int64_t> all(size_t(perExample.rank()));
+  std::iota(all.begin(), all.end(), 0);
+  return mean(perExample, all, loc);
 }
 
 Tensor sparseSoftmaxCrossEntropy(Tensor logits, Tensor labels, Loc loc) {
   checkLabels(logits, labels, loc);
   return logits.graph().atomically([&] {
-    Tensor logProbs = logSoftmax(logits, 1, loc);
-    Tensor picked = reduceSum(mul(logProbs, oneHot(logits, labels, loc), loc), {1}, loc);
-    return neg(mean(picked, {0}, loc), loc);
+    int64_t classAxis = logits.rank() - 1, classes = logits.dim(classAxis);
+    Tensor mask = oneHot(labels, classes, logits.dtype(), loc);
+    Tensor logProbs = logSoftmax(logits, -1, loc);
+    Tensor picked = reduceSum(mul(logProbs, mask, loc), {classAxis}, loc);
+    // A label outside [0, C) picks no class: its loss is NaN (as TensorFlow's on a GPU), so
+    // the mean is NaN and a bad label cannot train silently as a loss of 0.
+    Tensor inRange = compare(reduceSum(mask, {classAxis}, loc), scalarLike(picked, 0.5, loc),
+                             CompareDirection::gt, loc);
+    Tensor loss = select(inRange, neg(picked, loc),
+                         scalarLike(picked, std::numeric_limits<double>::quiet_NaN(), loc), loc);
+    return meanOverLeading(loss, loc);
   });
 }
 
 Tensor accuracy(Tensor logits, Tensor labels, Loc loc) {
   checkLabels(logits, labels, loc);
   return logits.graph().atomically([&] {
-    Tensor predicted = convert(argmax(logits, 1, loc), labels.dtype(), loc);
+    Tensor predicted = convert(argmax(logits, -1, loc), labels.dtype(), loc);
     Tensor hit =
         convert(compare(predicted, labels, CompareDirection::eq, loc), DType::f32, loc);
-    return mean(hit, {0}, loc);
+    return meanOverLeading(hit, loc);
   });
 }
 

@@ -73,9 +73,15 @@ Tensor flatten(Graph &g, Tensor x, Loc loc = Loc::current());
 Tensor softmax(Tensor x, int64_t axis = -1, Loc loc = Loc::current());
 /// x - max - log(sum(exp(x - max))) along `axis`.
 Tensor logSoftmax(Tensor x, int64_t axis = -1, Loc loc = Loc::current());
-/// Mean over the batch of -log softmax(logits)[label]; logits [N, C], labels [N] i32 or i64.
+/// [..., C] of `dtype`: 1 where the last index equals the label in `labels` [...] (i32/i64),
+/// else 0; a label outside [0, classes) gives a row of zeros (as jax.nn.one_hot, tf.one_hot).
+Tensor oneHot(Tensor labels, int64_t classes, DType dtype = DType::f32,
+              Loc loc = Loc::current());
+/// Mean over every leading position of -log softmax(logits)[label]: logits [..., C], labels
+/// [...] i32 or i64. A label outside [0, C) makes its term, and so the loss, NaN (TensorFlow
+/// on a GPU does the same; on its CPU it raises): a bad label never trains silently.
 Tensor sparseSoftmaxCrossEntropy(Tensor logits, Tensor labels, Loc loc = Loc::current());
-/// Fraction of rows whose argmax equals the label, as an f32 scalar.
+/// Fraction of positions whose argmax over the last axis equals the label, as an f32 scalar.
 Tensor accuracy(Tensor logits, Tensor labels, Loc loc = Loc::current());
 
 /// The (top, bottom, left, right) padding of a window for `padding` ("same": TensorFlow's,

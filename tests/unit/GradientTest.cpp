@@ -304,3 +304,64 @@ TEST(Gradients, Composites) {
 
 } // namespace
 } // namespace smelt::test
+
+namespace smelt::test {
+namespace {
+
+// Losses over any leading shape: logits [2, 3, 5], labels [2, 3]. The loss, its gradient
+// (softmax - one_hot) / 6 and the accuracy against float64; oneHot's rows; and an
+// out-of-range label turns the loss NaN instead of adding 0.
+TEST(Losses, SparseCrossEntropyOverAnyLeadingShapeAndBadLabels) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor logits = g.input("logits", {2, 3, 5}, DType::f64);
+  Tensor labels = g.input("labels", {2, 3}, DType::i64);
+  Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
+  Tensor grad = g.gradients(loss, {logits})[0];
+  g.setOutputs({loss, grad, accuracy(logits, labels), oneHot(labels, 5, DType::f64)});
+  rt::HostTensor lv = randomTensor({2, 3, 5}, DType::f64);
+  std::mt19937_64 gen(rngSeed());
+  std::vector<int64_t> ys(6);
+  for (int64_t &y : ys)
+    y = int64_t(gen() % 5);
+  std::vector<rt::HostTensor> out =
+      run(g, {lv, rt::HostTensor::fromVector<int64_t>({2, 3}, ys)});
+  ASSERT_EQ(out.size(), 4u);
+  std::vector<double> l = lv.toDoubles(), dl, hot;
+  double total = 0, hits = 0;
+  for (size_t row = 0; row < 6; ++row) {
+    double mx = -INFINITY, sum = 0;
+    size_t best = 0;
+    for (size_t c = 0; c < 5; ++c) {
+      if (l[row * 5 + c] > mx)
+        mx = l[row * 5 + c], best = c;
+    }
+    for (size_t c = 0; c < 5; ++c)
+      sum += std::exp(l[row * 5 + c] - mx);
+    total += -(l[row * 5 + size_t(ys[row])] - mx - std::log(sum));
+    hits += best == size_t(ys[row]);
+    for (size_t c = 0; c < 5; ++c) {
+      double onehot = c == size_t(ys[row]);
+      dl.push_back((std::exp(l[row * 5 + c] - mx) / sum - onehot) / 6);
+      hot.push_back(onehot);
+    }
+  }
+  EXPECT_NEAR(out[0].at(0), total / 6, 1e-12);
+  EXPECT_LE(relError(out[1].toDoubles(), dl), 1e-12);
+  EXPECT_NEAR(out[2].at(0), hits / 6, 1e-7);
+  EXPECT_EQ(out[3].toDoubles(), hot);
+
+  // Labels 5 and -1 are out of range: their one-hot rows are zeros and the loss is NaN.
+  ys[1] = 5;
+  ys[4] = -1;
+  out = run(g, {lv, rt::HostTensor::fromVector<int64_t>({2, 3}, ys)});
+  EXPECT_TRUE(std::isnan(out[0].at(0))) << out[0].at(0);
+  std::vector<double> rows = out[3].toDoubles();
+  for (size_t c = 0; c < 5; ++c) {
+    EXPECT_EQ(rows[1 * 5 + c], 0.0);
+    EXPECT_EQ(rows[4 * 5 + c], 0.0);
+  }
+}
+
+} // namespace
+} // namespace smelt::test

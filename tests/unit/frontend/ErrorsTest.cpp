@@ -215,7 +215,7 @@ TEST_F(BuildErrors, Layers) {
   expectFailure(FAILS_AT(sparseSoftmaxCrossEntropy(logits, fl)),
                 {"labels must be i32 or i64 class indices, got f32"});
   expectFailure(FAILS_AT(sparseSoftmaxCrossEntropy(logits, l3)),
-                {"logits must be [N, C] and labels [N]: got logits [4, 10] and labels [3]"});
+                {"logits must be [..., C] and labels the same [...] without C: got logits [4, 10] and labels [3]"});
   expectFailure(FAILS_AT(accuracy(logits, l3)), {"labels [3]"});
   expectFailure(FAILS_AT(softmax(i)), {"'smelt.exp' op", "tensor<4xi32>"});
   expectFailure(FAILS_AT(mlpClassifier(g, x, {784, 0, 10})), {"dense layer 'dense1'"});
