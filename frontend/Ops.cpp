@@ -27,30 +27,41 @@ NamedAttribute real(Graph &g, const char *name, double value) {
 
 /// Broadcasts every operand to their common shape (NumPy's rule: align from the right, a 1
 /// stretches), so the op sees equal shapes. Incompatible shapes are a BuildError naming all.
-std::vector<Tensor> broadcastAll(std::vector<Tensor> xs, Loc loc) {
-  Graph &g = xs[0].graph();
+/// The shape `shapes` broadcast to (NumPy's rule: align from the right, a 1 stretches), or a
+/// BuildError naming all of them.
+std::vector<int64_t> broadcastShape(Graph &g, const std::vector<std::vector<int64_t>> &shapes,
+                                    Loc loc) {
   std::vector<int64_t> shape;
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (&xs[i].graph() != &g)
-      g.fail(loc, "operand #" + std::to_string(i) + " belongs to graph @" +
-                      xs[i].graph().name() + ", not @" + g.name());
-  for (const Tensor &x : xs) {
-    std::vector<int64_t> b = x.shape(), out(std::max(shape.size(), b.size()));
+  for (const std::vector<int64_t> &b : shapes) {
+    std::vector<int64_t> out(std::max(shape.size(), b.size()));
     for (size_t i = 0; i < out.size(); ++i) {
       int64_t da = i < shape.size() ? shape[shape.size() - 1 - i] : 1;
       int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
       if (da != db && da != 1 && db != 1) {
-        std::string shapes;
-        for (size_t j = 0; j < xs.size(); ++j)
-          shapes += (j == 0 ? "" : j + 1 == xs.size() ? " and " : ", ") +
-                    shapeString(xs[j].shape());
-        g.fail(loc, "shapes " + shapes + " do not broadcast: dimension " + std::to_string(da) +
+        std::string names;
+        for (size_t j = 0; j < shapes.size(); ++j)
+          names += (j == 0 ? "" : j + 1 == shapes.size() ? " and " : ", ") +
+                   shapeString(shapes[j]);
+        g.fail(loc, "shapes " + names + " do not broadcast: dimension " + std::to_string(da) +
                         " vs " + std::to_string(db));
       }
       out[out.size() - 1 - i] = da == 1 ? db : da;
     }
     shape = std::move(out);
   }
+  return shape;
+}
+
+std::vector<Tensor> broadcastAll(std::vector<Tensor> xs, Loc loc) {
+  Graph &g = xs[0].graph();
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (&xs[i].graph() != &g)
+      g.fail(loc, "operand #" + std::to_string(i) + " belongs to graph @" +
+                      xs[i].graph().name() + ", not @" + g.name());
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Tensor &x : xs)
+    shapes.push_back(x.shape());
+  std::vector<int64_t> shape = broadcastShape(g, shapes, loc);
   for (Tensor &x : xs)
     x = broadcastTo(x, shape, loc);
   return xs;
@@ -394,6 +405,32 @@ Tensor replicaId(Graph &g, Loc loc) {
 
 Tensor matmul(Tensor a, Tensor b, bool transposeA, bool transposeB, Loc loc) {
   Graph &g = a.graph();
+  // NumPy's matmul on [..., M, K] x [..., K, N]: the batch dimensions broadcast. The op takes
+  // equal batch dimensions; a rank-2 right side folds the left's batch into its rows instead,
+  // so [B, T, D] x [D, E] is one GEMM.
+  if (a.rank() >= 2 && b.rank() >= 2 && &a.graph() == &b.graph()) {
+    std::vector<int64_t> batchA = a.shape(), batchB = b.shape();
+    batchA.resize(batchA.size() - 2);
+    batchB.resize(batchB.size() - 2);
+    if (batchA != batchB) {
+      if (batchB.empty() && !transposeA) {
+        std::vector<int64_t> outShape = a.shape();
+        Tensor rows = reshape(a, {-1, a.dim(-1)}, loc);
+        Tensor product = matmul(rows, b, false, transposeB, loc);
+        outShape.back() = product.dim(1);
+        return reshape(product, outShape, loc);
+      }
+      std::vector<int64_t> batch = broadcastShape(g, {batchA, batchB}, loc);
+      auto withBatch = [&](Tensor x) {
+        std::vector<int64_t> shape = batch;
+        shape.push_back(x.dim(-2));
+        shape.push_back(x.dim(-1));
+        return broadcastTo(x, shape, loc);
+      };
+      a = withBatch(a);
+      b = withBatch(b);
+    }
+  }
   std::vector<NamedAttribute> attrs;
   if (transposeA)
     attrs.push_back(named(g, "transpose_lhs", g.builder().getUnitAttr()));

@@ -129,6 +129,17 @@ TEST(Gradients, SelectAndConvert) {
   EXPECT_EQ(out[0].toDoubles(), expected);
 }
 
+// matmul broadcasts batch dimensions as NumPy does, and a rank-2 right side folds the left's
+// batch into rows: both differentiate through the broadcasts and reshapes it adds.
+TEST(Gradients, BroadcastingMatmul) {
+  checkGradients("[2,3,4] x [4,5]", {{{2, 3, 4}}, {{4, 5}}},
+                 [](Graph &, std::vector<Tensor> &x) { return matmul(x[0], x[1]); });
+  checkGradients("[2,1,3,4] x [5,4,2]", {{{2, 1, 3, 4}}, {{5, 4, 2}}},
+                 [](Graph &, std::vector<Tensor> &x) { return matmul(x[0], x[1]); });
+  checkGradients("[3,4] x [2,4,5] (rhs transposed: [2,5,4])", {{{3, 4}}, {{2, 5, 4}}},
+                 [](Graph &, std::vector<Tensor> &x) { return matmul(x[0], x[1], false, true); });
+}
+
 TEST(Gradients, PowByAScalarClampAndVariance) {
   checkGradients("pow(x, 3)", {{{3, 4}}},
                  [](Graph &, std::vector<Tensor> &x) { return pow(x[0], 3.0); });

@@ -212,6 +212,34 @@ TEST(GraphPool2D, MaxAndAvgForwardAndBackwardMatchNaiveLoops) {
 namespace smelt::test {
 namespace {
 
+// NumPy's matmul shapes: [2,1,3,4] x [5,4,2] -> [2,5,3,2] against a float64 loop, and
+// batch dimensions that do not broadcast are a BuildError naming both.
+TEST(GraphMatmul, BatchDimensionsBroadcastAsNumPy) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor a = g.input("a", {2, 1, 3, 4}, DType::f64), b = g.input("b", {5, 4, 2}, DType::f64);
+  Tensor c = matmul(a, b);
+  EXPECT_EQ(c.shape(), (std::vector<int64_t>{2, 5, 3, 2}));
+  Tensor bad = g.input("bad", {3, 4, 2}, DType::f64);
+  EXPECT_THROW(matmul(g.input("x", {2, 3, 4}, DType::f64), bad), BuildError);
+  g.setOutputs({c});
+  rt::HostTensor av = randomTensor({2, 1, 3, 4}, DType::f64), bv = randomTensor({5, 4, 2}, DType::f64);
+  std::vector<rt::HostTensor> out = run(g, {av, bv, randomTensor({3, 4, 2}, DType::f64),
+                                            randomTensor({2, 3, 4}, DType::f64)});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> x = av.toDoubles(), y = bv.toDoubles(), ref;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      for (int64_t m = 0; m < 3; ++m)
+        for (int64_t n = 0; n < 2; ++n) {
+          long double s = 0;
+          for (int64_t k = 0; k < 4; ++k)
+            s += (long double)x[size_t((i * 3 + m) * 4 + k)] * y[size_t((j * 4 + k) * 2 + n)];
+          ref.push_back(double(s));
+        }
+  EXPECT_LE(relError(out[0].toDoubles(), ref), 1e-14);
+}
+
 // dense on a rank-3 input works on the last axis, as Keras' Dense: [B, T, D] x [D, U] + [U]
 // gives [B, T, U], against a float64 loop over fresh random inputs, kernel and bias.
 TEST(GraphDense, AnyRankOnTheLastAxis) {
