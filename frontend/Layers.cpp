@@ -38,6 +38,10 @@ Tensor activate(Tensor x, Activation activation, Loc loc) {
     return logistic(x, loc);
   case Activation::Softmax:
     return softmax(x, -1, loc);
+  case Activation::Gelu:
+    return gelu(x, false, loc);
+  case Activation::GeluTanh:
+    return gelu(x, true, loc);
   }
   return x;
 }
@@ -204,6 +208,70 @@ Tensor logSoftmax(Tensor x, int64_t axis, Loc loc) {
     Tensor shifted = sub(x, keepDims(reduceMax(x, {axis}, loc), x, axis, loc), loc);
     Tensor logSum = log(reduceSum(exp(shifted, loc), {axis}, loc), loc);
     return sub(shifted, keepDims(logSum, x, axis, loc), loc);
+  });
+}
+
+Tensor gelu(Tensor x, bool approximate, Loc loc) {
+  return x.graph().atomically([&] {
+    Tensor inner = approximate
+                       ? tanh(mul(add(x, mul(pow(x, 3.0, loc), scalarLike(x, 0.044715, loc), loc),
+                                      loc),
+                                  scalarLike(x, std::sqrt(2 / M_PI), loc), loc),
+                              loc)
+                       : erf(mul(x, scalarLike(x, M_SQRT1_2, loc), loc), loc);
+    Tensor half = mul(x, scalarLike(x, 0.5, loc), loc);
+    return mul(half, add(inner, scalarLike(x, 1.0, loc), loc), loc);
+  });
+}
+
+Tensor layerNorm(Tensor x, Tensor gain, Tensor bias, double epsilon, Loc loc) {
+  Graph &g = x.graph();
+  if (x.rank() < 1 || gain.shape() != std::vector<int64_t>{x.dim(-1)} ||
+      bias.shape() != gain.shape())
+    g.fail(loc, "layerNorm: gain and bias must be [features] for x " + shapeString(x.shape()) +
+                    ": got " + shapeString(gain.shape()) + " and " + shapeString(bias.shape()));
+  return g.atomically([&] {
+    Tensor centered = sub(x, mean(x, {-1}, KeepDims::yes, loc), loc);
+    Tensor var = mean(mul(centered, centered, loc), {-1}, KeepDims::yes, loc);
+    Tensor normalized = mul(centered, rsqrt(add(var, scalarLike(var, epsilon, loc), loc), loc), loc);
+    return add(mul(normalized, gain, loc), bias, loc);
+  });
+}
+
+Tensor layerNorm(Tensor x, const std::string &name, double epsilon, Loc loc) {
+  Graph &g = x.graph();
+  if (x.rank() < 1)
+    g.fail(loc, "layer norm '" + name + "' needs an input of rank 1 or more");
+  return g.atomically([&] {
+    Tensor gain = g.parameter(name + "/gain", {x.dim(-1)}, Initializer::constant(1.0), x.dtype(), loc);
+    Tensor bias = g.parameter(name + "/bias", {x.dim(-1)}, Initializer::zeros(), x.dtype(), loc);
+    return layerNorm(x, gain, bias, epsilon, loc);
+  });
+}
+
+Tensor positionalEncoding(Graph &g, int64_t length, int64_t width, DType dtype, Loc loc) {
+  if (length < 1 || width < 2 || width % 2)
+    g.fail(loc, "positionalEncoding: length >= 1 and an even width >= 2, got " +
+                    std::to_string(length) + " x " + std::to_string(width));
+  return g.atomically([&] {
+    // Angles in f32 at least: bf16 cannot hold a position times a frequency.
+    DType compute = dtype == DType::f64 ? DType::f64 : DType::f32;
+    Tensor position = iota(g, {length, width}, 0, compute, loc);
+    Tensor column = iota(g, {length, width}, 1, DType::i64, loc);
+    // Column i uses the frequency of its pair: 10000^(-(i - i % 2) / width).
+    Tensor odd = compare(sub(column, mul(div(column, scalarLike(column, 2, loc), loc),
+                                         scalarLike(column, 2, loc), loc),
+                             loc),
+                         scalarLike(column, 0, loc), CompareDirection::ne, loc);
+    Tensor pairStart = convert(mul(div(column, scalarLike(column, 2, loc), loc),
+                                   scalarLike(column, 2, loc), loc),
+                               compute, loc);
+    Tensor frequency = exp(mul(pairStart, scalarLike(pairStart, -std::log(10000.0) / double(width), loc),
+                               loc),
+                           loc);
+    Tensor angle = mul(position, frequency, loc);
+    Tensor encoding = select(odd, cos(angle, loc), sin(angle, loc), loc);
+    return compute == dtype ? encoding : convert(encoding, dtype, loc);
   });
 }
 

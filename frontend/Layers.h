@@ -6,7 +6,9 @@
 
 namespace smelt {
 
-enum class Activation { None, Relu, Tanh, Logistic, Softmax };
+/// GeluTanh is GELU's tanh approximation (GPT-2, jax.nn.gelu(approximate=True)); Gelu the exact
+/// x * Phi(x) through erf.
+enum class Activation { None, Relu, Tanh, Logistic, Softmax, Gelu, GeluTanh };
 /// "same" pads so the output is ceil(input / stride) (TensorFlow's rule), "valid" does not pad.
 enum class Padding { Same, Valid };
 
@@ -69,6 +71,20 @@ Tensor dropout(Graph &g, Tensor x, double rate, uint64_t seed, bool training,
                std::optional<Tensor> step = std::nullopt, Loc loc = Loc::current());
 Tensor flatten(Graph &g, Tensor x, Loc loc = Loc::current());
 
+/// GELU: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)); with `approximate`, the tanh form
+/// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu(Tensor x, bool approximate = false, Loc loc = Loc::current());
+/// Layer normalization over the last axis without parameters of its own:
+/// (x - mean) / sqrt(variance + epsilon) * gain + bias, gain and bias [features].
+Tensor layerNorm(Tensor x, Tensor gain, Tensor bias, double epsilon = 1e-5,
+                 Loc loc = Loc::current());
+/// The layer: gain "<name>/gain" (ones) and bias "<name>/bias" (zeros), [features] each.
+Tensor layerNorm(Tensor x, const std::string &name, double epsilon = 1e-5,
+                 Loc loc = Loc::current());
+/// The sinusoidal position encoding of "Attention Is All You Need", a [length, width] constant
+/// computed in the graph from iota: even columns sin(p / 10000^(i/width)), odd columns cos.
+Tensor positionalEncoding(Graph &g, int64_t length, int64_t width, DType dtype = DType::f32,
+                          Loc loc = Loc::current());
 /// exp(x - max) / sum(exp(x - max)) along `axis`.
 Tensor softmax(Tensor x, int64_t axis = -1, Loc loc = Loc::current());
 /// x - max - log(sum(exp(x - max))) along `axis`.

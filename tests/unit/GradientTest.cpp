@@ -376,3 +376,60 @@ TEST(Losses, SparseCrossEntropyOverAnyLeadingShapeAndBadLabels) {
 
 } // namespace
 } // namespace smelt::test
+
+namespace smelt::test {
+namespace {
+
+TEST(Gradients, GeluAndLayerNorm) {
+  checkGradients("gelu (erf)", {{{3, 5}}},
+                 [](Graph &, std::vector<Tensor> &x) { return gelu(x[0]); });
+  checkGradients("gelu (tanh)", {{{3, 5}}},
+                 [](Graph &, std::vector<Tensor> &x) { return gelu(x[0], true); });
+  checkGradients("layerNorm", {{{2, 3, 6}}, {{6}}, {{6}}}, [](Graph &, std::vector<Tensor> &x) {
+    return layerNorm(x[0], x[1], x[2], 1e-5);
+  });
+}
+
+// GELU's two forms, layer norm and the sinusoidal encoding against float64 formulas written
+// here; layerNorm(x, name) makes its gain and bias parameters.
+TEST(Layers, GeluLayerNormAndPositionalEncodingMatchFloat64) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor x = g.input("x", {4, 6}, DType::f64);
+  Tensor normed = layerNorm(x, "ln");
+  EXPECT_EQ(g.parameterTensors().size(), 2u) << "ln/gain and ln/bias";
+  EXPECT_THROW(positionalEncoding(g, 4, 5), BuildError);
+  g.setOutputs({gelu(x), gelu(x, true), normed, positionalEncoding(g, 7, 6, DType::f64)});
+  rt::HostTensor xv = randomTensor({4, 6}, DType::f64);
+  std::vector<double> ones(6, 1.0), zeros(6, 0.0);
+  std::vector<rt::HostTensor> out =
+      run(g, {xv, rt::HostTensor::fromVector<double>({6}, ones),
+              rt::HostTensor::fromVector<double>({6}, zeros)});
+  ASSERT_EQ(out.size(), 4u);
+  std::vector<double> v = xv.toDoubles(), exact, approx, ln, pe;
+  for (double e : v) {
+    exact.push_back(0.5 * e * (1 + std::erf(e / std::sqrt(2.0))));
+    approx.push_back(0.5 * e * (1 + std::tanh(std::sqrt(2 / M_PI) * (e + 0.044715 * e * e * e))));
+  }
+  for (size_t row = 0; row < 4; ++row) {
+    double m = 0, var = 0;
+    for (size_t c = 0; c < 6; ++c)
+      m += v[row * 6 + c] / 6;
+    for (size_t c = 0; c < 6; ++c)
+      var += (v[row * 6 + c] - m) * (v[row * 6 + c] - m) / 6;
+    for (size_t c = 0; c < 6; ++c)
+      ln.push_back((v[row * 6 + c] - m) / std::sqrt(var + 1e-5));
+  }
+  for (int p = 0; p < 7; ++p)
+    for (int i = 0; i < 6; ++i) {
+      double angle = p / std::pow(10000.0, double(i - i % 2) / 6);
+      pe.push_back(i % 2 ? std::cos(angle) : std::sin(angle));
+    }
+  EXPECT_LE(relError(out[0].toDoubles(), exact), 1e-14);
+  EXPECT_LE(relError(out[1].toDoubles(), approx), 1e-14);
+  EXPECT_LE(relError(out[2].toDoubles(), ln), 1e-13);
+  EXPECT_LE(relError(out[3].toDoubles(), pe), 1e-13);
+}
+
+} // namespace
+} // namespace smelt::test
