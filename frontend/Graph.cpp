@@ -8,9 +8,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <filesystem>
 
@@ -339,8 +339,13 @@ std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt
   }
   copy.setFunctionType(
       copyBuilder.getFunctionType(copy.getArgumentTypes(), {loss.value().getType()}));
-  std::string numbers;
+  // The pass returns the gradients in argument-number order.
+  SmallVector<unsigned> order;
   for (auto &[value, number] : argumentOf)
+    order.push_back(number);
+  llvm::sort(order);
+  std::string numbers;
+  for (unsigned number : order)
     numbers += (numbers.empty() ? "" : ",") + std::to_string(number);
 
   AutodiffOptions options;
@@ -378,11 +383,6 @@ std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt
     }
     builder_.clone(op, back);
   }
-  // The pass returns the gradients in argument-number order.
-  SmallVector<unsigned> order;
-  for (auto &[value, number] : argumentOf)
-    order.push_back(number);
-  llvm::sort(order);
   std::vector<Tensor> out;
   for (const Tensor &t : wrt) {
     unsigned position = llvm::find(order, argumentOf[t.value()]) - order.begin();

@@ -233,7 +233,8 @@ Tensor layerNorm(Tensor x, Tensor gain, Tensor bias, double epsilon, Loc loc) {
   return g.atomically([&] {
     Tensor centered = sub(x, mean(x, {-1}, KeepDims::yes, loc), loc);
     Tensor var = mean(mul(centered, centered, loc), {-1}, KeepDims::yes, loc);
-    Tensor normalized = mul(centered, rsqrt(add(var, scalarLike(var, epsilon, loc), loc), loc), loc);
+    Tensor scale = rsqrt(add(var, scalarLike(var, epsilon, loc), loc), loc);
+    Tensor normalized = mul(centered, scale, loc);
     return add(mul(normalized, gain, loc), bias, loc);
   });
 }
@@ -243,8 +244,10 @@ Tensor layerNorm(Tensor x, const std::string &name, double epsilon, Loc loc) {
   if (x.rank() < 1)
     g.fail(loc, "layer norm '" + name + "' needs an input of rank 1 or more");
   return g.atomically([&] {
-    Tensor gain = g.parameter(name + "/gain", {x.dim(-1)}, Initializer::constant(1.0), x.dtype(), loc);
-    Tensor bias = g.parameter(name + "/bias", {x.dim(-1)}, Initializer::zeros(), x.dtype(), loc);
+    int64_t features = x.dim(-1);
+    Tensor gain =
+        g.parameter(name + "/gain", {features}, Initializer::constant(1.0), x.dtype(), loc);
+    Tensor bias = g.parameter(name + "/bias", {features}, Initializer::zeros(), x.dtype(), loc);
     return layerNorm(x, gain, bias, epsilon, loc);
   });
 }
@@ -258,21 +261,26 @@ Tensor positionalEncoding(Graph &g, int64_t length, int64_t width, DType dtype, 
     DType compute = dtype == DType::f64 ? DType::f64 : DType::f32;
     Tensor position = iota(g, {length, width}, 0, compute, loc);
     Tensor column = iota(g, {length, width}, 1, DType::i64, loc);
-    // Column i uses the frequency of its pair: 10000^(-(i - i % 2) / width).
-    Tensor odd = compare(sub(column, mul(div(column, scalarLike(column, 2, loc), loc),
-                                         scalarLike(column, 2, loc), loc),
-                             loc),
-                         scalarLike(column, 0, loc), CompareDirection::ne, loc);
-    Tensor pairStart = convert(mul(div(column, scalarLike(column, 2, loc), loc),
-                                   scalarLike(column, 2, loc), loc),
-                               compute, loc);
-    Tensor frequency = exp(mul(pairStart, scalarLike(pairStart, -std::log(10000.0) / double(width), loc),
-                               loc),
-                           loc);
+    // Column i uses the frequency of its pair, 10000^(-(i - i % 2) / width), and is odd where
+    // it is not its pair's first column.
+    Tensor two = scalarLike(column, 2, loc);
+    Tensor pairStart = mul(div(column, two, loc), two, loc);
+    Tensor odd = compare(column, pairStart, CompareDirection::ne, loc);
+    Tensor exponent = convert(pairStart, compute, loc);
+    Tensor frequency =
+        exp(mul(exponent, scalarLike(exponent, -std::log(10000.0) / double(width), loc), loc),
+            loc);
     Tensor angle = mul(position, frequency, loc);
     Tensor encoding = select(odd, cos(angle, loc), sin(angle, loc), loc);
     return compute == dtype ? encoding : convert(encoding, dtype, loc);
   });
+}
+
+/// Fails unless `labels` are i32 or i64 class indices; `what` prefixes the message.
+static void checkClassIndices(Tensor labels, const std::string &what, Loc loc) {
+  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+    labels.graph().fail(loc, what + "labels must be i32 or i64 class indices, got " +
+                                 dtypeName(labels.dtype()));
 }
 
 /// Checks that `logits` is [..., C] and `labels` [...] (the same leading shape) integer class
@@ -285,16 +293,12 @@ static void checkLabels(Tensor logits, Tensor labels, Loc loc) {
   if (logits.rank() < 1 || labels.shape() != leading)
     g.fail(loc, "logits must be [..., C] and labels the same [...] without C: got logits " +
                     shapeString(logits.shape()) + " and labels " + shapeString(labels.shape()));
-  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
-    g.fail(loc, std::string("labels must be i32 or i64 class indices, got ") +
-                    dtypeName(labels.dtype()));
+  checkClassIndices(labels, "", loc);
 }
 
 Tensor oneHot(Tensor labels, int64_t classes, DType dtype, Loc loc) {
   Graph &g = labels.graph();
-  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
-    g.fail(loc, std::string("oneHot: labels must be i32 or i64 class indices, got ") +
-                    dtypeName(labels.dtype()));
+  checkClassIndices(labels, "oneHot: ", loc);
   if (classes < 1)
     g.fail(loc, "oneHot: classes must be >= 1, got " + std::to_string(classes));
   std::vector<int64_t> shape = labels.shape(), dims(size_t(labels.rank()));

@@ -25,8 +25,6 @@ NamedAttribute real(Graph &g, const char *name, double value) {
   return named(g, name, g.builder().getF64FloatAttr(value));
 }
 
-/// Broadcasts every operand to their common shape (NumPy's rule: align from the right, a 1
-/// stretches), so the op sees equal shapes. Incompatible shapes are a BuildError naming all.
 /// The shape `shapes` broadcast to (NumPy's rule: align from the right, a 1 stretches), or a
 /// BuildError naming all of them.
 std::vector<int64_t> broadcastShape(Graph &g, const std::vector<std::vector<int64_t>> &shapes,
@@ -52,6 +50,7 @@ std::vector<int64_t> broadcastShape(Graph &g, const std::vector<std::vector<int6
   return shape;
 }
 
+/// Broadcasts every operand to their common shape, so the op sees equal shapes.
 std::vector<Tensor> broadcastAll(std::vector<Tensor> xs, Loc loc) {
   Graph &g = xs[0].graph();
   for (size_t i = 0; i < xs.size(); ++i)
@@ -193,7 +192,6 @@ Tensor rngNormal(Graph &g, const std::vector<int64_t> &shape, uint64_t seed, dou
 Tensor unary(const char *op, Tensor x, Loc loc) {
   return x.graph().make(op, {x.value()}, {}, nullptr, loc);
 }
-
 
 Tensor add(Tensor a, Tensor b, Loc loc) { return binary("smelt.add", a, b, loc); }
 Tensor sub(Tensor a, Tensor b, Loc loc) { return binary("smelt.sub", a, b, loc); }

@@ -17,6 +17,8 @@
 // runtime's caching allocator reuses blocks in this same order.
 #include "passes/Passes.h"
 
+#include "passes/FusionUtils.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -38,14 +40,6 @@ StringRef deviceOf(Operation *op) {
   return placed ? placed.getValue() : StringRef(kHost);
 }
 
-int64_t bytesOf(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t width = type.getElementType().isInteger(1)
-                      ? 1
-                      : int64_t(type.getElementType().getIntOrFloatBitWidth() / 8);
-  return type.getNumElements() * width;
-}
-
 struct DeviceUse {
   int64_t held = 0, live = 0, peak = 0;
 };
@@ -64,7 +58,7 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
       if (op.hasTrait<mlir::OpTrait::IsTerminator>())
         continue;
       if (isa<ConstantOp>(op)) {
-        devices[deviceOf(&op)].held += bytesOf(op.getResult(0));
+        devices[deviceOf(&op)].held += numBytes(op.getResult(0));
         continue;
       }
       steps.push_back(&op);
@@ -80,7 +74,7 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
         if (isa<BlockArgument>(operand)) {
           StringRef device = deviceOf(op);
           if (device != kHost && heldArguments.insert(operand).second)
-            devices[device].held += bytesOf(operand);
+            devices[device].held += numBytes(operand);
           continue;
         }
         if (!operand.getDefiningOp<ConstantOp>())
@@ -101,11 +95,11 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
     for (auto [index, op] : llvm::enumerate(steps)) {
       DeviceUse &use = devices[deviceOf(op)];
       for (Value result : op->getResults()) {
-        use.live += bytesOf(result);
+        use.live += numBytes(result);
         use.peak = std::max(use.peak, use.held + use.live);
       }
       for (Value value : goBack[index])
-        devices[deviceOf(value.getDefiningOp())].live -= bytesOf(value);
+        devices[deviceOf(value.getDefiningOp())].live -= numBytes(value);
     }
 
     Builder builder(&getContext());
