@@ -1,13 +1,15 @@
-// Lowers a smelt function to an rt::Executable: buffers for values, steps for ops, attributes
-// as plain values (docs/ops.md names them), constants as little-endian bytes.
+// Lowers a smelt function to an rt::Executable: buffers for values, a typed step for each fusion
+// and library op (its attributes as typed parameters), constants as little-endian bytes.
 #include "codegen/BuildExecutable.h"
 
 #include "codegen/FusionWalk.h"
 #include "ir/SmeltDialect.h"
+#include "passes/FusionUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -30,27 +32,75 @@ std::string locationString(Location loc) {
   return text;
 }
 
-/// An op's inherent attribute as a plain value; enums become their keyword.
-std::optional<rt::AttrValue> plainAttr(Operation &op, Attribute attr) {
-  // Enum attributes are integer attributes underneath, so they are told apart by op, not by
-  // attribute class (a reduce kind would pass for a compare direction).
-  if (auto compare = dyn_cast<CompareOp>(op); compare && attr == compare.getDirectionAttr())
-    return std::string(stringifyCompareDirection(compare.getDirection()));
-  if (auto reduce = dyn_cast<ReduceOp>(op); reduce && attr == reduce.getKindAttr())
-    return std::string(stringifyReduceKind(reduce.getKind()));
-  if (auto allReduce = dyn_cast<AllReduceOp>(op); allReduce && attr == allReduce.getKindAttr())
-    return std::string(stringifyAllReduceKind(allReduce.getKind()));
-  if (isa<UnitAttr>(attr))
-    return int64_t(1);
-  if (auto b = dyn_cast<BoolAttr>(attr))
-    return int64_t(b.getValue());
-  if (auto i = dyn_cast<IntegerAttr>(attr))
-    return i.getInt();
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return f.getValueAsDouble();
-  if (auto list = dyn_cast<DenseI64ArrayAttr>(attr))
-    return std::vector<int64_t>(list.asArrayRef().begin(), list.asArrayRef().end());
-  return std::nullopt;
+std::vector<int64_t> ints(ArrayRef<int64_t> values) { return {values.begin(), values.end()}; }
+
+template <typename Window> rt::ConvParams convParams(Window op) {
+  return {ints(op.getStrides()), ints(op.getPadding()), ints(op.getDilation())};
+}
+
+template <typename Window> rt::PoolParams poolParams(Window op) {
+  return {ints(op.getWindow()), ints(op.getStrides()), ints(op.getPadding())};
+}
+
+/// The runtime step an op outside a fusion becomes, with its parameters; failure for an op
+/// the runtime only runs inside a kernel.
+FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
+  using R = std::pair<rt::StepOp, rt::StepParams>;
+  using rt::StepOp;
+  std::optional<R> step =
+      llvm::TypeSwitch<Operation *, std::optional<R>>(&op)
+          .Case([](MatmulOp m) {
+            return R{StepOp::Matmul,
+                     rt::MatmulParams{bool(m.getTransposeLhs()), bool(m.getTransposeRhs())}};
+          })
+          .Case([](Conv2DOp c) { return R{StepOp::Conv2D, convParams(c)}; })
+          .Case([](Conv2DBackwardInputOp c) {
+            return R{StepOp::Conv2DBackwardInput, convParams(c)};
+          })
+          .Case([](Conv2DBackwardFilterOp c) {
+            return R{StepOp::Conv2DBackwardFilter, convParams(c)};
+          })
+          .Case([](MaxPool2DOp p) { return R{StepOp::MaxPool2D, poolParams(p)}; })
+          .Case([](AvgPool2DOp p) { return R{StepOp::AvgPool2D, poolParams(p)}; })
+          .Case([](MaxPool2DBackwardOp p) { return R{StepOp::MaxPool2DBackward, poolParams(p)}; })
+          .Case([](AvgPool2DBackwardOp p) { return R{StepOp::AvgPool2DBackward, poolParams(p)}; })
+          .Case([](ArgmaxOp a) { return R{StepOp::Argmax, rt::AxisParams{int64_t(a.getAxis())}}; })
+          .Case([](ConcatOp c) {
+            return R{StepOp::Concat, rt::AxisParams{int64_t(c.getDimension())}};
+          })
+          .Case([](SliceOp s) {
+            return R{StepOp::Slice, rt::SliceParams{ints(s.getStartIndices()),
+                                                    ints(s.getLimitIndices()),
+                                                    ints(s.getStrides())}};
+          })
+          .Case([](PadOp p) {
+            return R{StepOp::Pad, rt::PadParams{ints(p.getLow()), ints(p.getHigh()),
+                                                p.getValue().convertToDouble()}};
+          })
+          .Case([](CopyOp) { return R{StepOp::Copy, rt::NoParams{}}; })
+          .Case([](AllReduceOp a) {
+            return R{StepOp::AllReduce,
+                     rt::AllReduceParams{a.getKind() == AllReduceKind::sum ? rt::ReduceKind::sum
+                                                                            : rt::ReduceKind::mean,
+                                         int64_t(a.getReplicas())}};
+          })
+          .Case([](ReplicaIdOp) { return R{StepOp::ReplicaId, rt::NoParams{}}; })
+          .Case([](RngUniformOp r) {
+            return R{StepOp::RngUniform,
+                     rt::UniformParams{int64_t(r.getSeed()), r.getLow().convertToDouble(),
+                                       r.getHigh().convertToDouble()}};
+          })
+          .Case([](RngNormalOp r) {
+            return R{StepOp::RngNormal,
+                     rt::NormalParams{int64_t(r.getSeed()), r.getMean().convertToDouble(),
+                                      r.getStddev().convertToDouble()}};
+          })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!step)
+    return op.emitOpError("runs only inside a smelt.fusion kernel: run smelt-fuse before "
+                          "codegen (the default pipeline does; without fusion, "
+                          "smelt-fuse{one-op-per-kernel} gives each op a kernel of its own)");
+  return *step;
 }
 
 /// The elements of a dense constant as little-endian bytes of `dtype`'s width.
@@ -94,8 +144,12 @@ rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
   kernel.units = result.getNumElements();
   kernel.numInputs = int64_t(fusion.getInputs().size());
   kernel.numResults = int64_t(fusion.getNumResults());
-  for (Operation &op : fusion.getBody().front().without_terminator())
+  for (Operation &op : fusion.getBody().front().without_terminator()) {
     kernel.ops += (kernel.ops.empty() ? "" : "+") + op.getName().stripDialect().str();
+    FusionRole role = fusionRole(&op);
+    if ((role == FusionRole::Elementwise && !isa<ConvertOp>(op)) || role == FusionRole::Reduce)
+      ++kernel.computeOps;
+  }
   return kernel;
 }
 
@@ -157,10 +211,10 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     std::string label = op.getName().stripDialect().str() + (where.empty() ? "" : " at " + where);
     if (auto fusion = dyn_cast<FusionOp>(op)) {
       rt::Step step;
-      step.op = "fusion";
+      step.op = rt::StepOp::Fusion;
+      step.params = rt::KernelParams{int64_t(exe.kernels.size())};
       step.location = where;
       step.device = device;
-      step.attrs["kernel"] = int64_t(exe.kernels.size());
       for (Value operand : fusion.getInputs())
         step.operands.push_back(bufferOf.at(operand));
       for (Value result : fusion.getResults()) {
@@ -174,51 +228,36 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       exe.steps.push_back(std::move(step));
       continue;
     }
-    // Every op but a fusion has one result, except a bucketed all_reduce.
-    std::vector<rt::BufferId> results;
-    for (Value value : op.getResults()) {
-      FailureOr<rt::BufferId> id = addBuffer(value, label);
-      if (failed(id))
-        return failure();
-      results.push_back(*id);
-    }
-    if (results.empty())
-      return op.emitOpError("has no results; only ops with results can be compiled");
-    rt::BufferId result = results[0];
-
     if (auto constant = dyn_cast<ConstantOp>(op)) {
+      FailureOr<rt::BufferId> result = addBuffer(constant.getResult(), label);
+      if (failed(result))
+        return failure();
       FailureOr<std::vector<uint8_t>> bytes =
-          constantBytes(constant, exe.buffers[result].type.dtype);
+          constantBytes(constant, exe.buffers[*result].type.dtype);
       if (failed(bytes))
         return failure();
-      exe.constants.push_back({result, std::move(*bytes)});
+      exe.constants.push_back({*result, std::move(*bytes)});
       continue;
     }
-
+    FailureOr<std::pair<rt::StepOp, rt::StepParams>> kindAndParams = stepOf(op);
+    if (failed(kindAndParams))
+      return failure();
     rt::Step step;
-    step.op = op.getName().stripDialect().str();
+    step.op = kindAndParams->first;
+    step.params = std::move(kindAndParams->second);
     step.location = where;
     step.device = device;
     for (Value operand : op.getOperands())
       step.operands.push_back(bufferOf.at(operand));
-    step.results = std::move(results);
-    for (NamedAttribute attr : op.getAttrs()) {
-      // Discardable attributes (dialect-prefixed: smelt.device went into step.device) are not
-      // semantics.
-      if (attr.getName().getValue().contains('.'))
-        continue;
-      std::optional<rt::AttrValue> value = plainAttr(op, attr.getValue());
-      if (!value)
-        return op.emitOpError("attribute '") << attr.getName().getValue()
-                                             << "' has a kind codegen cannot carry: "
-                                             << attr.getValue();
-      step.attrs[attr.getName().str()] = std::move(*value);
+    // Every op but a fusion has one result, except a bucketed all_reduce.
+    for (Value value : op.getResults()) {
+      FailureOr<rt::BufferId> id = addBuffer(value, label);
+      if (failed(id))
+        return failure();
+      step.results.push_back(*id);
     }
-    // Absent unit attributes mean false; the runtime reads every flag explicitly.
-    if (isa<MatmulOp>(op)) {
-      step.attrs.try_emplace("transpose_lhs", int64_t(0));
-      step.attrs.try_emplace("transpose_rhs", int64_t(0));
-    }
+    if (step.results.empty())
+      return op.emitOpError("has no results; only ops with results can be compiled");
     exe.steps.push_back(std::move(step));
   }
   // smelt-assign-buffers' prediction, when the pipeline ran it.

@@ -89,7 +89,8 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 
 class Fuser {
 public:
-  explicit Fuser(func::FuncOp function) : function_(function) {}
+  Fuser(func::FuncOp function, bool oneOpPerKernel)
+      : function_(function), oneOpPerKernel_(oneOpPerKernel) {}
 
   void run() {
     Block &block = function_.getBody().front();
@@ -100,16 +101,21 @@ public:
       FusionRole role = fusionRole(op);
       if (role == FusionRole::None || groupOf_.count(op))
         continue;
-      // Sources are copied into the kernels that read them. An iota that is left over (a
-      // result, or read by a library call) runs as a step of its own: on the CPU it has a
-      // kernel, on a GPU only a fusion can compute it.
-      if (role == FusionRole::Source && !(isa<IotaOp>(op) && deviceOf(op).starts_with("gpu")))
+      // A splat constant stays a constant: a library call reads it from memory. Fused, sources
+      // are copied into the kernels that read them, and an iota that is left over (a result,
+      // or read by a library call) becomes a kernel of its own: only kernels compute.
+      if (role == FusionRole::Source && !isa<IotaOp>(op))
         continue;
+      if (oneOpPerKernel_) {
+        newGroup(op);
+        continue;
+      }
       if (diesAfterDuplication(op))
         continue;
       growGroup(newGroup(op));
     }
-    mergeSiblings();
+    if (!oneOpPerKernel_)
+      mergeSiblings();
   }
 
   /// Outlines the groups; returns how many fusions were made.
@@ -408,6 +414,7 @@ private:
   }
 
   func::FuncOp function_;
+  bool oneOpPerKernel_;
   std::vector<Group> groups_;
   DenseMap<Operation *, unsigned> groupOf_;
   DenseSet<Operation *> dead_;
@@ -427,7 +434,7 @@ struct FusePass : impl::FuseBase<FusePass> {
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (function.isExternal())
         continue;
-      Fuser fuser(function);
+      Fuser fuser(function, oneOpPerKernel);
       fuser.run();
       numFusions += fuser.outline();
       fuser.writeReport(os);

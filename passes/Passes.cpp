@@ -15,13 +15,14 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   //    before fusion, which keeps each kernel on one device.
   pm.addPass(createPlaceDevices(PlaceDevicesOptions{options.devices, options.defaultDevice,
                                                     options.noGpuReason, options.strictPlacement,
-                                                    options.logDevicePlacement, options.fuse}));
-  if (options.fuse) {
-    // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion).
-    pm.addPass(createFuse(FuseOptions{options.fusionReport}));
-    // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
+                                                    options.logDevicePlacement}));
+  // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion); without
+  //    fusion, each such op becomes a kernel of its own (codegen compiles only kernels and
+  //    library calls).
+  pm.addPass(createFuse(FuseOptions{options.fusionReport, /*oneOpPerKernel=*/!options.fuse}));
+  // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
+  if (options.fuse)
     pm.addPass(mlir::createCSEPass());
-  }
   // 6. Combine a data-parallel step's all_reduces into buckets, each started as soon as its
   //    gradients exist. Last, because it places collectives by where their producers ended up.
   pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.allReduceBucketBytes}));

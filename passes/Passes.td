@@ -86,6 +86,10 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
     fusions that would make a cycle. passes/Fuse.cpp documents the algorithm. Every decision
     is recorded with its reason: `report=FILE` writes them (`-` for stdout).
 
+    Codegen compiles only kernels and library calls, so every elementwise, shape and reduce op
+    must end up in a fusion: with `one-op-per-kernel` each gets a kernel of its own, which is
+    what the pipeline runs when fusion is off.
+
     ```mlir
     %0 = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
     %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
@@ -105,6 +109,9 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
   let options = [
     Option<"reportPath", "report", "std::string", /*default=*/"\"\"",
            "Write every fusion decision and its reason to this file (- for stdout)">,
+    Option<"oneOpPerKernel", "one-op-per-kernel", "bool", /*default=*/"false",
+           "Fuse nothing: every elementwise, shape, reduce and iota op becomes a kernel of its "
+           "own (what the pipeline does without fusion, as XLA runs each op as a kernel)">,
   ];
   let statistics = [
     Statistic<"numFusions", "fusions", "Fusion kernels formed">,
@@ -184,9 +191,6 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
            "An op that cannot run where it asked is an error, not a fallback">,
     Option<"logDevicePlacement", "log-device-placement", "bool", /*default=*/"false",
            "Print every op's device to stderr">,
-    Option<"fused", "fused", "bool", /*default=*/"true",
-           "smelt-fuse runs next: elementwise, shape and reduce ops reach the GPU as its "
-           "kernels (without it they have no GPU kernel)">,
   ];
   let dependentDialects = ["smelt::SmeltDialect"];
 }

@@ -40,17 +40,17 @@ std::string elementName(Type type) {
 }
 
 /// Why the GPU executor cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels
-/// when smelt-fuse runs (`fused`), matmul a cuBLASLt call, convolutions and pooling cuDNN
+/// (smelt-fuse runs next, fusing or one op per kernel), matmul a cuBLASLt call, convolutions and pooling cuDNN
 /// calls, all_reduce NCCL: each op states the types it has a GPU kernel for (Smelt_GpuKernel
 /// in ir/SmeltOps.td); the rest has no GPU kernel yet.
-std::string whyNotOnGpu(Operation *op, bool fused) {
+std::string whyNotOnGpu(Operation *op) {
   std::string name = op->getName().stripDialect().str();
   auto facts = dyn_cast<OpFacts>(op);
   unsigned types = facts ? facts.getGpuKernelTypes() : 0;
   if (types == kAllElements)
     return "";
   if (!types && facts && facts.getFusionRole() != FusionRole::None)
-    return fused ? "" : "no GPU kernel for '" + name + "' outside a fusion (fusion is off)";
+    return "";
   if (!types)
     return "no GPU kernel for '" + name + "'";
   Type operand = op->getOperand(0).getType();
@@ -106,7 +106,7 @@ struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
               (noGpuReason.empty() || requested.rfind("gpu:", 0) != 0 ? ""
                                                                       : " (" + noGpuReason + ")");
       else if (requested.rfind("gpu:", 0) == 0)
-        why = whyNotOnGpu(&op, fused);
+        why = whyNotOnGpu(&op);
       std::string placed = why.empty() ? requested : kHost.str();
       if (!why.empty()) {
         if (strict)

@@ -37,13 +37,10 @@ std::string sectionPart(Section kind) {
   return std::string(kSectionNames[uint32_t(kind)]) + " section";
 }
 
-// An attribute's tag is the index of its alternative in AttrValue; these pin that order, so a
-// change to AttrValue cannot silently change the format.
-static_assert(std::variant_size_v<AttrValue> == 4);
-static_assert(std::is_same_v<std::variant_alternative_t<0, AttrValue>, int64_t>);
-static_assert(std::is_same_v<std::variant_alternative_t<1, AttrValue>, double>);
-static_assert(std::is_same_v<std::variant_alternative_t<2, AttrValue>, std::string>);
-static_assert(std::is_same_v<std::variant_alternative_t<3, AttrValue>, std::vector<int64_t>>);
+// A step's op is stored as its StepOp number and its parameters as the fields its op's params
+// struct lists (Executable.h): these pin the numbers the format was written with.
+static_assert(uint8_t(StepOp::Fusion) == 0 && uint8_t(StepOp::RngNormal) == 17 &&
+              kNumStepOps == 18);
 
 uint32_t crcOf(const uint8_t *data, size_t size) { return uint32_t(crc32_z(0, data, size)); }
 
@@ -63,21 +60,23 @@ bool validTarget(const std::string &target) {
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-void encodeAttr(ByteWriter &w, const AttrValue &value) {
-  w.u8(uint8_t(value.index()));
+/// A step's parameters, field by field in the order `fields` lists them.
+void encodeParams(ByteWriter &w, const StepParams &params) {
   std::visit(
-      [&](const auto &v) {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t>)
-          w.i64(v);
-        else if constexpr (std::is_same_v<T, double>)
-          w.f64(v);
-        else if constexpr (std::is_same_v<T, std::string>)
-          w.str(v, "a string attribute");
-        else
-          w.i64s(v, "an integer-list attribute");
+      [&](auto p) {
+        p.fields([&](const char *, const auto &v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, ReduceKind>)
+            w.u8(uint8_t(v));
+          else if constexpr (std::is_same_v<T, int64_t>)
+            w.i64(v);
+          else if constexpr (std::is_same_v<T, double>)
+            w.f64(v);
+          else
+            w.i64s(v, "an integer-list parameter");
+        });
       },
-      value);
+      params);
 }
 
 void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffsets,
@@ -104,21 +103,18 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
     for (int64_t v : {k.units, k.numInputs, k.numResults})
       w.i64(v);
     w.str(k.ops, "a kernel's ops");
+    w.i64(k.computeOps);
     w.i64(k.cudaBlock);
     w.i64(k.cudaGrid);
   }
   w.count(exe.steps.size(), "steps");
   for (const Step &s : exe.steps) {
-    w.str(s.op, "an op name");
+    w.u8(uint8_t(s.op));
     w.str(s.location, "a location");
     w.str(s.device, "a device");
     w.i32s(s.operands, "operands");
     w.i32s(s.results, "results");
-    w.count(s.attrs.size(), "attributes");
-    for (const auto &[key, value] : s.attrs) {
-      w.str(key, "an attribute name");
-      encodeAttr(w, value);
-    }
+    encodeParams(w, s.params);
   }
   w.count(exe.peakBytes.size(), "devices with a peak");
   for (const auto &[device, bytes] : exe.peakBytes) {
@@ -396,25 +392,30 @@ private:
     return type;
   }
 
-  static AttrValue readAttr(ByteCursor &c, const std::string &what) {
-    size_t at = c.at();
-    uint8_t tag = c.u8("an attribute tag");
-    switch (tag) {
-    case 0:
-      return c.i64("an integer attribute");
-    case 1:
-      return c.f64("a float attribute");
-    case 2:
-      return c.str("a string attribute");
-    case 3:
-      return c.i64s("an integer-list attribute");
-    default:
-      if (c.ok())
-        c.fail(at, fmt::format("{} has tag {} (known: 0 integer, 1 float, 2 string, 3 "
-                               "integer list)",
-                               what, tag));
-      return int64_t(0);
-    }
+  /// Reads the parameters `step.op` takes, field by field, into `step.params`.
+  static void readParams(ByteCursor &c, Step &step, const std::string &what) {
+    step.params = paramsFor(step.op);
+    std::visit(
+        [&](auto &p) {
+          p.fields([&](const char *name, auto &v) {
+            using T = std::decay_t<decltype(v)>;
+            size_t at = c.at();
+            std::string field = fmt::format("{}: parameter '{}'", what, name);
+            if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, ReduceKind>) {
+              uint8_t byte = c.u8(field);
+              if (c.ok() && byte > 1)
+                c.fail(at, fmt::format("{} is {}, not 0 or 1", field, byte));
+              v = T(byte);
+            } else if constexpr (std::is_same_v<T, int64_t>) {
+              v = c.i64(field);
+            } else if constexpr (std::is_same_v<T, double>) {
+              v = c.f64(field);
+            } else {
+              v = c.i64s(field);
+            }
+          });
+        },
+        step.params);
   }
 
   Status readPlan(Executable &exe, std::vector<uint64_t> &constantOffsets) const {
@@ -452,7 +453,7 @@ private:
       constantOffsets.push_back(offset);
     }
 
-    n = c.count("the kernel list", 52);
+    n = c.count("the kernel list", 60);
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       size_t at = c.at();
       FusedKernel k;
@@ -462,10 +463,11 @@ private:
       k.numInputs = c.i64("a kernel's input count");
       k.numResults = c.i64("a kernel's result count");
       k.ops = c.str("a kernel's ops");
+      k.computeOps = c.i64("a kernel's compute op count");
       k.cudaBlock = c.i64("a kernel's CUDA block");
       k.cudaGrid = c.i64("a kernel's CUDA grid");
-      if (c.ok() &&
-          (k.units < 0 || k.numInputs < 0 || k.numResults < 0 || k.cudaBlock < 0 || k.cudaGrid < 0))
+      if (c.ok() && (k.units < 0 || k.numInputs < 0 || k.numResults < 0 || k.computeOps < 0 ||
+                     k.cudaBlock < 0 || k.cudaGrid < 0))
         c.fail(at,
                fmt::format("kernel #{} ('{}') has a negative count: units {}, inputs {}, "
                            "results {}, CUDA block {}, grid {}",
@@ -473,12 +475,16 @@ private:
       exe.kernels.push_back(std::move(k));
     }
 
-    n = c.count("the step list", 24);
+    n = c.count("the step list", 17);
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       size_t at = c.at();
       Step step;
-      step.op = c.str("an op name");
-      std::string what = fmt::format("step #{} ('{}')", i, step.op);
+      uint8_t op = c.u8("a step op");
+      if (c.ok() && op >= kNumStepOps)
+        c.fail(at, fmt::format("step #{} has op #{}; this runtime knows ops 0..{}", i, op,
+                               kNumStepOps - 1));
+      step.op = c.ok() ? StepOp(op) : StepOp::Copy;
+      std::string what = fmt::format("step #{} ('{}')", i, step.name());
       step.location = c.str("a location");
       size_t deviceAt = c.at();
       step.device = c.str("a device");
@@ -487,25 +493,12 @@ private:
                                      step.device));
       step.operands = readIds(c, what + " operand", buffers);
       step.results = readIds(c, what + " result", buffers);
-      uint32_t attrs = c.count("the attribute list of " + what, 9);
-      for (uint32_t a = 0; a < attrs && c.ok(); ++a) {
-        size_t keyAt = c.at();
-        std::string key = c.str("an attribute name");
-        if (c.ok() && !step.attrs.empty() && key <= step.attrs.rbegin()->first)
-          c.fail(keyAt, fmt::format("{}: attribute '{}' is repeated or out of order (after "
-                                    "'{}')",
-                                    what, key, step.attrs.rbegin()->first));
-        AttrValue value = readAttr(c, fmt::format("{}: attribute '{}'", what, key));
-        step.attrs.emplace_hint(step.attrs.end(), std::move(key), std::move(value));
-      }
-      if (c.ok() && step.op == "fusion") {
-        auto it = step.attrs.find("kernel");
-        const int64_t *kernel =
-            it == step.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
-        if (!kernel || *kernel < 0 || uint64_t(*kernel) >= exe.kernels.size())
-          c.fail(at, fmt::format("{} needs an integer attribute 'kernel' in 0..{} (the plan "
-                                 "has {} kernels)",
-                                 what, int64_t(exe.kernels.size()) - 1, exe.kernels.size()));
+      readParams(c, step, what);
+      if (c.ok() && step.op == StepOp::Fusion) {
+        int64_t kernel = std::get<KernelParams>(step.params).kernel;
+        if (kernel < 0 || uint64_t(kernel) >= exe.kernels.size())
+          c.fail(at, fmt::format("{} runs kernel #{}, but the plan has {} kernels", what, kernel,
+                                 exe.kernels.size()));
       }
       exe.steps.push_back(std::move(step));
     }
@@ -598,6 +591,15 @@ Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes, const std::st
 } // namespace
 
 Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras) {
+  // The format stores a step's parameters as the fields its op takes: parameters of another
+  // kind could not be read back as written.
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    const Step &step = exe.steps[i];
+    if (uint8_t(step.op) >= kNumStepOps || step.params.index() != paramsFor(step.op).index())
+      return Status::error(fmt::format("cannot encode the artifact: step #{} ('{}') has "
+                                       "parameters of another op",
+                                       i, step.name()));
+  }
   Expected<std::vector<Payload>> sections = encodeSections(exe, extras);
   if (!sections)
     return Status::error("cannot encode the artifact: " + sections.message());

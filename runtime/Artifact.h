@@ -56,7 +56,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 3;
+inline constexpr uint32_t kArtifactVersion = 4;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

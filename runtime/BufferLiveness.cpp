@@ -13,6 +13,36 @@ std::string bufferLabel(const Executable &exe, BufferId id) {
   return fmt::format("b{} ({}, {})", id, exe.buffers[id].name, exe.buffers[id].type.str());
 }
 
+namespace {
+
+/// The lengths of a step's list parameters: fixed for windows, the operand's rank for slice
+/// and pad. Checked once here, so no executor indexes past a short list.
+Status checkParamLengths(const Executable &exe, const Step &step) {
+  std::vector<Status> checks;
+  if (const ConvParams *conv = step.paramsAs<ConvParams>())
+    checks = {cpu::expectCount(step, "strides", conv->strides, 2),
+              cpu::expectCount(step, "padding", conv->padding, 4),
+              cpu::expectCount(step, "dilation", conv->dilation, 2)};
+  if (const PoolParams *pool = step.paramsAs<PoolParams>())
+    checks = {cpu::expectCount(step, "window", pool->window, 2),
+              cpu::expectCount(step, "strides", pool->strides, 2),
+              cpu::expectCount(step, "padding", pool->padding, 4)};
+  size_t rank = step.operands.empty() ? 0 : exe.buffers[step.operands[0]].type.shape.size();
+  if (const SliceParams *slice = step.paramsAs<SliceParams>())
+    checks = {cpu::expectCount(step, "start_indices", slice->start, rank),
+              cpu::expectCount(step, "limit_indices", slice->limit, rank),
+              cpu::expectCount(step, "strides", slice->strides, rank)};
+  if (const PadParams *pad = step.paramsAs<PadParams>())
+    checks = {cpu::expectCount(step, "low", pad->low, rank),
+              cpu::expectCount(step, "high", pad->high, rank)};
+  for (const Status &s : checks)
+    if (!s.ok())
+      return s;
+  return Status();
+}
+
+} // namespace
+
 Status validateDataflow(const Executable &exe) {
   size_t count = exe.buffers.size();
   std::vector<char> defined(count, 0);
@@ -41,6 +71,13 @@ Status validateDataflow(const Executable &exe) {
                                        exe.buffers[c.buffer].type.byteSize()));
   }
   for (const Step &step : exe.steps) {
+    // Hand-built or damaged steps: an op outside the set, or parameters of another op's kind.
+    if (uint8_t(step.op) >= kNumStepOps)
+      return Status::error(fmt::format("step op #{} is not one the runtime knows",
+                                       unsigned(step.op)));
+    if (step.params.index() != paramsFor(step.op).index())
+      return Status::error(fmt::format("{}: its parameters are not those of '{}'",
+                                       cpu::describe(step), step.name()));
     for (BufferId id : step.operands)
       if (!inRange(id) || !defined[id])
         return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
@@ -48,7 +85,7 @@ Status validateDataflow(const Executable &exe) {
                                                      : "is out of range"));
     // A fused kernel or an all_reduce bucket writes one or more results; every other step
     // exactly one.
-    bool several = step.op == "fusion" || step.op == "all_reduce";
+    bool several = step.op == StepOp::Fusion || step.op == StepOp::AllReduce;
     if (several ? step.results.empty() : step.results.size() != 1)
       return Status::error(fmt::format("{}: a step writes {}, this one {}", cpu::describe(step),
                                        several ? "at least one result" : "one result",
@@ -56,6 +93,8 @@ Status validateDataflow(const Executable &exe) {
     for (BufferId id : step.results)
       if (Status s = define(id, cpu::describe(step)); !s.ok())
         return s;
+    if (Status s = checkParamLengths(exe, step); !s.ok())
+      return s;
   }
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])
@@ -127,7 +166,7 @@ std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
   std::vector<size_t> lastUse(count, 0);
   for (size_t s = 0; s < steps; ++s) {
     const Step &step = exe.steps[s];
-    bool collective = step.op == "all_reduce";
+    bool collective = step.op == StepOp::AllReduce;
     for (BufferId id : step.operands)
       lastUse[id] = collective ? steps : std::max(lastUse[id], s);
     for (BufferId id : step.results)

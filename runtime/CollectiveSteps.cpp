@@ -32,26 +32,20 @@ Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
   std::vector<int> writtenBy(exe.buffers.size(), -1);
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const Step &step = exe.steps[s];
-    if (step.op == "replica_id") {
+    if (step.op == StepOp::ReplicaId) {
       if (!step.operands.empty() || exe.buffers[step.results[0]].type != TensorType{DType::i64, {}})
         return Status::error(fmt::format("{}: takes no operands and writes a rank-0 i64",
                                          cpu::describe(step)));
       steps.index_[s] = kReplicaId;
       continue;
     }
-    if (step.op != "all_reduce")
+    if (step.op != StepOp::AllReduce)
       continue;
     AllReduce reduce;
     AllReduceSpec &spec = reduce.spec;
-    cpu::AttrReader attrs(step);
-    std::string kind = attrs.keyword("kind");
-    spec.replicas = attrs.integer("replicas");
-    if (Status st = attrs.status(); !st.ok())
-      return st;
-    if (kind != "sum" && kind != "mean")
-      return Status::error(fmt::format("{}: kind '{}' must be sum or mean", cpu::describe(step),
-                                       kind));
-    spec.kind = kind == "sum" ? ReduceKind::sum : ReduceKind::mean;
+    const AllReduceParams &params = std::get<AllReduceParams>(step.params);
+    spec.replicas = params.replicas;
+    spec.kind = params.kind;
     if (spec.replicas < 1)
       return Status::error(fmt::format("{}: replicas = {} must be at least 1",
                                        cpu::describe(step), spec.replicas));
@@ -74,7 +68,7 @@ Expected<CollectiveSteps> CollectiveSteps::prepare(const Executable &exe) {
     }
     if (spec.dtype == DType::i1 || (spec.kind == ReduceKind::mean && !isFloat(spec.dtype)))
       return Status::error(fmt::format("{}: cannot take the {} of {} elements",
-                                       cpu::describe(step), kind, dtypeName(spec.dtype)));
+                                       cpu::describe(step), reduceKindName(spec.kind), dtypeName(spec.dtype)));
     // The communicator's messages say "all_reduce '<what>'": the step's place, and its size.
     spec.what = step.location.empty() ? fmt::format("step {}", s) : step.location;
     if (step.operands.size() > 1) {

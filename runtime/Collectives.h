@@ -8,6 +8,7 @@
 #pragma once
 
 #include "runtime/DType.h"
+#include "runtime/Executable.h"
 #include "runtime/Status.h"
 
 #include <cstdint>
@@ -18,8 +19,6 @@
 
 namespace smelt::rt {
 
-/// The all_reduce op's `kind`: mean is the sum divided by the number of replicas.
-enum class ReduceKind { sum, mean };
 std::string_view reduceKindName(ReduceKind kind);
 
 struct CollectiveOptions {

@@ -72,7 +72,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       exec.kernels_.push_back(nullptr);
       continue;
     }
-    if (step.op == "fusion") {
+    if (step.kind() == StepKind::Kernel) {
       Expected<cpu::FusedRunner> fused = cpu::prepareFused(exe, step);
       if (!fused)
         return fused.status();

@@ -1,4 +1,5 @@
-// Executable helpers: attribute accessors and a readable listing.
+// Executable helpers: the step table (each op's kind, name and parameters) and a readable
+// listing.
 #include "runtime/Executable.h"
 
 #include <fmt/format.h>
@@ -6,13 +7,61 @@
 
 namespace smelt::rt {
 
-int64_t Step::intAttr(const std::string &name) const { return std::get<int64_t>(attrs.at(name)); }
-double Step::floatAttr(const std::string &name) const { return std::get<double>(attrs.at(name)); }
-const std::string &Step::stringAttr(const std::string &name) const {
-  return std::get<std::string>(attrs.at(name));
+namespace {
+
+struct StepOpInfo {
+  const char *name;
+  StepKind kind;
+  StepParams params;
+};
+
+/// Indexed by StepOp.
+const StepOpInfo &info(StepOp op) {
+  static const StepOpInfo table[kNumStepOps] = {
+      {"fusion", StepKind::Kernel, KernelParams{}},
+      {"matmul", StepKind::Library, MatmulParams{}},
+      {"conv2d", StepKind::Library, ConvParams{}},
+      {"conv2d_backward_input", StepKind::Library, ConvParams{}},
+      {"conv2d_backward_filter", StepKind::Library, ConvParams{}},
+      {"max_pool2d", StepKind::Library, PoolParams{}},
+      {"avg_pool2d", StepKind::Library, PoolParams{}},
+      {"max_pool2d_backward", StepKind::Library, PoolParams{}},
+      {"avg_pool2d_backward", StepKind::Library, PoolParams{}},
+      {"argmax", StepKind::Library, AxisParams{}},
+      {"slice", StepKind::Library, SliceParams{}},
+      {"concat", StepKind::Library, AxisParams{}},
+      {"pad", StepKind::Library, PadParams{}},
+      {"copy", StepKind::Copy, NoParams{}},
+      {"all_reduce", StepKind::Collective, AllReduceParams{}},
+      {"replica_id", StepKind::Collective, NoParams{}},
+      {"rng_uniform", StepKind::Random, UniformParams{}},
+      {"rng_normal", StepKind::Random, NormalParams{}},
+  };
+  return table[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];
 }
-const std::vector<int64_t> &Step::intsAttr(const std::string &name) const {
-  return std::get<std::vector<int64_t>>(attrs.at(name));
+
+std::string fieldText(bool v) { return v ? "true" : "false"; }
+std::string fieldText(int64_t v) { return std::to_string(v); }
+std::string fieldText(double v) { return fmt::format("{}", v); }
+std::string fieldText(ReduceKind v) { return v == ReduceKind::sum ? "sum" : "mean"; }
+std::string fieldText(const std::vector<int64_t> &v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+} // namespace
+
+StepKind stepKind(StepOp op) { return info(op).kind; }
+const char *stepOpName(StepOp op) { return info(op).name; }
+StepParams paramsFor(StepOp op) { return info(op).params; }
+
+std::string paramsText(const Step &step) {
+  std::vector<std::string> parts;
+  std::visit(
+      [&](auto params) {
+        params.fields([&](const char *name, const auto &value) {
+          parts.push_back(fmt::format("{}={}", name, fieldText(value)));
+        });
+      },
+      step.params);
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string Executable::str() const {
@@ -27,15 +76,10 @@ std::string Executable::str() const {
   out += fmt::format("  inputs: {}\n", bufferList(inputs));
   for (const Constant &c : constants)
     out += fmt::format("  constant b{}: {}\n", c.buffer, buffers[c.buffer].type.str());
-  for (const Step &step : steps) {
-    std::vector<std::string> attrs;
-    for (const auto &[key, value] : step.attrs)
-      attrs.push_back(std::visit(
-          [&](const auto &v) { return fmt::format("{}={}", key, v); }, value));
-    out += fmt::format("  {} = {}({}) {{{}}}{}\n", bufferList(step.results), step.op,
-                       bufferList(step.operands), fmt::join(attrs, ", "),
+  for (const Step &step : steps)
+    out += fmt::format("  {} = {}({}) {{{}}}{}\n", bufferList(step.results), step.name(),
+                       bufferList(step.operands), paramsText(step),
                        step.device == "cpu:0" ? "" : " on " + step.device);
-  }
   out += fmt::format("  outputs: {}\n", bufferList(outputs));
   for (const auto &[device, bytes] : peakBytes)
     out += fmt::format("  peak bytes on {}: {}\n", device, bytes);

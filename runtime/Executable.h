@@ -1,10 +1,10 @@
 // The Executable: what codegen produces and the runtime runs. Plain C++ data with no MLIR types,
 // so a later AOT artifact can serialize it and the runtime alone can load it.
 //
-// An Executable is a list of buffers (each a static TensorType) and a list of steps. Each step
-// names an op of the smelt dialect ("add", "matmul", ...), reads operand buffers, writes result
-// buffers and carries its attributes as plain values. Inputs are filled by the caller, constants
-// from `constants`, every other buffer by exactly one step.
+// An Executable is a list of buffers (each a static TensorType) and a list of steps. Each step is
+// of a closed set of kinds (a fused kernel, a library call, a copy, a collective, random
+// numbers) with typed parameters; it reads operand buffers and writes result buffers. Inputs
+// are filled by the caller, constants from `constants`, every other buffer by exactly one step.
 #pragma once
 
 #include "runtime/DType.h"
@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -20,9 +21,144 @@ namespace smelt::rt {
 
 using BufferId = int32_t;
 
-/// An attribute value: integer, float, string or integer list. Enums (compare direction, reduce
-/// kind) travel as their keyword strings.
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+/// The all_reduce op's `kind`: mean is the sum divided by the number of replicas.
+enum class ReduceKind : uint8_t { sum, mean };
+
+/// What the runtime does for a step: a closed set it dispatches on.
+enum class StepKind : uint8_t {
+  Kernel,     // a fused kernel codegen compiled (every elementwise, shape and reduce op)
+  Library,    // oneDNN or cuBLASLt/cuDNN, or a data-movement routine: typed parameters
+  Copy,       // moves its operand onto the step's device
+  Collective, // all_reduce across replicas, or this replica's number
+  Random,     // counter-based random numbers
+};
+
+/// The operation of a step, each of one kind. The numbers are the AOT format's: append only.
+enum class StepOp : uint8_t {
+  Fusion = 0,
+  Matmul = 1,
+  Conv2D = 2,
+  Conv2DBackwardInput = 3,
+  Conv2DBackwardFilter = 4,
+  MaxPool2D = 5,
+  AvgPool2D = 6,
+  MaxPool2DBackward = 7,
+  AvgPool2DBackward = 8,
+  Argmax = 9,
+  Slice = 10,
+  Concat = 11,
+  Pad = 12,
+  Copy = 13,
+  AllReduce = 14,
+  ReplicaId = 15,
+  RngUniform = 16,
+  RngNormal = 17,
+};
+inline constexpr uint8_t kNumStepOps = 18;
+
+StepKind stepKind(StepOp op);
+/// The dialect op's name without its prefix: "matmul", "conv2d_backward_input", "fusion".
+const char *stepOpName(StepOp op);
+
+// Typed parameters, one struct per family of ops. Each lists its fields once, by name, in
+// `fields`, which the AOT format, the listing and the loader's checks walk.
+
+/// A fusion: which entry of Executable::kernels it runs.
+struct KernelParams {
+  int64_t kernel = 0;
+  template <typename F> void fields(F &&f) { f("kernel", kernel); }
+};
+struct MatmulParams {
+  bool transposeLhs = false, transposeRhs = false;
+  template <typename F> void fields(F &&f) {
+    f("transpose_lhs", transposeLhs);
+    f("transpose_rhs", transposeRhs);
+  }
+};
+/// conv2d and its gradients: NHWC input, HWIO filter.
+struct ConvParams {
+  std::vector<int64_t> strides, padding, dilation; // [h, w], [top, bottom, left, right], [h, w]
+  template <typename F> void fields(F &&f) {
+    f("strides", strides);
+    f("padding", padding);
+    f("dilation", dilation);
+  }
+};
+/// Pooling and its gradients.
+struct PoolParams {
+  std::vector<int64_t> window, strides, padding; // [h, w], [h, w], [top, bottom, left, right]
+  template <typename F> void fields(F &&f) {
+    f("window", window);
+    f("strides", strides);
+    f("padding", padding);
+  }
+};
+/// argmax's reduced axis, concat's joined one.
+struct AxisParams {
+  int64_t axis = 0;
+  template <typename F> void fields(F &&f) { f("axis", axis); }
+};
+struct SliceParams {
+  std::vector<int64_t> start, limit, strides;
+  template <typename F> void fields(F &&f) {
+    f("start_indices", start);
+    f("limit_indices", limit);
+    f("strides", strides);
+  }
+};
+struct PadParams {
+  std::vector<int64_t> low, high;
+  double value = 0;
+  template <typename F> void fields(F &&f) {
+    f("low", low);
+    f("high", high);
+    f("value", value);
+  }
+};
+struct AllReduceParams {
+  ReduceKind kind = ReduceKind::sum;
+  int64_t replicas = 1;
+  template <typename F> void fields(F &&f) {
+    f("kind", kind);
+    f("replicas", replicas);
+  }
+};
+/// Random numbers from Philox keyed by `seed`; an optional rank-0 i64 operand is the counter
+/// offset.
+struct UniformParams {
+  int64_t seed = 0;
+  double low = 0, high = 1;
+  template <typename F> void fields(F &&f) {
+    f("seed", seed);
+    f("low", low);
+    f("high", high);
+  }
+};
+struct NormalParams {
+  int64_t seed = 0;
+  double mean = 0, stddev = 1;
+  template <typename F> void fields(F &&f) {
+    f("seed", seed);
+    f("mean", mean);
+    f("stddev", stddev);
+  }
+};
+/// Copy and replica_id take none.
+struct NoParams {
+  template <typename F> void fields(F &&) {}
+};
+
+using StepParams = std::variant<NoParams, KernelParams, MatmulParams, ConvParams, PoolParams,
+                                AxisParams, SliceParams, PadParams, AllReduceParams,
+                                UniformParams, NormalParams>;
+
+/// The parameters `op` takes, default-constructed: what the AOT reader fills and the loader
+/// checks a step's parameters against.
+StepParams paramsFor(StepOp op);
+
+struct Step;
+/// "transpose_lhs=true, transpose_rhs=false": a step's parameters, for listings.
+std::string paramsText(const Step &step);
 
 struct BufferInfo {
   TensorType type;
@@ -31,23 +167,21 @@ struct BufferInfo {
 };
 
 struct Step {
-  /// Op name without the dialect prefix: "add", "broadcast_in_dim", "conv2d" ...
-  std::string op;
+  StepOp op = StepOp::Copy;
+  StepParams params;
   std::vector<BufferId> operands;
   std::vector<BufferId> results;
-  std::map<std::string, AttrValue> attrs;
   /// Source location of the op, for error messages ("model.mlir:12:5").
   std::string location;
-  /// Where it runs, as smelt-place-devices decided: "cpu:0" or "gpu:N". A "copy" step moves its
+  /// Where it runs, as smelt-place-devices decided: "cpu:0" or "gpu:N". A copy step moves its
   /// operand onto this device.
   std::string device = "cpu:0";
 
-  /// Attribute accessors; the caller knows the op's attributes exist (codegen wrote them).
-  int64_t intAttr(const std::string &name) const;
-  double floatAttr(const std::string &name) const;
-  const std::string &stringAttr(const std::string &name) const;
-  const std::vector<int64_t> &intsAttr(const std::string &name) const;
-  bool hasAttr(const std::string &name) const { return attrs.count(name) != 0; }
+  StepKind kind() const { return stepKind(op); }
+  const char *name() const { return stepOpName(op); }
+  /// The parameters as `P`; null when they are of another family (a hand-built or damaged
+  /// step: validateDataflow rejects those before anything runs).
+  template <typename P> const P *paramsAs() const { return std::get_if<P>(&params); }
 };
 
 struct Constant {
@@ -74,6 +208,9 @@ struct FusedKernel {
   int64_t numResults = 0;
   /// The ops it computes, for listings and the profiler: "broadcast_in_dim+add+relu".
   std::string ops;
+  /// How many of them compute (not broadcasts, reshapes, converts ...): the profiler's FLOPs
+  /// estimate counts one per element touched for each.
+  int64_t computeOps = 0;
   /// Suggested CUDA launch: threads per block and blocks (0 when there is no CUDA code).
   int64_t cudaBlock = 0;
   int64_t cudaGrid = 0;
@@ -112,7 +249,7 @@ struct Executable {
   std::vector<BufferId> outputs;
   std::vector<Constant> constants;
   std::vector<Step> steps;
-  /// Fused kernels; a step with op "fusion" runs kernels[step.intAttr("kernel")].
+  /// Fused kernels; a Fusion step runs kernels[its KernelParams::kernel].
   std::vector<FusedKernel> kernels;
   /// Peak bytes each device ("cpu:0") holds during one run, worked out at compile time by
   /// smelt-assign-buffers: constants, the buffers steps take and give back, (on a GPU) the

@@ -17,7 +17,7 @@ namespace smelt::rt {
 namespace {
 
 bool isCopy(const Step &step) {
-  return step.op == "copy" && step.operands.size() == 1 && step.results.size() == 1;
+  return step.op == StepOp::Copy && step.operands.size() == 1 && step.results.size() == 1;
 }
 
 /// Per buffer, the buffer whose value it holds: copies only move values between devices.
@@ -160,7 +160,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
         return Status::error(fmt::format(
             "@{} has steps placed on {} ('{}' at {}), and this program was built without the "
             "GPU executor: compile for cpu:0 (no GPU placement) or build Smelt with CUDA",
-            executable.name, device, segment.executable.steps.front().op,
+            executable.name, device, segment.executable.steps.front().name(),
             segment.executable.steps.front().location));
       Expected<std::unique_ptr<SegmentRunner>> gpu =
           exec->options_.gpuRunner(segment.executable, device, exec->options_);
@@ -170,7 +170,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
     } else {
       return Status::error(fmt::format("@{}: step '{}' ({}) is placed on '{}', which is not a "
                                        "device this runtime drives (cpu:0, gpu:N)",
-                                       executable.name, segment.executable.steps.front().op,
+                                       executable.name, segment.executable.steps.front().name(),
                                        segment.executable.steps.front().location, device));
     }
   }

@@ -11,23 +11,14 @@ namespace smelt::rt {
 
 namespace {
 
-/// Ops that only move or reinterpret data: they count bytes but no FLOPs.
-bool movesData(const std::string &op) {
-  static const std::set<std::string> ops = {"broadcast_in_dim", "reshape", "transpose", "slice",
-                                            "concat", "pad", "copy", "convert", "iota",
-                                            "constant"};
-  return ops.count(op) != 0;
-}
-
 int64_t dim(const TensorType &t, size_t fromEnd) {
   return t.shape.size() >= fromEnd ? t.shape[t.shape.size() - fromEnd] : 1;
 }
 
 /// 2*M*N*K over the batch: every result element is a K-long dot product.
 double matmulFlops(const Step &step, const TensorType &lhs, const TensorType &result) {
-  auto flag = step.attrs.find("transpose_lhs");
-  bool transposed = flag != step.attrs.end() && std::holds_alternative<int64_t>(flag->second) &&
-                    std::get<int64_t>(flag->second) != 0;
+  const MatmulParams *params = step.paramsAs<MatmulParams>();
+  bool transposed = params && params->transposeLhs;
   return 2.0 * double(result.numElements()) * double(dim(lhs, transposed ? 2 : 1));
 }
 
@@ -37,10 +28,10 @@ double convFlops(const Step &step, const std::vector<TensorType> &operands,
                  const TensorType &result) {
   if (operands.size() < 2)
     return 0;
-  const TensorType &filter = step.op == "conv2d_backward_filter" ? result : operands[1];
-  const TensorType &output = step.op == "conv2d"                  ? result
-                             : step.op == "conv2d_backward_input" ? operands[0]
-                                                                  : operands[1];
+  const TensorType &filter = step.op == StepOp::Conv2DBackwardFilter ? result : operands[1];
+  const TensorType &output = step.op == StepOp::Conv2D                ? result
+                             : step.op == StepOp::Conv2DBackwardInput ? operands[0]
+                                                                      : operands[1];
   int64_t features = dim(filter, 1);
   if (filter.shape.size() != 4 || features <= 0)
     return 0;
@@ -58,10 +49,10 @@ std::string shapeList(const Executable &exe, const std::vector<BufferId> &ids) {
 
 StepCost stepCost(const Executable &exe, const Step &step) {
   StepCost cost;
-  cost.name = step.op;
-  cost.ops = step.op;
+  cost.name = step.name();
+  cost.ops = step.name();
   cost.location = step.location;
-  cost.kind = step.op == "copy" ? "copy" : "kernel";
+  cost.kind = step.kind() == StepKind::Copy ? "copy" : "kernel";
   std::vector<TensorType> operands;
   int64_t touched = 0;
   for (BufferId id : step.operands) {
@@ -77,34 +68,41 @@ StepCost stepCost(const Executable &exe, const Step &step) {
   }
   cost.shapes = shapeList(exe, step.operands) + " -> " + shapeList(exe, step.results);
 
-  if (step.op == "matmul" && !operands.empty()) {
-    cost.kind = "library";
-    cost.flops = matmulFlops(step, operands[0], result);
-  } else if (step.op.rfind("conv2d", 0) == 0) {
-    cost.kind = "library";
-    cost.flops = convFlops(step, operands, result);
-  } else if (step.op == "all_reduce" || step.op == "replica_id") {
+  switch (step.kind()) {
+  case StepKind::Kernel:
+    if (const KernelParams *params = step.paramsAs<KernelParams>();
+        params && params->kernel >= 0 && size_t(params->kernel) < exe.kernels.size()) {
+      const FusedKernel &kernel = exe.kernels[size_t(params->kernel)];
+      cost.name = kernel.name;
+      cost.ops = kernel.ops;
+      // About one FLOP per element touched for each of its ops that computes.
+      cost.flops = double(touched) * double(kernel.computeOps);
+    }
+    break;
+  case StepKind::Library:
+    if (step.op == StepOp::Matmul && !operands.empty()) {
+      cost.kind = "library";
+      cost.flops = matmulFlops(step, operands[0], result);
+    } else if (step.op == StepOp::Conv2D || step.op == StepOp::Conv2DBackwardInput ||
+               step.op == StepOp::Conv2DBackwardFilter) {
+      cost.kind = "library";
+      cost.flops = convFlops(step, operands, result);
+    } else if (step.op == StepOp::Argmax || step.op == StepOp::MaxPool2D ||
+               step.op == StepOp::AvgPool2D || step.op == StepOp::MaxPool2DBackward ||
+               step.op == StepOp::AvgPool2DBackward) {
+      cost.flops = double(touched); // a compare or add per element; slice, concat, pad move
+    }
+    break;
+  case StepKind::Collective:
     // Start of a collective: its time is in the wait; the sum is a FLOP per element a replica.
     cost.kind = "collective";
     cost.flops = double(touched);
-  } else if (step.op == "fusion") {
-    auto index = step.attrs.find("kernel");
-    if (index != step.attrs.end() && std::holds_alternative<int64_t>(index->second) &&
-        size_t(std::get<int64_t>(index->second)) < exe.kernels.size()) {
-      const FusedKernel &kernel = exe.kernels[size_t(std::get<int64_t>(index->second))];
-      cost.name = kernel.name;
-      cost.ops = kernel.ops;
-    }
-    // About one FLOP per element touched for each op of the fusion that computes.
-    size_t begin = 0;
-    while (begin <= cost.ops.size()) {
-      size_t end = std::min(cost.ops.find('+', begin), cost.ops.size());
-      if (!movesData(cost.ops.substr(begin, end - begin)))
-        cost.flops += double(touched);
-      begin = end + 1;
-    }
-  } else if (!movesData(step.op)) {
+    break;
+  case StepKind::Random:
     cost.flops = double(touched);
+    break;
+  case StepKind::Copy:
+    break;
   }
   return cost;
 }

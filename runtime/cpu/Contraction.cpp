@@ -32,10 +32,8 @@ Kernel primitiveKernel(dnnl::primitive primitive, std::vector<std::pair<int, mem
 }
 
 Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  bool tl = attrs.integer("transpose_lhs") != 0, tr = attrs.integer("transpose_rhs") != 0;
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  const MatmulParams &params = std::get<MatmulParams>(step.params);
+  bool tl = params.transposeLhs, tr = params.transposeRhs;
   const TensorType &a = types.operands[0], &b = types.operands[1], &c = types.result;
   size_t rank = a.shape.size();
   bool ok = rank >= 2 && b.shape.size() == rank && c.shape.size() == rank;
@@ -87,11 +85,9 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
 
 /// The convolution geometry of a step, whichever of the three tensors is its result.
 Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMode mode) {
-  AttrReader attrs(step);
-  std::vector<int64_t> strides = attrs.ints("strides", 2), padding = attrs.ints("padding", 4),
-                       dilation = attrs.ints("dilation", 2);
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  const ConvParams &params = std::get<ConvParams>(step.params); // lengths checked on load
+  const std::vector<int64_t> &strides = params.strides, &padding = params.padding,
+                             &dilation = params.dilation;
   const TensorType &input = mode == ConvMode::BackwardInput ? types.result : types.operands[0];
   const TensorType &filter = mode == ConvMode::Forward         ? types.operands[1]
                              : mode == ConvMode::BackwardInput ? types.operands[1]
@@ -187,11 +183,11 @@ Expected<Kernel> prepareContraction(const Step &step, const StepTypes &types) {
   if (types.operands.size() != 2)
     return Status::error(fmt::format("{}: takes 2 operands, got {}", describe(step),
                                      types.operands.size()));
-  if (step.op == "matmul")
+  if (step.op == StepOp::Matmul)
     return matmul(step, types);
-  return conv(step, types, step.op == "conv2d"                  ? ConvMode::Forward
-                           : step.op == "conv2d_backward_input" ? ConvMode::BackwardInput
-                                                                : ConvMode::BackwardFilter);
+  return conv(step, types, step.op == StepOp::Conv2D                ? ConvMode::Forward
+                           : step.op == StepOp::Conv2DBackwardInput ? ConvMode::BackwardInput
+                                                                    : ConvMode::BackwardFilter);
 }
 
 } // namespace smelt::rt::cpu

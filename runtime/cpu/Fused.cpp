@@ -27,10 +27,7 @@ int64_t elementsTouched(const Executable &exe, const Step &step, int64_t units) 
 } // namespace
 
 Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
-  AttrReader attrs(step);
-  int64_t index = attrs.integer("kernel");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  int64_t index = std::get<KernelParams>(step.params).kernel;
   if (index < 0 || size_t(index) >= exe.kernels.size())
     return Status::error(fmt::format("{}: kernel {} is out of range (the executable has {} "
                                      "kernels)",

@@ -15,11 +15,9 @@ using dnnl::memory;
 
 Expected<Window2D> poolGeometry(const Step &step, const TensorType &input,
                                 const TensorType &output) {
-  AttrReader attrs(step);
-  std::vector<int64_t> window = attrs.ints("window", 2), strides = attrs.ints("strides", 2),
-                       padding = attrs.ints("padding", 4);
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  const PoolParams &params = std::get<PoolParams>(step.params); // lengths checked on load
+  const std::vector<int64_t> &window = params.window, &strides = params.strides,
+                             &padding = params.padding;
   auto bad = [&](const char *why) {
     return Status::error(fmt::format("{}: input {} and output {}: {}", describe(step),
                                      input.str(), output.str(), why));
@@ -100,9 +98,9 @@ Expected<Kernel> backward(const Step &step, const StepTypes &types, bool isMax) 
 } // namespace
 
 Expected<Kernel> preparePooling(const Step &step, const StepTypes &types) {
-  if (step.op == "max_pool2d" || step.op == "avg_pool2d")
-    return forward(step, types, step.op == "max_pool2d");
-  return backward(step, types, step.op == "max_pool2d_backward");
+  if (step.op == StepOp::MaxPool2D || step.op == StepOp::AvgPool2D)
+    return forward(step, types, step.op == StepOp::MaxPool2D);
+  return backward(step, types, step.op == StepOp::MaxPool2DBackward);
 }
 
 } // namespace smelt::rt::cpu

@@ -128,12 +128,12 @@ double normalAt(uint64_t index, uint64_t seed, uint64_t offset, bool wide) {
 }
 
 Expected<Kernel> prepareRandom(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  bool uniform = step.op == "rng_uniform";
-  uint64_t seed = uint64_t(attrs.integer("seed"));
-  double a = attrs.real(uniform ? "low" : "mean"), b = attrs.real(uniform ? "high" : "stddev");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  // a and b: low and high, or mean and stddev.
+  bool uniform = step.op == StepOp::RngUniform;
+  const UniformParams *u = step.paramsAs<UniformParams>();
+  const NormalParams *g = step.paramsAs<NormalParams>();
+  uint64_t seed = uint64_t(uniform ? u->seed : g->seed);
+  double a = uniform ? u->low : g->mean, b = uniform ? u->high : g->stddev;
   bool hasOffset = types.operands.size() == 1;
   if (types.operands.size() > 1 || !isFloat(types.result.dtype) ||
       (hasOffset && types.operands[0] != TensorType{DType::i64, {}}))

@@ -56,10 +56,8 @@ Status expectOperands(const Step &step, size_t count) {
 /// lhs [..., M, K] x rhs [..., K, N] (the last two dims swapped by the transpose flags), the
 /// leading dims one batch of row-major matrices.
 Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool allowTf32) {
-  cpu::AttrReader attrs(step);
-  bool tl = attrs.integer("transpose_lhs") != 0, tr = attrs.integer("transpose_rhs") != 0;
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  const MatmulParams &params = std::get<MatmulParams>(step.params);
+  bool tl = params.transposeLhs, tr = params.transposeRhs;
   const TensorType &a = typeOf(exe, step.operands[0]), &b = typeOf(exe, step.operands[1]),
                    &c = typeOf(exe, step.results[0]);
   size_t rank = a.shape.size();
@@ -94,17 +92,15 @@ Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool al
 Expected<Plan> convPlan(const Executable &exe, const Step &step, Plan plan, bool allowTf32) {
   if (Status s = expectOperands(step, 2); !s.ok())
     return s;
-  cpu::AttrReader attrs(step);
+  const ConvParams &params = std::get<ConvParams>(step.params); // lengths checked on load
   Conv2DCall &call = plan.conv;
-  call.strides = attrs.ints("strides", 2);
-  call.padding = attrs.ints("padding", 4);
-  call.dilation = attrs.ints("dilation", 2);
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  call.strides = params.strides;
+  call.padding = params.padding;
+  call.dilation = params.dilation;
   const TensorType &first = typeOf(exe, step.operands[0]),
                    &second = typeOf(exe, step.operands[1]),
                    &result = typeOf(exe, step.results[0]);
-  bool forward = step.op == "conv2d", backwardInput = step.op == "conv2d_backward_input";
+  bool forward = step.op == StepOp::Conv2D, backwardInput = step.op == StepOp::Conv2DBackwardInput;
   plan.kind = forward         ? Plan::ConvForward
               : backwardInput ? Plan::ConvBackwardInput
                               : Plan::ConvBackwardFilter;
@@ -121,16 +117,15 @@ Expected<Plan> convPlan(const Executable &exe, const Step &step, Plan plan, bool
 /// max/avg_pool2d (input) -> output; max_pool2d_backward (input, grad_output) -> input's type;
 /// avg_pool2d_backward (grad_output) -> input's type.
 Expected<Plan> poolPlan(const Executable &exe, const Step &step, Plan plan) {
-  bool backward = step.op.ends_with("_backward"), isMax = step.op.starts_with("max_");
+  bool backward = step.op == StepOp::MaxPool2DBackward || step.op == StepOp::AvgPool2DBackward;
+  bool isMax = step.op == StepOp::MaxPool2D || step.op == StepOp::MaxPool2DBackward;
   if (Status s = expectOperands(step, backward && isMax ? 2 : 1); !s.ok())
     return s;
-  cpu::AttrReader attrs(step);
+  const PoolParams &params = std::get<PoolParams>(step.params); // lengths checked on load
   Pool2DCall &call = plan.pool;
-  call.window = attrs.ints("window", 2);
-  call.strides = attrs.ints("strides", 2);
-  call.padding = attrs.ints("padding", 4);
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  call.window = params.window;
+  call.strides = params.strides;
+  call.padding = params.padding;
   const TensorType &result = typeOf(exe, step.results[0]);
   call.kind = isMax ? PoolKind::Max : PoolKind::Avg;
   call.input = backward ? result : typeOf(exe, step.operands[0]);
@@ -146,10 +141,7 @@ Expected<Plan> poolPlan(const Executable &exe, const Step &step, Plan plan) {
 }
 
 Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
-  cpu::AttrReader attrs(step);
-  int64_t index = attrs.integer("kernel");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  int64_t index = std::get<KernelParams>(step.params).kernel;
   if (index < 0 || size_t(index) >= exe.kernels.size())
     return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
                                      plan.what, index, exe.kernels.size()));
@@ -180,10 +172,10 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
   const Step &step = exe.steps[index];
   Plan plan;
   plan.what = cpu::describe(step);
-  const std::string &op = step.op;
-  if (op == "fusion")
+  switch (step.op) {
+  case StepOp::Fusion:
     return fusionPlan(exe, step, std::move(plan));
-  if (op == "copy" || op == "reshape") {
+  case StepOp::Copy: {
     if (Status s = expectOperands(step, 1); !s.ok())
       return s;
     plan.bytes = typeOf(exe, step.operands[0]).byteSize();
@@ -192,7 +184,7 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
                                        typeOf(exe, step.operands[0]).str(), result.str()));
     return plan;
   }
-  if (op == "matmul") {
+  case StepOp::Matmul: {
     if (Status s = expectOperands(step, 2); !s.ok())
       return s;
     Expected<MatmulCall> call = matmulCall(exe, step, allowTf32);
@@ -203,22 +195,27 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
     plan.workspace = CublasLt::kWorkspaceBytes;
     return plan;
   }
-  if (op == "all_reduce") {
+  case StepOp::AllReduce:
     plan.kind = Plan::AllReduce;
     plan.allReduce = collectives.allReduce(index);
     // A bucket is packed into the workspace, reduced there and unpacked.
     if (step.operands.size() > 1)
       plan.workspace = size_t(plan.allReduce.count) * byteWidth(plan.allReduce.dtype);
     return plan;
-  }
-  if (op == "conv2d" || op == "conv2d_backward_input" || op == "conv2d_backward_filter")
+  case StepOp::Conv2D:
+  case StepOp::Conv2DBackwardInput:
+  case StepOp::Conv2DBackwardFilter:
     return convPlan(exe, step, std::move(plan), allowTf32);
-  if (op == "max_pool2d" || op == "avg_pool2d" || op == "max_pool2d_backward" ||
-      op == "avg_pool2d_backward")
+  case StepOp::MaxPool2D:
+  case StepOp::AvgPool2D:
+  case StepOp::MaxPool2DBackward:
+  case StepOp::AvgPool2DBackward:
     return poolPlan(exe, step, std::move(plan));
-  return Status::error(fmt::format("{} has no GPU kernel: smelt-place-devices should have put "
-                                   "it on cpu:0",
-                                   plan.what));
+  default:
+    return Status::error(fmt::format("{} has no GPU kernel: smelt-place-devices should have put "
+                                     "it on cpu:0",
+                                     plan.what));
+  }
 }
 
 Expected<std::vector<Plan>> planSteps(const Executable &exe, bool allowTf32) {

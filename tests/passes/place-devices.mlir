@@ -5,7 +5,7 @@
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 log-device-placement" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOG
 // RUN: not smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 strict" 2>&1 | FileCheck %s --check-prefix=STRICT
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 -smelt-fuse | FileCheck %s --check-prefix=FUSED
-// RUN: smelt-opt %s -split-input-file -smelt-place-devices="devices=cpu:0,gpu:0 fused=false" | FileCheck %s --check-prefix=UNFUSED
+// RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 -smelt-fuse=one-op-per-kernel | FileCheck %s --check-prefix=UNFUSED
 
 // The matmul and relu run on the GPU; argmax has no GPU kernel and falls back to the CPU; the
 // exp asked for the CPU. Arguments come from and results go to the host, through copies.
@@ -33,9 +33,13 @@
 // FUSED: smelt.relu
 // FUSED: smelt.fusion loop({{.*}}) {smelt.device = "cpu:0"
 // FUSED: smelt.exp
-// Without fusion the GPU has no kernel for relu: only the matmul stays there.
+// Without fusion the relu still runs on the GPU, as a kernel of its own.
 // UNFUSED-LABEL: func.func @mlp_head
-// UNFUSED-SAME: smelt.placement = "3 ops on cpu:0, 1 op on gpu:0 (argmax: no GPU kernel for 'argmax'; relu: no GPU kernel for 'relu' outside a fusion (fusion is off)), 3 copies"
+// UNFUSED: smelt.matmul {{.*}}smelt.device = "gpu:0"
+// UNFUSED: smelt.fusion loop{{.*}}smelt.device = "gpu:0"
+// UNFUSED-NEXT: ^bb0
+// UNFUSED-NEXT: smelt.relu
+// UNFUSED-NEXT: smelt.yield
 func.func @mlp_head(%x: tensor<8x10xf32>, %w: tensor<10x10xf32>) -> (tensor<8x10xf32>, tensor<8xi64>) {
   %0 = smelt.matmul %x, %w : tensor<8x10xf32>, tensor<10x10xf32>
   %1 = smelt.relu %0 : tensor<8x10xf32>
@@ -63,14 +67,14 @@ func.func @fallbacks(%x: tensor<1x4x4x1xf64>, %w: tensor<3x3x1x1xf64>, %y: tenso
 
 // -----
 
-// An iota on the GPU that no kernel absorbs (a result) becomes a kernel of its own: the GPU
-// executor has no other way to compute it. On the CPU it stays a step.
+// An iota that no kernel absorbs (a result) becomes a kernel of its own: only kernels compute.
 // FUSED-LABEL: func.func @positions
 // FUSED: %[[IOTA:.+]] = smelt.fusion loop() {smelt.device = "gpu:0"
 // FUSED: smelt.iota dim = 1
 // FUSED: smelt.copy %[[IOTA]] {smelt.device = "cpu:0"}
 // UNFUSED-LABEL: func.func @positions
-// UNFUSED-SAME: smelt.placement = "1 op on cpu:0 (iota: no GPU kernel for 'iota' outside a fusion (fusion is off))"
+// UNFUSED: smelt.fusion loop() {{.*}}smelt.device = "gpu:0"
+// UNFUSED: smelt.iota
 func.func @positions() -> tensor<4x8xi32> {
   %0 = smelt.iota dim = 1 : tensor<4x8xi32>
   return %0 : tensor<4x8xi32>

@@ -66,7 +66,7 @@ TEST(DataParallel, AllReduceStepsMatchFloat64) {
     rt::Executable exe = allReduceStep(ctx, replicas);
     // Both all_reduces are mean/sum of f32 but of different kinds: two collectives.
     EXPECT_EQ(std::count_if(exe.steps.begin(), exe.steps.end(),
-                            [](const rt::Step &s) { return s.op == "all_reduce"; }),
+                            [](const rt::Step &s) { return s.op == rt::StepOp::AllReduce; }),
               2);
     std::vector<std::vector<rt::HostTensor>> inputs;
     std::vector<double> sum(32, 0), mean(16, 0);
@@ -103,7 +103,7 @@ TEST(DataParallel, GradientsAreBucketedAndStartedBeforeTheOptimizer) {
   // closes early only where an optimizer update needs its gradients before the rest exist.
   size_t collectives = 0, reduced = 0;
   for (const rt::Step &step : exe->steps)
-    if (step.op == "all_reduce") {
+    if (step.op == rt::StepOp::AllReduce) {
       ++collectives;
       reduced += step.operands.size();
     }
@@ -119,11 +119,11 @@ TEST(DataParallel, GradientsAreBucketedAndStartedBeforeTheOptimizer) {
   ASSERT_TRUE(succeeded(exe));
   size_t firstCollective = exe->steps.size(), lastMatmul = 0, count = 0;
   for (size_t s = 0; s < exe->steps.size(); ++s) {
-    if (exe->steps[s].op == "all_reduce") {
+    if (exe->steps[s].op == rt::StepOp::AllReduce) {
       firstCollective = std::min(firstCollective, s);
       ++count;
     }
-    if (exe->steps[s].op == "matmul")
+    if (exe->steps[s].op == rt::StepOp::Matmul)
       lastMatmul = s;
   }
   EXPECT_GE(count, 3u);

@@ -57,10 +57,10 @@ TEST(FusedExecutor, FusionWithoutCpuCodeIsAnError) {
 
 TEST(FusedExecutor, KernelIndexOutOfRangeIsAnError) {
   Executable exe = addOne(true);
-  exe.steps[0].attrs["kernel"] = int64_t(3);
+  exe.steps[0].params = KernelParams{3};
   expectError(exe, "kernel 3 is out of range (the executable has 1 kernels)");
-  exe.steps[0].attrs.erase("kernel");
-  expectError(exe, "attribute 'kernel' (integer) is missing");
+  exe.steps[0].params = NoParams{};
+  expectError(exe, "its parameters are not those of 'fusion'");
 }
 
 TEST(FusedExecutor, KernelMissingFromTheCpuCodeIsAnError) {

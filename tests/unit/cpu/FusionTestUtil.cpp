@@ -1,12 +1,20 @@
-// Fused-kernel test helpers: parse, inline fusions for the unfused twin, compile, run, compare.
+// Fused-kernel test helpers: parse, inline fusions for the unfused twin (one kernel per op),
+// compile, run, compare; and single ops compiled as kernels of their own.
 #include "FusionTestUtil.h"
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
 
+#include "ir/SmeltDialect.h"
+#include "passes/Passes.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -66,8 +74,15 @@ std::optional<Executable> compileText(const std::string &mlir, bool fused) {
     return std::nullopt;
   }
   auto function = *module->getOps<mlir::func::FuncOp>().begin();
-  if (!fused)
+  if (!fused) {
     inlineFusions(function);
+    mlir::PassManager pm(&context);
+    pm.addPass(createFuse(FuseOptions{/*reportPath=*/"", /*oneOpPerKernel=*/true}));
+    if (mlir::failed(pm.run(*module))) {
+      ADD_FAILURE() << "smelt-fuse{one-op-per-kernel} failed:\n" << diagnostics;
+      return std::nullopt;
+    }
+  }
   mlir::FailureOr<Executable> exe = codegen::buildWithKernels(function);
   if (mlir::failed(exe)) {
     ADD_FAILURE() << (fused ? "fused" : "unfused") << " compile failed:\n"
@@ -86,7 +101,8 @@ std::optional<Compiled> compileBoth(const std::string &mlir) {
   if (!fused || !unfused)
     return std::nullopt;
   EXPECT_FALSE(fused->kernels.empty()) << "no fusion in:\n" << mlir;
-  EXPECT_TRUE(unfused->kernels.empty());
+  for (const FusedKernel &kernel : unfused->kernels)
+    EXPECT_EQ(kernel.ops.find('+'), std::string::npos) << "unfused kernel " << kernel.ops;
   return Compiled{std::move(*fused), std::move(*unfused)};
 }
 
@@ -126,6 +142,75 @@ void expectMatch(const HostTensor &got, const HostTensor &ref, double tol,
   EXPECT_LE(relError(finiteGot, finiteRef), tol)
       << what << ": fused vs unfused " << got.type().str() << " (SMELT_TEST_SEED=" << baseSeed()
       << ")";
+}
+
+namespace {
+
+/// `value` as an MLIR attribute of op `op`'s attribute `name`: keywords are the dialect's enums.
+std::string attributeText(const std::string &name, const AttrValue &value) {
+  if (const int64_t *v = std::get_if<int64_t>(&value))
+    return std::to_string(*v) + " : i64";
+  if (const double *v = std::get_if<double>(&value))
+    return fmt::format("{:e} : f64", *v);
+  if (const auto *v = std::get_if<std::vector<int64_t>>(&value))
+    return v->empty() ? "array<i64>" : fmt::format("array<i64: {}>", fmt::join(*v, ", "));
+  const std::string &keyword = std::get<std::string>(value);
+  std::optional<uint32_t> number;
+  if (name == "direction")
+    if (auto direction = symbolizeCompareDirection(keyword))
+      number = uint32_t(*direction);
+  if (name == "kind")
+    if (auto kind = symbolizeReduceKind(keyword))
+      number = uint32_t(*kind);
+  if (!number)
+    ADD_FAILURE() << "no keyword '" << keyword << "' for attribute '" << name << "'";
+  return std::to_string(number.value_or(0)) + " : i32";
+}
+
+} // namespace
+
+HostTensor runKernelOp(const std::string &op, const std::vector<HostTensor> &inputs,
+                       const TensorType &result, const Attrs &attrs) {
+  std::vector<std::string> args, argTypes, props;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    args.push_back("%arg" + std::to_string(i));
+    argTypes.push_back(tensorType(inputs[i].type().shape, inputs[i].type().dtype));
+  }
+  for (const auto &[name, value] : attrs)
+    props.push_back(name + " = " + attributeText(name, value));
+  std::string resultType = tensorType(result.shape, result.dtype);
+  std::vector<std::string> params;
+  for (size_t i = 0; i < args.size(); ++i)
+    params.push_back(args[i] + ": " + argTypes[i]);
+  std::string properties =
+      props.empty() ? "" : fmt::format(" <{{{}}}>", fmt::join(props, ", "));
+  std::string text = fmt::format(
+      "func.func @main({}) -> {} {{\n  %0 = \"smelt.{}\"({}){} : ({}) -> {}\n"
+      "  return %0 : {}\n}}\n",
+      fmt::join(params, ", "), resultType, op, fmt::join(args, ", "), properties,
+      fmt::join(argTypes, ", "), resultType, resultType);
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler capture(&context, [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, mlir::ParserConfig(&context));
+  PipelineOptions options;
+  options.fuse = false;
+  mlir::FailureOr<Executable> exe = mlir::failure();
+  if (module)
+    exe = codegen::compile(*module, "", options);
+  if (mlir::failed(exe)) {
+    ADD_FAILURE() << op << ": compile failed:\n" << diagnostics << "in:\n" << text;
+    return HostTensor::zeros(result);
+  }
+  EXPECT_EQ(exe->kernels.size(), 1u) << op << " is not one kernel";
+  std::vector<HostTensor> outputs = runExecutable(*exe, inputs);
+  return outputs.empty() ? HostTensor::zeros(result) : std::move(outputs[0]);
 }
 
 std::vector<HostTensor> expectFusedMatchesUnfused(const std::string &mlir,

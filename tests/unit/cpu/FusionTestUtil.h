@@ -1,7 +1,8 @@
-// Helpers of the fused-kernel tests: hand-written fused IR compiled twice, as written (its
-// smelt.fusion ops JIT-compiled by the CPU back end) and unfused (each fusion's body inlined
-// into the function, so the runtime's unfused kernels run the very same ops), run on the same
-// random inputs and compared.
+// Helpers of the kernel tests: hand-written fused IR compiled twice, as written (its smelt.fusion
+// ops JIT-compiled by the CPU back end) and unfused (each fusion's body inlined into the
+// function, then each op made a kernel of its own, as the pipeline does without fusion), run on
+// the same random inputs and compared; and single ops compiled as kernels of their own, which
+// ElementwiseTest, ShapeTest and ReduceTest check against float64 references.
 #pragma once
 
 #include "RuntimeTestUtil.h"
@@ -20,12 +21,18 @@ std::string substitute(std::string text, const std::map<std::string, std::string
 
 struct Compiled {
   Executable fused;   // kernels compiled, in `cpu`
-  Executable unfused; // one step per op
+  Executable unfused; // one kernel per op
 };
 
 /// Parses `mlir` (a module with one function) and compiles it both ways, skipping the
 /// pipeline. Failures are test failures that carry the diagnostics; they return nullopt.
 std::optional<Compiled> compileBoth(const std::string &mlir);
+
+/// Compiles `op` ("add", "reduce" ...) with `attrs` (keywords: compare directions and reduce
+/// kinds) on operands of `inputs`' types as a kernel of its own (the default pipeline without
+/// fusion) and runs it. Failures are test failures and give a zero tensor of `result`.
+HostTensor runKernelOp(const std::string &op, const std::vector<HostTensor> &inputs,
+                       const TensorType &result, const Attrs &attrs = {});
 
 /// Runs `exe` on `inputs`; a failure is a test failure and returns no outputs.
 std::vector<HostTensor> runExecutable(const Executable &exe, const std::vector<HostTensor> &inputs);

@@ -93,7 +93,7 @@ TEST(PlacedExecution, CutsAtTheCopiesIntoSegmentsPerDevice) {
   for (const rt::Executor::Segment &segment : segments) {
     devices.push_back(segment.device);
     for (const rt::Step &step : segment.executable.steps) {
-      EXPECT_NE(step.op, "copy") << "copies become segment inputs and outputs";
+      EXPECT_NE(step.op, rt::StepOp::Copy) << "copies become segment inputs and outputs";
       EXPECT_EQ(step.device, segment.device);
     }
     EXPECT_EQ(segment.reads.size(), segment.executable.inputs.size());

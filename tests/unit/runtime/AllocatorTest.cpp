@@ -301,8 +301,9 @@ Executable chain(int length, int64_t rows) {
   exe.buffers.push_back({type, "%arg0"});
   exe.inputs = {0};
   for (int i = 0; i < length; ++i) {
-    exe.buffers.push_back({type, "add" + std::to_string(i)});
-    exe.steps.push_back({"add", {i, i}, {i + 1}, {}, "chain.mlir:" + std::to_string(i + 2) + ":3"});
+    appendKernelStep(exe, kernels::add, "add", {i, i}, type,
+                     "chain.mlir:" + std::to_string(i + 2) + ":3");
+    exe.buffers.back().name = "add" + std::to_string(i);
   }
   exe.outputs = {length};
   return exe;

@@ -68,19 +68,23 @@ Constant randomConstant(const Executable &exe, BufferId id) {
   return {id, bytesOf(randomTensor(exe.buffers[id].type.dtype, exe.buffers[id].type.shape))};
 }
 
-/// An attribute as text, floats by their bits, so NaN and -0.0 compare exactly.
-std::string attrText(const AttrValue &value) {
-  return std::visit(
-      [](const auto &v) -> std::string {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, double>)
-          return fmt::format("f64:{:016x}", std::bit_cast<uint64_t>(v));
-        else if constexpr (std::is_same_v<T, std::string>)
-          return "str:" + v;
-        else
-          return fmt::format("{}", v);
+/// A step's parameters as text, floats by their bits, so NaN and -0.0 compare exactly.
+std::string paramsBits(const Step &step) {
+  std::string text;
+  std::visit(
+      [&](auto params) {
+        params.fields([&](const char *name, const auto &v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, double>)
+            text += fmt::format("{}=f64:{:016x} ", name, std::bit_cast<uint64_t>(v));
+          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+            text += fmt::format("{}=[{}] ", name, fmt::join(v, ","));
+          else
+            text += fmt::format("{}={} ", name, int64_t(v));
+        });
       },
-      value);
+      step.params);
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,7 +99,7 @@ Executable everything() {
   exe.name = fmt::format("everything_{}", rng()() % 1000);
   const DType dtypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64,
                           DType::i32, DType::i64, DType::i1};
-  for (int i = 0; i < 14; ++i) {
+  for (int i = 0; i < 24; ++i) {
     Ints shape(rng()() % 4);
     for (int64_t &d : shape)
       d = int64_t(1 + rng()() % 5);
@@ -106,23 +110,37 @@ Executable everything() {
   exe.inputs = {0, 1};
   for (BufferId id = 2; id <= 8; ++id) // one constant of each dtype
     exe.constants.push_back(randomConstant(exe, id));
-  exe.kernels = {{"main_fusion0", "loop", 37, 2, 2, "broadcast_in_dim+add+mul", 256, 4},
-                 {"main_fusion1", "reduction", 5, 1, 3, "exp+reduce", 128, 5}};
+  exe.kernels = {{"main_fusion0", "loop", 37, 2, 2, "broadcast_in_dim+add+mul", 2, 256, 4},
+                 {"main_fusion1", "reduction", 5, 1, 3, "exp+reduce", 2, 128, 5}};
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  Step plain{"add", {0, 1}, {9}, {}, "m.mlir:20:5"};
-  plain.attrs = {{"i_min", std::numeric_limits<int64_t>::min()},
-                 {"i_max", std::numeric_limits<int64_t>::max()},
-                 {"f_nan", nan},
-                 {"f_negzero", -0.0},
-                 {"f_inf", -std::numeric_limits<double>::infinity()},
-                 {"f_draw", draw(-1e6, 1e6)},
-                 {"s_empty", std::string()},
-                 {"s_bytes", std::string("caf\xc3\xa9\0\xff", 7)},
-                 {"l_empty", Ints{}},
-                 {"l_edges", Ints{-1, 0, std::numeric_limits<int64_t>::max()}}};
-  exe.steps = {plain,
-               {"fusion", {9, 2}, {10, 11}, {{"kernel", int64_t(0)}}, "m.mlir:21:5"},
-               {"fusion", {10}, {12, 13, 3}, {{"kernel", int64_t(1)}}, ""}};
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto step = [&](StepOp op, StepParams params, std::vector<BufferId> operands,
+                  std::vector<BufferId> results, std::string location) {
+    Step s;
+    s.op = op;
+    s.params = std::move(params);
+    s.operands = std::move(operands);
+    s.results = std::move(results);
+    s.location = std::move(location);
+    exe.steps.push_back(std::move(s));
+  };
+  // Every parameter kind at its edges: flags, integers, floats (NaN, -0.0, -inf, a draw),
+  // empty and extreme integer lists, an enum.
+  step(StepOp::Pad, PadParams{{}, {-1, 0, kMax}, nan}, {0}, {9}, "m.mlir:20:5");
+  step(StepOp::Fusion, KernelParams{0}, {9, 2}, {10, 11}, "m.mlir:21:5");
+  step(StepOp::Fusion, KernelParams{1}, {10}, {12, 13, 3}, "");
+  step(StepOp::Matmul, MatmulParams{true, false}, {0, 1}, {14}, "m.mlir:22:5");
+  step(StepOp::RngNormal, NormalParams{kMin, -0.0, -std::numeric_limits<double>::infinity()}, {},
+       {15}, "m.mlir:23:5");
+  step(StepOp::RngUniform, UniformParams{kMax, draw(-1e6, 1e6), 1e300}, {}, {16}, "");
+  step(StepOp::AllReduce, AllReduceParams{ReduceKind::mean, kMax}, {15}, {17}, "m.mlir:24:5");
+  step(StepOp::Slice, SliceParams{{kMin}, {0}, {1, 2, 3, 4}}, {16}, {18}, "");
+  step(StepOp::Copy, NoParams{}, {18}, {19}, "m.mlir:25:5");
+  step(StepOp::ReplicaId, NoParams{}, {}, {20}, "");
+  step(StepOp::AvgPool2DBackward, PoolParams{{1, 2}, {3, 4}, {5, 6, 7, 8}}, {9}, {21}, "");
+  step(StepOp::Conv2DBackwardFilter, ConvParams{{1, 1}, {0, 0, 0, 0}, {2, 2}}, {0, 1}, {22}, "");
+  step(StepOp::Concat, AxisParams{kMin}, {0, 1}, {23}, "");
   exe.outputs = {12, 0, 4, 12};
   Bytes cubin = randomBytes(777);
   exe.cuda = std::make_shared<CudaCode>(
@@ -158,24 +176,20 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
   ASSERT_EQ(got.kernels.size(), want.kernels.size());
   for (size_t i = 0; i < want.kernels.size(); ++i) {
     const FusedKernel &g = got.kernels[i], &w = want.kernels[i];
-    EXPECT_EQ(std::tie(g.name, g.kind, g.units, g.numInputs, g.numResults, g.ops, g.cudaBlock,
-                       g.cudaGrid),
-              std::tie(w.name, w.kind, w.units, w.numInputs, w.numResults, w.ops, w.cudaBlock,
-                       w.cudaGrid))
+    EXPECT_EQ(std::tie(g.name, g.kind, g.units, g.numInputs, g.numResults, g.ops, g.computeOps,
+                       g.cudaBlock, g.cudaGrid),
+              std::tie(w.name, w.kind, w.units, w.numInputs, w.numResults, w.ops, w.computeOps,
+                       w.cudaBlock, w.cudaGrid))
         << "kernel " << i;
   }
   ASSERT_EQ(got.steps.size(), want.steps.size());
   for (size_t i = 0; i < want.steps.size(); ++i) {
     const Step &g = got.steps[i], &w = want.steps[i];
-    EXPECT_EQ(std::tie(g.op, g.operands, g.results, g.location),
-              std::tie(w.op, w.operands, w.results, w.location))
+    EXPECT_EQ(std::tie(g.op, g.operands, g.results, g.location, g.device),
+              std::tie(w.op, w.operands, w.results, w.location, w.device))
         << "step " << i;
-    std::map<std::string, std::string> gotAttrs, wantAttrs;
-    for (const auto &[key, value] : g.attrs)
-      gotAttrs[key] = attrText(value);
-    for (const auto &[key, value] : w.attrs)
-      wantAttrs[key] = attrText(value);
-    EXPECT_EQ(gotAttrs, wantAttrs) << "step " << i;
+    EXPECT_EQ(g.params.index(), w.params.index()) << "step " << i;
+    EXPECT_EQ(paramsBits(g), paramsBits(w)) << "step " << i;
   }
   ASSERT_EQ(bool(got.cuda), bool(want.cuda));
   if (want.cuda) {
@@ -187,46 +201,43 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
   EXPECT_FALSE(got.cpu) << "CPU code is loaded by the caller, not by the reader";
 }
 
-/// A program of ops the CpuExecutor runs, attributes of every kind and constants of five
-/// dtypes: y = pad(reduce_sum(select(...)) * h); also returns an input and a constant.
+/// A program of library calls the CpuExecutor runs, parameters of every kind and constants of
+/// five dtypes: s = slice(concat(x @ w^T, uniform)), its argmax and pads of the constants; also
+/// returns an input and a constant.
 Executable plainProgram(uint64_t seed) {
   Executable exe;
   exe.name = "plain";
-  auto buffer = [&](DType dtype, Ints shape, const char *name) {
-    exe.buffers.push_back({{dtype, std::move(shape)}, name});
-    return BufferId(exe.buffers.size() - 1);
-  };
-  auto step = [&](const char *op, std::vector<BufferId> operands, BufferId result,
-                  std::map<std::string, AttrValue> attrs = {}) {
-    exe.steps.push_back({op, std::move(operands), {result}, std::move(attrs), "plain.mlir"});
-  };
-  BufferId x = buffer(DType::f32, {4, 8}, "%x"), w = buffer(DType::f32, {8, 5}, "%w");
-  BufferId bias = buffer(DType::f64, {5}, "%bias"), mask = buffer(DType::i1, {4, 5}, "%mask");
-  BufferId k = buffer(DType::i32, {4, 5}, "%k"), h = buffer(DType::bf16, {4}, "%h");
-  BufferId m = buffer(DType::f32, {4, 5}, "matmul"), b32 = buffer(DType::f32, {5}, "bias32");
-  BufferId bb = buffer(DType::f32, {4, 5}, "broadcast"), y = buffer(DType::f32, {4, 5}, "add");
-  BufferId r = buffer(DType::f32, {4, 5}, "rng"), s = buffer(DType::f32, {4, 5}, "select");
-  BufferId gt = buffer(DType::i1, {4, 5}, "compare"), kf = buffer(DType::f32, {4, 5}, "kf");
-  BufferId t = buffer(DType::f32, {4, 5}, "select2"), sum = buffer(DType::f32, {4}, "reduce");
-  BufferId hf = buffer(DType::f32, {4}, "h32"), prod = buffer(DType::f32, {4}, "mul");
-  BufferId padded = buffer(DType::f32, {7}, "pad");
+  BufferId x = appendBuffer(exe, {DType::f32, {4, 8}}, "%x");
+  BufferId w = appendBuffer(exe, {DType::f32, {5, 8}}, "%w");
+  BufferId bias = appendBuffer(exe, {DType::f64, {5}}, "%bias");
+  BufferId mask = appendBuffer(exe, {DType::i1, {4, 5}}, "%mask");
+  BufferId k = appendBuffer(exe, {DType::i32, {4, 5}}, "%k");
+  BufferId h = appendBuffer(exe, {DType::bf16, {4}}, "%h");
   exe.inputs = {x};
   for (BufferId id : {w, bias, mask, k, h})
     exe.constants.push_back(randomConstant(exe, id));
-  step("matmul", {x, w}, m, {{"transpose_lhs", int64_t(0)}, {"transpose_rhs", int64_t(0)}});
-  step("convert", {bias}, b32);
-  step("broadcast_in_dim", {b32}, bb, {{"broadcast_dimensions", Ints{1}}});
-  step("add", {m, bb}, y);
-  step("rng_uniform", {}, r, {{"seed", int64_t(seed >> 1)}, {"low", -1.0}, {"high", 1.0}});
-  step("select", {mask, y, r}, s);
-  step("compare", {s, r}, gt, {{"direction", std::string("gt")}});
-  step("convert", {k}, kf);
-  step("select", {gt, kf, s}, t);
-  step("reduce", {t}, sum, {{"kind", std::string("sum")}, {"axes", Ints{1}}});
-  step("convert", {h}, hf);
-  step("mul", {sum, hf}, prod);
-  step("pad", {prod}, padded, {{"low", Ints{1}}, {"high", Ints{2}}, {"value", 0.5}});
-  exe.outputs = {padded, t, gt, x, w};
+  auto step = [&](const char *op, std::vector<BufferId> operands, TensorType result,
+                  Attrs attrs = {}) {
+    return appendStep(exe, op, std::move(operands), result, attrs, "plain.mlir");
+  };
+  BufferId m = step("matmul", {x, w}, {DType::f32, {4, 5}}, {{"transpose_rhs", int64_t(1)}});
+  BufferId r = step("rng_uniform", {}, {DType::f32, {4, 5}},
+                    {{"seed", int64_t(seed >> 1)}, {"low", -1.0}, {"high", 1.0}});
+  BufferId c = step("concat", {m, r}, {DType::f32, {8, 5}}, {{"axis", int64_t(0)}});
+  BufferId s = step("slice", {c}, {DType::f32, {4, 3}},
+                    {{"start_indices", Ints{1, 0}}, {"limit_indices", Ints{8, 5}},
+                     {"strides", Ints{2, 2}}});
+  BufferId a = step("argmax", {s}, {DType::i64, {4}}, {{"axis", int64_t(1)}});
+  BufferId b = step("slice", {bias}, {DType::f64, {4}},
+                    {{"start_indices", Ints{1}}, {"limit_indices", Ints{5}}, {"strides", Ints{1}}});
+  BufferId pb = step("pad", {b}, {DType::f64, {7}},
+                     {{"low", Ints{1}}, {"high", Ints{2}}, {"value", 0.5}});
+  BufferId pk = step("pad", {k}, {DType::i32, {5, 6}},
+                     {{"low", Ints{0, 1}}, {"high", Ints{1, 0}}, {"value", -3.0}});
+  BufferId ph = step("pad", {h}, {DType::bf16, {6}},
+                     {{"low", Ints{2}}, {"high", Ints{0}}, {"value", 1.5}});
+  BufferId mm = step("copy", {mask}, {DType::i1, {4, 5}});
+  exe.outputs = {pb, s, a, x, w, pk, ph, mm};
   return exe;
 }
 
@@ -257,20 +268,31 @@ Bytes testKernelLibrary() {
   return bytes;
 }
 
-/// a, b -> (a * b, (a + b)^2 + c) with both fusions in the test library and c a constant.
+/// a, b -> (a * b, (a + b)^2 + c) with both kernels in the test library (the first one runs
+/// twice) and c a constant.
 Executable fusedProgram(int64_t n) {
   Executable exe;
   exe.name = "fused";
   TensorType vec{DType::f32, {n}};
-  for (const char *name : {"%a", "%b", "%c", "sum", "product", "square", "add"})
+  for (const char *name : {"%a", "%b", "%c", "sum", "product", "square", "add", "times_c"})
     exe.buffers.push_back({vec, name});
   exe.inputs = {0, 1};
   exe.constants = {randomConstant(exe, 2)};
-  exe.kernels = {{"smelt_test_add_mul", "loop", n, 2, 2, "add+mul", 0, 0},
-                 {"smelt_test_square", "loop", n, 1, 1, "mul", 0, 0}};
-  exe.steps = {{"fusion", {0, 1}, {3, 4}, {{"kernel", int64_t(0)}}, "f.mlir:1:1"},
-               {"fusion", {3}, {5}, {{"kernel", int64_t(1)}}, "f.mlir:2:1"},
-               {"add", {5, 2}, {6}, {}, "f.mlir:3:1"}};
+  exe.kernels = {{"smelt_test_add_mul", "loop", n, 2, 2, "add+mul", 2, 0, 0},
+                 {"smelt_test_square", "loop", n, 1, 1, "mul", 1, 0, 0}};
+  auto fusion = [&](int64_t kernel, std::vector<BufferId> operands, std::vector<BufferId> results,
+                    std::string location) {
+    Step step;
+    step.op = StepOp::Fusion;
+    step.params = KernelParams{kernel};
+    step.operands = std::move(operands);
+    step.results = std::move(results);
+    step.location = std::move(location);
+    exe.steps.push_back(std::move(step));
+  };
+  fusion(0, {0, 1}, {3, 4}, "f.mlir:1:1");
+  fusion(1, {3}, {5}, "f.mlir:2:1");
+  fusion(0, {5, 2}, {6, 7}, "f.mlir:3:1"); // the same kernel again: (a + b)^2 + c
   exe.outputs = {4, 6};
   return exe;
 }
@@ -302,7 +324,7 @@ TEST(Artifact, RoundTripKeepsEveryField) {
 }
 
 TEST(Artifact, MinimalArtifactHasNoCodeSections) {
-  Executable exe = oneStep("neg", {{DType::f32, {3}}}, {DType::f32, {3}});
+  Executable exe = oneStep("copy", {{DType::f32, {3}}}, {DType::f32, {3}});
   Expected<Bytes> bytes = encodeArtifact(exe, {{}, {}, "cpu", ""});
   ASSERT_TRUE(bytes.ok()) << bytes.message();
   EXPECT_FALSE(findSection(*bytes, kCuda));
@@ -411,7 +433,7 @@ TEST(Artifact, WriteReplacesAtomicallyAndFileErrorsNameThePath) {
   TempDir dir;
   std::string path = dir.file("model.smelt");
   Executable exe = plainProgram(1);
-  ASSERT_TRUE(writeArtifact(path, oneStep("neg", {{DType::f32, {3}}}, {DType::f32, {3}}),
+  ASSERT_TRUE(writeArtifact(path, oneStep("copy", {{DType::f32, {3}}}, {DType::f32, {3}}),
                             {{}, {}, "cpu", "old"})
                   .ok());
   ASSERT_TRUE(writeArtifact(path, exe, {{}, {}, "cpu", "new"}).ok());
@@ -451,10 +473,10 @@ TEST(Artifact, WriterRefusesWhatTheReaderWouldReject) {
     EXPECT_NE(message.find(what), std::string::npos) << message;
   };
   Executable bad = exe;
-  bad.inputs[1] = 14;
+  bad.inputs[1] = 24;
   expectError(bad, extras, "plan section",
-              "input #1: buffer id 14 is out of range (the plan "
-              "has 14 buffers)");
+              "input #1: buffer id 24 is out of range (the plan "
+              "has 24 buffers)");
   bad = exe;
   bad.steps[1].results[1] = -1;
   expectError(bad, extras, "plan section", "step #1 ('fusion') result #1: buffer id -1");
@@ -462,13 +484,16 @@ TEST(Artifact, WriterRefusesWhatTheReaderWouldReject) {
   bad.constants[3].bytes.pop_back();
   expectError(bad, extras, "plan section", "constant #3 (b5, ");
   bad = exe;
-  bad.steps[2].attrs["kernel"] = int64_t(2);
+  bad.steps[2].params = KernelParams{2};
   expectError(bad, extras, "plan section",
-              "step #2 ('fusion') needs an integer attribute "
-              "'kernel' in 0..1");
+              "step #2 ('fusion') runs kernel #2, but the plan has 2 kernels");
   bad = exe;
   bad.buffers[4].type.shape = {int64_t(1) << 40, int64_t(1) << 40};
   expectError(bad, extras, "plan section", "buffer b4 has shape [1099511627776, 1099511627776]");
+  bad = exe;
+  bad.steps[3].params = NoParams{};
+  EXPECT_EQ(writeError(bad, extras), "cannot encode the artifact: step #3 ('matmul') has "
+                                     "parameters of another op");
   bad = exe;
   bad.kernels[0].units = -3;
   expectError(bad, extras, "plan section", "kernel #0 ('main_fusion0') has a negative count");
@@ -615,19 +640,31 @@ TEST(Artifact, CountsClaimingHugeSizesFailBeforeAllocating) {
                         buffers + 4));
 }
 
-TEST(Artifact, UnknownAttributeTagsAndNonzeroPaddingAreRejected) {
+TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
   Executable exe =
-      oneStep("neg", {{DType::f32, {3}}}, {DType::f32, {3}}, {{"zz_probe", int64_t(42)}});
+      oneStep("matmul", {{DType::f32, {2, 3}}, {DType::f32, {3, 4}}}, {DType::f32, {2, 4}},
+              {{"transpose_lhs", int64_t(1)}});
+  exe.steps[0].location = "zz_probe";
   Expected<Bytes> encoded = encodeArtifact(exe, {{}, {}, "cpu", ""});
   ASSERT_TRUE(encoded.ok()) << encoded.message();
+  // The step's op byte comes just before its location (a 4-byte length, then the text).
   std::string key = "zz_probe";
   auto found = std::search(encoded->begin(), encoded->end(), key.begin(), key.end());
   ASSERT_NE(found, encoded->end());
-  size_t tag = size_t(found - encoded->begin()) + key.size();
-  EXPECT_EQ(errorAfterPatch(*encoded, tag, 7, 1),
-            fmt::format("bad.smelt: plan section, byte {}: step #0 ('neg'): attribute 'zz_probe' "
-                        "has tag 7 (known: 0 integer, 1 float, 2 string, 3 integer list)",
-                        tag));
+  size_t op = size_t(found - encoded->begin()) - 5;
+  ASSERT_EQ((*encoded)[op], uint8_t(StepOp::Matmul));
+  EXPECT_EQ(errorAfterPatch(*encoded, op, 18, 1),
+            fmt::format("bad.smelt: plan section, byte {}: step #0 has op #18; this runtime "
+                        "knows ops 0..17",
+                        op));
+  // transpose_lhs, a flag, is the first byte after the step's two buffer-id lists (1 and 2
+  // ids of 4 bytes, each list after a 4-byte count).
+  size_t flag = op + 5 + key.size() + 4 + std::string("cpu:0").size() + 4 + 8 + 4 + 4;
+  ASSERT_EQ((*encoded)[flag], 1);
+  EXPECT_EQ(errorAfterPatch(*encoded, flag, 2, 1),
+            fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
+                        "'transpose_lhs' is 2, not 0 or 1",
+                        flag));
   size_t padding = kHeaderBytes + kEntryBytes * sectionsOf(*encoded).size();
   ASSERT_EQ((*encoded)[padding], 0);
   EXPECT_TRUE(startsWith(errorAfterPatch(*encoded, padding, 1, 1),

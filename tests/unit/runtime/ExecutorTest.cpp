@@ -11,25 +11,22 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-/// y = reduce_sum(x * c + x, axis 1), returning (y, x): c is a constant.
+/// y = reduce_sum(x * c + x, axis 1), returning (y, x): c is a constant. The kernels are C++
+/// stand-ins for codegen's (runtime tests run without MLIR).
 Executable multiStep(const std::vector<float> &c) {
   Executable exe;
   exe.name = "multi";
   TensorType matrix{DType::f32, {2, 3}};
-  exe.buffers = {{matrix, "%arg0"},
-                 {matrix, "%cst"},
-                 {matrix, "mul"},
-                 {matrix, "add"},
-                 {{DType::f32, {2}}, "reduce"}};
-  exe.inputs = {0};
-  Constant constant{1, std::vector<uint8_t>(24)};
+  BufferId x = appendBuffer(exe, matrix, "%arg0"), cst = appendBuffer(exe, matrix, "%cst");
+  exe.inputs = {x};
+  Constant constant{cst, std::vector<uint8_t>(24)};
   std::memcpy(constant.bytes.data(), c.data(), 24);
   exe.constants = {constant};
-  exe.steps = {
-      {"mul", {0, 1}, {2}, {}, "m.mlir:2:3"},
-      {"add", {2, 0}, {3}, {}, "m.mlir:3:3"},
-      {"reduce", {3}, {4}, {{"kind", std::string("sum")}, {"axes", Ints{1}}}, "m.mlir:4:3"}};
-  exe.outputs = {4, 0};
+  BufferId product = appendKernelStep(exe, kernels::mul, "mul", {x, cst}, matrix, "m.mlir:2:3");
+  BufferId sum = appendKernelStep(exe, kernels::add, "add", {product, x}, matrix, "m.mlir:3:3");
+  BufferId rows =
+      appendKernelStep(exe, kernels::sumRows<3>, "reduce", {sum}, {DType::f32, {2}}, "m.mlir:4:3");
+  exe.outputs = {rows, x};
   return exe;
 }
 
@@ -68,15 +65,15 @@ Executable stateUpdate() {
   Executable exe;
   exe.name = "update";
   TensorType matrix{DType::f32, {4, 64}};
-  exe.buffers = {{matrix, "%state"}, {matrix, "%x"},          {matrix, "mul"},
-                 {matrix, "add"},    {{DType::f32, {4}}, "sum"}, {{DType::f32, {}}, "total"}};
-  exe.inputs = {0, 1};
-  exe.steps = {
-      {"mul", {0, 1}, {2}, {}, "u.mlir:2:3"},
-      {"add", {2, 1}, {3}, {}, "u.mlir:3:3"},
-      {"reduce", {3}, {4}, {{"kind", std::string("sum")}, {"axes", Ints{1}}}, "u.mlir:4:3"},
-      {"reduce", {4}, {5}, {{"kind", std::string("sum")}, {"axes", Ints{0}}}, "u.mlir:5:3"}};
-  exe.outputs = {3, 3, 4, 1, 5};
+  BufferId state = appendBuffer(exe, matrix, "%state"), x = appendBuffer(exe, matrix, "%x");
+  exe.inputs = {state, x};
+  BufferId product = appendKernelStep(exe, kernels::mul, "mul", {state, x}, matrix, "u.mlir:2:3");
+  BufferId next = appendKernelStep(exe, kernels::add, "add", {product, x}, matrix, "u.mlir:3:3");
+  BufferId rows = appendKernelStep(exe, kernels::sumRows<64>, "reduce", {next},
+                                   {DType::f32, {4}}, "u.mlir:4:3");
+  BufferId total =
+      appendKernelStep(exe, kernels::sumRows<4>, "reduce", {rows}, {DType::f32, {}}, "u.mlir:5:3");
+  exe.outputs = {next, next, rows, x, total};
   return exe;
 }
 
@@ -140,7 +137,11 @@ TEST(Executor, OutputsGoIntoTheCallersTensorsAndAStateLoopAllocatesNone) {
 
 TEST(Executor, RunRejectsWrongInputsNamingThem) {
   TensorType want{DType::f32, {256, 784}};
-  Expected<CpuExecutor> exec = CpuExecutor::create(oneStep("add", {want, want}, want));
+  Executable exe;
+  exe.name = "add";
+  exe.inputs = {appendBuffer(exe, want, "%arg0"), appendBuffer(exe, want, "%arg1")};
+  exe.outputs = {appendKernelStep(exe, kernels::add, "add", exe.inputs, want, "a.mlir:1:1")};
+  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
   ASSERT_TRUE(exec.ok()) << exec.message();
   std::vector<HostTensor> outputs;
   HostTensor good = HostTensor::zeros(want), bad = HostTensor::zeros({DType::f32, {256, 783}});
@@ -167,13 +168,13 @@ void expectError(const Executable &exe, const std::string &part) {
 
 TEST(Executor, CreateRejectsBrokenDataflowNamingStepAndBuffer) {
   TensorType t{DType::f32, {4}};
-  Executable base = oneStep("neg", {t}, t);
+  Executable base = oneStep("copy", {t}, t);
   ASSERT_EQ(errorOf(base), "");
 
   Executable missingProducer = base;
   missingProducer.buffers.push_back({t, "never written"});
   missingProducer.steps[0].operands = {2};
-  expectError(missingProducer, "'neg' (test.mlir:1:1): operand buffer 2 is read before any step");
+  expectError(missingProducer, "'copy' (test.mlir:1:1): operand buffer 2 is read before any step");
 
   Executable outOfRange = base;
   outOfRange.steps[0].operands = {7};
@@ -188,8 +189,12 @@ TEST(Executor, CreateRejectsBrokenDataflowNamingStepAndBuffer) {
   expectError(overwritesInput, "buffer b0 (%arg0, tensor<4xf32>) already has a value");
 
   Executable unknown = base;
-  unknown.steps[0].op = "frobnicate";
-  expectError(unknown, "'frobnicate' (test.mlir:1:1): the CPU has no kernel for op 'frobnicate'");
+  unknown.steps[0].op = StepOp(200);
+  expectError(unknown, "step op #200 is not one the runtime knows");
+
+  Executable mismatched = base;
+  mismatched.steps[0].params = MatmulParams{};
+  expectError(mismatched, "'copy' (test.mlir:1:1): its parameters are not those of 'copy'");
 
   Executable constant = base;
   constant.buffers.push_back({t, "%cst"});
@@ -203,36 +208,40 @@ TEST(Executor, CreateRejectsBrokenDataflowNamingStepAndBuffer) {
 
   Executable arity = base;
   arity.steps[0].operands = {0, 0};
-  expectError(arity, "'neg' (test.mlir:1:1): takes 1 operands, got 2");
+  expectError(arity, "'copy' (test.mlir:1:1): wrong number of operands (2)");
 
   Executable negative = base;
   negative.buffers[1].type.shape = {-4};
-  negative.steps[0].op = "reshape";
-  expectError(negative, "buffer b1 (neg at test.mlir:1:1): tensor<-4xf32> has a negative");
+  expectError(negative, "buffer b1 (copy at test.mlir:1:1): tensor<-4xf32> has a negative");
 
   Executable huge = base;
   huge.buffers[1].type.shape = {int64_t(1) << 40, int64_t(1) << 40};
-  expectError(huge, "buffer b1 (neg at test.mlir:1:1): tensor<1099511627776x1099511627776xf32> "
+  expectError(huge, "buffer b1 (copy at test.mlir:1:1): tensor<1099511627776x1099511627776xf32> "
                     "is too large to allocate");
 }
 
-TEST(Executor, CreateRejectsMistypedAttributes) {
+TEST(Executor, CreateRejectsParametersThatDoNotFitTheOperands) {
   TensorType x{DType::f32, {2, 3}};
-  std::string kind = createError("argmax", {x}, {DType::i64, {2}}, {{"axis", 1.0}});
-  EXPECT_NE(kind.find("'argmax' (test.mlir:1:1): attribute 'axis' (integer) is of the wrong kind"),
+  std::string count = createError("slice", {x}, {DType::f32, {1, 3}},
+                                  {{"start_indices", Ints{0}},
+                                   {"limit_indices", Ints{1, 3}},
+                                   {"strides", Ints{1, 1}}});
+  EXPECT_NE(count.find("'slice' (test.mlir:1:1): start_indices = [0] needs 2 values"),
             std::string::npos)
-      << kind;
-  std::string count =
-      createError("transpose", {x}, {DType::f32, {3, 2}}, {{"permutation", Ints{1, 0, 2}}});
-  EXPECT_NE(count.find("attribute 'permutation' = [1, 0, 2] needs 2 values"), std::string::npos)
       << count;
+  std::string window = createError("max_pool2d", {{DType::f32, {1, 4, 4, 1}}},
+                                   {DType::f32, {1, 2, 2, 1}},
+                                   {{"window", Ints{2, 2, 2}},
+                                    {"strides", Ints{2, 2}},
+                                    {"padding", Ints{0, 0, 0, 0}}});
+  EXPECT_NE(window.find("window = [2, 2, 2] needs 2 values"), std::string::npos) << window;
 }
 
 TEST(Executor, ABufferPastTheMemoryLimitIsAnErrorNamingIt) {
   // 2^52 bytes passes the size check but exceeds any machine's memory, the cpu:0 limit.
   TensorType big{DType::f32, {int64_t(1) << 50}};
-  std::string message = createError("reshape", {big}, big);
-  EXPECT_NE(message.find("cpu:0: buffer b1 (reshape at test.mlir:1:1, tensor<1125899906842624xf32>) needs "
+  std::string message = createError("copy", {big}, big);
+  EXPECT_NE(message.find("cpu:0: buffer b1 (copy at test.mlir:1:1, tensor<1125899906842624xf32>) needs "
                          "4096.00 TiB, more than the device's memory limit of"),
             std::string::npos)
       << message;

@@ -58,13 +58,62 @@ HostTensor randomTensor(DType dtype, const std::vector<int64_t> &shape,
   return HostTensor::fromDoubles(type, values);
 }
 
+StepOp stepOpNamed(const std::string &name) {
+  for (uint8_t op = 0; op < kNumStepOps; ++op)
+    if (name == stepOpName(StepOp(op)))
+      return StepOp(op);
+  ADD_FAILURE() << "no step op is named '" << name << "'";
+  return StepOp::Copy;
+}
+
+StepParams paramsOf(StepOp op, const Attrs &attrs) {
+  StepParams params = paramsFor(op);
+  size_t used = 0;
+  std::visit(
+      [&](auto &p) {
+        p.fields([&](const char *name, auto &field) {
+          auto it = attrs.find(name);
+          if (it == attrs.end())
+            return;
+          ++used;
+          using T = std::decay_t<decltype(field)>;
+          const AttrValue &value = it->second;
+          if constexpr (std::is_same_v<T, ReduceKind>) {
+            const std::string *kind = std::get_if<std::string>(&value);
+            if (kind && (*kind == "sum" || *kind == "mean"))
+              field = *kind == "sum" ? ReduceKind::sum : ReduceKind::mean;
+            else
+              ADD_FAILURE() << name << " must be \"sum\" or \"mean\"";
+          } else if constexpr (std::is_same_v<T, double>) {
+            if (const double *v = std::get_if<double>(&value))
+              field = *v;
+            else
+              ADD_FAILURE() << name << " must be a float";
+          } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            if (const auto *v = std::get_if<std::vector<int64_t>>(&value))
+              field = *v;
+            else
+              ADD_FAILURE() << name << " must be an integer list";
+          } else {
+            if (const int64_t *v = std::get_if<int64_t>(&value))
+              field = T(*v);
+            else
+              ADD_FAILURE() << name << " must be an integer";
+          }
+        });
+      },
+      params);
+  EXPECT_EQ(used, attrs.size()) << "'" << stepOpName(op) << "' lacks some of the parameters given";
+  return params;
+}
+
 Executable oneStep(const std::string &op, const std::vector<TensorType> &operands,
                    const TensorType &result, const Attrs &attrs) {
   Executable exe;
   exe.name = "test_" + op;
   Step step;
-  step.op = op;
-  step.attrs = attrs;
+  step.op = stepOpNamed(op);
+  step.params = paramsOf(step.op, attrs);
   step.location = "test.mlir:1:1";
   for (size_t i = 0; i < operands.size(); ++i) {
     exe.buffers.push_back({operands[i], "%arg" + std::to_string(i)});
@@ -76,6 +125,68 @@ Executable oneStep(const std::string &op, const std::vector<TensorType> &operand
   exe.outputs.push_back(BufferId(operands.size()));
   exe.steps.push_back(std::move(step));
   return exe;
+}
+
+namespace kernels {
+
+void add(void *const *args, int64_t begin, int64_t end) {
+  const float *a = static_cast<const float *>(args[0]), *b = static_cast<const float *>(args[1]);
+  float *c = static_cast<float *>(args[2]);
+  for (int64_t i = begin; i < end; ++i)
+    c[i] = a[i] + b[i];
+}
+
+void mul(void *const *args, int64_t begin, int64_t end) {
+  const float *a = static_cast<const float *>(args[0]), *b = static_cast<const float *>(args[1]);
+  float *c = static_cast<float *>(args[2]);
+  for (int64_t i = begin; i < end; ++i)
+    c[i] = a[i] * b[i];
+}
+
+} // namespace kernels
+
+BufferId appendBuffer(Executable &exe, const TensorType &type, const std::string &name) {
+  exe.buffers.push_back({type, name});
+  return BufferId(exe.buffers.size() - 1);
+}
+
+BufferId appendKernelStep(Executable &exe, CpuKernelFn fn, const std::string &ops,
+                          std::vector<BufferId> operands, const TensorType &result,
+                          const std::string &location) {
+  BufferId id = appendBuffer(exe, result, ops + " at " + location);
+  FusedKernel kernel;
+  kernel.name = exe.name + "_fusion" + std::to_string(exe.kernels.size());
+  kernel.kind = "loop";
+  kernel.units = result.numElements();
+  kernel.numInputs = int64_t(operands.size());
+  kernel.numResults = 1;
+  kernel.ops = ops;
+  kernel.computeOps = 1;
+  auto code = exe.cpu ? std::make_shared<CpuCode>(*exe.cpu) : std::make_shared<CpuCode>();
+  code->entries.push_back(fn);
+  exe.cpu = code;
+  Step step;
+  step.op = StepOp::Fusion;
+  step.params = KernelParams{int64_t(exe.kernels.size())};
+  step.operands = std::move(operands);
+  step.results = {id};
+  step.location = location;
+  exe.kernels.push_back(std::move(kernel));
+  exe.steps.push_back(std::move(step));
+  return id;
+}
+
+BufferId appendStep(Executable &exe, const std::string &op, std::vector<BufferId> operands,
+                    const TensorType &result, const Attrs &attrs, const std::string &location) {
+  BufferId id = appendBuffer(exe, result, op + " at " + location);
+  Step step;
+  step.op = stepOpNamed(op);
+  step.params = paramsOf(step.op, attrs);
+  step.operands = std::move(operands);
+  step.results = {id};
+  step.location = location;
+  exe.steps.push_back(std::move(step));
+  return id;
 }
 
 HostTensor runOp(const std::string &op, const std::vector<HostTensor> &inputs,

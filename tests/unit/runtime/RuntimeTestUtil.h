@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace smelt::rt::test {
@@ -31,12 +32,57 @@ double draw(double lo, double hi, double minMagnitude = 0.05);
 HostTensor randomTensor(DType dtype, const std::vector<int64_t> &shape,
                         const std::function<double()> &gen = {});
 
+/// A step's parameters by their names in the op's params struct (Executable.h's `fields`):
+/// integers (also flags and 0/1), floats, keywords ("sum", "mean") and integer lists.
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
 using Attrs = std::map<std::string, AttrValue>;
 
-/// An Executable whose inputs are `operands` (buffers 0..n-1) and whose one step `op` writes
-/// buffer n of type `result`, which it returns.
+/// The step op named `name` ("matmul", "rng_uniform"); a test failure when there is none.
+StepOp stepOpNamed(const std::string &name);
+
+/// `op`'s parameters with the fields `attrs` names set; a test failure for a name the op's
+/// parameters lack or a value of the wrong kind.
+StepParams paramsOf(StepOp op, const Attrs &attrs);
+
+/// An Executable whose inputs are `operands` (buffers 0..n-1) and whose one step `op` (a
+/// library, copy or random op) writes buffer n of type `result`, which it returns.
 Executable oneStep(const std::string &op, const std::vector<TensorType> &operands,
                    const TensorType &result, const Attrs &attrs = {});
+
+/// C++ stand-ins for codegen's kernels over f32 (the rt::CpuKernelFn ABI: inputs, then
+/// results, in `args`; units [begin, end)), for Executables built by hand in runtime tests,
+/// which run without MLIR.
+namespace kernels {
+void add(void *const *args, int64_t begin, int64_t end); // c = a + b, a unit per element
+void mul(void *const *args, int64_t begin, int64_t end); // c = a * b
+/// y[r] = x[r * N] + ... + x[r * N + N - 1], a unit per row.
+template <int64_t N> void sumRows(void *const *args, int64_t begin, int64_t end) {
+  const float *x = static_cast<const float *>(args[0]);
+  float *y = static_cast<float *>(args[1]);
+  for (int64_t r = begin; r < end; ++r) {
+    float acc = 0;
+    for (int64_t i = 0; i < N; ++i)
+      acc += x[r * N + i];
+    y[r] = acc;
+  }
+}
+} // namespace kernels
+
+/// Appends a buffer of `type` named `name`; returns its id.
+BufferId appendBuffer(Executable &exe, const TensorType &type, const std::string &name);
+
+/// Appends a fused-kernel step that `fn` computes (one unit per element of `result`), reading
+/// `operands` and writing a new buffer of type `result`; adds the kernel and its CPU entry.
+/// Returns the result's id.
+BufferId appendKernelStep(Executable &exe, CpuKernelFn fn, const std::string &ops,
+                          std::vector<BufferId> operands, const TensorType &result,
+                          const std::string &location);
+
+/// Appends a library, copy or random step `op` with parameters `attrs` reading `operands`
+/// and writing a new buffer of type `result`; returns its id.
+BufferId appendStep(Executable &exe, const std::string &op, std::vector<BufferId> operands,
+                    const TensorType &result, const Attrs &attrs = {},
+                    const std::string &location = "test.mlir:1:1");
 
 /// Runs `op` on `inputs` through a one-step Executable. Failures (create or run) are reported
 /// as test failures and give a zero tensor of `result`, so the caller's comparison fails too.

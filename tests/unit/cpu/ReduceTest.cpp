@@ -1,6 +1,7 @@
 // Reductions against float64 references: sum/max/min over several axis sets (none, one, some,
-// all) in every dtype, NaN propagation, and argmax with ties (first index wins) and NaN.
-#include "RuntimeTestUtil.h"
+// all) in every dtype, each compiled as a kernel of its own, NaN propagation, and the library
+// call argmax with ties (first index wins) and NaN.
+#include "FusionTestUtil.h"
 
 #include <cmath>
 #include <limits>
@@ -44,7 +45,7 @@ TEST(Reduce, SumMaxMinOverAxisSetsInEveryDtype) {
         HostTensor x = randomTensor(dtype, shape);
         Ints outShape;
         std::vector<double> ref = referenceReduce(x, axes, kind, outShape);
-        expectClose(runOp("reduce", {x}, {dtype, outShape}, {{"kind", kind}, {"axes", axes}}), ref,
+        expectClose(runKernelOp("reduce", {x}, {dtype, outShape}, {{"kind", kind}, {"axes", axes}}), ref,
                     std::string("reduce ") + kind + " over " + std::to_string(axes.size()) +
                         " axes");
       }
@@ -56,7 +57,7 @@ TEST(Reduce, LongF32SumKeepsPrecision) {
   HostTensor x = randomTensor(DType::f32, {n}, [] { return draw(0.09, 0.11); });
   Ints outShape;
   std::vector<double> ref = referenceReduce(x, {0}, "sum", outShape);
-  expectClose(runOp("reduce", {x}, {DType::f32, {}}, {{"kind", "sum"}, {"axes", Ints{0}}}), ref,
+  expectClose(runKernelOp("reduce", {x}, {DType::f32, {}}, {{"kind", "sum"}, {"axes", Ints{0}}}), ref,
               "sum of 2^20", 1e-7);
 }
 
@@ -65,7 +66,7 @@ TEST(Reduce, MaxAndMinPropagateNaN) {
   HostTensor x = HostTensor::fromVector<float>({2, 3}, {1, nan, 3, 4, 5, 6});
   for (const char *kind : {"max", "min"}) {
     std::vector<double> got =
-        runOp("reduce", {x}, {DType::f32, {2}}, {{"kind", kind}, {"axes", Ints{1}}}).toDoubles();
+        runKernelOp("reduce", {x}, {DType::f32, {2}}, {{"kind", kind}, {"axes", Ints{1}}}).toDoubles();
     EXPECT_TRUE(std::isnan(got[0])) << kind;
     EXPECT_EQ(got[1], std::string(kind) == "max" ? 6 : 4) << kind;
   }
@@ -105,17 +106,8 @@ TEST(Reduce, ArgmaxCountsNaNAsLargest) {
             (std::vector<double>{2, 0, 0}));
 }
 
-TEST(Reduce, RejectsBadAxes) {
+TEST(Reduce, ArgmaxRejectsAnAxisOutOfRange) {
   TensorType x{DType::f32, {2, 3}};
-  std::string unsorted =
-      createError("reduce", {x}, {DType::f32, {}}, {{"kind", "sum"}, {"axes", Ints{1, 0}}});
-  EXPECT_NE(unsorted.find("axes = [1, 0] are not increasing"), std::string::npos) << unsorted;
-  std::string wrongResult =
-      createError("reduce", {x}, {DType::f32, {3}}, {{"kind", "sum"}, {"axes", Ints{1}}});
-  EXPECT_NE(wrongResult.find("does not match"), std::string::npos) << wrongResult;
-  std::string kind =
-      createError("reduce", {x}, {DType::f32, {2}}, {{"kind", "mean"}, {"axes", Ints{1}}});
-  EXPECT_NE(kind.find("unknown kind 'mean'"), std::string::npos) << kind;
   std::string axis = createError("argmax", {x}, {DType::i64, {2}}, {{"axis", int64_t(2)}});
   EXPECT_NE(axis.find("along axis 2"), std::string::npos) << axis;
 }

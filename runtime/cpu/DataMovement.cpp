@@ -1,5 +1,5 @@
-// Shape kernels: broadcast_in_dim, reshape, transpose, slice, concat, pad, iota and copy. All but
-// iota are one strided box copy (copyBox) with the right strides and offsets.
+// Data movement outside kernels: slice, concat, pad and copy, library calls each made of strided
+// box copies (copyBox) with the right strides and offsets.
 #include "runtime/DTypeDispatch.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -77,61 +77,12 @@ Status mismatch(const Step &step, const StepTypes &types, const std::string &why
                                    types.result.str(), why));
 }
 
-/// The `dimension` attribute of concat and iota, checked against the result's rank.
-Expected<int64_t> dimensionAttr(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  int64_t dim = attrs.integer("dimension");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
-  if (dim < 0 || dim >= int64_t(types.result.shape.size()))
-    return mismatch(step, types, fmt::format("dimension {}", dim));
-  return dim;
-}
-
-Expected<Kernel> broadcast(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  const TensorType &in = types.operands[0], &out = types.result;
-  std::vector<int64_t> map = attrs.ints("broadcast_dimensions", in.shape.size());
-  if (Status s = attrs.status(); !s.ok())
-    return s;
-  size_t width = byteWidth(in.dtype);
-  std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides(out.shape.size(), 0);
-  for (size_t i = 0; i < map.size(); ++i) {
-    if (map[i] < 0 || map[i] >= int64_t(out.shape.size()) || (i && map[i] <= map[i - 1]) ||
-        (in.shape[i] != 1 && in.shape[i] != out.shape[map[i]]))
-      return mismatch(step, types, fmt::format("dims = [{}]", fmt::join(map, ", ")));
-    srcStrides[map[i]] = in.shape[i] == 1 ? 0 : inStrides[i];
-  }
-  return boxKernel(out.shape, stridesOf(out.shape, width), 0, srcStrides, 0, width);
-}
-
-Expected<Kernel> transpose(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
-  const TensorType &in = types.operands[0], &out = types.result;
-  std::vector<int64_t> perm = attrs.ints("permutation", in.shape.size());
-  if (Status s = attrs.status(); !s.ok())
-    return s;
-  size_t width = byteWidth(in.dtype);
-  std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides;
-  std::vector<bool> seen(perm.size(), false);
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] < 0 || perm[i] >= int64_t(in.shape.size()) || seen[perm[i]] ||
-        out.shape[i] != in.shape[perm[i]])
-      return mismatch(step, types, fmt::format("permutation = [{}]", fmt::join(perm, ", ")));
-    seen[perm[i]] = true;
-    srcStrides.push_back(inStrides[perm[i]]);
-  }
-  return boxKernel(out.shape, stridesOf(out.shape, width), 0, srcStrides, 0, width);
-}
-
 Expected<Kernel> slice(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
+  const SliceParams &params = std::get<SliceParams>(step.params);
   const TensorType &in = types.operands[0], &out = types.result;
   size_t rank = in.shape.size();
-  std::vector<int64_t> start = attrs.ints("start_indices", rank),
-                       limit = attrs.ints("limit_indices", rank), step_ = attrs.ints("strides", rank);
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  const std::vector<int64_t> &start = params.start, &limit = params.limit,
+                             &step_ = params.strides;
   size_t width = byteWidth(in.dtype);
   std::vector<int64_t> inStrides = stridesOf(in.shape, width), srcStrides;
   int64_t offset = 0;
@@ -147,10 +98,9 @@ Expected<Kernel> slice(const Step &step, const StepTypes &types) {
 }
 
 Expected<Kernel> concat(const Step &step, const StepTypes &types) {
-  Expected<int64_t> dimension = dimensionAttr(step, types);
-  if (!dimension)
-    return dimension.status();
-  int64_t dim = *dimension;
+  int64_t dim = std::get<AxisParams>(step.params).axis;
+  if (dim < 0 || dim >= int64_t(types.result.shape.size()))
+    return mismatch(step, types, fmt::format("dimension {}", dim));
   const TensorType &out = types.result;
   size_t width = byteWidth(out.dtype);
   std::vector<int64_t> outStrides = stridesOf(out.shape, width);
@@ -178,13 +128,11 @@ Expected<Kernel> concat(const Step &step, const StepTypes &types) {
 }
 
 Expected<Kernel> pad(const Step &step, const StepTypes &types) {
-  AttrReader attrs(step);
+  const PadParams &params = std::get<PadParams>(step.params);
   const TensorType &in = types.operands[0], &out = types.result;
   size_t rank = in.shape.size();
-  std::vector<int64_t> low = attrs.ints("low", rank), high = attrs.ints("high", rank);
-  double value = attrs.real("value");
-  if (Status s = attrs.status(); !s.ok())
-    return s;
+  const std::vector<int64_t> &low = params.low, &high = params.high;
+  double value = params.value;
   size_t width = byteWidth(in.dtype);
   std::vector<int64_t> outStrides = stridesOf(out.shape, width);
   int64_t offset = 0;
@@ -212,57 +160,27 @@ Expected<Kernel> pad(const Step &step, const StepTypes &types) {
   });
 }
 
-Expected<Kernel> iota(const Step &step, const StepTypes &types) {
-  Expected<int64_t> dimension = dimensionAttr(step, types);
-  if (!dimension)
-    return dimension.status();
-  int64_t dim = *dimension;
-  const TensorType &out = types.result;
-  if (out.dtype == DType::i1)
-    return mismatch(step, types, "iota has no i1 form");
-  int64_t inner = 1;
-  for (size_t i = size_t(dim) + 1; i < out.shape.size(); ++i)
-    inner *= out.shape[i];
-  int64_t size = out.shape[dim], n = out.numElements();
-  return visitDType(out.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return Kernel([=](const void *const *, void *result) {
-      T *y = static_cast<T *>(result);
-      for (int64_t i = 0; i < n; ++i)
-        y[i] = fromCompute<T>((i / inner) % size);
-    });
-  });
-}
-
 } // namespace
 
-Expected<Kernel> prepareShape(const Step &step, const StepTypes &types) {
-  size_t operands = step.op == "iota" ? 0 : 1;
-  if (step.op == "concat" ? types.operands.empty() : types.operands.size() != operands)
+Expected<Kernel> prepareDataMovement(const Step &step, const StepTypes &types) {
+  if (step.op == StepOp::Concat ? types.operands.empty() : types.operands.size() != 1)
     return Status::error(fmt::format("{}: wrong number of operands ({})", describe(step),
                                      types.operands.size()));
   for (const TensorType &t : types.operands)
     if (t.dtype != types.result.dtype)
       return mismatch(step, types, "element types differ");
   // A copy between devices is a plain copy when both are this host.
-  if (step.op == "reshape" || step.op == "copy") {
-    if (types.operands[0].numElements() != types.result.numElements() ||
-        (step.op == "copy" && types.operands[0] != types.result))
-      return mismatch(step, types, step.op == "copy" ? "types differ" : "element counts differ");
+  if (step.op == StepOp::Copy) {
+    if (types.operands[0] != types.result)
+      return mismatch(step, types, "types differ");
     size_t bytes = types.result.byteSize();
     return Kernel([bytes](const void *const *in, void *out) { std::memcpy(out, in[0], bytes); });
   }
-  if (step.op == "iota")
-    return iota(step, types);
-  if (types.operands[0].shape.size() != types.result.shape.size() && step.op != "broadcast_in_dim")
+  if (types.operands[0].shape.size() != types.result.shape.size())
     return mismatch(step, types, "ranks differ");
-  if (step.op == "broadcast_in_dim")
-    return broadcast(step, types);
-  if (step.op == "transpose")
-    return transpose(step, types);
-  if (step.op == "slice")
+  if (step.op == StepOp::Slice)
     return slice(step, types);
-  if (step.op == "concat")
+  if (step.op == StepOp::Concat)
     return concat(step, types);
   return pad(step, types);
 }
