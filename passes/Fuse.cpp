@@ -106,12 +106,18 @@ public:
       // or read by a library call) becomes a kernel of its own: only kernels compute.
       if (role == FusionRole::Source && !isa<IotaOp>(op))
         continue;
-      if (oneOpPerKernel_) {
-        newGroup(op);
-        continue;
-      }
       if (diesAfterDuplication(op))
         continue;
+      if (oneOpPerKernel_) {
+        // Each op a kernel of its own, as XLA runs ops without fusion; the splat constants and
+        // iotas it reads are still computed in place, which costs nothing.
+        unsigned id = newGroup(op);
+        for (Value operand : op->getOperands())
+          if (Operation *producer = operand.getDefiningOp();
+              producer && fusionRole(producer) == FusionRole::Source)
+            decide(id, producer);
+        continue;
+      }
       growGroup(newGroup(op));
     }
     if (!oneOpPerKernel_)
