@@ -8,6 +8,7 @@
 #include "ir/SmeltDialect.h"
 #include "passes/Passes.h"
 #include "runtime/CpuObject.h"
+#include "runtime/FileIO.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -24,6 +25,13 @@ void loadDialects(MLIRContext &context) {
 
 OwningOpRef<ModuleOp> parseModuleFile(MLIRContext &context, llvm::StringRef path) {
   loadDialects(context);
+  // A directory, a FIFO or a device such as /dev/zero would be read until memory runs out or
+  // forever: refuse what is not a regular file ("-" is standard input, as for mlir-opt).
+  if (path != "-")
+    if (rt::Status s = rt::checkRegularFile(path.str()); !s.ok()) {
+      emitError(UnknownLoc::get(&context)) << s.message();
+      return nullptr;
+    }
   return parseSourceFile<ModuleOp>(path, &context);
 }
 

@@ -21,7 +21,8 @@ namespace smelt::codegen {
 void loadDialects(mlir::MLIRContext &context);
 
 /// Parses and verifies the .mlir file at `path`; diagnostics go to the context's handler (the
-/// tools print them as "file:line:col: error: ..."). Null on failure.
+/// tools print them as "file:line:col: error: ..."). Null on failure, and for a path that is
+/// not a regular file (a directory, a FIFO, /dev/zero).
 mlir::OwningOpRef<mlir::ModuleOp> parseModuleFile(mlir::MLIRContext &context,
                                                   llvm::StringRef path);
 

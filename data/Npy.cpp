@@ -1,14 +1,14 @@
-// .npy reader and writer: the magic, version, header dict ('descr', 'fortran_order', 'shape')
-// and raw little-endian data.
+// .npy reader and writer: the magic, version and header length, the header dict (parsed by
+// NpyHeader.cpp) and the raw little-endian data, in C or Fortran order.
 #include "data/Npy.h"
+
+#include "data/NpyHeader.h"
+#include "runtime/FileIO.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <regex>
 
 namespace smelt::data {
 
@@ -24,90 +24,87 @@ constexpr NpyDType kNpyDTypes[] = {{"<f4", DType::f32}, {"<f2", DType::f16},
                                    {"<f8", DType::f64}, {"<i4", DType::i32},
                                    {"<i8", DType::i64}, {"|b1", DType::i1}};
 
-/// The value text of `key` in the header dict, or nullopt.
-std::optional<std::string> dictValue(const std::string &header, const std::string &key) {
-  std::smatch m;
-  std::regex pattern("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
-  if (!std::regex_search(header, m, pattern))
-    return std::nullopt;
-  return m[1].str();
+/// The row-major (C order) copy of `fortran`, the column-major bytes of `type`: walks the
+/// row-major order with an odometer over the index, keeping the column-major offset of it.
+void fortranToC(const TensorType &type, const uint8_t *fortran, uint8_t *c) {
+  size_t rank = type.shape.size(), element = size_t(byteWidth(type.dtype));
+  std::vector<int64_t> index(rank, 0), stride(rank, 1);
+  for (size_t k = 1; k < rank; ++k)
+    stride[k] = stride[k - 1] * type.shape[k - 1];
+  int64_t from = 0;
+  for (int64_t to = 0, n = type.numElements(); to < n; ++to) {
+    std::memcpy(c + size_t(to) * element, fortran + size_t(from) * element, element);
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < type.shape[k]) {
+        from += stride[k];
+        break;
+      }
+      from -= (type.shape[k] - 1) * stride[k];
+      index[k] = 0;
+    }
+  }
 }
 
 } // namespace
 
 Expected<HostTensor> readNpy(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Expected<std::vector<uint8_t>> file = readFileBytes(path);
+  if (!file)
+    return file.status();
+  const std::vector<uint8_t> &bytes = *file;
   auto error = [&](const std::string &what) { return Status::error(path + ": " + what); };
 
-  if (bytes.compare(0, 6, "\x93NUMPY") != 0)
+  if (bytes.size() < 6 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     return error("not a .npy file: the magic \\x93NUMPY is missing at offset 0");
   if (bytes.size() < 10)
     return error(fmt::format("truncated: the version and header length at offset 6 need 4 "
                              "bytes, the file has {} in all",
                              bytes.size()));
-  int major = uint8_t(bytes[6]);
+  int major = bytes[6], minor = bytes[7];
+  if ((major < 1 || major > 3) || minor != 0)
+    return error(fmt::format("unsupported .npy format version {}.{} at offset 6 (1.0, 2.0 or "
+                             "3.0)",
+                             major, minor));
   size_t headerLen, headerStart;
   if (major == 1) {
-    headerLen = uint8_t(bytes[8]) | size_t(uint8_t(bytes[9])) << 8;
+    headerLen = bytes[8] | size_t(bytes[9]) << 8;
     headerStart = 10;
-  } else if (major == 2 || major == 3) {
+  } else {
     if (bytes.size() < 12)
       return error("truncated: the header length at offset 8 needs 4 bytes");
     headerLen = 0;
     for (int i = 0; i < 4; ++i)
-      headerLen |= size_t(uint8_t(bytes[8 + i])) << (8 * i);
+      headerLen |= size_t(bytes[8 + i]) << (8 * i);
     headerStart = 12;
-  } else {
-    return error(fmt::format("unsupported .npy format version {}.{} at offset 6", major,
-                             int(uint8_t(bytes[7]))));
   }
   if (bytes.size() < headerStart + headerLen)
     return error(fmt::format("truncated header: {} bytes expected at offset {}, file has {}",
                              headerLen, headerStart, bytes.size()));
-  std::string header = bytes.substr(headerStart, headerLen);
+  std::string_view text(reinterpret_cast<const char *>(bytes.data()) + headerStart, headerLen);
+  Expected<NpyHeader> header = parseNpyHeader(text, headerStart, /*python2Ints=*/major < 3);
+  if (!header)
+    return error(header.message());
 
-  std::optional<std::string> descr = dictValue(header, "descr");
-  std::optional<std::string> fortran = dictValue(header, "fortran_order");
-  std::optional<std::string> shapeText = dictValue(header, "shape");
-  if (!descr || !fortran || !shapeText)
-    return error(fmt::format("malformed header at offset {}: needs 'descr', 'fortran_order' "
-                             "and 'shape': {}",
-                             headerStart, header));
-  std::string code = descr->substr(1, descr->size() - 2);
   std::optional<DType> dtype;
   for (const NpyDType &d : kNpyDTypes)
-    if (code == d.descr)
+    if (header->descr == d.descr)
       dtype = d.dtype;
   if (!dtype) {
+    const std::string &code = header->descr;
     if (code.size() == 3 && code[0] == '>')
       return error("big-endian data ('" + code + "') is not supported; save it little-endian");
-    return error("dtype '" + code + "' is not supported (float32, float16, float64, int32, "
+    // The start of the string is enough to say which it is; a header may be long.
+    std::string shown = code.size() > 16 ? code.substr(0, 16) + "..." : code;
+    return error("dtype '" + shown + "' is not supported (float32, float16, float64, int32, "
                  "int64 or bool)");
   }
-  if (*fortran == "True")
-    return error("Fortran-order arrays are not supported; save with np.ascontiguousarray");
-
   TensorType type{*dtype, {}};
-  std::string dims = shapeText->substr(1, shapeText->size() - 2);
-  for (size_t pos = 0; pos < dims.size();) {
-    size_t comma = dims.find(',', pos);
-    std::string item = dims.substr(pos, comma == std::string::npos ? comma : comma - pos);
-    if (item.find_first_not_of(" ") != std::string::npos) {
-      char *end;
-      long long d = std::strtoll(item.c_str(), &end, 10);
-      if (d < 0 || item.find_first_not_of(" 0123456789L") != std::string::npos)
-        return error("malformed shape " + *shapeText + " in the header");
-      // Reject sizes whose byte count would overflow before anything is allocated.
-      if (d > 0 && type.numElements() > (int64_t(1) << 50) / d)
-        return error("shape " + *shapeText + " in the header is too large");
-      type.shape.push_back(d);
-    }
-    if (comma == std::string::npos)
-      break;
-    pos = comma + 1;
+  for (int64_t d : header->shape) {
+    // Reject sizes whose byte count would overflow before anything is allocated.
+    if (d > 0 && type.numElements() > (int64_t(1) << 50) / d)
+      return error(fmt::format("shape ({}) in the header is too large",
+                               fmt::join(header->shape, ", ")));
+    type.shape.push_back(d);
   }
   size_t dataStart = headerStart + headerLen, need = type.byteSize();
   if (bytes.size() - dataStart < need)
@@ -117,12 +114,16 @@ Expected<HostTensor> readNpy(const std::string &path) {
     return error(fmt::format("{} bytes after the {} bytes of {} data at offset {}",
                              bytes.size() - dataStart - need, need, type.str(), dataStart));
   HostTensor tensor = HostTensor::zeros(type);
-  std::memcpy(tensor.raw(), bytes.data() + dataStart, need);
+  const uint8_t *data = bytes.data() + dataStart;
+  if (header->fortranOrder)
+    fortranToC(type, data, static_cast<uint8_t *>(tensor.raw()));
+  else
+    std::memcpy(tensor.raw(), data, need);
   if (type.dtype == DType::i1)
     for (int64_t i = 0; i < type.numElements(); ++i)
-      if (tensor.data<uint8_t>()[i] > 1)
-        return error(fmt::format("bool byte {} at offset {} is not 0 or 1",
-                                 int(tensor.data<uint8_t>()[i]), dataStart + i));
+      if (data[i] > 1)
+        return error(fmt::format("bool byte {} at offset {} is not 0 or 1", int(data[i]),
+                                 dataStart + size_t(i)));
   return tensor;
 }
 
@@ -150,18 +151,14 @@ Status writeNpy(const std::string &path, const HostTensor &tensor) {
   prefix += char(header.size() & 0xff);
   prefix += char(header.size() >> 8);
 
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << prefix << header;
-    out.write(static_cast<const char *>(tensor.raw()), std::streamsize(tensor.byteSize()));
-    if (!out.flush())
-      return Status::error(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::error(fmt::format("{}: cannot rename into place: {}", path,
-                                     std::strerror(errno)));
-  return Status();
+  // Atomically, under a name no other writer uses: two runs writing into one output
+  // directory never see each other's half-written file.
+  return writeFileAtomically(path, [&](int fd, const std::string &tmp) {
+    std::string head = prefix + header;
+    if (Status s = writeAll(fd, head.data(), head.size(), tmp); !s.ok())
+      return s;
+    return writeAll(fd, tensor.raw(), tensor.byteSize(), tmp);
+  });
 }
 
 } // namespace smelt::data

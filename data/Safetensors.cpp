@@ -8,8 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <numeric>
 
 namespace smelt::data {
 
@@ -62,16 +61,16 @@ Status writeSafetensors(const std::string &path, const Checkpoint &checkpoint) {
 }
 
 Expected<Checkpoint> readSafetensors(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Expected<std::vector<uint8_t>> file = readFileBytes(path);
+  if (!file)
+    return file.status();
+  const std::vector<uint8_t> &bytes = *file;
   auto error = [&](const std::string &what) { return Status::error(path + ": " + what); };
   if (bytes.size() < 8)
     return error("truncated: the 8-byte header length is missing");
   uint64_t length = 0;
   for (int i = 0; i < 8; ++i)
-    length |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+    length |= uint64_t(bytes[i]) << (8 * i);
   if (length > bytes.size() - 8)
     return error(fmt::format("header length {} at offset 0 runs past the end of the file "
                              "({} bytes)",
@@ -86,9 +85,15 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
   std::vector<std::pair<size_t, size_t>> ranges;
   for (auto &[name, entry] : header.items()) {
     if (name == "__metadata__") {
-      for (auto &[key, value] : entry.items())
-        if (value.is_string())
-          checkpoint.metadata[key] = value.get<std::string>();
+      // The format's metadata maps strings to strings; a number there is a damaged or
+      // foreign file, not something to skip.
+      if (!entry.is_object())
+        return error("__metadata__ is not a JSON object");
+      for (auto &[key, value] : entry.items()) {
+        if (!value.is_string())
+          return error("__metadata__ '" + key + "' is " + value.dump() + ", not a string");
+        checkpoint.metadata[key] = value.get<std::string>();
+      }
       continue;
     }
     auto bad = [&](const std::string &what) { return error("tensor '" + name + "': " + what); };
@@ -127,10 +132,23 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
   std::vector<size_t> order(checkpoint.tensors.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
-  for (size_t i = 1; i < order.size(); ++i)
-    if (ranges[order[i]].first < ranges[order[i - 1]].second)
+  // The tensors must tile the data exactly, as the safetensors library requires: a gap or
+  // bytes left over mean the header length or an offset is wrong, and tensors would be read
+  // shifted.
+  size_t covered = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    auto [begin, end] = ranges[order[i]];
+    if (begin < covered)
       return error("tensors '" + checkpoint.tensors[order[i - 1]].name + "' and '" +
                    checkpoint.tensors[order[i]].name + "' overlap");
+    if (begin > covered)
+      return error(fmt::format("data bytes [{}, {}) belong to no tensor", covered, begin));
+    covered = end;
+  }
+  if (covered != dataSize)
+    return error(fmt::format("the tensors hold {} bytes but the data after the header at offset "
+                             "{} has {}",
+                             covered, dataStart, dataSize));
   std::vector<NamedTensor> sorted;
   for (size_t i : order)
     sorted.push_back(std::move(checkpoint.tensors[i]));

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -47,7 +48,74 @@ Status syncDirectoryOf(const std::string &path) {
   return Status();
 }
 
+/// What a non-regular file is, for messages: "a directory", "a FIFO" ...
+const char *kindOf(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+std::string notRegular(const std::string &path, mode_t mode) {
+  return fmt::format("{}: is {}, not a regular file", path, kindOf(mode));
+}
+
+/// Whether `rest` is "<pid>.<n>" (the tail writeFileAtomically gives its temporaries) of a
+/// process that no longer exists. A live process's file may be mid-write: it is kept.
+bool isDeadWritersTail(const std::string &rest) {
+  size_t dot = rest.find('.');
+  if (dot == 0 || dot == std::string::npos || dot > 9 || dot + 1 == rest.size() ||
+      rest.find_first_not_of("0123456789", dot + 1) != std::string::npos ||
+      rest.find_first_not_of("0123456789") != dot)
+    return false;
+  pid_t pid = pid_t(std::stol(rest.substr(0, dot)));
+  return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/// Removes the temporaries of `path` that killed writers left behind. Best effort: a file
+/// that cannot be listed or removed stays, and the write that called this still succeeded.
+void removeStaleTemporaries(const std::string &path) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 &&
+        isDeadWritersTail(name.substr(prefix.size()))) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
 } // namespace
+
+Status checkRegularFile(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    return Status::error(notRegular(path, st.st_mode));
+  return Status();
+}
+
+Status checkReplaceable(const std::string &path) {
+  // rename() would put a regular file where a device node or a FIFO was (and the bytes meant
+  // for /dev/full would "succeed"); a user who names one made a mistake.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Status::error(notRegular(path, st.st_mode) + "; refusing to replace it");
+  return Status();
+}
 
 Status writeAll(int fd, const void *data, size_t size, const std::string &what) {
   const char *bytes = static_cast<const char *>(data);
@@ -64,15 +132,20 @@ Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &wh
 }
 
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO that has no writer returns at once instead of waiting; fstat
+  // then refuses it (regular files ignore the flag).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::vector<uint8_t> bytes;
   std::string why;
   size_t done = 0;
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    why = "not a regular file";
+  if (::fstat(fd, &st) != 0) {
+    why = fmt::format("cannot stat: {}", std::strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(notRegular(path, st.st_mode));
   } else {
     try {
       bytes.resize(size_t(st.st_size));
@@ -91,6 +164,8 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
 }
 
 Status writeFileAtomically(const std::string &path, const FileWriter &writeContents) {
+  if (Status s = checkReplaceable(path); !s.ok())
+    return s;
   // A name no other writer uses, in the same directory so that rename() is atomic.
   static std::atomic<uint64_t> serial{0};
   std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial++);
@@ -109,6 +184,7 @@ Status writeFileAtomically(const std::string &path, const FileWriter &writeConte
     ::unlink(tmp.c_str());
     return status;
   }
+  removeStaleTemporaries(path);
   return syncDirectoryOf(path);
 }
 

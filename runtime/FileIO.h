@@ -15,13 +15,27 @@ namespace smelt::rt {
 Status writeAll(int fd, const void *data, size_t size, const std::string &what);
 Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &what);
 
-/// The bytes of the regular file at `path`.
+/// Success when `path` names a regular file (after symbolic links); otherwise an error naming
+/// it and what it is instead ("is a directory", "is a FIFO" ...). Asks stat(), so a FIFO with
+/// no writer or a device such as /dev/zero is refused without being opened.
+Status checkRegularFile(const std::string &path);
+
+/// Success when writeFileAtomically may replace `path`: nothing is there, or a regular file.
+/// Tools ask before long work, so that a mistyped output path fails at once.
+Status checkReplaceable(const std::string &path);
+
+/// The bytes of the regular file at `path`. Anything else (a directory, a FIFO, /dev/zero) is
+/// an error naming the file, never a hang or an endless read.
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path);
 
 /// Replaces `path` atomically: `writeContents` fills a new temporary file beside it (given its
 /// descriptor and name, for messages), then fsync, rename, fsync of the directory; a crash
 /// leaves the old file or the new one, never a torn one. Writers that stream (a checkpoint's
-/// tensors) need not gather the whole file in memory first.
+/// tensors) need not gather the whole file in memory first. Every write, fsync and close is
+/// checked. Something at `path` that is not a regular file (a device such as /dev/full, a
+/// directory, a FIFO) is refused, not replaced. After a successful rename, temporaries of
+/// `path` that killed writers left behind (`<path>.tmp.<pid>.<n>` of a process that no longer
+/// exists) are removed.
 using FileWriter = std::function<Status(int fd, const std::string &tmp)>;
 Status writeFileAtomically(const std::string &path, const FileWriter &writeContents);
 Status writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes);

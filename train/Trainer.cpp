@@ -7,7 +7,7 @@
 #include "frontend/Layers.h"
 #include "frontend/Models.h"
 #include "runtime/Devices.h"
-#include "data/Safetensors.h"
+#include "train/Checkpoint.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
@@ -412,34 +412,24 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
 }
 
 rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
-  data::Checkpoint checkpoint;
+  std::vector<data::NamedTensor> tensors;
   const Replica &r = replicas_[0];
   for (size_t i = 0; i < r.params.size(); ++i)
-    checkpoint.tensors.push_back({paramNames_[i], r.params[i]});
+    tensors.push_back({paramNames_[i], r.params[i]});
   for (size_t i = 0; i < r.state.size(); ++i)
-    checkpoint.tensors.push_back({stateNames_[i], r.state[i]});
-  checkpoint.metadata = {{"format", "smelt-checkpoint-1"},
-                         {"model", config_.model},
-                         {"precision", precisionPolicyName(config_.precision).str()},
-                         {"epochs_done", std::to_string(epochsDone)},
-                         {"global_step", std::to_string(step_)},
-                         {"seed", std::to_string(config_.seed)},
-                         {"batch", std::to_string(config_.batch)}};
-  return data::writeSafetensors(path, checkpoint);
+    tensors.push_back({stateNames_[i], r.state[i]});
+  CheckpointInfo info{config_.model, precisionPolicyName(config_.precision).str(), epochsDone,
+                      step_, config_.batch, config_.seed};
+  return saveCheckpoint(path, std::move(tensors), info);
 }
 
 rt::Expected<int64_t> Trainer::load(const std::string &path) {
-  rt::Expected<data::Checkpoint> checkpoint = data::readSafetensors(path);
+  rt::Expected<LoadedCheckpoint> checkpoint = loadCheckpoint(path);
   if (!checkpoint)
     return checkpoint.status();
-  auto meta = [&](const char *key) {
-    auto it = checkpoint->metadata.find(key);
-    return it == checkpoint->metadata.end() ? std::string() : it->second;
-  };
-  if (meta("format") != "smelt-checkpoint-1" || meta("model") != config_.model)
-    return rt::Status::error(fmt::format("{}: not a checkpoint of this model (format '{}', "
-                                         "model '{}', expected smelt-checkpoint-1 of '{}')",
-                                         path, meta("format"), meta("model"), config_.model));
+  if (checkpoint->info.model != config_.model)
+    return rt::Status::error(fmt::format("{}: a checkpoint of model '{}', this run trains '{}'",
+                                         path, checkpoint->info.model, config_.model));
   std::map<std::string, rt::HostTensor *> byName;
   for (data::NamedTensor &t : checkpoint->tensors)
     byName[t.name] = &t.tensor;
@@ -468,8 +458,8 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
     for (size_t k = 0; k < first.state.size(); ++k)
       replicas_[i].state[k] = first.state[k];
   }
-  step_ = std::stoll(meta("global_step").empty() ? "0" : meta("global_step"));
-  return std::stoll(meta("epochs_done").empty() ? "0" : meta("epochs_done"));
+  step_ = checkpoint->info.globalStep;
+  return checkpoint->info.epochsDone;
 }
 
 } // namespace smelt::train

@@ -85,9 +85,11 @@ public:
   /// evaluates its share of the batches and the sums are all-reduced.
   rt::Expected<Metrics> evaluate(const data::Dataset &data);
 
-  /// Parameters, optimizer state and progress as safetensors, written atomically.
+  /// Parameters, optimizer state and progress as safetensors, written atomically, with a
+  /// checksum of the tensors (train/Checkpoint.h).
   rt::Status save(const std::string &path, int64_t epochsDone) const;
-  /// Restores a checkpoint written by save() for the same model; returns its epochs done.
+  /// Restores a checkpoint written by save() for the same model, after checking its metadata
+  /// and checksum; returns its epochs done.
   rt::Expected<int64_t> load(const std::string &path);
 
   /// The parameters (of this process's first replica: every replica holds the same).

@@ -6,6 +6,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/WithColor.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -13,5 +15,15 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   smelt::registerSmeltPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "Smelt optimizer driver\n", registry));
+  auto [input, output] =
+      mlir::registerAndParseCLIOptions(argc, argv, "Smelt optimizer driver\n", registry);
+  // A FIFO or a device such as /dev/zero would be read forever or until memory runs out;
+  // "-" is standard input.
+  llvm::sys::fs::file_status status;
+  if (input != "-" && !llvm::sys::fs::status(input, status) &&
+      !llvm::sys::fs::is_regular_file(status)) {
+    llvm::WithColor::error(llvm::errs(), "smelt-opt") << input << ": not a regular file\n";
+    return 1;
+  }
+  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, input, output, registry));
 }

@@ -8,6 +8,7 @@
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/CompileArtifact.h"
+#include "runtime/FileIO.h"
 #ifdef SMELT_HAVE_CUDA_CODEGEN
 #include "codegen/cuda/CudaCodegen.h"
 #endif
@@ -57,6 +58,9 @@ int compileCommand() {
     return fail("--target=" + target + ": unknown target (cpu, or cuda:sm_XX)");
   }
 
+  // Before compiling: -o /dev/full or a directory fails now, not after the work.
+  if (rt::Status s = rt::checkReplaceable(outputPath); !s.ok())
+    return fail(s.message());
   ModuleFile file(modelPath);
   if (!file.module)
     return 1;

@@ -40,6 +40,9 @@ int dumpCommand() {
         << "--target=" << target << " is not cpu or cuda:sm_<NN> (cuda:sm_90)\n";
     return 1;
   }
+  // "" would mean "no dump" to the compiler, and this command would say it wrote one.
+  if (dumpDir.empty())
+    return fail("--dump-dir is empty: name the directory to write the dump into");
   ModuleFile file(modelPath);
   mlir::func::FuncOp function = file.entry(entryName);
   if (!function)

@@ -10,6 +10,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/CpuObject.h"
 #include "runtime/Executor.h"
+#include "runtime/FileIO.h"
 #include "data/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 namespace cl = llvm::cl;
 
@@ -86,6 +88,23 @@ static rt::Expected<std::vector<std::string>> inputFiles(const std::string &func
       return rt::Status::error("missing --input for argument '" + args[i] + "' (#" +
                                std::to_string(i) + ")");
   return files;
+}
+
+/// --output-dir writes each result to DIR/<name>.npy, the names coming from the model file
+/// (smelt.name): each must be a plain file name, so that no model writes outside DIR, and
+/// unique, so that no result overwrites another.
+static rt::Status checkOutputNames(const std::vector<std::string> &names) {
+  std::set<std::string> seen;
+  for (const std::string &name : names) {
+    if (name.empty() || name == "." || name == ".." ||
+        std::any_of(name.begin(), name.end(), [](char c) { return c == '/' || uint8_t(c) < 0x20; }))
+      return rt::Status::error("--output-dir: result name '" + name + "' is not a plain file "
+                               "name (no '/', not empty, '.' or '..'); rename it with smelt.name");
+    if (!seen.insert(name).second)
+      return rt::Status::error("--output-dir: two results are named '" + name +
+                               "'; give each its own smelt.name");
+  }
+  return rt::Status();
 }
 
 /// What `smelt run` runs: an Executable, the names of its arguments and results, and how to
@@ -180,6 +199,11 @@ int runCommand() {
   if (std::string error = deviceFlags.memory.apply();
       !error.empty())
     return fail(error);
+  // A FIFO or a device as the model would hang or read forever (isArtifactFile opens it).
+  if (rt::Status s = rt::checkRegularFile(modelPath); !s.ok())
+    return fail(s.message());
+  if (rt::Status s = rt::checkReplaceable(profilePath); !s.ok())
+    return fail(s.message());
   rt::Trace trace;
   rt::Trace *profile = profilePath.empty() ? nullptr : &trace;
   std::optional<Program> program =
@@ -187,6 +211,8 @@ int runCommand() {
   if (!program)
     return 1;
   const std::vector<std::string> &resultNames = program->resultNames;
+  if (rt::Status s = checkOutputNames(resultNames); !outputDir.empty() && !s.ok())
+    return fail(s.message());
   rt::Expected<std::vector<std::string>> files = inputFiles(program->exe.name, program->argNames);
   if (!files)
     return fail(files.message());

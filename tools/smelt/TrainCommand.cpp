@@ -8,6 +8,7 @@
 #include "tools/smelt/Placement.h"
 
 #include "data/Mnist.h"
+#include "runtime/FileIO.h"
 #include "train/Trainer.h"
 #ifdef SMELT_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <unistd.h>
 
@@ -127,23 +129,55 @@ static rt::Expected<std::unique_ptr<rt::Communicator>> joinMpiJob(rt::Collective
   return std::unique_ptr<rt::Communicator>();
 }
 
+/// The first numeric flag whose value is out of its range (NaN and infinity included: they
+/// would train to NaN and exit 0), as an error naming it; "" when every value is usable.
+static std::string checkNumericFlags() {
+  struct Range {
+    const char *flag;
+    double value;
+    bool ok;
+    const char *expected;
+  };
+  const Range ranges[] = {
+      {"epochs", double(epochs), epochs >= 0, "a count >= 0"},
+      {"batch", double(batch), batch >= 1, "a count >= 1"},
+      {"limit", double(limit), limit >= 0, "a count >= 0 (0: all)"},
+      {"validation-split", validationSplit, validationSplit >= 0 && validationSplit < 1,
+       "a fraction in [0, 1)"},
+      {"lr", learningRate, std::isfinite(learningRate) && learningRate > 0,
+       "a finite number > 0"},
+      {"dropout", dropoutRate, dropoutRate >= 0 && dropoutRate < 1, "a rate in [0, 1)"},
+      {"initial-loss-scale", initialLossScale,
+       std::isfinite(initialLossScale) && initialLossScale > 0, "a finite number > 0"},
+      {"replicas", double(replicas), replicas >= 0, "a count >= 0 (0: one per MPI rank)"},
+      {"collective-timeout", collectiveTimeout,
+       std::isfinite(collectiveTimeout) && collectiveTimeout >= 0,
+       "a finite number of seconds >= 0 (0: forever)"},
+      {"all-reduce-bucket-mb", bucketMegabytes, bucketMegabytes >= 0 && bucketMegabytes <= 1 << 20,
+       "MiB from 0 to 1048576"},
+  };
+  for (const Range &r : ranges)
+    if (!r.ok)
+      return fmt::format("--{}={} must be {}", r.flag, r.value, r.expected);
+  return "";
+}
+
 int trainCommand() {
   using Clock = std::chrono::steady_clock;
   std::optional<OptimizerKind> kind = parseOptimizer(optimizer);
   if (!kind)
     return failJob("--optimizer=" + optimizer + " is not one of sgd, momentum, adam, adamw");
-  if (epochs < 0 || batch < 1 || limit < 0 || validationSplit < 0 || validationSplit >= 1)
-    return failJob("--epochs, --batch, --limit and --validation-split need sensible values");
+  if (std::string error = checkNumericFlags(); !error.empty())
+    return failJob(error);
   std::optional<PrecisionPolicy> policy = parsePrecisionPolicy(precision);
   if (!policy)
     return failJob("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
-  if (!(initialLossScale > 0))
-    return failJob("--initial-loss-scale must be positive");
   if (resume && checkpointPath.empty())
     return failJob("--resume needs --checkpoint=FILE");
-  if (replicas < 0 || !(collectiveTimeout >= 0) || !(bucketMegabytes >= 0))
-    return failJob(
-        "--replicas, --collective-timeout and --all-reduce-bucket-mb cannot be negative");
+  // Before training, not after its first epoch: an output that cannot be written.
+  for (const std::string &output : {std::string(checkpointPath), std::string(profilePath)})
+    if (rt::Status s = rt::checkReplaceable(output); !s.ok())
+      return failJob(s.message());
 
   if (std::string error = deviceFlags.memory.apply();
       !error.empty())
@@ -228,7 +262,9 @@ int trainCommand() {
     out << "all-reduce on the GPUs: " << (*trainer)->gpuCollectives() << "\n";
 
   int64_t firstEpoch = 0;
-  if (resume && std::filesystem::exists(std::string(checkpointPath))) {
+  // A checkpoint that cannot even be looked at is loaded too: load() says why it fails.
+  std::error_code unknown;
+  if (resume && (std::filesystem::exists(std::string(checkpointPath), unknown) || unknown)) {
     rt::Expected<int64_t> done = (*trainer)->load(checkpointPath);
     if (!done)
       return failJob(done.message());

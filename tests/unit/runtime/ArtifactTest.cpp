@@ -453,7 +453,7 @@ TEST(Artifact, WriteReplacesAtomicallyAndFileErrorsNameThePath) {
             dir.file("absent.smelt") + ": cannot open: No such file or directory");
   Expected<LoadedArtifact> directory = readArtifact(dir.path());
   ASSERT_FALSE(directory.ok());
-  EXPECT_EQ(directory.message(), dir.path() + ": not a regular file");
+  EXPECT_EQ(directory.message(), dir.path() + ": is a directory, not a regular file");
 }
 
 /// The writer's error for `exe`, which it must refuse to write.
