@@ -38,7 +38,7 @@ rt::Expected<rt::Executable> compileChain(int64_t elements, const std::string &a
     return rt::Status::error("the chain does not parse");
   codegen::CompileOptions options;
   options.pipeline.devices = "cpu:0,gpu:0";
-  options.extend = codegen::withCudaKernels(arch);
+  options.cudaArch = arch;
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, "chain", options);
   if (mlir::failed(exe))
     return rt::Status::error("the chain does not compile (diagnostics above)");

@@ -86,7 +86,7 @@ rt::Expected<std::unique_ptr<rt::Executor>> wideMlpStep(mlir::MLIRContext &conte
 
   codegen::CompileOptions options;
   options.pipeline.devices = "cpu:0,gpu:0";
-  options.extend = codegen::withCudaKernels(arch);
+  options.cudaArch = arch;
   rt::ExecutorOptions executorOptions;
   executorOptions.gpuRunner = rt::cuda::gpuSegmentRunner;
   auto init = codegen::compile(g.module(), "wide_step_init", options);
@@ -139,7 +139,7 @@ int main() {
                          .slice(0, config.batch * (warmup + measured));
   rt::Expected<double> cpuMs = seedMlpStep(config, data, warmup);
   config.pipeline.devices = "cpu:0,gpu:0";
-  config.compile.extend = codegen::withCudaKernels(arch);
+  config.compile.cudaArch = arch;
   config.executor.gpuRunner = rt::cuda::gpuSegmentRunner;
   rt::Expected<double> gpuMs = seedMlpStep(config, data, warmup);
   if (!cpuMs || !gpuMs) {

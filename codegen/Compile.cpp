@@ -1,13 +1,12 @@
 // Compile entry points: parse, pick the entry function, run the pipeline, build the Executable
-// and compile its fused kernels.
+// and have each target compile the fused kernels placed on its devices.
 #include "codegen/Compile.h"
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/CompileDump.h"
-#include "codegen/cpu/CpuKernels.h"
+#include "codegen/Target.h"
 #include "ir/SmeltDialect.h"
 #include "passes/Passes.h"
-#include "runtime/CpuObject.h"
 #include "runtime/FileIO.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,48 +54,50 @@ func::FuncOp findEntry(ModuleOp module, llvm::StringRef entry) {
   return nullptr;
 }
 
-/// The kernels' symbols; buildExecutable numbers kernels in the order of the fusion ops.
-static std::vector<std::string> kernelNames(const rt::Executable &exe) {
-  std::vector<std::string> names;
-  for (const rt::FusedKernel &kernel : exe.kernels)
-    names.push_back(kernel.name);
-  return names;
+/// The targets, one per device kind: the CPU always, CUDA where its back end is built.
+static llvm::ArrayRef<std::unique_ptr<Target>> targets() {
+  static const std::vector<std::unique_ptr<Target>> all = [] {
+    std::vector<std::unique_ptr<Target>> list;
+    list.push_back(createCpuTarget());
+#ifdef SMELT_HAVE_CUDA_CODEGEN
+    list.push_back(createCudaTarget());
+#endif
+    return list;
+  }();
+  return all;
 }
 
-/// buildWithKernels' counterpart for AOT: the kernels as a shared library (kept in `library`)
-/// that the Executable runs, so what is written to an artifact is what was just compiled.
-static FailureOr<rt::Executable> buildWithObjectCode(func::FuncOp function,
-                                                     std::vector<uint8_t> &library) {
-  FailureOr<rt::Executable> exe = buildExecutable(function);
-  if (failed(exe) || exe->kernels.empty())
-    return exe;
-  std::vector<std::string> names = kernelNames(*exe);
-  std::string llvmIR;
-  FailureOr<std::vector<uint8_t>> bytes =
-      compileCpuSharedLibrary(fusionsInOrder(function), names, &llvmIR);
-  if (failed(bytes))
-    return failure();
-  rt::Expected<std::shared_ptr<const rt::CpuCode>> code = rt::loadCpuObject(*bytes, names);
-  if (!code)
-    return function.emitError() << "the CPU kernels' shared library does not load: "
-                                << code.message();
-  auto withIR = std::make_shared<rt::CpuCode>(**code);
-  withIR->llvmIR = std::move(llvmIR);
-  exe->cpu = std::move(withIR);
-  library = std::move(*bytes);
-  return exe;
+/// Gives each target the fusions placed on its devices; every fusion must find one.
+static LogicalResult compileKernels(func::FuncOp function, const TargetOptions &options,
+                                    rt::Executable &exe, CompileDump *dump) {
+  std::vector<FusionOp> fusions = fusionsInOrder(function);
+  std::vector<char> compiled(fusions.size(), 0);
+  for (const std::unique_ptr<Target> &target : targets()) {
+    std::vector<FusionOp> mine;
+    std::vector<size_t> kernels;
+    for (auto [i, fusion] : llvm::enumerate(fusions)) {
+      auto device = fusion->getAttrOfType<StringAttr>("smelt.device");
+      if (target->compilesFor(device ? device.getValue() : "cpu:0", options)) {
+        mine.push_back(fusion);
+        kernels.push_back(i);
+        compiled[i] = 1;
+      }
+    }
+    if (failed(target->compile(function, mine, kernels, options, exe, dump)))
+      return failure();
+  }
+  for (auto [i, fusion] : llvm::enumerate(fusions))
+    if (!compiled[i])
+      return fusion.emitOpError("is placed on ")
+             << fusion->getAttr("smelt.device") << " but no target compiles for it: this smelt "
+             << "was built without the CUDA back end";
+  return success();
 }
 
 FailureOr<rt::Executable> buildWithKernels(func::FuncOp function) {
   FailureOr<rt::Executable> exe = buildExecutable(function);
-  if (failed(exe) || exe->kernels.empty())
-    return exe;
-  std::vector<std::string> names = kernelNames(*exe);
-  FailureOr<std::shared_ptr<const rt::CpuCode>> cpu =
-      compileCpuKernels(fusionsInOrder(function), names);
-  if (failed(cpu))
+  if (failed(exe) || failed(compileKernels(function, TargetOptions{}, *exe, nullptr)))
     return failure();
-  exe->cpu = std::move(*cpu);
   return exe;
 }
 
@@ -122,6 +123,8 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
     if (!created)
       return module.emitError() << created.message();
     dump = std::move(*created);
+    if (options.dumpWrittenTo)
+      *options.dumpWrittenTo = dump->directory();
   }
   PipelineOptions pipeline = options.pipeline;
   bool reportInDump = dump && pipeline.fuse && pipeline.fusionReport.empty();
@@ -137,24 +140,22 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
   }
   if (reportInDump)
     dump->record("fusion-report.txt", "fusion decisions");
-  FailureOr<rt::Executable> exe;
+  FailureOr<rt::Executable> exe = buildExecutable(function);
+  if (failed(exe))
+    return failure();
   {
     std::string what =
         options.cpuObject ? "codegen and LLVM object code @" : "codegen and LLVM JIT @";
     rt::Trace::Scope span(options.trace, {"compiler", "phases"}, what + name, "compile");
-    exe = options.cpuObject ? buildWithObjectCode(function, *options.cpuObject)
-                            : buildWithKernels(function);
+    TargetOptions targetOptions{options.cudaArch, options.hostFallback, options.cpuObject,
+                                options.trace};
+    if (failed(compileKernels(function, targetOptions, *exe, dump.get())))
+      return failure();
   }
-  if (failed(exe))
-    return failure();
-  if (options.extend && failed(options.extend(function, *exe, dump.get())))
-    return failure();
   if (dump) {
     dump->setPeakBytes(exe->peakBytes);
     (void)dump->writeGraph(function);
     (void)dump->write("executable.txt", exe->str(), "executable plan");
-    if (exe->cpu && !exe->cpu->llvmIR.empty())
-      (void)dump->write("cpu-kernels.ll", exe->cpu->llvmIR, "cpu kernels (optimized LLVM IR)");
     if (rt::Status s = dump->finish(); !s.ok())
       return module.emitError() << s.message();
   }

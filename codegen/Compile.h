@@ -12,7 +12,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <cstdint>
-#include <functional>
+#include <string>
 #include <vector>
 
 namespace smelt::codegen {
@@ -32,12 +32,18 @@ struct CompileOptions {
   PipelineOptions pipeline;
   /// --dump-dir: IR after each pass, fusion report, graph, kernels (CompileDump.h).
   std::string dumpDir;
+  /// When set, receives the directory the dump went to (dumpDir/<function>-<N>).
+  std::string *dumpWrittenTo = nullptr;
   /// --profile: each pass, the pipeline and the LLVM JIT become spans on the compiler track.
   rt::Trace *trace = nullptr;
-  /// Runs on the compiled function and its Executable while the compile's copy of the module
-  /// is alive: where a back end outside codegen (CUDA, which links codegen) adds its code.
-  std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &, CompileDump *)> extend;
-  /// When set, the fused kernels are compiled ahead of time instead of JIT-compiled: linked
+  /// The CUDA arch ("sm_90") the fusions placed on a GPU are compiled for, by the CUDA target
+  /// where that back end is built; "" compiles them for the CPU. A dump with an arch also holds
+  /// the CUDA source and PTX of every fusion.
+  std::string cudaArch;
+  /// The CPU compiles the GPU's fusions too, so the Executable also runs where there is no GPU
+  /// (what CUDA artifacts carry).
+  bool hostFallback = false;
+  /// When set, the CPU's kernels are compiled ahead of time instead of JIT-compiled: linked
   /// into a shared library whose bytes land here (empty when there are no kernels) and which
   /// the Executable runs, loaded with rt::loadCpuObject. What AOT artifacts carry.
   std::vector<uint8_t> *cpuObject = nullptr;
@@ -45,15 +51,15 @@ struct CompileOptions {
 
 /// Runs the default pipeline on a copy of `module` (the caller's module and its builder
 /// handles stay as they are, so a graph can be compiled again, for another function or with
-/// other options) and builds the Executable of function `entry`, its fused kernels compiled
-/// for the CPU. Empty `entry` picks "main", or the only function when there is one. Errors
+/// other options) and builds the Executable of function `entry`, each fused kernel compiled by
+/// the target of the device it is placed on (codegen/Target.h). Empty `entry` picks "main", or the only function when there is one. Errors
 /// are diagnostics.
 mlir::FailureOr<rt::Executable> compile(mlir::ModuleOp module, llvm::StringRef entry,
                                         const CompileOptions &options);
 mlir::FailureOr<rt::Executable> compile(mlir::ModuleOp module, llvm::StringRef entry = "",
                                         const PipelineOptions &options = {});
 
-/// The Executable of `function` as it stands (no pipeline): buildExecutable, then its
+/// The Executable of `function` as it stands (no pipeline): buildExecutable, then all its
 /// smelt.fusion kernels JIT-compiled for the CPU into `cpu`. Tests and benchmarks that write
 /// their fusions by hand call it directly.
 mlir::FailureOr<rt::Executable> buildWithKernels(mlir::func::FuncOp function);

@@ -18,8 +18,9 @@ struct CompiledArtifact {
 };
 
 /// compile() with the CPU kernels built ahead of time (CompileOptions::cpuObject). `target` is
-/// "cpu" or "cuda:<arch>"; for the latter the caller's `options.extend` adds the CUDA code (the
-/// CUDA back end links codegen, not the reverse). Errors are diagnostics.
+/// "cpu" or "cuda:<arch>": the latter compiles the GPU's kernels for the arch and the CPU's code
+/// for every kernel (a host fallback), so the artifact runs with or without a GPU. Errors are
+/// diagnostics.
 mlir::FailureOr<CompiledArtifact> compileArtifact(mlir::ModuleOp module, llvm::StringRef entry,
                                                   CompileOptions options,
                                                   const std::string &target);

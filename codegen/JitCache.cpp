@@ -265,7 +265,6 @@ FailureOr<std::shared_ptr<const rt::Executable>> JitCache::get(ModuleOp module,
           << "): " << explainMiss(*key) << "\n";
   CompileOptions compileOptions;
   compileOptions.pipeline = options_.pipeline;
-  compileOptions.extend = options_.extend;
   FailureOr<CompiledArtifact> compiled =
       compileArtifact(module, key->function, compileOptions, options_.target);
   if (failed(compiled))

@@ -38,11 +38,10 @@ struct JitOptions {
   bool verbose = false;
   /// Where messages go (verbose ones, and unreadable cache files); null: stderr.
   llvm::raw_ostream *log = nullptr;
-  /// "cpu" or "cuda:<arch>"; a CUDA target needs `extend` to add the CUDA code (the CUDA back
-  /// end links codegen, not the reverse), which must depend on nothing but the target.
+  /// "cpu" or "cuda:<arch>": a CUDA target compiles the GPU's kernels for the arch (where the
+  /// CUDA back end is built) and the CPU's code for every kernel, as CUDA artifacts do.
   std::string target = "cpu";
   PipelineOptions pipeline;
-  std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &, CompileDump *)> extend;
 };
 
 /// An entry's key: the function's name and the five parts, as text (see the file comment).

@@ -553,8 +553,9 @@ private:
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       size_t symbolAt = c.at();
       std::string symbol = c.str("a CPU symbol");
-      if (c.ok() && (symbol.empty() || symbol.find('\0') != std::string::npos))
-        c.fail(symbolAt, fmt::format("CPU symbol #{} is empty or holds a NUL byte", i));
+      // An empty symbol: a kernel only a GPU runs.
+      if (c.ok() && symbol.find('\0') != std::string::npos)
+        c.fail(symbolAt, fmt::format("CPU symbol #{} holds a NUL byte", i));
       extras.cpuSymbols.push_back(std::move(symbol));
     }
     at = c.at();

@@ -64,6 +64,11 @@ Expected<std::shared_ptr<const CpuCode>> loadCpuObject(const std::vector<uint8_t
   auto code = std::make_shared<CpuCode>();
   code->owner = std::shared_ptr<void>(handle, [](void *h) { ::dlclose(h); });
   for (size_t i = 0; i < symbols.size(); ++i) {
+    // A kernel only a GPU runs has no CPU code: the executor says so if asked to run it.
+    if (symbols[i].empty()) {
+      code->entries.push_back(nullptr);
+      continue;
+    }
     dlerror();
     void *entry = ::dlsym(handle, symbols[i].c_str());
     if (!entry)

@@ -14,8 +14,8 @@ namespace smelt::rt {
 
 /// Writes `sharedLibrary` to an anonymous in-memory file (memfd_create), dlopens it through
 /// /proc/self/fd/N (spelled uniquely per load, see CpuObject.cpp) and resolves `symbols` in
-/// order, so entries[i] is symbols[i]. The result's `owner` keeps the library loaded (dlclose
-/// when the last copy goes). Errors name the missing symbol or give dlopen's reason.
+/// order, so entries[i] is symbols[i] (null for an empty symbol: a kernel only a GPU runs). The
+/// result's `owner` keeps the library loaded (dlclose when the last copy goes). Errors name the missing symbol or give dlopen's reason.
 Expected<std::shared_ptr<const CpuCode>> loadCpuObject(const std::vector<uint8_t> &sharedLibrary,
                                                        const std::vector<std::string> &symbols);
 

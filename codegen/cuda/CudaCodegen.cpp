@@ -37,17 +37,4 @@ FailureOr<CudaFunctionCode> compileCudaFunction(func::FuncOp function, const std
   return result;
 }
 
-std::function<LogicalResult(func::FuncOp, rt::Executable &, CompileDump *)>
-withCudaKernels(const std::string &arch,
-                std::function<LogicalResult(func::FuncOp, rt::Executable &, CompileDump *)> next) {
-  return [arch, next = std::move(next)](func::FuncOp function, rt::Executable &exe,
-                                        CompileDump *dump) -> LogicalResult {
-    FailureOr<rt::CudaCode> cuda = compileCudaKernels(fusionsInOrder(function), exe.kernels, arch);
-    if (failed(cuda))
-      return failure();
-    exe.cuda = std::make_shared<rt::CudaCode>(std::move(*cuda));
-    return next ? next(function, exe, dump) : success();
-  };
-}
-
 } // namespace smelt::codegen

@@ -1,16 +1,14 @@
 // The CUDA back end's entry points: render a module's (or one function's) fusions as one CUDA
-// source, compile it with NVRTC, and report a failure as a diagnostic. Tests and the executable
-// builder call these; CudaRenderer.h and Nvrtc.h are the two halves underneath.
+// source, compile it with NVRTC, and report a failure as a diagnostic. Tests and the CUDA target
+// (CudaBackEnd.cpp) call these; CudaRenderer.h and Nvrtc.h are the two halves underneath.
 #pragma once
 
-#include "codegen/Compile.h"
 #include "ir/SmeltDialect.h"
 #include "runtime/Executable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,14 +29,5 @@ struct CudaFunctionCode {
 };
 mlir::FailureOr<CudaFunctionCode> compileCudaFunction(mlir::func::FuncOp function,
                                                       const std::string &arch = "sm_90");
-
-/// A CompileOptions::extend hook that compiles the function's fusions for `arch` into the
-/// Executable's CUDA code (what the GPU executor loads), then calls `next` (the hook it
-/// replaces, or null).
-std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &, CompileDump *)>
-withCudaKernels(const std::string &arch,
-                std::function<mlir::LogicalResult(mlir::func::FuncOp, rt::Executable &,
-                                                  CompileDump *)>
-                    next = nullptr);
 
 } // namespace smelt::codegen

@@ -49,7 +49,8 @@ int compileCommand() {
     if (!arch.starts_with("sm_") || arch.size() == 3)
       return fail("--target=" + target + ": a CUDA target names an arch, as in cuda:sm_90");
 #ifdef SMELT_HAVE_CUDA_CODEGEN
-    options.extend = codegen::withCudaKernels(arch.str());
+    // compileArtifact compiles the GPU's kernels for `arch`, and the CPU's code for every
+    // kernel, so the artifact also runs where there is no GPU.
     options.pipeline.devices = "cpu:0,gpu:0";
 #else
     return fail("--target=" + target + ": this smelt was built without the CUDA back end");

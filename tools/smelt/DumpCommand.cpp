@@ -56,12 +56,7 @@ int dumpCommand() {
   }
   // The dump names its own directory (DIR/<function>-<N>); keep it to tell the user.
   std::string directory;
-  auto extend = options.extend;
-  options.extend = [&](mlir::func::FuncOp f, rt::Executable &exe, codegen::CompileDump *dump) {
-    if (dump)
-      directory = dump->directory();
-    return extend ? extend(f, exe, dump) : mlir::success();
-  };
+  options.dumpWrittenTo = &directory;
   if (failed(codegen::compile(*file.module, function.getSymName(), options)))
     return 1;
   llvm::outs() << "wrote " << directory << " (@" << function.getSymName() << " for " << target

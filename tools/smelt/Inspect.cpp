@@ -23,30 +23,9 @@ codegen::CompileOptions compileOptions(const std::string &dumpDir, rt::Trace *tr
   options.dumpDir = dumpDir;
   options.trace = trace;
 #ifdef SMELT_HAVE_CUDA_CODEGEN
-  // Only a dump pays for NVRTC: a plain CPU compile never renders CUDA.
-  options.extend = [cudaArch, trace](mlir::func::FuncOp function, rt::Executable &,
-                                     codegen::CompileDump *dump) -> mlir::LogicalResult {
-    if (!dump)
-      return mlir::success();
-    std::string name = function.getSymName().str();
-    rt::Trace::Scope span(trace, {"compiler", "phases"}, "CUDA codegen and NVRTC @" + name,
-                          "compile");
-    mlir::FailureOr<codegen::CudaFunctionCode> cuda =
-        codegen::compileCudaFunction(function, cudaArch);
-    if (failed(cuda))
-      return mlir::failure();
-    auto write = [&](const std::string &file, const std::string &text, const std::string &kind) {
-      rt::Status s = dump->write(file, text.empty() ? "// @" + name + " has no fusions\n" : text,
-                                 kind);
-      if (!s.ok())
-        function.emitError() << s.message();
-      return s.ok();
-    };
-    if (!write("cuda-kernels.cu", cuda->code.source, "cuda kernels (source for NVRTC)") ||
-        !write("cuda-kernels.ptx", cuda->code.ptx, "cuda kernels (ptx for " + cudaArch + ")"))
-      return mlir::failure();
-    return mlir::success();
-  };
+  // With an arch, a dump also holds every fusion as CUDA; fusions compile for CUDA only where
+  // placement put them on a GPU, so a plain CPU compile never runs NVRTC.
+  options.cudaArch = cudaArch;
 #else
   (void)cudaArch;
 #endif

@@ -61,7 +61,7 @@ void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions
 #if SMELT_HAVE_CUDA_CODEGEN && SMELT_HAVE_GPU_EXECUTOR
   const rt::DeviceInfo &gpu = machine().devices.at(1);
   std::string arch = "sm_" + std::to_string(gpu.computeMajor) + std::to_string(gpu.computeMinor);
-  compile.extend = codegen::withCudaKernels(arch, compile.extend);
+  compile.cudaArch = arch;
   executor.gpuRunner = rt::cuda::gpuSegmentRunner;
 #else
   (void)compile, (void)executor;

@@ -70,7 +70,7 @@ rt::Expected<rt::Executable> compileText(const std::string &text, const std::str
   codegen::CompileOptions options;
   if (!arch.empty()) {
     options.pipeline.devices = "cpu:0,gpu:0";
-    options.extend = codegen::withCudaKernels(arch);
+    options.cudaArch = arch;
   }
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*parsed.module, "main", options);
   if (mlir::failed(exe))

@@ -53,7 +53,7 @@ rt::Executable compilePlaced(const char *text, bool withGpu, const std::string &
   if (withGpu)
     options.pipeline.devices = "cpu:0,gpu:0";
   if (!arch.empty())
-    options.extend = codegen::withCudaKernels(arch);
+    options.cudaArch = arch;
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*parsed.module, "main", options);
   EXPECT_TRUE(mlir::succeeded(exe));
   return mlir::succeeded(exe) ? std::move(*exe) : rt::Executable();
@@ -149,7 +149,7 @@ void expectTrainingTracksTheCpu(rt::SegmentRunnerFactory gpuRunner, const std::s
   config.pipeline.devices = "cpu:0,gpu:0";
   config.executor.gpuRunner = std::move(gpuRunner);
   if (!arch.empty())
-    config.compile.extend = codegen::withCudaKernels(arch);
+    config.compile.cudaArch = arch;
   auto placed = train::Trainer::create(config);
   ASSERT_TRUE(placed.ok()) << placed.message();
   EXPECT_NE((*placed)->placement().find("on gpu:0"), std::string::npos)

@@ -425,6 +425,28 @@ TEST(CpuObject, RejectsBytesThatAreNoSharedLibrary) {
   EXPECT_NE(empty.message().find("empty"), std::string::npos) << empty.message();
 }
 
+TEST(Artifact, AKernelWithoutACpuSymbolLoadsButDoesNotRunOnTheCpu) {
+  // A kernel only a GPU runs has an empty symbol: no CPU entry, and the CPU executor says so.
+  Executable exe = fusedProgram(64);
+  ArtifactExtras extras{testKernelLibrary(), {"smelt_test_add_mul", ""}, "cpu", "ArtifactTest"};
+  Expected<Bytes> bytes = encodeArtifact(exe, extras);
+  ASSERT_TRUE(bytes.ok()) << bytes.message();
+  Expected<LoadedArtifact> loaded = decodeArtifact(*bytes, "gpu-only.smelt");
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_EQ(loaded->extras.cpuSymbols, (std::vector<std::string>{"smelt_test_add_mul", ""}));
+  Expected<std::shared_ptr<const CpuCode>> code =
+      loadCpuObject(loaded->extras.cpuObject, loaded->extras.cpuSymbols);
+  ASSERT_TRUE(code.ok()) << code.message();
+  EXPECT_NE((*code)->entries[0], nullptr);
+  EXPECT_EQ((*code)->entries[1], nullptr);
+  loaded->executable.cpu = *code;
+  Expected<CpuExecutor> exec = CpuExecutor::create(loaded->executable);
+  ASSERT_FALSE(exec.ok());
+  EXPECT_NE(exec.message().find("kernel 1 ('smelt_test_square') has no entry in the CPU code"),
+            std::string::npos)
+      << exec.message();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,8 @@
+// The Target interface's out-of-line anchor.
+#include "codegen/Target.h"
+
+namespace smelt::codegen {
+
+Target::~Target() = default;
+
+} // namespace smelt::codegen
