@@ -126,6 +126,15 @@ FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op, rt::DType dtype) {
   return bytes;
 }
 
+/// The arena offsets smelt-assign-buffers gave `op`'s results, when it ran.
+void placeInArena(Operation &op, const std::vector<rt::BufferId> &results, rt::Executable &exe) {
+  auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("smelt.arena_offsets");
+  if (!offsets || offsets.size() != int64_t(results.size()))
+    return;
+  for (auto [id, offset] : llvm::zip(results, offsets.asArrayRef()))
+    exe.buffers[size_t(id)].offset = offset;
+}
+
 std::string smeltName(DictionaryAttr attrs, const char *fallback, unsigned index) {
   if (attrs)
     if (auto name = attrs.getAs<StringAttr>("smelt.name"))
@@ -225,6 +234,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       }
       exe.kernels.push_back(describeKernel(fusion, exe.name + "_fusion" +
                                                        std::to_string(exe.kernels.size())));
+      placeInArena(op, step.results, exe);
       exe.steps.push_back(std::move(step));
       continue;
     }
@@ -258,6 +268,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     }
     if (step.results.empty())
       return op.emitOpError("has no results; only ops with results can be compiled");
+    placeInArena(op, step.results, exe);
     exe.steps.push_back(std::move(step));
   }
   // smelt-assign-buffers' prediction, when the pipeline ran it.

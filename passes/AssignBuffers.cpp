@@ -10,11 +10,18 @@
 //      step that reads it (right after its producer when none does); returned values, and an
 //      all_reduce's operands and results (the reduction may run on until the executor waits
 //      for it), stay to the end.
-//   3. Peak = held bytes + the most bytes live at once, taken after each step's results are
-//      taken and before what it was the last reader of goes back.
-// The result is a dictionary on the function, `smelt.peak_bytes = {"cpu:0" = N : i64, ...}`.
-// Offsets into one arena per device (XLA's heap simulator) would come next; until then the
-// runtime's caching allocator reuses blocks in this same order.
+//   3. Each value a step takes lives from that step to its last reader. Values of one device
+//      get offsets into one arena per device and run, so that two values live at once never
+//      overlap (XLA's heap simulator, greedy: the largest first, each at the lowest 64-byte
+//      aligned offset free over its lifetime); the arena is as long as the furthest end.
+//   4. Peak = held bytes + the arena. The most bytes live at once is a lower bound the greedy
+//      placement usually meets (a chain of steps, say); when it does not, the arena wastes the
+//      difference for a run's memory being one block, placed once.
+//   Only a function on one device without copies gets an arena: across devices the executor
+//   cuts the steps into segments at the copies, which changes lifetimes, and allocates each
+//   buffer as its step comes; its peak is held bytes + the most bytes live at once.
+// The results are attributes: `smelt.arena_offsets = array<i64: ...>` on each step (one per
+// result) and `smelt.peak_bytes = {"cpu:0" = N : i64, ...}` on the function.
 #include "passes/Passes.h"
 
 #include "passes/FusionUtils.h"
@@ -40,9 +47,82 @@ StringRef deviceOf(Operation *op) {
   return placed ? placed.getValue() : StringRef(kHost);
 }
 
+/// Arena offsets are multiples of this: a cache line, and any vector access's alignment.
+constexpr int64_t kArenaAlignment = 64;
+
+int64_t alignTo(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
 struct DeviceUse {
-  int64_t held = 0, live = 0, peak = 0;
+  int64_t held = 0, peak = 0;
 };
+
+/// 3. Offsets: per device, the largest value first (ties: the earlier), each at the lowest
+/// aligned offset no value live at the same time covers; peak = held + the arena's extent.
+void assignOffsets(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, int64_t> &lastRead,
+                   llvm::MapVector<StringRef, DeviceUse> &devices,
+                   llvm::DenseMap<Value, int64_t> &offsetOf) {
+  struct Interval {
+    Value value;
+    int64_t first, last, bytes;
+  };
+  llvm::MapVector<StringRef, SmallVector<Interval>> byDevice;
+  for (auto [index, op] : llvm::enumerate(steps))
+    for (Value result : op->getResults())
+      byDevice[deviceOf(op)].push_back(
+          {result, int64_t(index), lastRead.lookup(result), numBytes(result)});
+  for (auto &[device, intervals] : byDevice) {
+    llvm::stable_sort(intervals, [](const Interval &a, const Interval &b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
+    });
+    SmallVector<Interval *> placed;
+    int64_t arena = 0;
+    for (Interval &interval : intervals) {
+      SmallVector<std::pair<int64_t, int64_t>> taken; // [offset, end) of values live with it
+      for (Interval *other : placed)
+        if (other->first <= interval.last && interval.first <= other->last)
+          taken.push_back({offsetOf[other->value], offsetOf[other->value] + other->bytes});
+      llvm::sort(taken);
+      int64_t offset = 0;
+      for (auto [begin, end] : taken) {
+        if (offset + interval.bytes <= begin)
+          break;
+        offset = std::max(offset, alignTo(end));
+      }
+      offsetOf[interval.value] = offset;
+      arena = std::max(arena, offset + interval.bytes);
+      placed.push_back(&interval);
+    }
+    devices[device].peak = devices[device].held + arena;
+  }
+  for (auto &[device, use] : devices)
+    use.peak = std::max(use.peak, use.held);
+}
+
+/// 3'. Without an arena: walk the steps, take results, note the peak, give back what was read
+/// last; peak = held + the most bytes live at once.
+void walkLiveBytes(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, int64_t> &lastRead,
+                   llvm::MapVector<StringRef, DeviceUse> &devices) {
+  int64_t end = int64_t(steps.size());
+  SmallVector<SmallVector<Value>> goBack(steps.size());
+  for (auto [value, last] : lastRead)
+    if (last < end)
+      goBack[last].push_back(value);
+  llvm::MapVector<StringRef, int64_t> live;
+  for (auto &[device, use] : devices)
+    use.peak = use.held;
+  for (auto [index, op] : llvm::enumerate(steps)) {
+    DeviceUse &use = devices[deviceOf(op)];
+    int64_t &bytes = live[deviceOf(op)];
+    for (Value result : op->getResults()) {
+      bytes += numBytes(result);
+      use.peak = std::max(use.peak, use.held + bytes);
+    }
+    for (Value value : goBack[index])
+      live[deviceOf(value.getDefiningOp())] -= numBytes(value);
+  }
+}
 
 struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
   void runOnOperation() override {
@@ -85,24 +165,25 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
       if (lastRead.count(returned))
         lastRead[returned] = end;
 
-    // 2-3. Walk the steps: take results, note the peak, give back what was read last.
-    SmallVector<SmallVector<Value>> goBack(steps.size());
-    for (auto [value, last] : lastRead)
-      if (last < end)
-        goBack[last].push_back(value);
-    for (auto &[device, use] : devices)
-      use.peak = use.held;
-    for (auto [index, op] : llvm::enumerate(steps)) {
-      DeviceUse &use = devices[deviceOf(op)];
-      for (Value result : op->getResults()) {
-        use.live += numBytes(result);
-        use.peak = std::max(use.peak, use.held + use.live);
-      }
-      for (Value value : goBack[index])
-        devices[deviceOf(value.getDefiningOp())].live -= numBytes(value);
-    }
-
+    // One device and no copies: the executor runs the steps in this order and one arena holds
+    // every value. Across devices it cuts the steps into segments at the copies and allocates
+    // each buffer as its step comes (an arena would need the same cut here).
+    bool oneArena = llvm::all_of(steps, [&](Operation *op) {
+      return !isa<CopyOp>(op) && deviceOf(op) == deviceOf(steps.front());
+    });
+    llvm::DenseMap<Value, int64_t> offsetOf;
+    if (oneArena)
+      assignOffsets(steps, lastRead, devices, offsetOf);
+    else
+      walkLiveBytes(steps, lastRead, devices);
     Builder builder(&getContext());
+    for (Operation *op : steps) {
+      SmallVector<int64_t> offsets;
+      for (Value result : op->getResults())
+        offsets.push_back(offsetOf.lookup(result));
+      if (oneArena && !offsets.empty())
+        op->setAttr("smelt.arena_offsets", builder.getDenseI64ArrayAttr(offsets));
+    }
     SmallVector<NamedAttribute> peaks;
     for (auto &[device, use] : devices) {
       peaks.push_back(builder.getNamedAttr(device, builder.getI64IntegerAttr(use.peak)));

@@ -196,22 +196,27 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
 }
 
 def AssignBuffers : Pass<"smelt-assign-buffers", "mlir::func::FuncOp"> {
-  let summary = "Buffer liveness at compile time: the peak bytes each device holds in one run";
+  let summary = "Buffer liveness and arena offsets at compile time: the peak bytes each device holds in one run";
   let description = [{
     Works out, before anything runs, when each value is taken and given back (the executors'
     model: a step takes its results when it runs, a value goes back after its last reader,
     returned values and all_reduce buffers stay to the end, constants are held all run, and a
-    GPU holds the arguments it reads) and from that the peak bytes per device. Writes them on
+    GPU holds the arguments it reads), gives every value a step takes an offset into one arena
+    per device (values live at the same time never overlap; the largest placed first, at the
+    lowest free 64-byte aligned offset), and from that the peak bytes per device: held bytes
+    plus the arena. Writes the offsets on each step as `smelt.arena_offsets` and the peaks on
     the function as `smelt.peak_bytes`; `smelt compile` prints them, the dump's manifest
-    carries them, and the executors' measured peak equals them. Run it last.
+    carries them, and the executors, which take one arena block per run, measure exactly
+    them. Run it last.
 
     ```mlir
     func.func @main(%x: tensor<256xf32>) -> tensor<f32> {
-      %0 = smelt.exp %x : tensor<256xf32>                 // takes 1 KiB
-      %1 = smelt.reduce sum %0 axes = [0] : tensor<256xf32>  // takes 4 B, %0 goes back
+      %0 = smelt.exp %x : tensor<256xf32>                 // 1 KiB at offset 0
+      %1 = smelt.reduce sum %0 axes = [0] : tensor<256xf32>  // 4 B at 1024: %0 is still live
       return %1 : tensor<f32>
     }
-    // gets {smelt.peak_bytes = {"cpu:0" = 1028 : i64}}
+    // gets {smelt.peak_bytes = {"cpu:0" = 1028 : i64}}, and the steps
+    // {smelt.arena_offsets = array<i64: 0>} and {smelt.arena_offsets = array<i64: 1024>}
     ```
   }];
   let statistics = [

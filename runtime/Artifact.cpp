@@ -87,6 +87,7 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
     w.u8(uint8_t(b.type.dtype));
     w.i64s(b.type.shape, "a shape");
     w.str(b.name, "a buffer name");
+    w.i64(b.offset);
   }
   w.i32s(exe.inputs, "inputs");
   w.i32s(exe.outputs, "outputs");
@@ -421,11 +422,16 @@ private:
   Status readPlan(Executable &exe, std::vector<uint64_t> &constantOffsets) const {
     ByteCursor c = cursor(Section::plan);
     exe.name = c.str("the executable's name");
-    uint32_t n = c.count("the buffer list", 9);
+    uint32_t n = c.count("the buffer list", 17);
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       BufferInfo b;
       b.type = readType(c, fmt::format("buffer b{}", i));
       b.name = c.str("a buffer name");
+      size_t offsetAt = c.at();
+      b.offset = c.i64("a buffer's arena offset");
+      // The executor checks offsets against each other when it lays out its arena.
+      if (c.ok() && b.offset < -1)
+        c.fail(offsetAt, fmt::format("buffer b{} has arena offset {}", i, b.offset));
       exe.buffers.push_back(std::move(b));
     }
     size_t buffers = exe.buffers.size();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace smelt::rt {
 
@@ -160,10 +161,9 @@ std::vector<HostTensor *> reusableOutputs(const Executable &exe,
   return reusable;
 }
 
-std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
-                                                  const std::vector<char> &perRun) {
-  size_t count = exe.buffers.size(), steps = exe.steps.size();
-  std::vector<size_t> lastUse(count, 0);
+std::vector<size_t> lastUses(const Executable &exe) {
+  size_t steps = exe.steps.size();
+  std::vector<size_t> lastUse(exe.buffers.size(), 0);
   for (size_t s = 0; s < steps; ++s) {
     const Step &step = exe.steps[s];
     bool collective = step.op == StepOp::AllReduce;
@@ -174,23 +174,101 @@ std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
   }
   for (BufferId id : exe.outputs)
     lastUse[id] = steps;
-  std::vector<std::vector<BufferId>> freeAfter(steps);
-  for (size_t id = 0; id < count; ++id)
-    if (perRun[id] && lastUse[id] < steps)
+  return lastUse;
+}
+
+std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
+                                                  const std::vector<char> &perRun) {
+  std::vector<size_t> lastUse = lastUses(exe);
+  std::vector<std::vector<BufferId>> freeAfter(exe.steps.size());
+  for (size_t id = 0; id < exe.buffers.size(); ++id)
+    if (perRun[id] && lastUse[id] < exe.steps.size())
       freeAfter[lastUse[id]].push_back(BufferId(id));
   return freeAfter;
 }
 
-RunBuffers::RunBuffers(const Executable &exe, Allocator *allocator,
-                       const std::vector<BufferId> &fixed)
-    : exe_(&exe), allocator_(allocator), address_(exe.buffers.size(), nullptr),
-      perRun_(exe.buffers.size(), 1), callers_(exe.buffers.size(), 0) {
+namespace {
+
+/// Arena offsets are multiples of this (what smelt-assign-buffers gives): a cache line, and
+/// any vector access's alignment.
+constexpr int64_t kArenaAlignment = 64;
+
+} // namespace
+
+Expected<RunBuffers> RunBuffers::create(const Executable &exe, Allocator *allocator,
+                                        const std::vector<BufferId> &fixed) {
+  RunBuffers buffers;
+  size_t count = exe.buffers.size();
+  buffers.exe_ = &exe;
+  buffers.allocator_ = allocator;
+  buffers.address_.assign(count, nullptr);
+  buffers.perRun_.assign(count, 1);
+  buffers.callers_.assign(count, 0);
+  buffers.inArena_.assign(count, 0);
   for (BufferId id : fixed)
-    perRun_[id] = 0;
-  freeAfter_ = freeAfterSteps(exe, perRun_);
+    buffers.perRun_[id] = 0;
+  buffers.freeAfter_ = freeAfterSteps(exe, buffers.perRun_);
+
+  // The arena holds the offset buffers the steps on this device write; a buffer lives from its
+  // step to its last use.
+  std::vector<size_t> first(count, 0), last = lastUses(exe);
+  std::vector<BufferId> members;
+  for (size_t s = 0; s < exe.steps.size(); ++s)
+    for (BufferId id : exe.steps[s].results) {
+      first[id] = s;
+      const BufferInfo &info = exe.buffers[id];
+      if (!buffers.perRun_[id] || info.offset < 0 || exe.steps[s].device != allocator->device())
+        continue;
+      uint64_t bytes = info.type.byteSize();
+      if (info.offset % kArenaAlignment != 0 ||
+          uint64_t(info.offset) > std::numeric_limits<uint64_t>::max() / 2 - bytes)
+        return Status::error(fmt::format("buffer {}: arena offset {} is not a multiple of {} "
+                                         "within 2^63 bytes",
+                                         bufferLabel(exe, id), info.offset, kArenaAlignment));
+      buffers.inArena_[id] = 1;
+      buffers.arenaBytes_ = std::max(buffers.arenaBytes_, uint64_t(info.offset) + bytes);
+      members.push_back(id);
+    }
+  // Two buffers live at one step must not share a byte, or one would overwrite the other.
+  for (size_t i = 0; i < members.size(); ++i)
+    for (size_t j = i + 1; j < members.size(); ++j) {
+      BufferId a = members[i], b = members[j];
+      uint64_t aBegin = uint64_t(exe.buffers[a].offset), bBegin = uint64_t(exe.buffers[b].offset);
+      uint64_t aEnd = aBegin + exe.buffers[a].type.byteSize();
+      uint64_t bEnd = bBegin + exe.buffers[b].type.byteSize();
+      if (first[a] <= last[b] && first[b] <= last[a] && aBegin < bEnd && bBegin < aEnd)
+        return Status::error(fmt::format("buffers {} and {} share arena bytes [{}, {}) while "
+                                         "both are live",
+                                         bufferLabel(exe, a), bufferLabel(exe, b),
+                                         std::max(aBegin, bBegin), std::min(aEnd, bEnd)));
+    }
+  return buffers;
+}
+
+Status RunBuffers::beginRun(uint64_t heldBytes) {
+  liveBytes_ = peakBytes_ = heldBytes;
+  if (arenaBytes_ == 0)
+    return Status();
+  // A run that failed waiting for a collective keeps its buffers, and so its arena.
+  if (!arena_) {
+    Expected<void *> block = allocator_->allocate(
+        arenaBytes_, fmt::format("the arena of @{} ({} buffers)", exe_->name,
+                                 std::count(inArena_.begin(), inArena_.end(), 1)));
+    if (!block)
+      return block.status();
+    arena_ = *block;
+  }
+  liveBytes_ = peakBytes_ = heldBytes + arenaBytes_;
+  return Status();
 }
 
 Status RunBuffers::take(BufferId id, void *callerMemory) {
+  if (inArena_[id]) {
+    address_[id] = callerMemory ? callerMemory
+                                : static_cast<uint8_t *>(arena_) + exe_->buffers[id].offset;
+    callers_[id] = callerMemory != nullptr;
+    return Status();
+  }
   uint64_t bytes = exe_->buffers[id].type.byteSize();
   if (callerMemory) {
     address_[id] = callerMemory;
@@ -207,11 +285,13 @@ Status RunBuffers::take(BufferId id, void *callerMemory) {
 }
 
 void RunBuffers::giveBack(BufferId id) {
-  if (!callers_[id])
-    allocator_->free(address_[id]);
+  if (!inArena_[id]) {
+    if (!callers_[id])
+      allocator_->free(address_[id]);
+    liveBytes_ -= exe_->buffers[id].type.byteSize();
+  }
   callers_[id] = 0;
   address_[id] = nullptr;
-  liveBytes_ -= exe_->buffers[id].type.byteSize();
 }
 
 void RunBuffers::giveBackAfter(size_t step) {
@@ -223,6 +303,11 @@ void RunBuffers::giveBackAll() {
   for (size_t id = 0; id < address_.size(); ++id)
     if (perRun_[id] && address_[id])
       giveBack(BufferId(id));
+  if (arena_) {
+    allocator_->free(arena_);
+    arena_ = nullptr;
+    liveBytes_ -= arenaBytes_;
+  }
 }
 
 } // namespace smelt::rt

@@ -38,10 +38,13 @@ std::vector<HostTensor *> reusableOutputs(const Executable &exe,
                                           const std::vector<const HostTensor *> &inputs,
                                           std::vector<HostTensor> &outputs);
 
-/// Per step, the buffers no later step reads, to free once it ran; only buffers with
-/// `perRun[id]` set (the ones a run allocates) are listed. Outputs live to the end of the run,
-/// and so do an all_reduce's operands and results: the reduction runs on until the executor
-/// waits for it, which may be several steps later.
+/// Per buffer, the last step that uses it (steps.size(): the end of the run). Outputs live to
+/// the end of the run, and so do an all_reduce's operands and results: the reduction runs on
+/// until the executor waits for it, which may be several steps later.
+std::vector<size_t> lastUses(const Executable &exe);
+
+/// Per step, the buffers no later step reads, to free once it ran (lastUses); only buffers with
+/// `perRun[id]` set (the ones a run allocates) are listed.
 std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
                                                   const std::vector<char> &perRun);
 
@@ -49,13 +52,19 @@ std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
 /// takes from the allocator as the step that writes a buffer comes and gives back after its
 /// last reader (freeAfterSteps) or when the run ends; and the bytes live now and at most in the
 /// run. Both executors keep their buffers in one.
+///
+/// Buffers with an arena offset (smelt-assign-buffers) written by steps on this device live in
+/// one block a run takes at its start: the arena, as long as the furthest offset + size. Its
+/// layout is checked when the buffers are made: offsets aligned, and no two buffers live at the
+/// same step sharing a byte.
 class RunBuffers {
 public:
   RunBuffers() = default;
   /// Every buffer of `exe` is taken per run from `allocator` except those in `fixed`, whose
   /// memory the executor places itself (constants, and the CPU's inputs, which are the caller's
-  /// memory). `exe` and `allocator` must outlive this.
-  RunBuffers(const Executable &exe, Allocator *allocator, const std::vector<BufferId> &fixed);
+  /// memory). `exe` and `allocator` must outlive the result.
+  static Expected<RunBuffers> create(const Executable &exe, Allocator *allocator,
+                                     const std::vector<BufferId> &fixed);
 
   /// Where buffer `id` is now (null: not taken yet, or given back).
   void *operator[](BufferId id) const { return address_[id]; }
@@ -63,15 +72,19 @@ public:
   bool perRun(BufferId id) const { return perRun_[id]; }
   /// Places a fixed buffer at `address` (null: clears it).
   void place(BufferId id, void *address) { address_[id] = address; }
+  /// The arena's bytes (0: no buffer has an offset here).
+  uint64_t arenaBytes() const { return arenaBytes_; }
 
-  /// A run begins with `heldBytes` (constants, workspace) live besides its buffers.
-  void beginRun(uint64_t heldBytes) { liveBytes_ = peakBytes_ = heldBytes; }
+  /// A run begins with `heldBytes` (constants, workspace) live besides its buffers, and takes
+  /// the arena; running out of memory for it is the error.
+  Status beginRun(uint64_t heldBytes);
   /// Takes buffer `id`'s block (the error names the buffer), or uses `callerMemory` when given
-  /// (a caller's output tensor, never given to the allocator); live bytes count it either way.
+  /// (a caller's output tensor, never given to the allocator). Live bytes count it either way,
+  /// but an arena buffer is counted with the arena.
   Status take(BufferId id, void *callerMemory = nullptr);
   /// Gives back the buffers whose last reader is step `step`.
   void giveBackAfter(size_t step);
-  /// Gives back every buffer the run still holds: at its end, however it ends.
+  /// Gives back every buffer the run still holds, and the arena: at its end, however it ends.
   void giveBackAll();
 
   uint64_t liveBytes() const { return liveBytes_; }
@@ -83,9 +96,12 @@ private:
   const Executable *exe_ = nullptr;
   Allocator *allocator_ = nullptr;
   std::vector<void *> address_;
-  /// Per buffer: whether a run takes it (not fixed), and whether its memory is the caller's.
-  std::vector<char> perRun_, callers_;
+  /// Per buffer: whether a run takes it (not fixed), whether its memory is the caller's, and
+  /// whether it lives in the arena.
+  std::vector<char> perRun_, callers_, inArena_;
   std::vector<std::vector<BufferId>> freeAfter_;
+  uint64_t arenaBytes_ = 0;
+  void *arena_ = nullptr;
   uint64_t liveBytes_ = 0, peakBytes_ = 0;
 };
 

@@ -45,7 +45,10 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
   std::vector<BufferId> fixed = exe.inputs;
   for (const Constant &c : exe.constants)
     fixed.push_back(c.buffer);
-  exec.buffers_ = RunBuffers(exe, allocator, fixed);
+  Expected<RunBuffers> buffers = RunBuffers::create(exe, allocator, fixed);
+  if (!buffers)
+    return buffers.status();
+  exec.buffers_ = std::move(*buffers);
   exec.intoCaller_.assign(exe.buffers.size(), nullptr);
   {
     Trace::Scope span(trace, {kDevice, kStream}, "upload constants @" + exe.name, "memory");
@@ -157,7 +160,8 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (BufferId id = exe.outputs[i]; reusable[i] && buffers_.perRun(id) && !intoCaller_[id])
       intoCaller_[id] = reusable[i];
-  buffers_.beginRun(constantBytes_);
+  if (Status s = buffers_.beginRun(constantBytes_); !s.ok())
+    return s;
   stepMicros_.assign(exe.steps.size(), 0.0);
   std::vector<void *> buffers;
   for (size_t s = 0; s < exe.steps.size(); ++s) {

@@ -70,7 +70,10 @@ std::string Executable::str() const {
   auto bufferList = [&](const std::vector<BufferId> &ids) {
     std::vector<std::string> parts;
     for (BufferId id : ids)
-      parts.push_back(fmt::format("b{}:{}", id, buffers[id].type.str()));
+      parts.push_back(fmt::format("b{}:{}{}", id, buffers[id].type.str(),
+                                  buffers[id].offset < 0
+                                      ? ""
+                                      : fmt::format("@{}", buffers[id].offset)));
     return fmt::format("{}", fmt::join(parts, ", "));
   };
   out += fmt::format("  inputs: {}\n", bufferList(inputs));

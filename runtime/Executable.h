@@ -164,6 +164,11 @@ struct BufferInfo {
   TensorType type;
   /// Where the value came from, for messages: "%arg0", "matmul at model.mlir:4:10".
   std::string name;
+  /// Where a step's result lives in its device's arena, the one block a run takes there
+  /// (smelt-assign-buffers placed it so no buffer live at the same time overlaps it); -1 for
+  /// inputs and constants, and where nothing assigned offsets (each buffer is then allocated
+  /// on its own).
+  int64_t offset = -1;
 };
 
 struct Step {

@@ -313,7 +313,10 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
   std::vector<BufferId> constants;
   for (const Constant &c : exe.constants)
     constants.push_back(c.buffer);
-  exec.buffers_ = RunBuffers(exe, allocator, constants);
+  Expected<RunBuffers> buffers = RunBuffers::create(exe, allocator, constants);
+  if (!buffers)
+    return buffers.status();
+  exec.buffers_ = std::move(*buffers);
   for (const Constant &c : exe.constants) {
     Expected<Allocator::Block> block = allocator->allocateBlock(
         c.bytes.size(), fmt::format("constant {}", bufferLabel(exe, c.buffer)));
@@ -580,7 +583,8 @@ Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
     GpuExecutor &exec;
     ~EndOfRun() { exec.buffers_.giveBackAll(); }
   } endOfRun{*this};
-  buffers_.beginRun(heldBytes_);
+  if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
+    return s;
   if (Status s = upload(inputs); !s.ok())
     return s;
   std::vector<void *> buffers;

@@ -1,10 +1,14 @@
-// smelt-assign-buffers: peak bytes per device from compile-time liveness, computed by hand
-// below for each case (tests/unit/AssignBuffersTest.cpp checks the executor measures the same).
+// smelt-assign-buffers: arena offsets and peak bytes per device from compile-time liveness,
+// worked out by hand below for each case (tests/unit/AssignBuffersTest.cpp checks the executor
+// measures the same).
 // RUN: smelt-opt %s -split-input-file -smelt-assign-buffers | FileCheck %s
 
-// exp takes 1024 bytes; reduce takes 4 more, after which exp's result goes back: 1028.
+// exp takes 1024 bytes at offset 0; reduce takes 4 more while exp's result is still live, at
+// 1024: an arena of 1028.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 1028 : i64}
+// CHECK: smelt.exp %{{.*}} {smelt.arena_offsets = array<i64: 0>}
+// CHECK: smelt.reduce sum %{{.*}} {smelt.arena_offsets = array<i64: 1024>}
 func.func @chain(%x: tensor<256xf32>) -> tensor<f32> {
   %0 = smelt.exp %x : tensor<256xf32>
   %1 = smelt.reduce sum %0 axes = [0] : tensor<256xf32>
@@ -13,10 +17,14 @@ func.func @chain(%x: tensor<256xf32>) -> tensor<f32> {
 
 // -----
 
-// The constant is held all run (64); %0 is returned, so it stays (64); %1 (64) goes back only
-// after the reduce took its 4 bytes: 64 + 64 + 64 + 4 = 196. The argument is the caller's.
+// The constant is held all run (64); %0 is returned, so it stays (offset 0); %1 (64 bytes) is
+// live with it (offset 64) and goes back only after the reduce took its 4 bytes (offset 128):
+// 64 + an arena of 132 = 196. The argument is the caller's.
 // CHECK-LABEL: func.func @held
 // CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 196 : i64}
+// CHECK: smelt.add {{.*}}smelt.arena_offsets = array<i64: 0>
+// CHECK: smelt.mul {{.*}}smelt.arena_offsets = array<i64: 64>
+// CHECK: smelt.reduce {{.*}}smelt.arena_offsets = array<i64: 128>
 func.func @held(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<f32>) {
   %c = smelt.constant dense<1.0> : tensor<16xf32>
   %0 = smelt.add %x, %c : tensor<16xf32>
@@ -27,10 +35,12 @@ func.func @held(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<f32>) {
 
 // -----
 
-// Each device separately. The GPU holds the argument it reads (copied in: 2048) and exp's
-// result (2048) until the copy read it: 4096. The CPU takes the copy (2048) and the sum (4): 2052.
+// Each device separately, and no arena: the executor cuts the steps at copies. The GPU holds
+// the argument it reads (copied in: 2048) and exp's result (2048) until the copy read it: 4096.
+// The CPU takes the copy (2048) and the sum (4): 2052.
 // CHECK-LABEL: func.func @two_devices
 // CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 2052 : i64, "gpu:0" = 4096 : i64}
+// CHECK-NOT: smelt.arena_offsets
 func.func @two_devices(%x: tensor<512xf32>) -> tensor<f32> {
   %0 = smelt.exp %x {smelt.device = "gpu:0"} : tensor<512xf32>
   %1 = smelt.copy %0 : tensor<512xf32>

@@ -1,7 +1,7 @@
 // Memory policies in `smelt run`: each device's peak and what it holds are printed; a limit
 // that a buffer passes fails before the run, naming the buffer; a limit the live buffers pass
-// together fails mid-run, naming the buffer, the limit and the largest buffers in use; bad
-// flags quote themselves.
+// together fails as the run takes its arena (smelt-assign-buffers laid the buffers out in one
+// block), naming it, its size and the limit; bad flags quote themselves.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %S/npy_tool.py random %t/x.npy 256,256 float32 1
 // RUN: smelt run %s --input x=%t/x.npy 2>&1 | FileCheck %s --check-prefix=GROW
@@ -17,7 +17,7 @@
 // GROW-NEXT: memory: cpu:0 (grow): peak 768.0 KiB, in use 0 B in 0 buffers, {{.*}} held (limit {{.*}} GiB)
 // PREALLOCATE: memory: cpu:0 (preallocate 50%): peak 768.0 KiB, in use 0 B in 0 buffers, 4.0 MiB held (limit 4.0 MiB)
 // TOO-BIG: error: cpu:0: buffer b1 ({{.*}}smelt-memory.mlir:{{[0-9]+}}:{{[0-9]+}}, tensor<256x256xf32>) needs 256.0 KiB, more than the device's memory limit of 200.0 KiB (grow, limit 200.0 KiB)
-// DURING: error: cpu:0: out of memory for buffer b3 ({{.*}}, tensor<256x256xf32>): it needs 256.0 KiB (no free piece fits it, and taking 256.0 KiB more from the device would pass the limit). The limit is 600.0 KiB (grow); 512.0 KiB is in use by 2 buffers, the largest: 256.0 KiB buffer b{{[12]}}
+// DURING: error: cpu:0: out of memory for the arena of @main (4 buffers): it needs 768.0 KiB (more than the limit). The limit is 600.0 KiB (grow)
 // BAD-FRACTION: error: --memory=preallocate=1.5: write 'grow' or 'preallocate[=FRACTION]' with FRACTION in (0, 1]
 // BAD-DEVICE: error: --memory-limit=tpu:0=1GiB: 'tpu:0' is not a device (cpu:0, gpu:N)
 // BAD-LOGICAL: error: --logical-gpus=2GiB,lots: give each logical GPU's memory limit, e.g. 4GiB,4GiB ('lots' is not a size

@@ -108,20 +108,23 @@ TEST(Profile, TraceHasPassesPhasesStepsAndMemory) {
               steps[i - 1].at("ts").get<double>() + steps[i - 1].at("dur").get<double>());
   }
 
-  // Memory: the constants from create, then per run a sample after each step (the buffers
-  // live then), the output copies on top of the result, the one buffer live at the end, then the
-  // constants alone once the run has given its buffers back. The second run writes its result
-  // into the first run's output tensor, so nothing is copied on top.
+  // Memory: the constants from create, then per run a sample after each step (constants and
+  // the run's arena, which holds every buffer smelt-assign-buffers laid out: the compiled peak),
+  // the output copies on top, then the constants alone once the run has given its arena back.
+  // The second run writes its result into the first run's output tensor, so nothing is copied
+  // on top.
   std::vector<nlohmann::json> counters = events(p.trace, "C");
   size_t perRun = p.exe.steps.size() + 2;
   ASSERT_EQ(counters.size(), 1u + 2 * perRun);
   auto inUse = [&](size_t i) { return counters[i].at("args").at("in use").get<double>(); };
   double constants = inUse(0), output = 16 * 8 * 4, peak = 0;
+  double compiledPeak = double(p.exe.peakBytes.at("cpu:0"));
   for (size_t run = 0; run < 2; ++run) {
     size_t first = 1 + run * perRun, copies = first + p.exe.steps.size();
-    EXPECT_GE(inUse(first), constants + output) << "the first step's result is live";
-    EXPECT_EQ(inUse(copies), constants + (run == 0 ? 2 : 1) * output)
-        << "only the result is live, and in run 0 its copy";
+    for (size_t step = first; step < copies; ++step)
+      EXPECT_EQ(inUse(step), compiledPeak) << "constants and the arena, during the steps";
+    EXPECT_EQ(inUse(copies), compiledPeak + (run == 0 ? 1 : 0) * output)
+        << "in run 0 the output's copy is on top";
     EXPECT_EQ(inUse(copies + 1), constants);
   }
   for (size_t i = 0; i < counters.size(); ++i) {

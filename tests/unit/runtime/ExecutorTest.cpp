@@ -30,22 +30,61 @@ Executable multiStep(const std::vector<float> &c) {
   return exe;
 }
 
+/// multiStep's result in float64 from the f32 products and sums the kernels round to.
+std::vector<double> multiStepReference(const HostTensor &x, const std::vector<float> &c) {
+  std::vector<double> xv = x.toDoubles(), ref(2, 0.0);
+  for (size_t i = 0; i < 6; ++i)
+    ref[i / 3] += double(float(float(xv[i] * c[i]) + float(xv[i])));
+  return ref;
+}
+
 TEST(Executor, RunsStepsInOrderWithConstantsAndIsReusable) {
   std::vector<float> c = {1, 2, 3, -1, -2, -3};
   Expected<CpuExecutor> exec = CpuExecutor::create(multiStep(c));
   ASSERT_TRUE(exec.ok()) << exec.message();
   for (int run = 0; run < 3; ++run) {
     HostTensor x = randomTensor(DType::f32, {2, 3});
-    std::vector<double> xv = x.toDoubles(), ref(2, 0.0);
-    for (size_t i = 0; i < 6; ++i)
-      ref[i / 3] += double(float(float(xv[i] * c[i]) + float(xv[i])));
     std::vector<HostTensor> outputs;
     ASSERT_TRUE(exec->run({x}, outputs).ok());
     ASSERT_EQ(outputs.size(), 2u);
-    expectClose(outputs[0], ref, "run " + std::to_string(run));
-    EXPECT_EQ(outputs[1].toDoubles(), xv) << "an input returned as an output";
+    expectClose(outputs[0], multiStepReference(x, c), "run " + std::to_string(run));
+    EXPECT_EQ(outputs[1].toDoubles(), x.toDoubles()) << "an input returned as an output";
     EXPECT_EQ(exec->lastStepMicros().size(), 3u);
   }
+}
+
+TEST(Executor, BuffersWithOffsetsShareOneArenaLaidOutSafely) {
+  std::vector<float> c = {1, 2, 3, -1, -2, -3};
+  // b2 = x * c lives at steps 0-1, b3 = b2 + x at 1-2, b4 = rows of b3 from 2 to the end: b4
+  // may reuse b2's bytes, b3 may not.
+  Executable exe = multiStep(c);
+  exe.buffers[2].offset = 0;
+  exe.buffers[3].offset = 64;
+  exe.buffers[4].offset = 0;
+  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  HostTensor x = randomTensor(DType::f32, {2, 3});
+  std::vector<HostTensor> outputs;
+  ASSERT_TRUE(exec->run({x}, outputs).ok());
+  expectClose(outputs[0], multiStepReference(x, c), "rows summed in the arena");
+  // The constant (24 bytes) and the arena, 64 + 24 bytes: one block, all run long.
+  EXPECT_EQ(exec->lastRunPeakBytes(), 24u + 88u);
+
+  Executable overlapping = exe;
+  overlapping.buffers[3].offset = 0;
+  Expected<CpuExecutor> bad = CpuExecutor::create(overlapping);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("buffers b2 (mul at m.mlir:2:3, tensor<2x3xf32>) and b3 (add at "
+                               "m.mlir:3:3, tensor<2x3xf32>) share arena bytes [0, 24) while both "
+                               "are live"),
+            std::string::npos)
+      << bad.message();
+  Executable misaligned = exe;
+  misaligned.buffers[3].offset = 72;
+  bad = CpuExecutor::create(misaligned);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("arena offset 72 is not a multiple of 64"), std::string::npos)
+      << bad.message();
 }
 
 TEST(Executor, OutputsMayBeTheInputsVector) {
