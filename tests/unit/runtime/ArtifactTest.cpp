@@ -603,6 +603,14 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
+  // A file of the previous format (steps named by strings with generic attributes) is told
+  // apart before anything else in it is read.
+  Bytes older = bytes;
+  storeLE(older, 8, 3, 4);
+  reseal(older);
+  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 3; "
+                              "this runtime reads version 4 (compile the model again with a "
+                              "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
   reseal(flagged);
