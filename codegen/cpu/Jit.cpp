@@ -12,12 +12,43 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
 using namespace mlir;
 
 namespace smelt::codegen::cpu {
 
+namespace {
+
+/// Set while the process exits, from before any engine kept in a static made earlier than the
+/// first JIT compile (a benchmark's cached executor) is destroyed.
+std::atomic<bool> exiting{false};
+
+/// An engine's destructor runs the JIT's deinitializers, which ORC compiles then. During exit
+/// that can come after LLVM's lazily built statics (codegen's type tables, made by our first
+/// compile and so destroyed before statics made earlier) are gone: a corrupt selection DAG,
+/// "Cannot select", a crash at exit. An engine destroyed while the process exits is left to
+/// the exit instead; its kernels have no destructors to run.
+void destroyUnlessExiting(ExecutionEngine *engine) {
+  if (!exiting.load())
+    delete engine;
+}
+
+/// Registers the exit flag's setter once, before the first engine is made: handlers run in
+/// the reverse order of registration, so it runs before the destructors of statics made
+/// earlier.
+void watchForExit() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { exiting.store(true); }); });
+}
+
+} // namespace
+
 std::shared_ptr<rt::CpuCode> jitCompile(ModuleOp module, ArrayRef<std::string> names,
                                         std::string &error) {
+  watchForExit();
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
@@ -61,7 +92,7 @@ std::shared_ptr<rt::CpuCode> jitCompile(ModuleOp module, ArrayRef<std::string> n
     }
     code->entries.push_back(reinterpret_cast<rt::CpuKernelFn>(*address));
   }
-  code->owner = std::shared_ptr<ExecutionEngine>(std::move(*engine));
+  code->owner = std::shared_ptr<ExecutionEngine>(engine->release(), destroyUnlessExiting);
   return code;
 }
 
