@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <initializer_list>
 #include <vector>
 
 namespace smelt::rt {
@@ -52,6 +53,11 @@ public:
   /// may be partly written or empty.
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
+  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
+  /// read as a vector<HostTensor> made from an iterator pair.
+  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
+    return run(std::vector<const HostTensor *>(inputs), outputs);
+  }
 
   const Executable &executable() const { return *executable_; }
   /// The most bytes this executor's buffers held at once in the last run (constants included,

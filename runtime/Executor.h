@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 namespace smelt::rt {
@@ -82,6 +83,11 @@ public:
   /// CpuExecutor::run and GpuExecutor::run reuse them.
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
+  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
+  /// read as a vector<HostTensor> made from an iterator pair.
+  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
+    return run(std::vector<const HostTensor *>(inputs), outputs);
+  }
 
   const Executable &executable() const { return *executable_; }
   /// The devices of the segments in run order: {"cpu:0"}, {"gpu:0", "cpu:0", "gpu:0"}.

@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <memory>
+#include <initializer_list>
 #include <vector>
 
 namespace smelt::rt::cuda {
@@ -51,6 +52,11 @@ public:
   /// (use a profiler).
   Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
+  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
+  /// read as a vector<HostTensor> made from an iterator pair.
+  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
+    return run(std::vector<const HostTensor *>(inputs), outputs);
+  }
 
   /// The replica group all_reduce steps reduce over (null: the function runs alone). It must
   /// outlive the runs.

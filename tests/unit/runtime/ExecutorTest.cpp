@@ -187,6 +187,9 @@ TEST(Executor, RunRejectsWrongInputsNamingThem) {
   Status s = exec->run({good, bad}, outputs);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "input #1 (%arg1): expected tensor<256x784xf32>, got tensor<256x783xf32>");
+  // Two inputs as a braced list of pointers (once ambiguous with an iterator pair).
+  ASSERT_TRUE(exec->run({&good, &good}, outputs).ok());
+  ASSERT_EQ(outputs.size(), 1u);
   Status count = exec->run({good}, outputs);
   ASSERT_FALSE(count.ok());
   EXPECT_NE(count.message().find("takes 2 inputs, got 1"), std::string::npos) << count.message();
