@@ -55,15 +55,16 @@ Executable oneStep(const std::string &op, const std::vector<TensorType> &operand
 namespace kernels {
 void add(void *const *args, int64_t begin, int64_t end); // c = a + b, a unit per element
 void mul(void *const *args, int64_t begin, int64_t end); // c = a * b
-/// y[r] = x[r * N] + ... + x[r * N + N - 1], a unit per row.
+/// y[r] = x[r * N] + ... + x[r * N + N - 1], a unit per row, added in double and rounded once
+/// (as codegen's reductions keep their precision).
 template <int64_t N> void sumRows(void *const *args, int64_t begin, int64_t end) {
   const float *x = static_cast<const float *>(args[0]);
   float *y = static_cast<float *>(args[1]);
   for (int64_t r = begin; r < end; ++r) {
-    float acc = 0;
+    double acc = 0;
     for (int64_t i = 0; i < N; ++i)
       acc += x[r * N + i];
-    y[r] = acc;
+    y[r] = float(acc);
   }
 }
 } // namespace kernels
