@@ -1,10 +1,14 @@
 // IDX reader over zlib's gz* API, which reads gzip and uncompressed files alike.
 #include "data/Idx.h"
 
+#include "runtime/FileIO.h"
+
 #include <fmt/format.h>
 #include <zlib.h>
 
 #include <memory>
+
+#include <unistd.h>
 
 namespace smelt::data {
 
@@ -17,9 +21,15 @@ struct GzCloser {
 } // namespace
 
 Expected<IdxArray> readIdx(const std::string &path) {
-  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
-  if (!file)
+  // A directory, a FIFO or a device such as /dev/zero is refused before zlib reads from it.
+  Expected<int> fd = openRegularFile(path);
+  if (!fd)
+    return fd.status();
+  std::unique_ptr<gzFile_s, GzCloser> file(gzdopen(*fd, "rb"));
+  if (!file) {
+    ::close(*fd);
     return Status::error(fmt::format("{}: cannot open IDX file", path));
+  }
   size_t offset = 0;
   // Reads exactly `size` bytes or reports how far the file went.
   auto readExact = [&](void *dst, size_t size, const char *what) -> Status {
