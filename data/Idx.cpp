@@ -82,9 +82,17 @@ Expected<IdxArray> readIdx(const std::string &path) {
     array.dims.push_back(dim);
     count *= dim;
   }
-  array.data.resize(count);
-  if (Status s = readExact(array.data.data(), count, "the data"); !s.ok())
-    return s;
+  // The data grows as it arrives, a chunk at a time: the dims alone could claim 16 GiB from a
+  // file of a few bytes (found by tests/fuzz/idx_fuzz.cpp), and a gzip file's size says nothing
+  // of what it holds.
+  constexpr size_t kChunk = size_t(1) << 24;
+  for (size_t done = 0; done < count;) {
+    size_t chunk = std::min(kChunk, count - done);
+    array.data.resize(done + chunk);
+    if (Status s = readExact(array.data.data() + done, chunk, "the data"); !s.ok())
+      return s;
+    done += chunk;
+  }
   uint8_t extra;
   if (gzread(file.get(), &extra, 1) > 0)
     return Status::error(fmt::format("{}: {} bytes of data expected after the {}-byte header, "
