@@ -4,8 +4,7 @@
 # on a finding (the reproducer is left as crash-*/timeout-*/oom-* in the fuzz dir).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [FUZZ_DIR=build-fuzz] [SMELT_BUILD=build] [TARGET...]
 # Exit code 77 (ctest's skip) when clang or libFuzzer is missing. The readers' targets build
-# standalone; mlir-fuzz runs when FUZZ_DIR/mlir-fuzz exists (a whole build configured with
-# clang and -DSMELT_FUZZ=ON, tests/fuzz/CMakeLists.txt).
+# standalone; mlir-fuzz is linked to the Smelt build's libraries (see below).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
@@ -29,6 +28,20 @@ if [ ! -f "$dir/build.ninja" ]; then
     -DCMAKE_CXX_COMPILER="$clangxx" "${launcher[@]}" >/dev/null
 fi
 cmake --build "$dir" >/dev/null
+
+# mlir-fuzz from a gcc build of Smelt: the harness alone compiled by clang and linked to that
+# build's libraries, which are not instrumented, so coverage guides it only through the harness
+# and the MLIR headers it inlines; crashes anywhere are findings, ASan and UBSan watch the
+# harness. (A whole clang build with -DSMELT_FUZZ=ON builds an mlir-fuzz of its own.)
+libs=""
+[ -f "$smelt_build/build.ninja" ] &&
+  libs="$(grep -A8 '^build bin/smelt-quickstart:' "$smelt_build/build.ninja" |
+    sed -n 's/^  LINK_LIBRARIES = //p' | head -1)"
+if [ ! -x "$dir/mlir-fuzz" ] && [ -n "$libs" ]; then
+  (cd "$smelt_build" && "$clangxx" -std=c++20 -w -O1 -g -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -I"$repo" -I. -I/usr/lib/llvm-22/include \
+    "$repo/tests/fuzz/mlir_fuzz.cpp" -o "$dir/mlir-fuzz" $libs)
+fi
 
 # Seeds: fresh each run beside the growing corpus (corpus/<target>), which libFuzzer keeps.
 python="$(command -v /usr/bin/python3 || command -v python3)"
@@ -56,8 +69,11 @@ for target in "${targets[@]}"; do
   log="$dir/$target.log"
   max_len=4096
   [ "$target" = artifact ] && max_len=65536
+  # Leak checks off for mlir-fuzz only: LLVM and MLIR keep global state they never free.
+  asan="${ASAN_OPTIONS:-}"
+  [ "$target" = mlir ] && asan="detect_leaks=0${asan:+:$asan}"
   start=$(date +%s)
-  if (cd "$dir" && "$binary" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+  if (cd "$dir" && ASAN_OPTIONS="$asan" "$binary" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
         -max_len="$max_len" -print_final_stats=1 "$dir/corpus/$target" \
         "$dir/corpus/$target-seeds" >"$log" 2>&1); then
     result="no finding"
