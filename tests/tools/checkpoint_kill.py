@@ -1,12 +1,12 @@
 """kill -9 during checkpoint writes (issue 21): `smelt train --checkpoint` is killed at random
 moments while it writes a checkpoint, ROUNDS times; the checkpoint must always be the previous
 whole one or the new whole one, and resumable. Each round resumes from the checkpoint the last
-kill left (the run must say "resumed from ... after epoch N", N never going back), waits for
-the writer's temporary file (<checkpoint>.tmp.<pid>.<n>) to appear, and kills the process a
-random 0-30 ms later: mid-write, during fsync, or just after the rename. Then a run that
-resumes with --epochs at the checkpoint's epochs_done must load it (every field and the CRC are
-checked on load) and say "resumed from ... after epoch N", N never going back. A last run
-resumes and trains on, which also removes the killed writers' temporaries.
+kill left, waits for the writer's temporary file (<checkpoint>.tmp.<pid>.<n>) to appear and
+kills the process a random 0-10 ms later (writing the 6 MB checkpoint takes a few ms here):
+mid-write, during fsync, or just after the rename. Then a run that resumes with --epochs at the
+checkpoint's epochs_done must load it (every field and the CRC are checked on load) and say
+"resumed from ... after epoch N", N never going back. A last run resumes and trains on, which
+also removes the killed writers' temporaries.
 Usage: checkpoint_kill.py SMELT WORKDIR [ROUNDS=10] [SEED]"""
 import json
 import os
@@ -59,7 +59,7 @@ def killed_round(smelt, checkpoint, rng):
     deadline = time.time() + 240
     while time.time() < deadline and process.poll() is None:
         if set(temporaries(checkpoint)) - before:
-            time.sleep(rng.uniform(0, 0.03))
+            time.sleep(rng.uniform(0, 0.01))
             break
         time.sleep(0.0005)
     assert process.poll() is None, "the run ended before it wrote a checkpoint"
@@ -79,8 +79,8 @@ def main(smelt, workdir, rounds="10", seed=None):
         done = resumes(smelt, checkpoint)
         assert done >= last, f"round {i}: resumed after epoch {done}, an earlier one had {last}"
         last = done
-        print(f"round {i}: resumed after epoch {done}, killed during a write "
-              f"({len(temporaries(checkpoint))} temporaries left)")
+        left = len(temporaries(checkpoint))
+        print(f"round {i}: resumed after epoch {done}; {left} killed writers' temporaries left")
     # The last run resumes from what the last kill left and trains two more epochs to the end.
     final = run_to_end(smelt, checkpoint, last + 2, resume=True)
     found = re.search(r"resumed from .* after epoch (\d+)", final)
