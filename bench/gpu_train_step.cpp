@@ -135,8 +135,14 @@ int main() {
     fmt::print(stderr, "error: {}\n", split.message());
     return 1;
   }
-  data::Dataset data = data::Dataset(std::move(split->images), std::move(split->labels))
-                         .slice(0, config.batch * (warmup + measured));
+  rt::Expected<data::Dataset> sliced =
+      data::Dataset(std::move(split->images), std::move(split->labels))
+          .slice(0, config.batch * (warmup + measured));
+  if (!sliced) {
+    fmt::print(stderr, "error: {}\n", sliced.message());
+    return 1;
+  }
+  data::Dataset data = std::move(*sliced);
   rt::Expected<double> cpuMs = seedMlpStep(config, data, warmup);
   config.pipeline.devices = "cpu:0,gpu:0";
   config.compile.cudaArch = arch;

@@ -20,9 +20,14 @@ int main(int argc, char **argv) {
     fmt::print(stderr, "error: {}\n", split.message());
     return 1;
   }
-  smelt::data::Dataset data =
+  smelt::rt::Expected<smelt::data::Dataset> sliced =
       smelt::data::Dataset(std::move(split->images), std::move(split->labels))
           .slice(0, batch * (warmup + measured));
+  if (!sliced) {
+    fmt::print(stderr, "error: {}\n", sliced.message());
+    return 1;
+  }
+  smelt::data::Dataset data = std::move(*sliced);
   smelt::train::TrainConfig config;
   config.model = model;
   config.batch = batch;

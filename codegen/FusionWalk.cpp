@@ -144,18 +144,52 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
   return result;
 }
 
+// Depth first with an explicit stack rather than recursion: a chain of n elementwise ops is n
+// levels deep, and tens of thousands of levels overflow the thread's stack. An item stays on
+// the stack until its operands are emitted; the first missing operand is pushed on top of it,
+// so operands are emitted in order, subtree by subtree, as a recursive walk would: as call
+// arguments their order would be unspecified, and the rendered statements would differ from
+// one host compiler to another.
 Val FusionWalk::emit(Value value, IndexRef at) {
-  if (auto found = emitted_.find({value, at}); found != emitted_.end())
-    return found->second;
-  Val result;
-  if (auto arg = dyn_cast<BlockArgument>(value))
-    result = target_.load(arg.getArgNumber(), linear(at));
-  else
-    result = emitOp(value.getDefiningOp(), at);
-  emitted_[{value, at}] = result;
-  return result;
+  SmallVector<std::pair<Value, IndexRef>> stack{{value, at}};
+  while (!stack.empty()) {
+    auto [next, nextAt] = stack.back();
+    if (emitted_.contains({next, nextAt})) {
+      stack.pop_back();
+      continue;
+    }
+    std::optional<Val> result;
+    if (auto arg = dyn_cast<BlockArgument>(next)) {
+      result = target_.load(arg.getArgNumber(), linear(nextAt));
+    } else {
+      Operation *op = next.getDefiningOp();
+      if (auto missing = firstMissingOperand(op, nextAt)) {
+        stack.push_back(*missing);
+        continue;
+      }
+      result = emitOp(op, nextAt);
+    }
+    emitted_[{next, nextAt}] = *result;
+    stack.pop_back();
+  }
+  return emitted_.lookup({value, at});
 }
 
+std::optional<std::pair<Value, FusionWalk::IndexRef>>
+FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
+  if (isa<ConstantOp, IotaOp>(op))
+    return std::nullopt; // computed in place, from no operand
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op)) {
+    std::pair<Value, IndexRef> operand{op->getOperand(0), operandIndex(op, at)};
+    return emitted_.contains(operand) ? std::nullopt : std::optional(operand);
+  }
+  for (Value operand : op->getOperands())
+    if (!emitted_.contains({operand, at}))
+      return std::pair{operand, at};
+  return std::nullopt;
+}
+
+// Every operand is emitted when this runs (emit sees to it).
 Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   rt::DType dtype = elementDType(op->getResult(0));
   if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -170,12 +204,10 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   if (auto iota = dyn_cast<IotaOp>(op))
     return target_.indexToElement(coords(at)[iota.getDimension()], dtype);
   if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op))
-    return emit(op->getOperand(0), operandIndex(op, at));
-  // Operands are emitted first, in order: as call arguments their order would be unspecified,
-  // and the rendered statements would differ from one host compiler to another.
+    return emitted_.lookup({op->getOperand(0), operandIndex(op, at)});
   SmallVector<Val, 3> operands;
   for (Value operand : op->getOperands())
-    operands.push_back(emit(operand, at));
+    operands.push_back(emitted_.lookup({operand, at}));
   if (auto convert = dyn_cast<ConvertOp>(op))
     return target_.convert(operands[0], elementDType(convert.getX()), dtype);
   if (auto compare = dyn_cast<CompareOp>(op))

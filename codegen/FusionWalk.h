@@ -101,6 +101,10 @@ private:
   };
   /// The index into `op`'s operand that element `at` of its result reads.
   IndexRef operandIndex(mlir::Operation *op, IndexRef at);
+  /// The first operand of `op` (with the index it is read at) not yet emitted at `at`.
+  std::optional<std::pair<mlir::Value, IndexRef>> firstMissingOperand(mlir::Operation *op,
+                                                                      IndexRef at);
+  /// Emits `op` at `at` from its operands' emitted values.
   Val emitOp(mlir::Operation *op, IndexRef at);
 
   FusionOp fusion_;

@@ -1,6 +1,8 @@
 // Dataset slicing, seeded epoch orders, batch gathering and the prefetching stream.
 #include "data/Dataset.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -33,7 +35,12 @@ HostTensor gatherRows(const HostTensor &t, const int64_t *rows, int64_t count) {
 Dataset::Dataset(HostTensor examples, HostTensor labels)
     : examples_(std::move(examples)), labels_(std::move(labels)) {}
 
-Dataset Dataset::slice(int64_t begin, int64_t end) const {
+Expected<Dataset> Dataset::slice(int64_t begin, int64_t end) const {
+  // Callers compute the bounds from flags (a validation split, a --limit, a benchmark's batch
+  // count): a bad one is an error, never a huge allocation or a read past the examples.
+  if (begin < 0 || begin > end || end > size())
+    return Status::error(fmt::format("examples [{}, {}) are not a slice of a dataset of {}",
+                                     begin, end, size()));
   std::vector<int64_t> rows(size_t(end - begin));
   std::iota(rows.begin(), rows.end(), begin);
   return Dataset(gatherRows(examples_, rows.data(), end - begin),

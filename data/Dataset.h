@@ -24,8 +24,9 @@ public:
   Dataset(HostTensor examples, HostTensor labels);
 
   int64_t size() const { return examples_.type().shape[0]; }
-  /// Examples [begin, end) as a dataset of their own (a validation split, say).
-  Dataset slice(int64_t begin, int64_t end) const;
+  /// Examples [begin, end) as a dataset of their own (a validation split, say); an error
+  /// unless 0 <= begin <= end <= size().
+  rt::Expected<Dataset> slice(int64_t begin, int64_t end) const;
   /// The order of one epoch: a permutation drawn from (seed, epoch) when `shuffle`, so a
   /// resumed run sees the same batches as an uninterrupted one.
   std::vector<int64_t> epochOrder(uint64_t seed, int64_t epoch, bool shuffle) const;

@@ -110,9 +110,11 @@ private:
   std::optional<int64_t> size(bool python2Ints) {
     skipSpaces();
     size_t start = pos_;
+    constexpr int64_t kCap = int64_t(1) << 62;
     int64_t value = 0;
+    // Saturates before multiplying: a 20-digit size overflowed int64 (found by npy_fuzz).
     for (; peek() >= '0' && peek() <= '9'; ++pos_)
-      value = std::min<int64_t>(value * 10 + (peek() - '0'), int64_t(1) << 62);
+      value = value > (kCap - 9) / 10 ? kCap : std::min(kCap, value * 10 + (peek() - '0'));
     if (pos_ == start || (text_[start] == '0' && pos_ - start > 1))
       return std::nullopt;
     if (python2Ints && peek() == 'L')

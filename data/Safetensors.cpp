@@ -96,7 +96,12 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
       }
       continue;
     }
-    auto bad = [&](const std::string &what) { return error("tensor '" + name + "': " + what); };
+    // A named copy, not the structured binding: clang before 16 cannot capture bindings (the
+    // fuzz targets build with clang).
+    const std::string &tensorName = name;
+    auto bad = [&](const std::string &what) {
+      return error("tensor '" + tensorName + "': " + what);
+    };
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
         !entry.contains("data_offsets") || !entry["dtype"].is_string() ||
         !entry["shape"].is_array() || !entry["data_offsets"].is_array() ||

@@ -10,6 +10,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ir/OpFacts.h"
+#include "ir/TensorSize.h"
 #include "ir/SmeltEnums.h.inc"
 
 #include "ir/SmeltDialect.h.inc"

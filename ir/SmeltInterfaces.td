@@ -52,6 +52,11 @@ def Smelt_NoGradient : NativeOpTrait<"NoGradient"> {
   let cppNamespace = "::smelt::OpTrait";
 }
 
+// Every operand and result fits the size limit of ir/TensorSize.h (checked when verifying).
+def Smelt_TensorsFitInMemory : NativeOpTrait<"TensorsFitInMemory"> {
+  let cppNamespace = "::smelt::OpTrait";
+}
+
 def Smelt_OpFactsInterface : OpInterface<"OpFacts"> {
   let cppNamespace = "::smelt";
   let description = [{

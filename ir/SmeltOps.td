@@ -9,9 +9,10 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // Every op answers the OpFacts interface: the facts it states with Smelt_FusionRole,
 // Smelt_ElementCost, Smelt_Precision, Smelt_GpuKernel and Smelt_NoGradient (ir/OpFacts.h), the
-// defaults where it states none.
+// defaults where it states none. Every op's tensors are within the size limit.
 class Smelt_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Smelt_Dialect, mnemonic, !listconcat([Pure, Smelt_OpFactsInterface], traits)>;
+    : Op<Smelt_Dialect, mnemonic,
+         !listconcat([Pure, Smelt_OpFactsInterface, Smelt_TensorsFitInMemory], traits)>;
 
 // Ops whose result type follows from operands and attributes. The shape rules live in
 // ir/SmeltOps.cpp as `infer<Name>` functions, so the parser, the verifier and the builder share

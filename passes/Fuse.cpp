@@ -8,7 +8,8 @@
 //     result's shape.
 //  2. Grow the group through its operands, deciding for each producer P:
 //     - veto: P is a library op or a reduce (a reduce ends its own kernel: no reduce into
-//       reduce, no reduce into an elementwise consumer);
+//       reduce, no reduce into an elementwise consumer), or the group already holds
+//       kMaxOpsPerFusion ops (sibling merges respect the cap too);
 //     - fuse: every user of P is in the group, and the cost model agrees:
 //         saved = 2 * bytes(P) + kLaunchBytes      (P is neither written nor read back, and
 //                                                   needs no kernel of its own)
@@ -49,6 +50,12 @@ using namespace mlir;
 constexpr int64_t kLaunchBytes = 16384;
 /// Arithmetic that costs as much time as moving one byte.
 constexpr int64_t kFlopsPerByte = 8;
+/// The most ops one kernel holds. Compilers take super-linear time in a kernel's size (LLVM's
+/// loop vectorizer in the number of uses of a shared value such as a polynomial coefficient,
+/// NVRTC in the length of the body): a chain of 4,000 ops fused into one kernel took 5 s on
+/// the CPU and 20,000 ops 122 s. Capped, a long chain becomes kernels of this size and
+/// compiles in linear time; one intermediate tensor per 256 ops costs nothing measurable.
+constexpr size_t kMaxOpsPerFusion = 256;
 
 struct Group {
   FusionKind kind;
@@ -299,6 +306,9 @@ private:
       return reject(g.kind == FusionKind::reduction
                         ? "a reduce does not fuse into a reduce"
                         : "a reduce ends its own kernel; its consumers start another");
+    if (size(g) >= kMaxOpsPerFusion)
+      return reject("the fusion is full (" + std::to_string(kMaxOpsPerFusion) +
+                    " ops: larger kernels compile in super-linear time)");
     if (role == FusionRole::Source) {
       g.duplicated.insert(producer);
       copied_.insert(producer);
@@ -367,6 +377,9 @@ private:
     return reject("used outside this fusion and too costly to recompute");
   }
 
+  /// Ops the group's kernel holds (members include the root).
+  static size_t size(const Group &g) { return g.members.size() + g.duplicated.size(); }
+
   /// Values a group reads from outside.
   SetVector<Value> inputsOf(const Group &g) {
     SetVector<Value> inputs;
@@ -392,7 +405,8 @@ private:
       if (groups_[a].merged)
         continue;
       for (unsigned b = a + 1; b < groups_.size(); ++b) {
-        if (groups_[b].merged || !sameSpace(groups_[a], groups_[b]))
+        if (groups_[b].merged || !sameSpace(groups_[a], groups_[b]) ||
+            size(groups_[a]) + size(groups_[b]) > kMaxOpsPerFusion)
           continue;
         SetVector<Value> ia = inputsOf(groups_[a]), ib = inputsOf(groups_[b]);
         auto shared = llvm::find_if(ia, [&](Value v) { return ib.contains(v); });

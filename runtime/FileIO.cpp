@@ -131,21 +131,36 @@ Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &wh
   return writeAll(fd, bytes.data(), bytes.size(), what);
 }
 
-Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
+Expected<int> openRegularFile(const std::string &path) {
   // O_NONBLOCK: opening a FIFO that has no writer returns at once instead of waiting; fstat
   // then refuses it (regular files ignore the flag).
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return Status::error(fmt::format("{}: cannot stat: {}", path, why));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(notRegular(path, st.st_mode));
+  }
+  return fd;
+}
+
+Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
+  Expected<int> opened = openRegularFile(path);
+  if (!opened)
+    return opened.status();
+  int fd = *opened;
   std::vector<uint8_t> bytes;
   std::string why;
   size_t done = 0;
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     why = fmt::format("cannot stat: {}", std::strerror(errno));
-  } else if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::error(notRegular(path, st.st_mode));
   } else {
     try {
       bytes.resize(size_t(st.st_size));

@@ -24,6 +24,11 @@ Status checkRegularFile(const std::string &path);
 /// Tools ask before long work, so that a mistyped output path fails at once.
 Status checkReplaceable(const std::string &path);
 
+/// A read-only descriptor (the caller closes it) of the regular file at `path`; anything else
+/// is an error naming the file, found without blocking on a FIFO or reading a device. Readers
+/// that stream (the IDX reader through zlib) start here.
+Expected<int> openRegularFile(const std::string &path);
+
 /// The bytes of the regular file at `path`. Anything else (a directory, a FIFO, /dev/zero) is
 /// an error naming the file, never a hang or an endless read.
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path);

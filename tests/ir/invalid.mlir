@@ -669,3 +669,38 @@ func.func @all_reduce_integer_mean(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = smelt.all_reduce mean %x replicas = 2 : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// Tensor sizes (ir/TensorSize.h): at most 2^48 bytes, with products checked for overflow, so
+// an absurd shape is refused here instead of hanging or wrapping later (issue 21).
+func.func @iota_2_62_elements() {
+  // expected-error @+1 {{'smelt.iota' op result #0 has type 'tensor<4611686018427387904xi32>', larger than the limit of 2^48 bytes (256 TiB) on a tensor}}
+  %0 = smelt.iota dim = 0 : tensor<4611686018427387904xi32>
+  return
+}
+
+// -----
+
+func.func @constant_shape_overflows_int64() {
+  // expected-error @+1 {{'smelt.constant' op result #0 has type 'tensor<4294967296x4294967296xf32>', larger than the limit}}
+  %0 = smelt.constant dense<1.0> : tensor<4294967296x4294967296xf32>
+  return
+}
+
+// -----
+
+func.func @bytes_overflow_int64() {
+  // 2^61 elements fit int64, their 2^64 bytes do not.
+  // expected-error @+1 {{'smelt.iota' op result #0 has type 'tensor<2305843009213693952xf64>', larger than the limit}}
+  %0 = smelt.iota dim = 0 : tensor<2305843009213693952xf64>
+  return
+}
+
+// -----
+
+func.func @operand_too_large(%x: tensor<65536x65536x65536xf32>) {
+  // expected-error @+1 {{'smelt.neg' op operand #0 has type 'tensor<65536x65536x65536xf32>', larger than the limit}}
+  %0 = smelt.neg %x : tensor<65536x65536x65536xf32>
+  return
+}

@@ -46,5 +46,10 @@ if __name__ == "__main__":
         data = bytearray(open(sys.argv[2], "rb").read())
         data[int(sys.argv[4])] ^= 0xFF
         open(sys.argv[3], "wb").write(data)
+    elif cmd == "values":  # values OUT DTYPE V,V,...: a 1-D array of exactly these values
+        np.save(sys.argv[2], np.array([int(v) for v in sys.argv[4].split(",")], sys.argv[3]))
+    elif cmd == "print":  # print FILE: dtype and values, for FileCheck
+        a = np.load(sys.argv[2])
+        print(a.dtype, " ".join(str(v) for v in a.ravel()))
     else:
         sys.exit(f"unknown command {cmd}")

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 namespace smelt::test {
 namespace {
 
@@ -58,7 +60,10 @@ TEST(Idx, ReadsPlainAndGzipAndRejectsCorruptFiles) {
                         {idx({4}, "abcd", 0x0d), "element type 0x0d"},
                         {idx({2, 3}, "abc"), "truncated"},
                         {idx({2}, "abcd"), "longer"},
-                        {std::string("\x00\x00", 2), "truncated"}};
+                        {std::string("\x00\x00", 2), "truncated"},
+                        // Dims claiming 2^34 bytes in a file of 15: refused as truncated without
+                        // allocating them first (idx_fuzz found the 16 GiB allocation).
+                        {idx({1u << 28, 64}, "abc"), "truncated"}};
   for (const Case &c : cases) {
     std::string path = tempPath("bad.idx");
     writeBytes(path, c.bytes);
@@ -70,6 +75,22 @@ TEST(Idx, ReadsPlainAndGzipAndRejectsCorruptFiles) {
   }
   std::filesystem::remove(plain);
   std::filesystem::remove(gz);
+}
+
+// Issue 21: a FIFO with no writer hung the reader (zlib opened it blocking); a directory and
+// /dev/zero are refused as well, at once and naming the file.
+TEST(Idx, DirectoriesDevicesAndFifosAreErrorsNamingTheFile) {
+  std::string dir = tempPath("dir.idx"), fifo = tempPath("fifo.idx");
+  std::filesystem::create_directory(dir);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string &path : {dir, fifo, std::string("/dev/zero")}) {
+    rt::Expected<data::IdxArray> r = data::readIdx(path);
+    ASSERT_FALSE(r.ok()) << path;
+    EXPECT_EQ(r.message().rfind(path + ": is a", 0), 0u) << r.message();
+    EXPECT_NE(r.message().find("not a regular file"), std::string::npos) << r.message();
+  }
+  std::filesystem::remove(dir);
+  std::filesystem::remove(fifo);
 }
 
 TEST(Mnist, LoadsTheRealFashionMnistTestSet) {

@@ -110,7 +110,11 @@ data::Dataset fashion(const char *split, int64_t limit) {
   rt::Expected<data::MnistSplit> s = data::loadMnist(data::fashionMnistDir(), split);
   EXPECT_TRUE(s.ok()) << s.message();
   data::Dataset d(std::move(s->images), std::move(s->labels));
-  return limit ? d.slice(0, limit) : d;
+  if (!limit)
+    return d;
+  rt::Expected<data::Dataset> slice = d.slice(0, limit);
+  EXPECT_TRUE(slice.ok()) << slice.message();
+  return slice ? std::move(*slice) : d;
 }
 
 } // namespace smelt::test

@@ -81,6 +81,26 @@ TEST(Optimizers, TwoStepsMatchFloat64Formulas) {
   }
 }
 
+// A slice out of range is an error naming the bounds (issue 21: a NaN validation split made
+// slice allocate 2^64 rows and abort; a benchmark's batch count past the data read beyond it).
+TEST(Dataset, SliceChecksItsBounds) {
+  data::Dataset data(rt::HostTensor::fromDoubles({rt::DType::f32, {4, 2}},
+                                               std::vector<double>(8, 1.0)),
+                   rt::HostTensor::fromDoubles({rt::DType::i32, {4}}, {0, 1, 2, 3}));
+  rt::Expected<data::Dataset> ok = data.slice(1, 3);
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_EQ(ok->size(), 2);
+  EXPECT_EQ(ok->batch(ok->epochOrder(0, 0, false), 2, 0).labels.at(0), 1.0);
+  EXPECT_TRUE(data.slice(4, 4).ok());
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 5}, {3, 2}, {-1, 2},
+                            {INT64_MIN, 0}, {0, INT64_MAX}}) {
+    rt::Expected<data::Dataset> bad = data.slice(begin, end);
+    ASSERT_FALSE(bad.ok()) << begin << ", " << end;
+    EXPECT_NE(bad.message().find("are not a slice of a dataset of 4"), std::string::npos)
+        << bad.message();
+  }
+}
+
 TEST(Dataset, EpochOrdersArePermutationsFixedBySeedAndEpoch) {
   data::Dataset data(rt::HostTensor::fromDoubles({rt::DType::f32, {10, 2}},
                                                std::vector<double>(20, 1.0)),

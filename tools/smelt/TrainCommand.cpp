@@ -208,10 +208,17 @@ int trainCommand() {
   data::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
   int64_t count = limit ? std::min<int64_t>(limit, all.size()) : all.size();
   int64_t validationCount = int64_t(double(count) * validationSplit);
-  data::Dataset train = all.slice(0, count - validationCount);
+  rt::Expected<data::Dataset> trainSlice = all.slice(0, count - validationCount);
+  if (!trainSlice)
+    return failJob(trainSlice.message());
+  data::Dataset train = std::move(*trainSlice);
   std::optional<data::Dataset> validation;
-  if (validationCount > 0)
-    validation = all.slice(count - validationCount, count);
+  if (validationCount > 0) {
+    rt::Expected<data::Dataset> held = all.slice(count - validationCount, count);
+    if (!held)
+      return failJob(held.message());
+    validation = std::move(*held);
+  }
   data::Dataset test(std::move(testSplit->images), std::move(testSplit->labels));
 
   train::TrainConfig config;

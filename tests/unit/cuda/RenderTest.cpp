@@ -232,5 +232,28 @@ TEST(CudaRender, DoublesUseDoubleMath) {
   EXPECT_HAS(r.kernel, "for (int32_t i = 300 + first; i < 301; i += stride) {");
 }
 
+// A hand-written fusion far deeper than smelt-fuse makes (it caps kernels at 256 ops): the walk
+// keeps its own stack, so 20,000 chained ops render where recursion overflowed the thread's
+// stack from about 14,000 (issue 21).
+TEST(CudaRender, ChainOf20000OpsRendersWithoutRecursion) {
+  const int n = 20000;
+  const std::string t = "tensor<4x33xf32>";
+  std::string text = "func.func @main(%x: " + t + ") -> " + t + " {\n  %r = smelt.fusion loop (%x) : (" +
+                     t + ") -> " + t + " {\n  ^bb0(%a: " + t + "):\n";
+  std::string last = "%a";
+  for (int i = 0; i < n; ++i) {
+    std::string value = "%v" + std::to_string(i);
+    text += "    " + value + (i % 2 ? " = smelt.tanh " + last : " = smelt.add " + last + ", %a") +
+            " : " + t + "\n";
+    last = value;
+  }
+  text += "    smelt.yield " + last + " : " + t + "\n  }\n  return %r : " + t + "\n}\n";
+  ParsedModule parsed = parseModule(text);
+  ASSERT_TRUE(parsed.main);
+  std::string source = render(parsed);
+  // Every tanh once per vector lane (4 floats; 132 elements leave no scalar tail).
+  EXPECT_EQ(count(source, "tanhf("), size_t(4 * n / 2));
+}
+
 } // namespace
 } // namespace smelt::cuda_test

@@ -126,6 +126,11 @@ TEST(Npy, MalformedFilesNameTheFileTheProblemAndTheOffset) {
                "4294967296), }",
                ""),
        "too large"},
+      // 22 digits: the size saturates instead of overflowing int64 (npy_fuzz, under UBSan).
+      {"digits",
+       npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2202020210210200223202,), }",
+               ""),
+       "too large"},
       {"data", good.substr(0, 100 + 28), "needs 24 bytes at offset 128, file has 0"},
       {"data-part", good.substr(0, 140), "needs 24 bytes at offset 128, file has 12"},
       {"extra", good + "xyz", "3 bytes after the 24 bytes of tensor<2x3xf32> data at offset 128"},
