@@ -178,11 +178,12 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
       walkLiveBytes(steps, lastRead, devices);
     Builder builder(&getContext());
     for (Operation *op : steps) {
+      if (!oneArena || op->getNumResults() == 0)
+        continue;
       SmallVector<int64_t> offsets;
       for (Value result : op->getResults())
         offsets.push_back(offsetOf.lookup(result));
-      if (oneArena && !offsets.empty())
-        op->setAttr("smelt.arena_offsets", builder.getDenseI64ArrayAttr(offsets));
+      op->setAttr("smelt.arena_offsets", builder.getDenseI64ArrayAttr(offsets));
     }
     SmallVector<NamedAttribute> peaks;
     for (auto &[device, use] : devices) {

@@ -111,19 +111,9 @@ Executable oneStep(const std::string &op, const std::vector<TensorType> &operand
                    const TensorType &result, const Attrs &attrs) {
   Executable exe;
   exe.name = "test_" + op;
-  Step step;
-  step.op = stepOpNamed(op);
-  step.params = paramsOf(step.op, attrs);
-  step.location = "test.mlir:1:1";
-  for (size_t i = 0; i < operands.size(); ++i) {
-    exe.buffers.push_back({operands[i], "%arg" + std::to_string(i)});
-    exe.inputs.push_back(BufferId(i));
-    step.operands.push_back(BufferId(i));
-  }
-  exe.buffers.push_back({result, op + " at test.mlir:1:1"});
-  step.results.push_back(BufferId(operands.size()));
-  exe.outputs.push_back(BufferId(operands.size()));
-  exe.steps.push_back(std::move(step));
+  for (size_t i = 0; i < operands.size(); ++i)
+    exe.inputs.push_back(appendBuffer(exe, operands[i], "%arg" + std::to_string(i)));
+  exe.outputs.push_back(appendStep(exe, op, exe.inputs, result, attrs));
   return exe;
 }
 
@@ -150,10 +140,29 @@ BufferId appendBuffer(Executable &exe, const TensorType &type, const std::string
   return BufferId(exe.buffers.size() - 1);
 }
 
+namespace {
+
+/// Appends a step `op` with `params` reading `operands` and writing a new buffer of type
+/// `result`, named for `what` and `location`; returns the result's id.
+BufferId appendStepOf(Executable &exe, StepOp op, StepParams params,
+                      std::vector<BufferId> operands, const TensorType &result,
+                      const std::string &what, const std::string &location) {
+  BufferId id = appendBuffer(exe, result, what + " at " + location);
+  Step step;
+  step.op = op;
+  step.params = std::move(params);
+  step.operands = std::move(operands);
+  step.results = {id};
+  step.location = location;
+  exe.steps.push_back(std::move(step));
+  return id;
+}
+
+} // namespace
+
 BufferId appendKernelStep(Executable &exe, CpuKernelFn fn, const std::string &ops,
                           std::vector<BufferId> operands, const TensorType &result,
                           const std::string &location) {
-  BufferId id = appendBuffer(exe, result, ops + " at " + location);
   FusedKernel kernel;
   kernel.name = exe.name + "_fusion" + std::to_string(exe.kernels.size());
   kernel.kind = "loop";
@@ -165,28 +174,16 @@ BufferId appendKernelStep(Executable &exe, CpuKernelFn fn, const std::string &op
   auto code = exe.cpu ? std::make_shared<CpuCode>(*exe.cpu) : std::make_shared<CpuCode>();
   code->entries.push_back(fn);
   exe.cpu = code;
-  Step step;
-  step.op = StepOp::Fusion;
-  step.params = KernelParams{int64_t(exe.kernels.size())};
-  step.operands = std::move(operands);
-  step.results = {id};
-  step.location = location;
   exe.kernels.push_back(std::move(kernel));
-  exe.steps.push_back(std::move(step));
-  return id;
+  return appendStepOf(exe, StepOp::Fusion, KernelParams{int64_t(exe.kernels.size()) - 1},
+                      std::move(operands), result, ops, location);
 }
 
 BufferId appendStep(Executable &exe, const std::string &op, std::vector<BufferId> operands,
                     const TensorType &result, const Attrs &attrs, const std::string &location) {
-  BufferId id = appendBuffer(exe, result, op + " at " + location);
-  Step step;
-  step.op = stepOpNamed(op);
-  step.params = paramsOf(step.op, attrs);
-  step.operands = std::move(operands);
-  step.results = {id};
-  step.location = location;
-  exe.steps.push_back(std::move(step));
-  return id;
+  StepOp stepOp = stepOpNamed(op);
+  return appendStepOf(exe, stepOp, paramsOf(stepOp, attrs), std::move(operands), result, op,
+                      location);
 }
 
 HostTensor runOp(const std::string &op, const std::vector<HostTensor> &inputs,
