@@ -142,6 +142,13 @@ std::string smeltName(DictionaryAttr attrs, const char *fallback, unsigned index
   return fallback + std::to_string(index);
 }
 
+/// The runtime type of a Smelt value's type: the dialect's types are static tensors of the
+/// element types dtypeOf knows, as the verifier checked.
+rt::TensorType runtimeType(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return {*dtypeOf(tensor.getElementType()), tensor.getShape().vec()};
+}
+
 } // namespace
 
 rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
@@ -151,8 +158,10 @@ rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
   // A loop kernel's unit is one element of its results; a reduction's, one reduced result.
   auto result = cast<RankedTensorType>(fusion.getResult(0).getType());
   kernel.units = result.getNumElements();
-  kernel.numInputs = int64_t(fusion.getInputs().size());
-  kernel.numResults = int64_t(fusion.getNumResults());
+  for (Value input : fusion.getInputs())
+    kernel.inputs.push_back(runtimeType(input.getType()));
+  for (Type type : fusion.getResultTypes())
+    kernel.results.push_back(runtimeType(type));
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     kernel.ops += (kernel.ops.empty() ? "" : "+") + op.getName().stripDialect().str();
     FusionRole role = fusionRole(&op);

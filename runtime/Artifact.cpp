@@ -79,13 +79,23 @@ void encodeParams(ByteWriter &w, const StepParams &params) {
       params);
 }
 
+void encodeType(ByteWriter &w, const TensorType &type) {
+  w.u8(uint8_t(type.dtype));
+  w.i64s(type.shape, "a shape");
+}
+
+void encodeTypes(ByteWriter &w, const std::vector<TensorType> &types, const char *what) {
+  w.count(types.size(), what);
+  for (const TensorType &type : types)
+    encodeType(w, type);
+}
+
 void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffsets,
                 ByteWriter &w) {
   w.str(exe.name, "the executable's name");
   w.count(exe.buffers.size(), "buffers");
   for (const BufferInfo &b : exe.buffers) {
-    w.u8(uint8_t(b.type.dtype));
-    w.i64s(b.type.shape, "a shape");
+    encodeType(w, b.type);
     w.str(b.name, "a buffer name");
     w.i64(b.offset);
   }
@@ -101,8 +111,9 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
   for (const FusedKernel &k : exe.kernels) {
     w.str(k.name, "a kernel name");
     w.str(k.kind, "a kernel kind");
-    for (int64_t v : {k.units, k.numInputs, k.numResults})
-      w.i64(v);
+    w.i64(k.units);
+    encodeTypes(w, k.inputs, "a kernel's inputs");
+    encodeTypes(w, k.results, "a kernel's results");
     w.str(k.ops, "a kernel's ops");
     w.i64(k.computeOps);
     w.i64(k.cudaBlock);
@@ -393,6 +404,15 @@ private:
     return type;
   }
 
+  /// A list of types (each a dtype byte and a shape list: at least 5 bytes).
+  static std::vector<TensorType> readTypes(ByteCursor &c, const std::string &what) {
+    std::vector<TensorType> types;
+    uint32_t n = c.count(what + " list", 5);
+    for (uint32_t i = 0; i < n && c.ok(); ++i)
+      types.push_back(readType(c, fmt::format("{} #{}", what, i)));
+    return types;
+  }
+
   /// Reads the parameters `step.op` takes, field by field, into `step.params`.
   static void readParams(ByteCursor &c, Step &step, const std::string &what) {
     step.params = paramsFor(step.op);
@@ -459,25 +479,23 @@ private:
       constantOffsets.push_back(offset);
     }
 
-    n = c.count("the kernel list", 60);
+    n = c.count("the kernel list", 52);
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       size_t at = c.at();
       FusedKernel k;
       k.name = c.str("a kernel name");
       k.kind = c.str("a kernel kind");
       k.units = c.i64("a kernel's units");
-      k.numInputs = c.i64("a kernel's input count");
-      k.numResults = c.i64("a kernel's result count");
+      k.inputs = readTypes(c, fmt::format("kernel #{} input", i));
+      k.results = readTypes(c, fmt::format("kernel #{} result", i));
       k.ops = c.str("a kernel's ops");
       k.computeOps = c.i64("a kernel's compute op count");
       k.cudaBlock = c.i64("a kernel's CUDA block");
       k.cudaGrid = c.i64("a kernel's CUDA grid");
-      if (c.ok() && (k.units < 0 || k.numInputs < 0 || k.numResults < 0 || k.computeOps < 0 ||
-                     k.cudaBlock < 0 || k.cudaGrid < 0))
-        c.fail(at,
-               fmt::format("kernel #{} ('{}') has a negative count: units {}, inputs {}, "
-                           "results {}, CUDA block {}, grid {}",
-                           i, k.name, k.units, k.numInputs, k.numResults, k.cudaBlock, k.cudaGrid));
+      if (c.ok() && (k.units < 0 || k.computeOps < 0 || k.cudaBlock < 0 || k.cudaGrid < 0))
+        c.fail(at, fmt::format("kernel #{} ('{}') has a negative count: units {}, compute ops "
+                               "{}, CUDA block {}, grid {}",
+                               i, k.name, k.units, k.computeOps, k.cudaBlock, k.cudaGrid));
       exe.kernels.push_back(std::move(k));
     }
 

@@ -1,12 +1,13 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 3 (version 2 had no peak bytes, version 1 no step devices). Every integer is
-// little-endian; offsets count from the start of the file.
+// Format, version 5 (4 had no kernel types and CPU code with startup files, 3 string-keyed step
+// attributes, 2 no peak bytes, 1 no step devices). A reader refuses every other version. Every
+// integer is little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (3)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (5)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -21,30 +22,37 @@
 //   3 constants  raw little-endian element bytes, each constant at a multiple of 64 bytes
 //   4 cuda       str arch, str source, str ptx, blob cubin
 //   5 cpu        u32 n, n x str symbol (one per kernel, indexed like Executable::kernels),
-//                blob shared library
+//                blob shared library (an ELF image for this machine that runs no code when
+//                loaded: runtime/ElfImage.h says what the loader checks before dlopen)
 // where str is a u32 length and the bytes, blob a u64 length and the bytes, list<T> a u32 count
-// and the elements, ids a list<i32> of buffer ids.
+// and the elements, ids a list<i32> of buffer ids, type a u8 dtype (DType's order: f32 f16
+// bf16 f64 i32 i64 i1) and a list<i64> shape.
 //
 //   plan: str name
-//         list<buffer>   buffer   = u8 dtype (DType's order: f32 f16 bf16 f64 i32 i64 i1),
-//                                   list<i64> shape, str name
+//         list<buffer>   buffer   = type, str name, i64 arena offset (-1: none)
 //         ids inputs, ids outputs
 //         list<constant> constant = i32 buffer, u64 offset in the constants section, u64 size
-//         list<kernel>   kernel   = str name, str kind, i64 units, i64 numInputs,
-//                                   i64 numResults, str ops, i64 cudaBlock, i64 cudaGrid
-//         list<step>     step     = str op, str location, str device ("cpu:0", "gpu:N"),
-//                                   ids operands, ids results, list<attr> in increasing key
-//                                   order
-//                        attr     = str key, u8 tag, then by tag: 0 i64, 1 f64 (IEEE bits),
-//                                   2 str, 3 list<i64>
+//         list<kernel>   kernel   = str name, str kind, i64 units, list<type> inputs,
+//                                   list<type> results, str ops, i64 compute ops,
+//                                   i64 CUDA block, i64 CUDA grid
+//         list<step>     step     = u8 op (StepOp), str location, str device ("cpu:0",
+//                                   "gpu:N"), ids operands, ids results, then the fields the
+//                                   op's parameters list (Executable.h), each as u8 (bool,
+//                                   enum), i64, f64 (IEEE bits) or list<i64>
 //         list<peak>     peak     = str device, u64 bytes (smelt-assign-buffers' prediction)
 //
 // A reader checks everything before use: magic, version, flags, checksums, every length and
-// count against the bytes left (so no corrupt count drives an allocation), dtype and attribute
-// tags, shapes (non-negative, byte size within int64), buffer ids in range, constant sizes
-// against their buffers' types, fusion steps' kernel index, one CPU symbol per kernel. Errors
-// read "<file>: <section> section, byte <N>: <what>". Whether the steps make sense (ops,
-// attributes, one producer per buffer) is the executor's check, as for any Executable.
+// count against the bytes left (so no corrupt count drives an allocation), dtype codes and step
+// ops, shapes (non-negative, byte size within int64), buffer ids in range, constant sizes
+// against their buffers' types, fusion steps' kernel index, one CPU symbol per kernel, and the
+// CPU code's ELF structure. Errors read "<file>: <section> section, byte <N>: <what>". Whether
+// the steps make sense (parameters, one producer per buffer, each buffer of the type its step
+// and kernel expect) is the executor's check, as for any Executable.
+//
+// Trust: a .smelt file holds native code, which runs with the process's rights, as a shared
+// library does. The checks above stop damaged files; they cannot tell a malicious file from an
+// honest one. Load only files you would load as a library, or pin the content hash (see
+// LoadOptions::expectedSha256 below and `smelt run --expect-sha256`).
 #pragma once
 
 #include "runtime/Executable.h"
@@ -56,7 +64,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 4;
+inline constexpr uint32_t kArtifactVersion = 5;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

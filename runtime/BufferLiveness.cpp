@@ -42,6 +42,35 @@ Status checkParamLengths(const Executable &exe, const Step &step) {
   return Status();
 }
 
+/// A fusion's buffers against the kernel it runs: its code indexes them by the types it was
+/// compiled for, so a buffer of another type (a damaged artifact, a hand-built step) would make
+/// it read or write out of bounds.
+Status checkKernelBuffers(const Executable &exe, const Step &step) {
+  int64_t index = std::get<KernelParams>(step.params).kernel;
+  if (index < 0 || size_t(index) >= exe.kernels.size())
+    return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
+                                     cpu::describe(step), index, exe.kernels.size()));
+  const FusedKernel &kernel = exe.kernels[size_t(index)];
+  std::string what = fmt::format("{}: kernel #{} ('{}')", cpu::describe(step), index, kernel.name);
+  if (step.operands.size() != kernel.inputs.size() || step.results.size() != kernel.results.size())
+    return Status::error(fmt::format("{} reads {} buffers and writes {}, but the step passes {} "
+                                     "operands and {} results",
+                                     what, kernel.inputs.size(), kernel.results.size(),
+                                     step.operands.size(), step.results.size()));
+  auto check = [&](const std::vector<BufferId> &ids, const std::vector<TensorType> &types,
+                   const char *role) -> Status {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (exe.buffers[ids[i]].type != types[i])
+        return Status::error(fmt::format("{} was compiled for {} #{} of type {}, but the step "
+                                         "passes {}",
+                                         what, role, i, types[i].str(), bufferLabel(exe, ids[i])));
+    return Status();
+  };
+  if (Status s = check(step.operands, kernel.inputs, "operand"); !s.ok())
+    return s;
+  return check(step.results, kernel.results, "result");
+}
+
 } // namespace
 
 Status validateDataflow(const Executable &exe) {
@@ -96,6 +125,9 @@ Status validateDataflow(const Executable &exe) {
         return s;
     if (Status s = checkParamLengths(exe, step); !s.ok())
       return s;
+    if (step.op == StepOp::Fusion)
+      if (Status s = checkKernelBuffers(exe, step); !s.ok())
+        return s;
   }
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])

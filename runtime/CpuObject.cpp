@@ -1,6 +1,7 @@
 // Shared-library bytes to callable kernels: memfd_create, dlopen, dlsym.
 #include "runtime/CpuObject.h"
 
+#include "runtime/ElfImage.h"
 #include "runtime/FileIO.h"
 
 #include <fmt/format.h>
@@ -43,6 +44,9 @@ Expected<std::shared_ptr<const CpuCode>> loadCpuObject(const std::vector<uint8_t
                                                        const std::vector<std::string> &symbols) {
   if (sharedLibrary.empty())
     return Status::error("the CPU code is empty: there is no shared library to load");
+  if (Status s = checkElfImage(sharedLibrary); !s.ok())
+    return Status::error(fmt::format("cannot load the CPU code ({} bytes): {}",
+                                     sharedLibrary.size(), s.message()));
   int fd = ::memfd_create("smelt-cpu-code", MFD_CLOEXEC);
   if (fd < 0)
     return Status::error(

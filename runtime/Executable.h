@@ -207,10 +207,12 @@ struct FusedKernel {
   /// The independent units a launch is split into: a loop kernel's blocks of elements, a
   /// reduction's result elements. CPU threads take ranges of units; the GPU grid covers them.
   int64_t units = 0;
-  /// How many buffers it reads and writes: its step's operand and result counts, which the
-  /// executor checks before a kernel reads args it was not given.
-  int64_t numInputs = 0;
-  int64_t numResults = 0;
+  /// The types it was compiled for, of the buffers it reads and of those it writes. Its code
+  /// indexes its arguments by these shapes, so a step's operands and results must have exactly
+  /// these types: validateDataflow checks it before anything runs, and so before a damaged
+  /// artifact could make a kernel read or write past a buffer.
+  std::vector<TensorType> inputs;
+  std::vector<TensorType> results;
   /// The ops it computes, for listings and the profiler: "broadcast_in_dim+add+relu".
   std::string ops;
   /// How many of them compute (not broadcasts, reshapes, converts ...): the profiler's FLOPs

@@ -12,7 +12,7 @@ dir="$(mkdir -p "${2:-$repo/build-fuzz}" && cd "${2:-$repo/build-fuzz}" && pwd)"
 smelt_build="${3:-$repo/build}"
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(artifact npy safetensors idx mlir)
+[ ${#targets[@]} -gt 0 ] || targets=(artifact elf npy safetensors idx mlir)
 
 clangxx="$(command -v clang++ || true)"
 if [ -z "$clangxx" ] || ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char *, long) { return 0; }' |

@@ -47,11 +47,12 @@ std::optional<std::vector<uint8_t>> linkSharedLibrary(const std::vector<char> &o
     }
   }
   // --as-needed keeps libstdc++ (which the driver adds) out of the library's dependencies; a
-  // non-executable stack, because glibc refuses to dlopen a library that asks for one.
-  llvm::SmallVector<llvm::StringRef> args = {*driver,       "-shared",
-                                             "-Wl,--as-needed", "-Wl,-z,noexecstack",
-                                             "-o",          libraryPath,
-                                             objectPath,    "-lm"};
+  // non-executable stack, because glibc refuses to dlopen a library that asks for one; no
+  // startup files, so the library has no constructors or destructors: loading it runs none of
+  // its code (the runtime's ELF checks refuse one that would, see runtime/ElfImage.h).
+  llvm::SmallVector<llvm::StringRef> args = {
+      *driver, "-shared",    "-nostartfiles", "-Wl,--as-needed", "-Wl,-z,noexecstack",
+      "-o",    libraryPath, objectPath,      "-lm"};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
                                                 llvm::StringRef(log)};
   std::string why;

@@ -146,12 +146,7 @@ Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
     return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
                                      plan.what, index, exe.kernels.size()));
   const FusedKernel &kernel = exe.kernels[index];
-  if (size_t(kernel.numInputs) != step.operands.size() ||
-      size_t(kernel.numResults) != step.results.size())
-    return Status::error(fmt::format("{}: kernel {} takes {} inputs and {} results, the step "
-                                     "gives {} and {}",
-                                     plan.what, kernel.name, kernel.numInputs, kernel.numResults,
-                                     step.operands.size(), step.results.size()));
+  // validateDataflow checked the step's buffers against the kernel's types.
   if (!exe.cuda || (exe.cuda->cubin.empty() && exe.cuda->ptx.empty()))
     return Status::error(fmt::format("{}: @{} has no CUDA code for kernel {} (compile it for "
                                      "a CUDA target)",

@@ -2,8 +2,10 @@
 // names the input, never a crash, a sanitizer report or an allocation beyond the input's size;
 // and whatever reads back encodes again, to bytes that read back to the same encoding.
 // Checksums would stop nearly every mutation at the CRC check, so each input is also read with
-// its checksums recomputed, which lets mutations reach the decoding of every section.
+// its checksums recomputed, which lets mutations reach the decoding of every section. CPU code
+// that passes its ELF checks is loaded, as `smelt run` would (elf_fuzz.cpp goes deeper there).
 #include "runtime/Artifact.h"
+#include "runtime/CpuObject.h"
 #include "tests/unit/runtime/ArtifactEdit.h"
 
 #include <cstdio>
@@ -24,6 +26,8 @@ void readOne(const std::vector<uint8_t> &bytes) {
       failWith("an error that does not name the file", loaded.message());
     return;
   }
+  if (!loaded->extras.cpuObject.empty())
+    (void)loadCpuObject(loaded->extras.cpuObject, loaded->extras.cpuSymbols);
   Expected<std::vector<uint8_t>> again = encodeArtifact(loaded->executable, loaded->extras);
   if (!again.ok())
     failWith("accepted but not encodable", again.message());

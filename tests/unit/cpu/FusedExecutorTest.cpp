@@ -47,8 +47,8 @@ void expectError(const Executable &exe, const std::string &part) {
 TEST(FusedExecutor, RunsAWellFormedFusionStep) {
   Executable exe = addOne(true);
   EXPECT_EQ(createError(exe), "");
-  EXPECT_EQ(exe.kernels[0].numInputs, 2);
-  EXPECT_EQ(exe.kernels[0].numResults, 1);
+  EXPECT_EQ(exe.kernels[0].inputs.size(), 2u);
+  EXPECT_EQ(exe.kernels[0].results.size(), 1u);
 }
 
 TEST(FusedExecutor, FusionWithoutCpuCodeIsAnError) {
@@ -58,7 +58,7 @@ TEST(FusedExecutor, FusionWithoutCpuCodeIsAnError) {
 TEST(FusedExecutor, KernelIndexOutOfRangeIsAnError) {
   Executable exe = addOne(true);
   exe.steps[0].params = KernelParams{3};
-  expectError(exe, "kernel 3 is out of range (the executable has 1 kernels)");
+  expectError(exe, "kernel #3 does not exist (the executable has 1)");
   exe.steps[0].params = NoParams{};
   expectError(exe, "its parameters are not those of 'fusion'");
 }
@@ -80,10 +80,23 @@ TEST(FusedExecutor, WrongOperandOrResultCountsAreErrors) {
   expectError(exe, "a step writes at least one result, this one 0");
 }
 
-TEST(FusedExecutor, ResultOfTheWrongSizeIsAnError) {
+TEST(FusedExecutor, BuffersOfOtherTypesThanTheKernelsAreErrors) {
+  // A kernel indexes its buffers by the shapes it was compiled for: a smaller operand would be
+  // read past its end, a smaller result written past it.
   Executable exe = addOne(true);
-  exe.buffers[exe.steps[0].results[0]].type.shape = {4, 4};
-  expectError(exe, "computes 12 units, but result #0 is tensor<4x4xf32>");
+  TensorType compiled = exe.buffers[exe.steps[0].operands[0]].type;
+  exe.buffers[exe.steps[0].operands[0]].type.shape = {2};
+  expectError(exe, "was compiled for operand #0 of type " + compiled.str() + ", but the step "
+                   "passes b0");
+  exe = addOne(true);
+  exe.buffers[exe.steps[0].results[0]].type.dtype = DType::f64;
+  expectError(exe, "was compiled for result #0 of type");
+}
+
+TEST(FusedExecutor, UnitsThatDoNotCoverTheResultAreAnError) {
+  Executable exe = addOne(true);
+  exe.kernels[0].units = 5;
+  expectError(exe, "computes 5 units, but result #0 is tensor<");
 }
 
 } // namespace

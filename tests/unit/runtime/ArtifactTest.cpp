@@ -91,6 +91,14 @@ std::string paramsBits(const Step &step) {
 // Executables
 // ---------------------------------------------------------------------------------------------
 
+/// The types of buffers `ids`: what a kernel reading or writing them was compiled for.
+std::vector<TensorType> typesOf(const Executable &exe, std::vector<BufferId> ids) {
+  std::vector<TensorType> types;
+  for (BufferId id : ids)
+    types.push_back(exe.buffers[size_t(id)].type);
+  return types;
+}
+
 /// Data to round-trip, not a program: buffers of every dtype and rank 0..3 (one with a zero
 /// dimension), constants of every dtype, steps with every attribute kind at its edges,
 /// multi-result fusion steps and their kernels, and CUDA code with random CUBIN bytes.
@@ -110,8 +118,10 @@ Executable everything() {
   exe.inputs = {0, 1};
   for (BufferId id = 2; id <= 8; ++id) // one constant of each dtype
     exe.constants.push_back(randomConstant(exe, id));
-  exe.kernels = {{"main_fusion0", "loop", 37, 2, 2, "broadcast_in_dim+add+mul", 2, 256, 4},
-                 {"main_fusion1", "reduction", 5, 1, 3, "exp+reduce", 2, 128, 5}};
+  exe.kernels = {{"main_fusion0", "loop", 37, typesOf(exe, {9, 2}), typesOf(exe, {10, 11}),
+                  "broadcast_in_dim+add+mul", 2, 256, 4},
+                 {"main_fusion1", "reduction", 5, typesOf(exe, {10}), typesOf(exe, {12, 13, 3}),
+                  "exp+reduce", 2, 128, 5}};
   const double nan = std::numeric_limits<double>::quiet_NaN();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -176,9 +186,9 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
   ASSERT_EQ(got.kernels.size(), want.kernels.size());
   for (size_t i = 0; i < want.kernels.size(); ++i) {
     const FusedKernel &g = got.kernels[i], &w = want.kernels[i];
-    EXPECT_EQ(std::tie(g.name, g.kind, g.units, g.numInputs, g.numResults, g.ops, g.computeOps,
+    EXPECT_EQ(std::tie(g.name, g.kind, g.units, g.inputs, g.results, g.ops, g.computeOps,
                        g.cudaBlock, g.cudaGrid),
-              std::tie(w.name, w.kind, w.units, w.numInputs, w.numResults, w.ops, w.computeOps,
+              std::tie(w.name, w.kind, w.units, w.inputs, w.results, w.ops, w.computeOps,
                        w.cudaBlock, w.cudaGrid))
         << "kernel " << i;
   }
@@ -278,8 +288,8 @@ Executable fusedProgram(int64_t n) {
     exe.buffers.push_back({vec, name});
   exe.inputs = {0, 1};
   exe.constants = {randomConstant(exe, 2)};
-  exe.kernels = {{"smelt_test_add_mul", "loop", n, 2, 2, "add+mul", 2, 0, 0},
-                 {"smelt_test_square", "loop", n, 1, 1, "mul", 1, 0, 0}};
+  exe.kernels = {{"smelt_test_add_mul", "loop", n, {vec, vec}, {vec, vec}, "add+mul", 2, 0, 0},
+                 {"smelt_test_square", "loop", n, {vec}, {vec}, "mul", 1, 0, 0}};
   auto fusion = [&](int64_t kernel, std::vector<BufferId> operands, std::vector<BufferId> results,
                     std::string location) {
     Step step;
@@ -603,13 +613,13 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
-  // A file of the previous format (steps named by strings with generic attributes) is told
-  // apart before anything else in it is read.
+  // A file of the previous format (kernels with buffer counts instead of types, CPU code with
+  // constructors) is told apart before anything else in it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 3, 4);
+  storeLE(older, 8, 4, 4);
   reseal(older);
-  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 3; "
-                              "this runtime reads version 4 (compile the model again with a "
+  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 4; "
+                              "this runtime reads version 5 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);

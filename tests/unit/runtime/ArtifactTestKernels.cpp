@@ -19,3 +19,20 @@ extern "C" void smelt_test_square(void *const *args, int64_t begin, int64_t end)
   for (int64_t i = begin; i < end; ++i)
     y[i] = x[i] * x[i];
 }
+
+/// Called through a table of libm functions, so the library has what real kernel libraries
+/// may have and the ELF checks must accept and can be tested on: a needed libm with symbol
+/// versions, GOT or PLT relocations against it, and a relative relocation for the table.
+using UnaryFn = float (*)(float);
+extern "C" float expf(float);
+extern "C" float tanhf(float);
+static UnaryFn const kUnary[] = {expf, tanhf};
+
+/// y = unary[which](x) for a loop kernel of one f32 input and one result.
+extern "C" void smelt_test_unary(void *const *args, int64_t begin, int64_t end) {
+  const float *x = static_cast<const float *>(args[0]);
+  float *y = static_cast<float *>(args[1]);
+  UnaryFn f = kUnary[begin & 1];
+  for (int64_t i = begin; i < end; ++i)
+    y[i] = f(x[i]);
+}

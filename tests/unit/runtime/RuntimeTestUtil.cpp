@@ -167,8 +167,9 @@ BufferId appendKernelStep(Executable &exe, CpuKernelFn fn, const std::string &op
   kernel.name = exe.name + "_fusion" + std::to_string(exe.kernels.size());
   kernel.kind = "loop";
   kernel.units = result.numElements();
-  kernel.numInputs = int64_t(operands.size());
-  kernel.numResults = 1;
+  for (BufferId id : operands)
+    kernel.inputs.push_back(exe.buffers[size_t(id)].type);
+  kernel.results = {result};
   kernel.ops = ops;
   kernel.computeOps = 1;
   auto code = exe.cpu ? std::make_shared<CpuCode>(*exe.cpu) : std::make_shared<CpuCode>();
