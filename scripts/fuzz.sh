@@ -57,6 +57,12 @@ if [ -x "$smelt_build/bin/smelt" ]; then
     -o "$artifact_seeds/dense.smelt" >/dev/null 2>&1 || true
 fi
 
+# The ELF checks start from the kernel libraries inside those artifacts and the test kernels.
+elf_seeds="$dir/corpus/elf-seeds"
+rm -rf "$elf_seeds"
+"$python" "$repo/tests/fuzz/make_seeds.py" --cpu-code "$artifact_seeds" "$elf_seeds"
+cp "$smelt_build/tests/unit/runtime/libartifact-test-kernels.so" "$elf_seeds/" 2>/dev/null || true
+
 status=0
 printf '%-12s %10s %8s  %s\n' target runs seconds result
 for target in "${targets[@]}"; do

@@ -1,7 +1,9 @@
 """Seed corpora for the fuzz targets (scripts/fuzz.sh): small valid .npy files of every dtype
 and a Fortran-order one, safetensors checkpoints, IDX files (plain and gzip, and the head of
-the real Fashion-MNIST labels when installed), and the tests' .mlir files. Usage:
-make_seeds.py REPO CORPUS_DIR"""
+the real Fashion-MNIST labels when installed), and the tests' .mlir files; and the CPU code
+(shared libraries) of a directory of artifacts. Usage:
+make_seeds.py REPO CORPUS_DIR
+make_seeds.py --cpu-code ARTIFACT_DIR OUT_DIR"""
 import gzip
 import json
 import os
@@ -93,5 +95,28 @@ def main(repo, corpus):
         make(out)
 
 
+def cpu_code_seeds(artifacts, out):
+    """The shared library of each artifact's cpu section (kind 5: u32 n, n x (u32 length,
+    symbol), u64 length, library), as runtime/Artifact.h lays it out."""
+    os.makedirs(out, exist_ok=True)
+    for name in sorted(os.listdir(artifacts)):
+        data = open(os.path.join(artifacts, name), "rb").read()
+        if len(data) < 32 or data[:8] != b"SMELTAOT":
+            continue
+        for i in range(struct.unpack_from("<I", data, 16)[0]):
+            kind, _, offset, size = struct.unpack_from("<IIQQ", data, 32 + 24 * i)
+            if kind != 5:
+                continue
+            at = offset + 4
+            for _ in range(struct.unpack_from("<I", data, offset)[0]):
+                at += 4 + struct.unpack_from("<I", data, at)[0]
+            length = struct.unpack_from("<Q", data, at)[0]
+            with open(os.path.join(out, name + ".so"), "wb") as f:
+                f.write(data[at + 8:at + 8 + length])
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if sys.argv[1] == "--cpu-code":
+        cpu_code_seeds(*sys.argv[2:4])
+    else:
+        main(*sys.argv[1:3])
