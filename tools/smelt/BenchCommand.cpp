@@ -4,6 +4,7 @@
 // with the fusion's ops and the source location it came from; then the whole run's wall time
 // beside the sum of its steps, so that time spent between steps shows. --json prints the same
 // for scripts.
+#include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
 #include "tools/smelt/Roofline.h"
@@ -43,6 +44,7 @@ static cl::opt<unsigned long long> seed("seed", cl::desc("Seed of the random inp
                                         cl::cat(smeltCategory()));
 static cl::opt<bool> json("json", cl::desc("Print the results as JSON"),
                           cl::sub(benchSubcommand), cl::cat(smeltCategory()));
+static CacheFlags cacheFlags(benchSubcommand);
 
 namespace {
 
@@ -168,9 +170,11 @@ int benchCommand() {
   if (!function)
     return 1;
   std::string name = function.getSymName().str();
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(*file.module, name);
-  if (failed(exe))
+  mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
+      *file.module, name, cacheFlags.options({}, "cpu", /*inspecting=*/false));
+  if (failed(artifact))
     return 1;
+  const rt::Executable *exe = &(*artifact)->executable;
   rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
   if (!executor)
     return fail(executor.message());
