@@ -8,6 +8,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -15,6 +16,8 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
+#include <cstring>
+#include <link.h>
 
 using namespace mlir;
 
@@ -23,10 +26,13 @@ namespace smelt::codegen {
 namespace {
 
 /// The key parts, in the order a miss reports them. A new signature changes the printed IR too,
-/// so "IR changed" is said only when the signature did not change.
-constexpr const char *kPartNames[] = {"shapes", "dtypes", "arch", "options", "IR"};
-std::string JitKey::*const kParts[] = {&JitKey::shapes, &JitKey::dtypes, &JitKey::arch,
-                                       &JitKey::options, &JitKey::ir};
+/// and new IR the IR with locations, so each of those is said only when what comes before it
+/// did not change.
+constexpr const char *kPartNames[] = {"shapes",   "dtypes", "arch", "options",
+                                      "compiler", "IR",     "locations"};
+std::string JitKey::*const kParts[] = {&JitKey::shapes,   &JitKey::dtypes, &JitKey::arch,
+                                       &JitKey::options,  &JitKey::compiler, &JitKey::ir,
+                                       &JitKey::locations};
 
 std::string defaultCacheDir() {
   if (std::optional<std::string> dir = llvm::sys::Process::GetEnv("SMELT_CACHE_DIR"))
@@ -60,6 +66,74 @@ const std::string &hostArch() {
   return arch;
 }
 
+/// The GNU build ID (hex) of the loaded ELF object that holds `address`: the linker derives it
+/// from the linked bytes, so a rebuilt compiler has a new one. "" when there is none.
+std::string buildIdOf(const void *address) {
+  struct Search {
+    uintptr_t address;
+    std::string id;
+  } search{reinterpret_cast<uintptr_t>(address), ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto *s = static_cast<Search *>(data);
+        bool holds = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+          uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          holds |= ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz;
+        }
+        if (!holds)
+          return 0;
+        auto align = [](size_t n) { return (n + 3) & ~size_t(3); };
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE)
+            continue;
+          const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr);
+          const char *end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(p);
+            const char *name = p + sizeof(ElfW(Nhdr));
+            const char *desc = name + align(note->n_namesz);
+            if (desc + note->n_descsz > end)
+              break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0) {
+              s->id = llvm::toHex(llvm::StringRef(desc, note->n_descsz), /*LowerCase=*/true);
+              return 1;
+            }
+            p = desc + align(note->n_descsz);
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+/// Which compiler made an entry: a rebuilt Smelt may emit other code for the same key, and its
+/// version string would not say so. Without a build ID (a linker that writes none), the
+/// executable's size and modification time stand in for it.
+const std::string &compilerIdentity() {
+  static const std::string identity = [] {
+    std::string build = buildIdOf(reinterpret_cast<const void *>(&buildIdOf));
+    if (build.empty()) {
+      std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+      llvm::sys::fs::file_status status;
+      build = exe + (llvm::sys::fs::status(exe, status)
+                         ? std::string(" (unknown)")
+                         : " of " + std::to_string(status.getSize()) + " bytes, modified " +
+                               std::to_string(status.getLastModificationTime()
+                                                  .time_since_epoch()
+                                                  .count()));
+    }
+    return std::string(kProducer) + " build " + build +
+           ", LLVM " LLVM_VERSION_STRING ", artifact format " +
+           std::to_string(rt::kArtifactVersion);
+  }();
+  return identity;
+}
+
 /// A function name as a file name: anything but letters, digits and _ becomes _.
 std::string fileStem(llvm::StringRef function) {
   std::string stem;
@@ -68,7 +142,7 @@ std::string fileStem(llvm::StringRef function) {
   return stem.empty() ? "function" : stem;
 }
 
-/// A key as the lines of its .key file, "part value", and back.
+/// A key as lines, "part value" (what is hashed, and the start of its .key file), and back.
 std::string keyText(const JitKey &key) {
   std::string text = "function " + key.function + "\n";
   for (auto [name, part] : llvm::zip(kPartNames, kParts))
@@ -76,11 +150,26 @@ std::string keyText(const JitKey &key) {
   return text;
 }
 
-std::optional<JitKey> parseKeyText(llvm::StringRef text) {
+/// A .key file: the key's lines, then the Executable's placement summary (one line: a newline
+/// in it is kept as "\n", a backslash as "\\").
+std::string sidecarText(const JitKey &key, llvm::StringRef placement) {
+  std::string line;
+  for (char c : placement)
+    line += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+  return keyText(key) + "placement " + line + "\n";
+}
+
+struct Sidecar {
   JitKey key;
+  std::string placement;
+};
+
+std::optional<Sidecar> parseSidecar(llvm::StringRef text) {
+  Sidecar sidecar;
+  JitKey &key = sidecar.key;
   llvm::SmallVector<llvm::StringRef> lines;
   text.split(lines, '\n', -1, false);
-  if (lines.size() != 1 + std::size(kParts) || !lines[0].consume_front("function "))
+  if (lines.size() != 2 + std::size(kParts) || !lines[0].consume_front("function "))
     return std::nullopt;
   key.function = lines[0].str();
   for (auto [line, name, part] : llvm::zip(llvm::drop_begin(lines), kPartNames, kParts)) {
@@ -88,7 +177,32 @@ std::optional<JitKey> parseKeyText(llvm::StringRef text) {
       return std::nullopt;
     key.*part = line.str();
   }
-  return key;
+  llvm::StringRef placement = lines.back();
+  if (!placement.consume_front("placement "))
+    return std::nullopt;
+  for (size_t i = 0; i < placement.size(); ++i) {
+    char c = placement[i];
+    if (c == '\\' && i + 1 < placement.size())
+      c = placement[++i] == 'n' ? '\n' : placement[i];
+    sidecar.placement += c;
+  }
+  return sidecar;
+}
+
+std::optional<Sidecar> readSidecar(const std::string &path) {
+  rt::Expected<std::vector<uint8_t>> bytes = rt::readFileBytes(path);
+  if (!bytes)
+    return std::nullopt;
+  return parseSidecar(
+      llvm::StringRef(reinterpret_cast<const char *>(bytes->data()), bytes->size()));
+}
+
+/// Hex SHA-256 of `function` as printed, with or without its locations.
+std::string printedHash(func::FuncOp function, bool locations) {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  function->print(os, OpPrintingFlags().enableDebugInfo(locations));
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(printed)), true);
 }
 
 } // namespace
@@ -104,15 +218,22 @@ std::string JitKey::differences(const JitKey &other) const {
   for (auto [name, part] : llvm::zip(kPartNames, kParts)) {
     if (this->*part == other.*part)
       continue;
-    if (part == &JitKey::ir && (shapes != other.shapes || dtypes != other.dtypes))
+    bool signature = shapes != other.shapes || dtypes != other.dtypes;
+    if ((part == &JitKey::ir && signature) ||
+        (part == &JitKey::locations && (signature || ir != other.ir)))
       continue;
     std::string what = std::string(name) + " changed";
-    // IR and feature digests are long or opaque; the others are worth showing.
-    if (part != &JitKey::ir)
+    // Digests of the IR are long and opaque; the others are worth showing.
+    if (part != &JitKey::ir && part != &JitKey::locations)
       what += " (" + other.*part + " -> " + this->*part + ")";
     changed.push_back(what);
   }
   return changed.empty() ? "nothing changed" : llvm::join(changed, ", ");
+}
+
+std::string jitTarget(const CompileOptions &options) {
+  bool gpu = llvm::StringRef(options.pipeline.devices).contains("gpu:");
+  return gpu && !options.cudaArch.empty() ? "cuda:" + options.cudaArch : "cpu";
 }
 
 JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
@@ -126,11 +247,10 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
     return failure();
   JitKey key;
   key.function = function.getSymName().str();
-  // Printed without locations, so moving the model's source around keeps its entry.
-  std::string printed;
-  llvm::raw_string_ostream os(printed);
-  function->print(os, OpPrintingFlags().enableDebugInfo(false));
-  key.ir = llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(printed)), true);
+  // Both: the locations end up in the Executable (each step's, for errors and `smelt bench`),
+  // and apart from the IR a miss can say that only they moved.
+  key.ir = printedHash(function, /*locations=*/false);
+  key.locations = printedHash(function, /*locations=*/true);
   std::vector<std::string> shapes, dtypes;
   for (Type type : function.getArgumentTypes()) {
     auto tensor = llvm::dyn_cast<RankedTensorType>(type);
@@ -146,14 +266,19 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
     shapes.push_back(tensor && tensor.getRank() == 0 ? "scalar" : shape);
     dtypes.push_back(dtype);
   }
-  key.shapes = "[" + llvm::join(shapes, ", ") + "]";
-  key.dtypes = "[" + llvm::join(dtypes, ", ") + "]";
+  // Appended rather than "[" + ... + "]": GCC 12 warns (-Wrestrict, a false positive) there.
+  key.shapes.append("[").append(llvm::join(shapes, ", ")).append("]");
+  key.dtypes.append("[").append(llvm::join(dtypes, ", ")).append("]");
   key.arch = options_.target + " on " + hostArch();
-  const PipelineOptions &p = options_.pipeline;
+  // Every option the pipeline reads except where it writes its reports (logDevicePlacement,
+  // fusionReport); the reason for no GPU is in the placement summary the Executable carries.
+  const PipelineOptions &p = options_.compile.pipeline;
   key.options = "fuse=" + std::to_string(p.fuse) + " devices=" + p.devices +
                 " default-device=" + p.defaultDevice +
                 " strict-placement=" + std::to_string(p.strictPlacement) +
-                " artifact-version=" + std::to_string(rt::kArtifactVersion);
+                " all-reduce-bucket-bytes=" + std::to_string(p.allReduceBucketBytes) +
+                " no-gpu-reason=" + p.noGpuReason;
+  key.compiler = compilerIdentity();
   return key;
 }
 
@@ -163,7 +288,7 @@ std::string JitCache::pathOf(const JitKey &key, const char *extension) const {
   return std::string(path);
 }
 
-std::shared_ptr<const rt::Executable> JitCache::loadFromDisk(const JitKey &key) {
+std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key) {
   std::string path = pathOf(key, ".smelt");
   if (!llvm::sys::fs::exists(path))
     return nullptr;
@@ -171,6 +296,15 @@ std::shared_ptr<const rt::Executable> JitCache::loadFromDisk(const JitKey &key) 
     log() << "smelt: ignoring cache entry " << path << ": " << why << "; compiling again\n";
     return nullptr;
   };
+  // The .key comes second (store): without it the entry is still being written.
+  std::string keyPath = pathOf(key, ".key");
+  if (!llvm::sys::fs::exists(keyPath))
+    return nullptr;
+  std::optional<Sidecar> sidecar = readSidecar(keyPath);
+  if (!sidecar)
+    return ignore(keyPath + " does not read back as a key");
+  if (keyText(sidecar->key) != keyText(key))
+    return ignore(keyPath + " holds another key (" + key.differences(sidecar->key) + ")");
   rt::Expected<rt::LoadedArtifact> artifact = rt::readArtifact(path);
   if (!artifact)
     return ignore(artifact.message());
@@ -185,19 +319,23 @@ std::shared_ptr<const rt::Executable> JitCache::loadFromDisk(const JitKey &key) 
   } else if (!artifact->executable.kernels.empty()) {
     return ignore("it has kernels but no CPU code");
   }
-  return std::make_shared<const rt::Executable>(std::move(artifact->executable));
+  auto loaded = std::make_shared<CompiledArtifact>();
+  loaded->executable = std::move(artifact->executable);
+  loaded->executable.placement = std::move(sidecar->placement);
+  loaded->extras = std::move(artifact->extras);
+  return loaded;
 }
 
-void JitCache::store(const JitKey &key, const rt::Executable &exe,
-                     const rt::ArtifactExtras &extras) {
+void JitCache::store(const JitKey &key, const CompiledArtifact &artifact) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir_)) {
     log() << "smelt: cannot create the kernel cache " << dir_ << ": " << ec.message() << "\n";
     return;
   }
   // The artifact first: a .key without its artifact would only explain, never load.
-  rt::Status status = rt::writeArtifact(pathOf(key, ".smelt"), exe, extras);
+  rt::Status status = rt::writeArtifact(pathOf(key, ".smelt"), artifact.executable,
+                                        artifact.extras);
   if (status.ok()) {
-    std::string text = keyText(key);
+    std::string text = sidecarText(key, artifact.executable.placement);
     status = rt::writeFileAtomically(pathOf(key, ".key"),
                                      std::vector<uint8_t>(text.begin(), text.end()));
   }
@@ -217,12 +355,9 @@ std::string JitCache::explainMiss(const JitKey &key) const {
       llvm::StringRef name = llvm::sys::path::filename(it->path());
       if (!name.starts_with(prefix) || !name.ends_with(".key"))
         continue;
-      if (auto text = rt::readFileBytes(it->path()))
-        if (std::optional<JitKey> parsed =
-                parseKeyText(llvm::StringRef(reinterpret_cast<const char *>(text->data()),
-                                             text->size()));
-            parsed && parsed->function == key.function)
-          earlier.push_back(std::move(*parsed));
+      if (std::optional<Sidecar> parsed = readSidecar(it->path());
+          parsed && parsed->key.function == key.function)
+        earlier.push_back(std::move(parsed->key));
     }
   }
   const JitKey *closest = nullptr;
@@ -236,7 +371,16 @@ std::string JitCache::explainMiss(const JitKey &key) const {
 }
 
 FailureOr<std::shared_ptr<const rt::Executable>> JitCache::get(ModuleOp module,
-                                                              llvm::StringRef entry) {
+                                                               llvm::StringRef entry) {
+  FailureOr<std::shared_ptr<const CompiledArtifact>> artifact = getArtifact(module, entry);
+  if (failed(artifact))
+    return failure();
+  // Shares the artifact's ownership: the Executable lives as long as either is held.
+  return std::shared_ptr<const rt::Executable>(*artifact, &(*artifact)->executable);
+}
+
+FailureOr<std::shared_ptr<const CompiledArtifact>> JitCache::getArtifact(ModuleOp module,
+                                                                         llvm::StringRef entry) {
   FailureOr<JitKey> key = keyOf(module, entry);
   if (failed(key))
     return failure();
@@ -244,36 +388,35 @@ FailureOr<std::shared_ptr<const rt::Executable>> JitCache::get(ModuleOp module,
   // One compile at a time per cache: compile() is not safe to run twice at once on one
   // context, and a second request for the same key should wait and find the first's result.
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = entries_.find(hash); it != entries_.end()) {
+  if (auto it = entries_.find(hash); it != entries_.end() && !options_.refresh) {
     ++stats_.memoryHits;
     if (options_.verbose)
       log() << "smelt: jit cache: @" << key->function << " found in memory (" << hash << ")\n";
-    return it->second.executable;
+    return it->second.artifact;
   }
-  if (!dir_.empty())
-    if (std::shared_ptr<const rt::Executable> exe = loadFromDisk(*key)) {
+  if (!dir_.empty() && !options_.refresh)
+    if (std::shared_ptr<const CompiledArtifact> loaded = loadFromDisk(*key)) {
       ++stats_.diskHits;
       if (options_.verbose)
         log() << "smelt: jit cache: @" << key->function << " loaded from "
               << pathOf(*key, ".smelt") << "\n";
-      entries_[hash] = {*key, exe};
-      return exe;
+      entries_[hash] = {*key, loaded};
+      return loaded;
     }
   ++stats_.misses;
   if (options_.verbose)
-    log() << "smelt: jit cache: @" << key->function << " compiled (" << hash
-          << "): " << explainMiss(*key) << "\n";
-  CompileOptions compileOptions;
-  compileOptions.pipeline = options_.pipeline;
+    log() << "smelt: jit cache: @" << key->function << " compiled (" << hash << "): "
+          << (options_.refresh ? std::string("asked to compile again") : explainMiss(*key))
+          << "\n";
   FailureOr<CompiledArtifact> compiled =
-      compileArtifact(module, key->function, compileOptions, options_.target);
+      compileArtifact(module, key->function, options_.compile, options_.target);
   if (failed(compiled))
     return failure();
+  auto artifact = std::make_shared<const CompiledArtifact>(std::move(*compiled));
   if (!dir_.empty())
-    store(*key, compiled->executable, compiled->extras);
-  auto exe = std::make_shared<const rt::Executable>(std::move(compiled->executable));
-  entries_[hash] = {*key, exe};
-  return exe;
+    store(*key, *artifact);
+  entries_[hash] = {*key, artifact};
+  return artifact;
 }
 
 JitCache::Stats JitCache::stats() const {
@@ -286,8 +429,9 @@ rt::Status JitFunction::call(const std::vector<rt::HostTensor> &inputs,
   if (!executor_) {
     FailureOr<std::shared_ptr<const rt::Executable>> exe = cache_.get(module_, entry_);
     if (failed(exe))
-      return rt::Status::error("@" + (entry_.empty() ? std::string("main") : entry_) +
-                               " failed to compile (see the diagnostics)");
+      return rt::Status::error(std::string("@")
+                                   .append(entry_.empty() ? "main" : entry_)
+                                   .append(" failed to compile (see the diagnostics)"));
     rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(**exe);
     if (!executor)
       return executor.status();

@@ -1,21 +1,29 @@
 // The JIT for code that compiles the same functions again and again (a training script run
-// twice, a test suite, a notebook): a JitCache compiles a function of a module on its first
-// request and keeps the result in memory and, as an AOT artifact (runtime/Artifact.h, CPU shared
-// library included), on disk, so a later request (or process) skips the pipeline, LLVM and NVRTC.
+// twice, a test suite, a notebook, the `smelt` tools): a JitCache compiles a function of a module
+// on its first request and keeps the result in memory and, as an AOT artifact (runtime/
+// Artifact.h, CPU shared library included), on disk, so a later request (or process) skips the
+// pipeline, LLVM and NVRTC.
 //
-// Entries are found by a key: SHA-256 over five parts, each of which can change on its own:
-//   ir       the function as printed, without locations
-//   shapes   its arguments' shapes                  dtypes   their element types
-//   arch     the target and the host CPU with its features (the CPU code is built for it)
-//   options  the pipeline options that change code, and the artifact format version
-// On disk, <dir>/<function>-<key>.smelt holds the artifact and <function>-<key>.key the parts,
-// so that a verbose miss can say which parts changed against the closest earlier entry of the
-// same function. Both are written atomically (temporary file, rename): processes that share a
-// directory may write the same entry at once, and each reader sees a whole file or none. A file
-// that does not read back is reported, ignored and compiled again.
+// Entries are found by a key: SHA-256 over seven parts, each of which can change on its own and
+// each of which can change the compiled result:
+//   ir         the function as printed, without locations
+//   locations  the function printed with its locations (steps and errors name them)
+//   shapes     its arguments' shapes                  dtypes   their element types
+//   arch       the target and the host CPU with its features (the CPU code is built for it)
+//   options    the pipeline options that change code or what the Executable says (placement)
+//   compiler   the Smelt build (its GNU build ID), the LLVM version and the artifact format
+// On disk, <dir>/<function>-<key>.smelt holds the artifact and <function>-<key>.key the parts and
+// the placement summary (which the artifact format does not carry). The .key is written after
+// the artifact and read before using it: an artifact whose .key is missing is not used yet, one
+// whose .key names another key is refused. A miss in verbose mode says which parts changed
+// against the closest earlier entry of the same function. Both files are written atomically
+// (temporary file, rename): processes that share a directory may write the same entry at once,
+// and each reader sees a whole file or none. A file that does not read back is reported,
+// ignored and compiled again.
 #pragma once
 
 #include "codegen/Compile.h"
+#include "codegen/CompileArtifact.h"
 #include "runtime/Artifact.h"
 #include "runtime/CpuExecutor.h"
 
@@ -41,12 +49,22 @@ struct JitOptions {
   /// "cpu" or "cuda:<arch>": a CUDA target compiles the GPU's kernels for the arch (where the
   /// CUDA back end is built) and the CPU's code for every kernel, as CUDA artifacts do.
   std::string target = "cpu";
-  PipelineOptions pipeline;
+  /// Compile even when memory or disk holds the entry, and replace it: for a caller that asked
+  /// to see the compile (a dump, a profile, the placement log), which a hit would skip.
+  bool refresh = false;
+  /// How a miss compiles. Its pipeline options are part of the key; its dump directory and
+  /// trace are not (they change what the compile writes beside the code, never the code), and
+  /// `target` sets its CUDA arch and host fallback.
+  CompileOptions compile;
 };
 
-/// An entry's key: the function's name and the five parts, as text (see the file comment).
+/// The JitOptions::target for a compile with `options`: "cuda:<arch>" when its pipeline may
+/// place ops on a GPU and it names an arch, else "cpu".
+std::string jitTarget(const CompileOptions &options);
+
+/// An entry's key: the function's name and the seven parts, as text (see the file comment).
 struct JitKey {
-  std::string function, ir, shapes, dtypes, arch, options;
+  std::string function, ir, locations, shapes, dtypes, arch, options, compiler;
   /// The SHA-256 of the parts, 32 hex digits (the first 128 bits).
   std::string hash() const;
   /// "shapes changed (4x8 -> 8x8)", the parts that differ from `other`, joined by ", ".
@@ -61,6 +79,10 @@ public:
   /// the first request for its key, from memory or disk after. Errors are diagnostics.
   mlir::FailureOr<std::shared_ptr<const rt::Executable>> get(mlir::ModuleOp module,
                                                              llvm::StringRef entry = "");
+  /// The same with the artifact's extras (its CPU library, target, producer): what `smelt
+  /// compile` writes out.
+  mlir::FailureOr<std::shared_ptr<const CompiledArtifact>> getArtifact(mlir::ModuleOp module,
+                                                                       llvm::StringRef entry = "");
 
   /// The key `get` would use; a diagnostic and failure when there is no such entry.
   mlir::FailureOr<JitKey> keyOf(mlir::ModuleOp module, llvm::StringRef entry) const;
@@ -73,8 +95,8 @@ public:
   const std::string &directory() const { return dir_; }
 
 private:
-  std::shared_ptr<const rt::Executable> loadFromDisk(const JitKey &key);
-  void store(const JitKey &key, const rt::Executable &exe, const rt::ArtifactExtras &extras);
+  std::shared_ptr<const CompiledArtifact> loadFromDisk(const JitKey &key);
+  void store(const JitKey &key, const CompiledArtifact &artifact);
   /// Why `key` missed: the parts that changed against the closest earlier entry.
   std::string explainMiss(const JitKey &key) const;
   std::string pathOf(const JitKey &key, const char *extension) const;
@@ -85,7 +107,7 @@ private:
   mutable std::mutex mutex_;
   struct Entry {
     JitKey key;
-    std::shared_ptr<const rt::Executable> executable;
+    std::shared_ptr<const CompiledArtifact> artifact;
   };
   std::map<std::string, Entry> entries_;
   Stats stats_;

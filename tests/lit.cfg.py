@@ -1,6 +1,7 @@
 # lit configuration for Smelt's .mlir tests: smelt-opt, smelt and FileCheck on the PATH.
 import ctypes
 import os
+import shutil
 import lit.formats
 
 config.name = "Smelt"
@@ -12,6 +13,12 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "unit", "i
 config.environment["PATH"] = os.pathsep.join(
     [config.smelt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))
+# The smelt tools compile through the on-disk JIT cache by default. The tests keep theirs in the
+# build tree, emptied when lit starts (so a run does not depend on the one before), never in the
+# user's ~/.cache; tests of the cache itself give each command a directory of its own.
+jit_cache = os.path.join(config.test_exec_root, "jit-cache")
+shutil.rmtree(jit_cache, ignore_errors=True)
+config.environment["SMELT_CACHE_DIR"] = jit_cache
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "inputs")))
 # Tests of files only the CUDA back end writes (CUDA source, PTX in dumps) need it built.
 if config.smelt_cuda_codegen:

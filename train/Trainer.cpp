@@ -38,19 +38,29 @@ Tensor buildModel(Graph &g, const TrainConfig &config, Tensor images, bool train
                        config.seed + 101, step);
 }
 
-/// Compiles `function` of `graph`, turning diagnostics into the Status message.
+/// Compiles `function` of `graph`, through `cache` when there is one, turning diagnostics into
+/// the Status message.
 rt::Expected<rt::Executable> compileExecutable(Graph &graph, const std::string &function,
-                                               const TrainConfig &config) {
+                                               const TrainConfig &config,
+                                               codegen::JitCache *cache) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler capture(&graph.context(), [&](mlir::Diagnostic &d) {
     diagnostics += d.str() + "\n";
     return mlir::success();
   });
+  auto failed = [&] { return rt::Status::error("compiling @" + function + ": " + diagnostics); };
+  if (cache) {
+    mlir::FailureOr<std::shared_ptr<const rt::Executable>> exe =
+        cache->get(graph.module(), function);
+    if (mlir::failed(exe))
+      return failed();
+    return rt::Executable(**exe);
+  }
   codegen::CompileOptions options = config.compile;
   options.pipeline = config.pipeline;
   mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), function, options);
-  if (failed(exe))
-    return rt::Status::error("compiling @" + function + ": " + diagnostics);
+  if (mlir::failed(exe))
+    return failed();
   return std::move(*exe);
 }
 
@@ -66,8 +76,9 @@ rt::Expected<std::unique_ptr<rt::Executor>> makeExecutor(const rt::Executable &e
 
 rt::Expected<std::unique_ptr<rt::Executor>> compileFunction(Graph &graph,
                                                             const std::string &function,
-                                                            const TrainConfig &config) {
-  rt::Expected<rt::Executable> exe = compileExecutable(graph, function, config);
+                                                            const TrainConfig &config,
+                                                            codegen::JitCache *cache) {
+  rt::Expected<rt::Executable> exe = compileExecutable(graph, function, config, cache);
   if (!exe)
     return exe.status();
   return makeExecutor(*exe, config, nullptr);
@@ -136,6 +147,13 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
   std::unique_ptr<Trainer> trainer(new Trainer());
   trainer->config_ = config;
   trainer->context_ = std::make_unique<mlir::MLIRContext>();
+  if (config.cache) {
+    codegen::JitOptions options = *config.cache;
+    options.compile = config.compile;
+    options.compile.pipeline = config.pipeline;
+    options.target = codegen::jitTarget(options.compile);
+    trainer->cache_ = std::make_unique<codegen::JitCache>(std::move(options));
+  }
   // This process's replicas: one of an MPI group, or all of them on threads.
   if (config.communicator) {
     Replica &r = trainer->replicas_.emplace_back();
@@ -173,13 +191,14 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
       }
     }
     // Every replica starts from the same parameters: the initializer is seeded.
-    auto init = compileFunction(g, "train_step_init", config);
+    auto init = compileFunction(g, "train_step_init", config, trainer->cache_.get());
     if (!init)
       return init.status();
     std::vector<rt::HostTensor> params;
     if (rt::Status s = (*init)->run(std::vector<rt::HostTensor>{}, params); !s.ok())
       return s;
-    rt::Expected<rt::Executable> step = compileExecutable(g, "train_step", config);
+    rt::Expected<rt::Executable> step =
+        compileExecutable(g, "train_step", config, trainer->cache_.get());
     if (!step)
       return step.status();
     if (rt::Status s = trainer->placeReplicas(*step); !s.ok())
@@ -282,7 +301,7 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
     Tensor acc = accuracy(logits, labels);
     g.applyPrecision(config_.precision);
     g.setOutputs({loss, acc});
-    auto exe = compileFunction(g, "eval_step", config_);
+    auto exe = compileFunction(g, "eval_step", config_, cache_.get());
     if (!exe)
       return exe.status();
     return (evalSteps_[batch] = std::move(*exe)).get();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/Compile.h"
+#include "codegen/JitCache.h"
 #include "frontend/LossScale.h"
 #include "frontend/Optimizers.h"
 #include "passes/Passes.h"
@@ -16,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace smelt::train {
 
@@ -35,6 +37,10 @@ struct TrainConfig {
   /// Every compile's dump directory, trace and back-end hook (--dump-dir, --profile); its
   /// own pipeline is replaced by `pipeline`. With a trace, the executors record runs into it.
   codegen::CompileOptions compile;
+  /// When set, every function compiles through a JitCache made with these options (its
+  /// compile options and target become the two fields above and the target they imply), so a
+  /// second run with the same configuration loads the code from disk. Unset: compiled afresh.
+  std::optional<codegen::JitOptions> cache;
   /// Data-parallel replicas (MirroredStrategy): `batch` is the global batch, split evenly, so
   /// each replica trains on batch / replicas examples of every global batch (disjoint shards
   /// of one shuffled order) and gradients are averaged over replicas before the optimizer.
@@ -140,6 +146,8 @@ private:
                           const std::function<void(int64_t, int64_t, const Metrics &)> &progress);
 
   TrainConfig config_;
+  /// Made from config_.cache; null without one.
+  std::unique_ptr<codegen::JitCache> cache_;
   std::unique_ptr<mlir::MLIRContext> context_;
   std::unique_ptr<rt::LocalGroup> group_;
   std::vector<Replica> replicas_;

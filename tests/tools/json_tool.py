@@ -43,6 +43,13 @@ def bench(path):
     for s in b["steps"]:
         assert s["median_us"] >= 0 and s["bytes"] > 0, s
         print(f"step {s['step']} {s['kind']} {s['name']}: {s['ops']}")
+    # The whole run beside its parts: consistent with each other, never a timing threshold.
+    parts = sum(s["median_us"] for s in b["steps"])
+    assert abs(b["steps_sum_us"] - parts) <= 1e-9 * max(1.0, parts), (b["steps_sum_us"], parts)
+    assert b["wall_median_us"] >= 0 and b["total_median_us"] >= 0, b
+    between = b["wall_median_us"] - b["steps_sum_us"]
+    assert abs(b["between_steps_us"] - between) <= 1e-9 * max(1.0, b["wall_median_us"]), b
+    print("steps_sum_us is the sum of the steps; wall_median_us and between_steps_us agree")
 
 
 if __name__ == "__main__":

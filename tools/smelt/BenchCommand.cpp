@@ -1,8 +1,10 @@
 // `smelt bench`: kernel microbenchmarks of one compiled function. Random inputs (never zero,
 // from --seed), W warm-up runs, then N timed runs; per step (fused kernel, library call, copy)
 // the median time, bytes moved, GB/s, FLOP/s and the percentage of the roofline (Roofline.h),
-// with the fusion's ops and the source location it came from. --json prints the same for
-// scripts.
+// with the fusion's ops and the source location it came from; then the whole run's wall time
+// beside the sum of its steps, so that time spent between steps shows. --json prints the same
+// for scripts.
+#include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
 #include "tools/smelt/Roofline.h"
@@ -42,6 +44,7 @@ static cl::opt<unsigned long long> seed("seed", cl::desc("Seed of the random inp
                                         cl::cat(smeltCategory()));
 static cl::opt<bool> json("json", cl::desc("Print the results as JSON"),
                           cl::sub(benchSubcommand), cl::cat(smeltCategory()));
+static CacheFlags cacheFlags(benchSubcommand);
 
 namespace {
 
@@ -70,6 +73,15 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+/// The whole run against its parts: the steps' medians added up, the median wall time of
+/// Executor::run (inputs in, every step, outputs out), and what lies between them.
+struct Totals {
+  double stepsSum = 0;  // the sum of the per-step medians
+  double runSum = 0;    // the median over runs of each run's step times added up
+  double wall = 0;      // the median wall time of a whole run
+  double between() const { return wall - stepsSum; }
+};
+
 struct Row {
   rt::StepCost cost;
   double micros = 0;
@@ -89,7 +101,7 @@ std::string origin(const rt::StepCost &cost) {
   return cost.location.empty() ? cost.ops : cost.ops + " at " + cost.location;
 }
 
-void printTable(const std::string &function, const std::vector<Row> &rows, double total,
+void printTable(const std::string &function, const std::vector<Row> &rows, const Totals &totals,
                 const Roofline &roof) {
   llvm::outs() << llvm::format("@%s: %zu steps, median of %d runs after %d warm-up (seed %llu)\n",
                                function.c_str(), rows.size(), int(repeat), int(warmup),
@@ -108,10 +120,19 @@ void printTable(const std::string &function, const std::vector<Row> &rows, doubl
                                  r.gflopPerSecond(), roof.percent(r.cost, r.micros),
                                  origin(r.cost).c_str());
   }
-  llvm::outs() << llvm::format("%4s  %-7s  %-16s %10.1f\n", "", "total", "", total);
+  // Each line names what it adds up, so that the three are not read as one another.
+  llvm::outs() << llvm::format("%4s  %-7s  %-16s %10.1f  the step medians above\n", "", "sum", "",
+                               totals.stepsSum)
+               << llvm::format("%4s  %-7s  %-16s %10.1f  median of whole runs (inputs in, "
+                               "outputs out)\n",
+                               "", "wall", "", totals.wall)
+               << llvm::format("%4s  %-7s  %-16s %10.1f  wall - sum: time outside the steps "
+                               "(%.1f%% of wall)\n",
+                               "", "between", "", totals.between(),
+                               totals.wall > 0 ? 100 * totals.between() / totals.wall : 0.0);
 }
 
-void printJson(const std::string &function, const std::vector<Row> &rows, double total,
+void printJson(const std::string &function, const std::vector<Row> &rows, const Totals &totals,
                const Roofline &roof) {
   nlohmann::json steps = nlohmann::json::array();
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -132,7 +153,10 @@ void printJson(const std::string &function, const std::vector<Row> &rows, double
                         {"gemm_gflop_per_s", roof.gemmFlopsPerSecond * 1e-9},
                         {"gemm_measured", roof.gemmWhat},
                         {"steps", steps},
-                        {"total_median_us", total}};
+                        {"total_median_us", totals.runSum},
+                        {"steps_sum_us", totals.stepsSum},
+                        {"wall_median_us", totals.wall},
+                        {"between_steps_us", totals.between()}};
   llvm::outs() << out.dump(2) << "\n";
 }
 
@@ -146,9 +170,11 @@ int benchCommand() {
   if (!function)
     return 1;
   std::string name = function.getSymName().str();
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(*file.module, name);
-  if (failed(exe))
+  mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
+      *file.module, name, cacheFlags.options({}, "cpu", /*inspecting=*/false));
+  if (failed(artifact))
     return 1;
+  const rt::Executable *exe = &(*artifact)->executable;
   rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
   if (!executor)
     return fail(executor.message());
@@ -162,27 +188,35 @@ int benchCommand() {
     inputs.push_back(randomInput(exe->buffers[id].type, rng));
   size_t steps = exe->steps.size();
   std::vector<std::vector<double>> times(steps);
-  std::vector<double> totals;
+  std::vector<double> runSums, walls;
   for (int run = 0; run < warmup + repeat; ++run) {
+    auto start = std::chrono::steady_clock::now();
     if (rt::Status s = executor->run(inputs, outputs); !s.ok())
       return fail(s.message());
+    double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                            start)
+                      .count();
     if (run < warmup)
       continue;
+    walls.push_back(wall);
     const std::vector<double> &micros = executor->lastStepMicros();
     double total = 0;
     for (size_t s = 0; s < steps; ++s) {
       times[s].push_back(micros[s]);
       total += micros[s];
     }
-    totals.push_back(total);
+    runSums.push_back(total);
   }
   std::vector<Row> rows;
-  for (size_t s = 0; s < steps; ++s)
+  Totals totals{0, median(runSums), median(walls)};
+  for (size_t s = 0; s < steps; ++s) {
     rows.push_back({rt::stepCost(*exe, exe->steps[s]), median(times[s])});
+    totals.stepsSum += rows.back().micros;
+  }
   if (json)
-    printJson(name, rows, median(totals), *roof);
+    printJson(name, rows, totals, *roof);
   else
-    printTable(name, rows, median(totals), *roof);
+    printTable(name, rows, totals, *roof);
   return 0;
 }
 

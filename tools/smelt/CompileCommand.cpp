@@ -1,6 +1,7 @@
 // `smelt compile`: compile one function of a .mlir module ahead of time into an artifact
 // (runtime/Artifact.h) that `smelt run` or the runtime alone loads: the plan, its constants,
 // the CPU kernels as a shared library and, for a CUDA target, the kernels' CUDA code too.
+#include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
 
@@ -37,6 +38,7 @@ static cl::opt<std::string> target(
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to compile (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(compileSubcommand), cl::cat(smeltCategory()));
+static CacheFlags cacheFlags(compileSubcommand);
 
 int compileCommand() {
   codegen::CompileOptions options;
@@ -65,17 +67,18 @@ int compileCommand() {
   ModuleFile file(modelPath);
   if (!file.module)
     return 1;
-  mlir::FailureOr<codegen::CompiledArtifact> artifact =
-      codegen::compileArtifact(*file.module, entryName, options, target);
+  // A cache entry is the artifact this command writes, for the same target and options.
+  mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
+      *file.module, entryName, cacheFlags.options(options, target, /*inspecting=*/false));
   if (failed(artifact))
     return 1;
-  if (rt::Status s = rt::writeArtifact(outputPath, artifact->executable, artifact->extras);
+  if (rt::Status s = rt::writeArtifact(outputPath, (*artifact)->executable, (*artifact)->extras);
       !s.ok())
     return fail(s.message());
-  const rt::Executable &exe = artifact->executable;
+  const rt::Executable &exe = (*artifact)->executable;
   llvm::outs() << "wrote " << outputPath << ": @" << exe.name << " for " << target << ", "
                << exe.steps.size() << " steps, " << exe.kernels.size() << " fused kernels ("
-               << artifact->extras.cpuObject.size() << " bytes of CPU code"
+               << (*artifact)->extras.cpuObject.size() << " bytes of CPU code"
                << (exe.cuda ? ", " + std::to_string(exe.cuda->cubin.size()) + " bytes of CUBIN"
                             : std::string())
                << ")\n";

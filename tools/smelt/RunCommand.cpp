@@ -1,6 +1,7 @@
 // `smelt run`: compile one function of a .mlir module (or load an AOT artifact that `smelt
 // compile` wrote), feed it .npy inputs, run it on the CPU and write each result as <name>.npy
 // (or print a summary without --output-dir).
+#include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
 #include "tools/smelt/Placement.h"
@@ -32,6 +33,7 @@ namespace smelt::tools {
 cl::SubCommand runSubcommand("run", "Compile a function of a .mlir module, or load a .smelt "
                                     "artifact, and run it");
 static DeviceFlags deviceFlags(runSubcommand);
+static CacheFlags cacheFlags(runSubcommand);
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
                                       cl::Required, cl::sub(runSubcommand),
@@ -115,8 +117,8 @@ struct Program {
   rt::ExecutorOptions executor;
 };
 
-/// `smelt run model.mlir`: the function compiled (JIT) now. Diagnostics are printed; null on
-/// failure.
+/// `smelt run model.mlir`: the function compiled now, or found in the JIT cache. Diagnostics
+/// are printed; null on failure.
 static std::optional<Program> compileModel(rt::Trace *profile) {
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
@@ -141,10 +143,13 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
   codegen::CompileOptions options = compileOptions(dumpDir, profile);
   options.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
   enableGpuExecution(options.pipeline, options, program.executor);
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, function.getSymName(), options);
-  if (failed(exe))
+  bool inspecting = !dumpDir.empty() || profile || deviceFlags.logDevicePlacement;
+  mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
+      *module, function.getSymName(),
+      cacheFlags.options(options, codegen::jitTarget(options), inspecting));
+  if (failed(artifact))
     return std::nullopt;
-  program.exe = std::move(*exe);
+  program.exe = (*artifact)->executable;
   return program;
 }
 

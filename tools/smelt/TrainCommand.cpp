@@ -3,6 +3,7 @@
 // and safetensors checkpoints that --resume continues from. --replicas trains data-parallel:
 // in one process (a thread per replica), or one replica per rank under mpirun, where rank 0
 // prints and writes checkpoints and a failing rank ends the job instead of hanging it.
+#include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
 #include "tools/smelt/Placement.h"
@@ -36,6 +37,7 @@ namespace smelt::tools {
 
 cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST");
 static DeviceFlags deviceFlags(trainSubcommand);
+static CacheFlags cacheFlags(trainSubcommand);
 
 static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout) or cnn "
                                                     "(conv-pool-conv-pool-dense)"),
@@ -239,6 +241,10 @@ int trainCommand() {
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   enableGpuExecution(config.pipeline, config.compile, config.executor);
   config.executor.allowTf32 = deviceFlags.allowTf32;
+  // The Trainer sets the cache's compile options and target from the configuration above.
+  config.cache = cacheFlags.options(config.compile, "", /*inspecting=*/!dumpDir.empty() ||
+                                                          !profilePath.empty() ||
+                                                          deviceFlags.logDevicePlacement);
 #if SMELT_HAVE_NCCL
   config.gpuGroup = rt::cuda::ncclReplicaGroup;
 #endif

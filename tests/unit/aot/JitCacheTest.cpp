@@ -1,6 +1,7 @@
 // JitCache: a second request is a memory hit, a new cache on the same directory a disk hit that
-// gives bit-identical results; a changed shape is reported as such; caches writing the same key
-// at once both succeed and leave a readable entry; a corrupt entry is reported and rebuilt.
+// gives bit-identical results and the same placement and locations; a changed shape is reported
+// as such; the key names the compiler's build; caches writing the same key at once both succeed
+// and leave a readable entry; a corrupt entry is reported and rebuilt; a refresh compiles again.
 #include "codegen/JitCache.h"
 
 #include "runtime/FileIO.h"
@@ -112,6 +113,52 @@ TEST_F(JitCacheTest, MissThenMemoryHitThenDiskHitWithIdenticalResults) {
   EXPECT_FALSE(cold.empty());
 }
 
+TEST_F(JitCacheTest, DiskHitKeepsPlacementAndLocations) {
+  Parsed parsed(16);
+  JitCache cold(options()), warm(options());
+  auto first = cold.get(*parsed.module, "step");
+  auto second = warm.get(*parsed.module, "step");
+  ASSERT_TRUE(succeeded(first) && succeeded(second));
+  ASSERT_EQ(warm.stats().diskHits, 1);
+  EXPECT_FALSE((*first)->placement.empty());
+  EXPECT_EQ((*second)->placement, (*first)->placement);
+  ASSERT_EQ((*second)->steps.size(), (*first)->steps.size());
+  for (size_t i = 0; i < (*first)->steps.size(); ++i)
+    EXPECT_EQ((*second)->steps[i].location, (*first)->steps[i].location) << "step " << i;
+}
+
+TEST_F(JitCacheTest, KeyNamesTheCompilerBuild) {
+  Parsed parsed(16);
+  mlir::FailureOr<JitKey> key = JitCache(options()).keyOf(*parsed.module, "step");
+  ASSERT_TRUE(succeeded(key));
+  // The GNU build ID of this test binary: 40 hex digits after "build ".
+  size_t at = key->compiler.find(" build ");
+  ASSERT_NE(at, std::string::npos) << key->compiler;
+  std::string id = key->compiler.substr(at + 7, key->compiler.find(',', at) - at - 7);
+  EXPECT_EQ(id.size(), 40u) << key->compiler;
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << key->compiler;
+  EXPECT_NE(key->compiler.find("artifact format"), std::string::npos) << key->compiler;
+}
+
+TEST_F(JitCacheTest, RefreshCompilesAgainAndReplacesTheEntry) {
+  Parsed parsed(16);
+  {
+    JitCache first(options());
+    ASSERT_TRUE(succeeded(first.get(*parsed.module, "step")));
+  }
+  JitOptions refresh = options();
+  refresh.refresh = true;
+  JitCache cache(refresh);
+  std::vector<uint8_t> again = runBytes(cache, *parsed.module, 16);
+  ASSERT_TRUE(succeeded(cache.get(*parsed.module, "step")));
+  EXPECT_EQ(cache.stats().misses, 2);
+  EXPECT_EQ(cache.stats().diskHits + cache.stats().memoryHits, 0);
+  EXPECT_EQ(files(".smelt").size(), 1u);
+  JitCache after(options());
+  EXPECT_EQ(runBytes(after, *parsed.module, 16), again);
+  EXPECT_EQ(after.stats().diskHits, 1);
+}
+
 TEST_F(JitCacheTest, ChangedShapeIsExplained) {
   std::string log;
   llvm::raw_string_ostream os(log);
@@ -126,7 +173,7 @@ TEST_F(JitCacheTest, ChangedShapeIsExplained) {
   // Against the entries on disk too: a new process (here a new cache) explains its miss.
   log.clear();
   JitOptions noFuse = options(&os);
-  noFuse.pipeline.fuse = false;
+  noFuse.compile.pipeline.fuse = false;
   JitCache other(noFuse);
   ASSERT_TRUE(succeeded(other.get(*small.module, "step")));
   EXPECT_NE(log.find("options changed (fuse=1"), std::string::npos) << log;
