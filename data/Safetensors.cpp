@@ -115,10 +115,15 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
       return bad("dtype " + entry["dtype"].get<std::string>() + " is not supported");
     TensorType type{*dtype, {}};
     for (auto &d : entry["shape"]) {
-      if (!d.is_number_unsigned())
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX))
         return bad("shape " + entry["shape"].dump() + " is not a list of sizes");
       type.shape.push_back(d.get<int64_t>());
     }
+    // Before anything multiplies the dimensions: their product may not fit (the fuzzer found
+    // [236666666666696666, 2555555555555555555]).
+    Expected<uint64_t> typeBytes = checkedByteSize(type, "shape");
+    if (!typeBytes)
+      return bad(typeBytes.message());
     auto &offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
       return bad("data_offsets must be unsigned integers");
@@ -126,9 +131,9 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
     if (begin > end || end > dataSize)
       return bad(fmt::format("data_offsets [{}, {}] fall outside the {} bytes of data", begin,
                              end, dataSize));
-    if (end - begin != type.byteSize())
+    if (end - begin != *typeBytes)
       return bad(fmt::format("{} needs {} bytes but data_offsets hold {}", type.str(),
-                             type.byteSize(), end - begin));
+                             *typeBytes, end - begin));
     HostTensor tensor = HostTensor::zeros(type);
     std::memcpy(tensor.raw(), bytes.data() + dataStart + begin, end - begin);
     checkpoint.tensors.push_back({name, std::move(tensor)});

@@ -5,6 +5,7 @@
 #include "runtime/Artifact.h"
 
 #include "runtime/ByteCodec.h"
+#include "runtime/ContentHash.h"
 #include "runtime/Devices.h"
 #include "runtime/FileIO.h"
 
@@ -664,10 +665,14 @@ Status writeArtifact(const std::string &path, const Executable &exe, const Artif
   return writeFileAtomically(path, *bytes);
 }
 
-Expected<LoadedArtifact> readArtifact(const std::string &path) {
+Expected<LoadedArtifact> readArtifact(const std::string &path,
+                                      const ArtifactReadOptions &options) {
   Expected<std::vector<uint8_t>> bytes = readFileBytes(path);
   if (!bytes)
     return bytes.status();
+  if (!options.expectedSha256.empty())
+    if (Status s = checkSha256(*bytes, options.expectedSha256, path); !s.ok())
+      return s;
   return decode(*bytes, path, /*keep=*/true);
 }
 

@@ -99,7 +99,15 @@ Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
 /// crash leaves the old file or the new one, never a torn one.
 Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras);
 
-Expected<LoadedArtifact> readArtifact(const std::string &path);
+struct ArtifactReadOptions {
+  /// The file's SHA-256 as 64 hex digits (`smelt compile` prints it, as would sha256sum); when
+  /// set, a file with any other content is refused before any of it is decoded. An artifact
+  /// holds native code (see Trust above): pinning loads only the file you built or vetted.
+  std::string expectedSha256;
+};
+
+Expected<LoadedArtifact> readArtifact(const std::string &path,
+                                      const ArtifactReadOptions &options = {});
 
 /// Whether the file at `path` starts with an artifact's magic (so a tool can tell a .smelt file
 /// from a .mlir one whatever its name); false when it cannot be read.

@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ ccache pkg-config zlib1g-dev python3-numpy
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libdnnl-dev ocl-icd-opencl-dev libfmt-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
+  # libssl-dev: SHA-256 (OpenSSL's libcrypto) to pin an artifact's content
+  libssl-dev
   dataset-fashion-mnist
   # OpenMPI: runtime/mpi (SmeltMpi, data-parallel training across processes) and the mpirun
   # that its tests and bench/all_reduce.cpp run under

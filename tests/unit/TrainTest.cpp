@@ -174,6 +174,18 @@ TEST(Safetensors, RoundTripAndCorruptFiles) {
   std::string garbled = bytes;
   garbled[9] = '#';
   expectError(garbled, "not a JSON object");
+  // Shapes whose element count overflows int64 (found by safetensors-fuzz: UBSan reported the
+  // multiplication), or with a dimension past int64.
+  auto withShape = [](const std::string &shape) {
+    std::string header = R"({"t": {"dtype": "I64", "shape": )" + shape +
+                         R"(, "data_offsets": [0, 8]}})";
+    std::string length(8, '\0');
+    for (size_t i = 0, n = header.size(); i < 8; ++i, n >>= 8)
+      length[i] = char(n & 0xff);
+    return length + header + std::string(8, '\1');
+  };
+  expectError(withShape("[236666666666696666, 2555555555555555555]"), "is too large to allocate");
+  expectError(withShape("[18446744073709551615]"), "is not a list of sizes");
   std::filesystem::remove(path);
 }
 

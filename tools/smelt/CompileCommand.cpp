@@ -9,6 +9,7 @@
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/CompileArtifact.h"
+#include "runtime/ContentHash.h"
 #include "runtime/FileIO.h"
 #ifdef SMELT_HAVE_CUDA_CODEGEN
 #include "codegen/cuda/CudaCodegen.h"
@@ -72,8 +73,11 @@ int compileCommand() {
       *file.module, entryName, cacheFlags.options(options, target, /*inspecting=*/false));
   if (failed(artifact))
     return 1;
-  if (rt::Status s = rt::writeArtifact(outputPath, (*artifact)->executable, (*artifact)->extras);
-      !s.ok())
+  rt::Expected<std::vector<uint8_t>> bytes =
+      rt::encodeArtifact((*artifact)->executable, (*artifact)->extras);
+  if (!bytes)
+    return fail(outputPath + ": " + bytes.message());
+  if (rt::Status s = rt::writeFileAtomically(outputPath, *bytes); !s.ok())
     return fail(s.message());
   const rt::Executable &exe = (*artifact)->executable;
   llvm::outs() << "wrote " << outputPath << ": @" << exe.name << " for " << target << ", "
@@ -82,10 +86,13 @@ int compileCommand() {
                << (exe.cuda ? ", " + std::to_string(exe.cuda->cubin.size()) + " bytes of CUBIN"
                             : std::string())
                << ")\n";
-  for (const auto &[device, bytes] : exe.peakBytes)
-    llvm::outs() << "peak memory on " << device << ": " << bytes << " bytes ("
-                 << llvm::format("%.2f", double(bytes) / (1 << 20))
+  for (const auto &[device, peak] : exe.peakBytes)
+    llvm::outs() << "peak memory on " << device << ": " << peak << " bytes ("
+                 << llvm::format("%.2f", double(peak) / (1 << 20))
                  << " MiB, known at compile time)\n";
+  // The artifact is native code: this hash lets whoever runs it pin exactly this file.
+  llvm::outs() << "sha256 " << rt::sha256Hex(*bytes) << " (smelt run --expect-sha256=... loads "
+               << "only this file)\n";
   return 0;
 }
 

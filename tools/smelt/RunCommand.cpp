@@ -59,6 +59,12 @@ static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
                                         cl::value_desc("trace.json"), cl::sub(runSubcommand),
                                         cl::cat(smeltCategory()));
 
+static cl::opt<std::string> expectSha256(
+    "expect-sha256",
+    cl::desc("Run the .smelt artifact only if its SHA-256 is this (64 hex digits, as `smelt "
+             "compile` and sha256sum print it): an artifact is native code"),
+    cl::value_desc("hex"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
+
 /// Maps each `--input` to the argument it names; every argument needs exactly one.
 static rt::Expected<std::vector<std::string>> inputFiles(const std::string &function,
                                                          const std::vector<std::string> &args) {
@@ -157,7 +163,8 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
 /// code loaded; no MLIR and no LLVM. Arguments are named by their buffers, results as
 /// `smelt compile` named their buffers (compileArtifact).
 static std::optional<Program> loadArtifact() {
-  rt::Expected<rt::LoadedArtifact> artifact = rt::readArtifact(modelPath);
+  rt::Expected<rt::LoadedArtifact> artifact =
+      rt::readArtifact(modelPath, {.expectedSha256 = expectSha256});
   if (!artifact)
     return fail(artifact.message()), std::nullopt;
   if (!entryName.empty() && entryName != artifact->executable.name)
@@ -211,8 +218,11 @@ int runCommand() {
     return fail(s.message());
   rt::Trace trace;
   rt::Trace *profile = profilePath.empty() ? nullptr : &trace;
-  std::optional<Program> program =
-      rt::isArtifactFile(modelPath) ? loadArtifact() : compileModel(profile);
+  bool artifact = rt::isArtifactFile(modelPath);
+  if (!expectSha256.empty() && !artifact)
+    return fail("--expect-sha256: " + modelPath + " is not a .smelt artifact; the pin is for "
+                "artifacts, which carry native code (a .mlir model is compiled here)");
+  std::optional<Program> program = artifact ? loadArtifact() : compileModel(profile);
   if (!program)
     return 1;
   const std::vector<std::string> &resultNames = program->resultNames;
