@@ -96,23 +96,16 @@ def main(repo, corpus):
 
 
 def cpu_code_seeds(artifacts, out):
-    """The shared library of each artifact's cpu section (kind 5: u32 n, n x (u32 length,
-    symbol), u64 length, library), as runtime/Artifact.h lays it out."""
+    """The shared library of each artifact's cpu section."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+    from artifact_tool import cpu_code_span
     os.makedirs(out, exist_ok=True)
     for name in sorted(os.listdir(artifacts)):
         data = open(os.path.join(artifacts, name), "rb").read()
-        if len(data) < 32 or data[:8] != b"SMELTAOT":
-            continue
-        for i in range(struct.unpack_from("<I", data, 16)[0]):
-            kind, _, offset, size = struct.unpack_from("<IIQQ", data, 32 + 24 * i)
-            if kind != 5:
-                continue
-            at = offset + 4
-            for _ in range(struct.unpack_from("<I", data, offset)[0]):
-                at += 4 + struct.unpack_from("<I", data, at)[0]
-            length = struct.unpack_from("<Q", data, at)[0]
+        span = cpu_code_span(data) if len(data) >= 32 and data[:8] == b"SMELTAOT" else None
+        if span:
             with open(os.path.join(out, name + ".so"), "wb") as f:
-                f.write(data[at + 8:at + 8 + length])
+                f.write(data[span[0]:span[0] + span[1]])
 
 
 if __name__ == "__main__":

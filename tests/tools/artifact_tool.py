@@ -6,17 +6,25 @@ import sys
 import zlib
 
 
-def edit_cpu_code(src, dst, offset, value):
-    data = bytearray(open(src, "rb").read())
-    count = struct.unpack_from("<I", data, 16)[0]
-    for i in range(count):
-        kind, _, start, size = struct.unpack_from("<IIQQ", data, 32 + 24 * i)
+def cpu_code_span(data):
+    """(offset, length) of the shared library in the cpu section (kind 5: u32 n, n x (u32
+    length, symbol), u64 length, library), or None without one."""
+    for i in range(struct.unpack_from("<I", data, 16)[0]):
+        kind, _, start, _ = struct.unpack_from("<IIQQ", data, 32 + 24 * i)
         if kind != 5:
             continue
         at = start + 4
         for _ in range(struct.unpack_from("<I", data, start)[0]):
             at += 4 + struct.unpack_from("<I", data, at)[0]
-        data[at + 8 + offset] = value
+        return at + 8, struct.unpack_from("<Q", data, at)[0]
+    return None
+
+
+def edit_cpu_code(src, dst, offset, value):
+    data = bytearray(open(src, "rb").read())
+    library, _ = cpu_code_span(data)
+    data[library + offset] = value
+    count = struct.unpack_from("<I", data, 16)[0]
     for i in range(count):
         entry = 32 + 24 * i
         _, _, start, size = struct.unpack_from("<IIQQ", data, entry)
