@@ -211,7 +211,10 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     if (failed(id))
       return failure();
     exe.inputs.push_back(*id);
+    exe.inputNames.push_back(argumentName(function, arg.getArgNumber()));
   }
+  for (unsigned i = 0; i < function.getNumResults(); ++i)
+    exe.outputNames.push_back(resultName(function, i));
 
   for (Operation &op : function.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {

@@ -102,6 +102,11 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
   }
   w.i32s(exe.inputs, "inputs");
   w.i32s(exe.outputs, "outputs");
+  for (const std::vector<std::string> *names : {&exe.inputNames, &exe.outputNames}) {
+    w.count(names->size(), "names");
+    for (const std::string &name : *names)
+      w.str(name, "a name");
+  }
   w.count(exe.constants.size(), "constants");
   for (size_t i = 0; i < exe.constants.size(); ++i) {
     w.i32(exe.constants[i].buffer);
@@ -405,6 +410,19 @@ private:
     return type;
   }
 
+  /// The names of the function's arguments or results: none (a hand-built Executable), or one
+  /// each.
+  static std::vector<std::string> readNames(ByteCursor &c, const std::string &what, size_t want) {
+    size_t at = c.at();
+    uint32_t n = c.count("the " + what + " names", 4);
+    if (c.ok() && n != 0 && n != want)
+      c.fail(at, fmt::format("{} {} names for {} {}s", n, what, want, what));
+    std::vector<std::string> names;
+    for (uint32_t i = 0; i < n && c.ok(); ++i)
+      names.push_back(c.str("a name"));
+    return names;
+  }
+
   /// A list of types (each a dtype byte and a shape list: at least 5 bytes).
   static std::vector<TensorType> readTypes(ByteCursor &c, const std::string &what) {
     std::vector<TensorType> types;
@@ -458,6 +476,8 @@ private:
     size_t buffers = exe.buffers.size();
     exe.inputs = readIds(c, "input", buffers);
     exe.outputs = readIds(c, "output", buffers);
+    exe.inputNames = readNames(c, "argument", exe.inputs.size());
+    exe.outputNames = readNames(c, "result", exe.outputs.size());
 
     size_t constantsSize = sections_[uint32_t(Section::constants)].size;
     n = c.count("the constant list", 20);

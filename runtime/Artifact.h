@@ -1,7 +1,7 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 5 (4 had no kernel types and CPU code with startup files, 3 string-keyed step
+// Format, version 5 (4 had no kernel types or result names and CPU code with startup files, 3 string-keyed step
 // attributes, 2 no peak bytes, 1 no step devices). A reader refuses every other version. Every
 // integer is little-endian; offsets count from the start of the file.
 //
@@ -31,6 +31,7 @@
 //   plan: str name
 //         list<buffer>   buffer   = type, str name, i64 arena offset (-1: none)
 //         ids inputs, ids outputs
+//         list<str> argument names, list<str> result names (none, or one each)
 //         list<constant> constant = i32 buffer, u64 offset in the constants section, u64 size
 //         list<kernel>   kernel   = str name, str kind, i64 units, list<type> inputs,
 //                                   list<type> results, str ops, i64 compute ops,

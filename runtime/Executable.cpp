@@ -64,6 +64,14 @@ std::string paramsText(const Step &step) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string Executable::inputName(size_t i) const {
+  return i < inputNames.size() ? inputNames[i] : buffers[size_t(inputs[i])].name;
+}
+
+std::string Executable::outputName(size_t i) const {
+  return i < outputNames.size() ? outputNames[i] : buffers[size_t(outputs[i])].name;
+}
+
 std::string Executable::str() const {
   std::string out = fmt::format("executable @{} ({} buffers, {} steps)\n", name, buffers.size(),
                                 steps.size());

@@ -254,6 +254,11 @@ struct Executable {
   std::vector<BufferId> inputs;
   /// Buffers returned, in result order; one may also be an input or a constant.
   std::vector<BufferId> outputs;
+  /// The function's argument and result names (their smelt.name, else argN and resultN): what
+  /// `smelt run` matches --input flags against and names its output files after. A result
+  /// has its own name even when its buffer is an argument or returned twice. Empty in a
+  /// hand-built Executable; inputName/outputName then fall back to the buffers' names.
+  std::vector<std::string> inputNames, outputNames;
   std::vector<Constant> constants;
   std::vector<Step> steps;
   /// Fused kernels; a Fusion step runs kernels[its KernelParams::kernel].
@@ -265,6 +270,9 @@ struct Executable {
   /// Their code for the CPU and for CUDA, when codegen produced it.
   std::shared_ptr<const CpuCode> cpu;
   std::shared_ptr<const CudaCode> cuda;
+
+  std::string inputName(size_t i) const;
+  std::string outputName(size_t i) const;
 
   /// Human-readable listing, one line per step: for `smelt dump` and debugging.
   std::string str() const;

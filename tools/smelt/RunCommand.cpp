@@ -160,8 +160,8 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
 }
 
 /// `smelt run model.smelt`: the Executable of an AOT artifact (`smelt compile`) with its CPU
-/// code loaded; no MLIR and no LLVM. Arguments are named by their buffers, results as
-/// `smelt compile` named their buffers (compileArtifact).
+/// code loaded; no MLIR and no LLVM. Arguments and results are named as the function named
+/// them, which the artifact keeps.
 static std::optional<Program> loadArtifact() {
   rt::Expected<rt::LoadedArtifact> artifact =
       rt::readArtifact(modelPath, {.expectedSha256 = expectSha256});
@@ -200,10 +200,10 @@ static std::optional<Program> loadArtifact() {
       exe.placement += " (no GPU here: " + here.noGpuReason + "; every step runs on cpu:0)";
     }
   }
-  for (rt::BufferId id : exe.inputs)
-    program.argNames.push_back(exe.buffers[id].name);
-  for (rt::BufferId id : exe.outputs)
-    program.resultNames.push_back(exe.buffers[id].name);
+  for (size_t i = 0; i < exe.inputs.size(); ++i)
+    program.argNames.push_back(exe.inputName(i));
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    program.resultNames.push_back(exe.outputName(i));
   return program;
 }
 

@@ -48,11 +48,9 @@ TEST(AotRuntime, RunsArtifactFromSmeltCompileWithRuntimeOnly) {
 
   // Inputs by their names in the artifact; results named as the function's results.
   ASSERT_EQ(exe.inputs.size(), 3u);
-  EXPECT_EQ(exe.buffers[exe.inputs[0]].name, "x");
+  EXPECT_EQ(exe.inputNames, (std::vector<std::string>{"x", "w", "b"}));
   ASSERT_EQ(exe.outputs.size(), 3u);
-  EXPECT_EQ(exe.buffers[exe.outputs[0]].name, "y");
-  EXPECT_EQ(exe.buffers[exe.outputs[1]].name, "rowsum");
-  EXPECT_EQ(exe.buffers[exe.outputs[2]].name, "result2");
+  EXPECT_EQ(exe.outputNames, (std::vector<std::string>{"y", "rowsum", "result2"}));
 
   std::vector<HostTensor> inputs = {randomTensor(DType::f32, {16, 32}),
                                     randomTensor(DType::f32, {32, 8}),

@@ -152,6 +152,9 @@ Executable everything() {
   step(StepOp::Conv2DBackwardFilter, ConvParams{{1, 1}, {0, 0, 0, 0}, {2, 2}}, {0, 1}, {22}, "");
   step(StepOp::Concat, AxisParams{kMin}, {0, 1}, {23}, "");
   exe.outputs = {12, 0, 4, 12};
+  // A result that is an argument and one returned twice still have names of their own.
+  exe.inputNames = {"x", "arg1"};
+  exe.outputNames = {"logits", "same_as_x", "result2", "logits_again"};
   Bytes cubin = randomBytes(777);
   exe.cuda = std::make_shared<CudaCode>(
       CudaCode{"sm_90", "extern \"C\" __global__ void main_fusion0(float **args) {}",
@@ -178,6 +181,8 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
   }
   EXPECT_EQ(got.inputs, want.inputs);
   EXPECT_EQ(got.outputs, want.outputs);
+  EXPECT_EQ(got.inputNames, want.inputNames);
+  EXPECT_EQ(got.outputNames, want.outputNames);
   ASSERT_EQ(got.constants.size(), want.constants.size());
   for (size_t i = 0; i < want.constants.size(); ++i) {
     EXPECT_EQ(got.constants[i].buffer, want.constants[i].buffer) << "constant " << i;
