@@ -84,14 +84,23 @@ std::string Executable::str() const {
                                       : fmt::format("@{}", buffers[id].offset)));
     return fmt::format("{}", fmt::join(parts, ", "));
   };
-  out += fmt::format("  inputs: {}\n", bufferList(inputs));
+  auto named = [&](const std::vector<BufferId> &ids, auto nameOf) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < ids.size(); ++i)
+      parts.push_back(fmt::format("{}={}", nameOf(i), bufferList({ids[i]})));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  };
+  out += fmt::format("  inputs: {}\n", named(inputs, [&](size_t i) { return inputName(i); }));
   for (const Constant &c : constants)
     out += fmt::format("  constant b{}: {}\n", c.buffer, buffers[c.buffer].type.str());
   for (const Step &step : steps)
     out += fmt::format("  {} = {}({}) {{{}}}{}\n", bufferList(step.results), step.name(),
                        bufferList(step.operands), paramsText(step),
                        step.device == "cpu:0" ? "" : " on " + step.device);
-  out += fmt::format("  outputs: {}\n", bufferList(outputs));
+  out += fmt::format("  outputs: {}\n", named(outputs, [&](size_t i) { return outputName(i); }));
+  for (size_t k = 0; k < kernels.size(); ++k)
+    out += fmt::format("  kernel {} {} ({}, {} units): {}\n", k, kernels[k].name, kernels[k].kind,
+                       kernels[k].units, kernels[k].ops);
   for (const auto &[device, bytes] : peakBytes)
     out += fmt::format("  peak bytes on {}: {}\n", device, bytes);
   return out;

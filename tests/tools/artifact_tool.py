@@ -1,6 +1,7 @@
 """Edits an AOT artifact's CPU code and recomputes every checksum, as a tampered file would be,
 from the format runtime/Artifact.h documents. Usage:
-artifact_tool.py edit-cpu-code IN OUT OFFSET BYTE   sets byte OFFSET of the shared library"""
+artifact_tool.py edit-cpu-code IN OUT OFFSET BYTE   sets byte OFFSET of the shared library
+artifact_tool.py cpu-code IN OUT                     writes the shared library to OUT"""
 import struct
 import sys
 import zlib
@@ -39,5 +40,9 @@ def edit_cpu_code(src, dst, offset, value):
 if __name__ == "__main__":
     if sys.argv[1] == "edit-cpu-code":
         edit_cpu_code(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == "cpu-code":
+        data = open(sys.argv[2], "rb").read()
+        start, length = cpu_code_span(data)
+        open(sys.argv[3], "wb").write(data[start:start + length])
     else:
         sys.exit("unknown command " + sys.argv[1])

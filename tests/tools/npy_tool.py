@@ -1,6 +1,9 @@
 """Test helper for `smelt run` lit tests: makes random .npy inputs and checks outputs against
 a float64 NumPy reference of the model under test."""
+import json
+import struct
 import sys
+
 import numpy as np
 
 
@@ -48,6 +51,21 @@ if __name__ == "__main__":
         open(sys.argv[3], "wb").write(data)
     elif cmd == "values":  # values OUT DTYPE V,V,...: a 1-D array of exactly these values
         np.save(sys.argv[2], np.array([int(v) for v in sys.argv[4].split(",")], sys.argv[3]))
+    elif cmd == "safetensors":  # safetensors OUT NAME=FILE.npy ...: the arrays, by the spec
+        codes = {"float32": "F32", "float64": "F64", "float16": "F16", "int32": "I32",
+                 "int64": "I64", "bool": "BOOL"}
+        header, blobs, offset = {}, [], 0
+        for spec in sys.argv[3:]:
+            name, file = spec.split("=", 1)
+            a = np.ascontiguousarray(np.load(file))
+            header[name] = {"dtype": codes[str(a.dtype)], "shape": list(a.shape),
+                            "data_offsets": [offset, offset + a.nbytes]}
+            blobs.append(a.tobytes())
+            offset += a.nbytes
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        with open(sys.argv[2], "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
     elif cmd == "print":  # print FILE: dtype and values, for FileCheck
         a = np.load(sys.argv[2])
         print(a.dtype, " ".join(str(v) for v in a.ravel()))

@@ -1,9 +1,11 @@
-// `smelt bench`: kernel microbenchmarks of one compiled function. Random inputs (never zero,
+// `smelt bench`: kernel microbenchmarks of one compiled function (of a .mlir module, or of a
+// .smelt artifact as it was compiled). Random inputs (never zero,
 // from --seed), W warm-up runs, then N timed runs; per step (fused kernel, library call, copy)
 // the median time, bytes moved, GB/s, FLOP/s and the percentage of the roofline (Roofline.h),
 // with the fusion's ops and the source location it came from; then the whole run's wall time
 // beside the sum of its steps, so that time spent between steps shows. --json prints the same
 // for scripts.
+#include "tools/smelt/ArtifactFile.h"
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
@@ -11,6 +13,7 @@
 
 #include "codegen/Compile.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/FileIO.h"
 #include "runtime/StepCost.h"
 
 #include "llvm/Support/Format.h"
@@ -30,8 +33,9 @@ namespace smelt::tools {
 cl::SubCommand benchSubcommand("bench", "Time each kernel and library call of a compiled "
                                         "function against this machine's roofline");
 
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
-                                      cl::sub(benchSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
+                                      cl::Required, cl::sub(benchSubcommand),
+                                      cl::cat(smeltCategory()));
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to benchmark (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(benchSubcommand), cl::cat(smeltCategory()));
@@ -160,25 +164,13 @@ void printJson(const std::string &function, const std::vector<Row> &rows, const 
   llvm::outs() << out.dump(2) << "\n";
 }
 
-} // namespace
-
-int benchCommand() {
-  if (repeat < 1 || warmup < 0)
-    return fail("--repeat must be at least 1 and --warmup at least 0");
-  ModuleFile file(modelPath);
-  mlir::func::FuncOp function = file.entry(entryName);
-  if (!function)
-    return 1;
-  std::string name = function.getSymName().str();
-  mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
-      *file.module, name, cacheFlags.options({}, "cpu", /*inspecting=*/false));
-  if (failed(artifact))
-    return 1;
-  const rt::Executable *exe = &(*artifact)->executable;
+/// Benchmarks `exe` (compiled here, or loaded from an artifact) and prints the results.
+int benchExecutable(const rt::Executable *exe, mlir::MLIRContext &context) {
+  const std::string &name = exe->name;
   rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
   if (!executor)
     return fail(executor.message());
-  rt::Expected<Roofline> roof = measureRoofline(file.context);
+  rt::Expected<Roofline> roof = measureRoofline(context);
   if (!roof)
     return fail(roof.message());
 
@@ -218,6 +210,35 @@ int benchCommand() {
   else
     printTable(name, rows, totals, *roof);
   return 0;
+}
+
+} // namespace
+
+int benchCommand() {
+  if (repeat < 1 || warmup < 0)
+    return fail("--repeat must be at least 1 and --warmup at least 0");
+  if (rt::Status s = rt::checkRegularFile(modelPath); !s.ok())
+    return fail(s.message());
+  // An artifact runs as compiled; its steps all run on the CPU here, which its code covers.
+  if (rt::isArtifactFile(modelPath)) {
+    std::optional<rt::LoadedArtifact> artifact = loadArtifactFile(modelPath, entryName);
+    if (!artifact)
+      return 1;
+    for (rt::Step &step : artifact->executable.steps)
+      step.device = "cpu:0";
+    mlir::MLIRContext context;
+    return benchExecutable(&artifact->executable, context);
+  }
+  ModuleFile file(modelPath);
+  mlir::func::FuncOp function = file.entry(entryName);
+  if (!function)
+    return 1;
+  mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact =
+      compileCached(*file.module, function.getSymName().str(),
+                    cacheFlags.options({}, "cpu", /*inspecting=*/false));
+  if (failed(artifact))
+    return 1;
+  return benchExecutable(&(*artifact)->executable, file.context);
 }
 
 } // namespace smelt::tools

@@ -1,6 +1,7 @@
 // `smelt run`: compile one function of a .mlir module (or load an AOT artifact that `smelt
 // compile` wrote), feed it .npy inputs, run it on the CPU and write each result as <name>.npy
 // (or print a summary without --output-dir).
+#include "tools/smelt/ArtifactFile.h"
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
@@ -9,10 +10,10 @@
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
 #include "runtime/Artifact.h"
-#include "runtime/CpuObject.h"
 #include "runtime/Executor.h"
 #include "runtime/FileIO.h"
 #include "data/Npy.h"
+#include "data/Safetensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -65,11 +66,50 @@ static cl::opt<std::string> expectSha256(
              "compile` and sha256sum print it): an artifact is native code"),
     cl::value_desc("hex"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
 
-/// Maps each `--input` to the argument it names; every argument needs exactly one.
-static rt::Expected<std::vector<std::string>> inputFiles(const std::string &function,
-                                                         const std::vector<std::string> &args) {
+static cl::opt<std::string> paramsPath(
+    "params",
+    cl::desc("Arguments by name from a safetensors file (a checkpoint): each tensor feeds the "
+             "argument of the same name, --input the others; a tensor that names no argument "
+             "is an error"),
+    cl::value_desc("file.safetensors"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
+
+/// The tensors of --params, read by runCommand before anything else.
+static data::Checkpoint params;
+
+/// Where an argument's value comes from: a .npy file (--input) or a tensor of --params.
+struct InputSource {
+  std::string file;
+  const rt::HostTensor *param = nullptr;
+  /// For messages: the file, or "<params file>: tensor 'w'".
+  std::string what;
+};
+
+static std::string listOrNone(const std::vector<std::string> &names) {
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i)
+    list += (i ? ", " : "") + names[i];
+  return list.empty() ? "none" : list;
+}
+
+/// Each argument's source: the --params tensor of its name or the `--input` naming it; every
+/// argument needs exactly one.
+static rt::Expected<std::vector<InputSource>> inputSources(const std::string &function,
+                                                           const std::vector<std::string> &args) {
   size_t count = args.size();
-  std::vector<std::string> files(count);
+  std::vector<InputSource> sources(count);
+  std::vector<std::string> unknown;
+  for (const data::NamedTensor &t : params.tensors) {
+    auto it = std::find(args.begin(), args.end(), t.name);
+    if (it == args.end())
+      unknown.push_back("'" + t.name + "'");
+    else
+      sources[size_t(it - args.begin())] = {"", &t.tensor,
+                                            paramsPath + ": tensor '" + t.name + "'"};
+  }
+  if (!unknown.empty())
+    return rt::Status::error("--params " + paramsPath + ": tensors " + listOrNone(unknown) +
+                             " name no argument of @" + function + " (its arguments: " +
+                             listOrNone(args) + ")");
   for (const std::string &spec : inputSpecs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
@@ -79,23 +119,22 @@ static rt::Expected<std::vector<std::string>> inputFiles(const std::string &func
     for (size_t i = 0; i < count && !index; ++i)
       if (args[i] == name || "arg" + std::to_string(i) == name || std::to_string(i) == name)
         index = i;
-    if (!index) {
-      std::string names;
-      for (size_t i = 0; i < count; ++i)
-        names += (i ? ", " : "") + args[i];
+    if (!index)
       return rt::Status::error("--input " + spec + ": @" + function + " has no argument '" +
-                               name + "' (its arguments: " + (names.empty() ? "none" : names) +
-                               ")");
-    }
-    if (!files[*index].empty())
+                               name + "' (its arguments: " + listOrNone(args) + ")");
+    if (sources[*index].param)
+      return rt::Status::error("--input " + spec + ": argument '" + name +
+                               "' is also a tensor of --params " + paramsPath);
+    if (!sources[*index].file.empty())
       return rt::Status::error("--input " + spec + ": argument '" + name + "' is given twice");
-    files[*index] = file;
+    sources[*index] = {file, nullptr, file};
   }
   for (size_t i = 0; i < count; ++i)
-    if (files[i].empty())
+    if (sources[i].what.empty())
       return rt::Status::error("missing --input for argument '" + args[i] + "' (#" +
-                               std::to_string(i) + ")");
-  return files;
+                               std::to_string(i) + ")" +
+                               (paramsPath.empty() ? "" : ", and --params has no tensor of that name"));
+  return sources;
 }
 
 /// --output-dir writes each result to DIR/<name>.npy, the names coming from the model file
@@ -141,10 +180,10 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
   for (unsigned i = 0; i < function.getNumResults(); ++i)
     program.resultNames.push_back(codegen::resultName(function, i));
   // Before compiling: a wrong --input is reported without waiting for LLVM.
-  if (rt::Expected<std::vector<std::string>> files =
-          inputFiles(function.getSymName().str(), program.argNames);
-      !files)
-    return fail(files.message()), std::nullopt;
+  if (rt::Expected<std::vector<InputSource>> sources =
+          inputSources(function.getSymName().str(), program.argNames);
+      !sources)
+    return fail(sources.message()), std::nullopt;
 
   codegen::CompileOptions options = compileOptions(dumpDir, profile);
   options.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
@@ -163,29 +202,11 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
 /// code loaded; no MLIR and no LLVM. Arguments and results are named as the function named
 /// them, which the artifact keeps.
 static std::optional<Program> loadArtifact() {
-  rt::Expected<rt::LoadedArtifact> artifact =
-      rt::readArtifact(modelPath, {.expectedSha256 = expectSha256});
+  std::optional<rt::LoadedArtifact> artifact = loadArtifactFile(modelPath, entryName, expectSha256);
   if (!artifact)
-    return fail(artifact.message()), std::nullopt;
-  if (!entryName.empty() && entryName != artifact->executable.name)
-    return fail("--entry " + entryName + ": " + modelPath + " holds @" +
-                artifact->executable.name + " only; `smelt compile --entry` makes others"),
-           std::nullopt;
+    return std::nullopt;
   Program program{std::move(artifact->executable), {}, {}};
   rt::Executable &exe = program.exe;
-  if (!exe.kernels.empty()) {
-    if (artifact->extras.cpuObject.empty())
-      return fail(modelPath + ": the artifact has no CPU code (target " +
-                  artifact->extras.target + "); compile it with --target=cpu"),
-             std::nullopt;
-    rt::Expected<std::shared_ptr<const rt::CpuCode>> cpu =
-        rt::loadCpuObject(artifact->extras.cpuObject, artifact->extras.cpuSymbols);
-    if (!cpu)
-      return fail(modelPath + ": " + cpu.message()), std::nullopt;
-    exe.cpu = std::move(*cpu);
-  }
-  exe.placement = "as compiled for " + artifact->extras.target + " by " +
-                  artifact->extras.producer;
   // Steps compiled for a GPU run there when this machine has one; else on the CPU, whose code
   // every artifact carries, with the reason in the placement line.
   if (std::any_of(exe.steps.begin(), exe.steps.end(),
@@ -214,6 +235,12 @@ int runCommand() {
   // A FIFO or a device as the model would hang or read forever (isArtifactFile opens it).
   if (rt::Status s = rt::checkRegularFile(modelPath); !s.ok())
     return fail(s.message());
+  if (!paramsPath.empty()) {
+    rt::Expected<data::Checkpoint> read = data::readSafetensors(paramsPath);
+    if (!read)
+      return fail("--params: " + read.message());
+    params = std::move(*read);
+  }
   if (rt::Status s = rt::checkReplaceable(profilePath); !s.ok())
     return fail(s.message());
   rt::Trace trace;
@@ -228,15 +255,20 @@ int runCommand() {
   const std::vector<std::string> &resultNames = program->resultNames;
   if (rt::Status s = checkOutputNames(resultNames); !outputDir.empty() && !s.ok())
     return fail(s.message());
-  rt::Expected<std::vector<std::string>> files = inputFiles(program->exe.name, program->argNames);
-  if (!files)
-    return fail(files.message());
+  rt::Expected<std::vector<InputSource>> sources =
+      inputSources(program->exe.name, program->argNames);
+  if (!sources)
+    return fail(sources.message());
   const rt::Executable *exe = &program->exe;
   // One line on stderr, as TensorFlow logs placement: stdout stays the results.
   llvm::errs() << "placement: @" << exe->name << ": " << exe->placement << "\n";
   std::vector<rt::HostTensor> inputs;
-  for (const std::string &file : *files) {
-    rt::Expected<rt::HostTensor> tensor = data::readNpy(file);
+  for (const InputSource &source : *sources) {
+    if (source.param) {
+      inputs.push_back(*source.param);
+      continue;
+    }
+    rt::Expected<rt::HostTensor> tensor = data::readNpy(source.file);
     if (!tensor)
       return fail(tensor.message());
     inputs.push_back(std::move(*tensor));
@@ -252,9 +284,9 @@ int runCommand() {
   if (rt::Status s = (*executor)->run(inputs, outputs); !s.ok()) {
     // Name the file behind an input the executor rejected ("input #1 (x): ...").
     std::string message = s.message();
-    for (size_t i = 0; i < files->size(); ++i)
+    for (size_t i = 0; i < sources->size(); ++i)
       if (message.rfind("input #" + std::to_string(i) + " ", 0) == 0)
-        message = (*files)[i] + ": " + message;
+        message = (*sources)[i].what + ": " + message;
     return fail(message);
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
