@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdio>
 
 namespace smelt::codegen {
@@ -60,7 +61,8 @@ std::string moduleText(mlir::Operation *op) {
       op = module;
   std::string text;
   llvm::raw_string_ostream os(text);
-  op->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/true));
+  // Locations in their parseable form (loc("model.mlir":3:5)), so a dumped module parses back.
+  op->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/false));
   return text;
 }
 
@@ -88,6 +90,11 @@ private:
     std::string argument = pass->getArgument().str();
     if (argument.empty())
       argument = pass->getName().str();
+    // A pass without an argument goes by its C++ name ("mlir::detail::OpToOpPassAdaptor"):
+    // keep the file name to letters, digits, '.', '-' and '_'.
+    for (char &c : argument)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+        c = '_';
     if (trace_ && !starts_.empty()) {
       double start = starts_.back();
       starts_.pop_back();

@@ -10,6 +10,8 @@ packages=(
   # libssl-dev: SHA-256 (OpenSSL's libcrypto) to pin an artifact's content
   libssl-dev
   dataset-fashion-mnist
+  # graphviz: dot renders the graph of a dump (smelt dump, --dump-dir) as graph.svg
+  graphviz
   # OpenMPI: runtime/mpi (SmeltMpi, data-parallel training across processes) and the mpirun
   # that its tests and bench/all_reduce.cpp run under
   libopenmpi-dev openmpi-bin

@@ -18,6 +18,14 @@
 // FILES-NOT: EMPTY
 // FILES: peak bytes on cpu:0: {{[1-9][0-9]*}}
 
+// Every module in the dump parses back, with its source locations, and its file name is a
+// plain one (a pass without an argument once gave "008-mlir::detail::OpToOpPassAdaptor.mlir").
+// RUN: for f in %t/main-0/*.mlir; do smelt-opt --mlir-print-debuginfo "$f" > /dev/null || exit 1; done
+// RUN: ls %t/main-0 | FileCheck %s --check-prefix=NAMES
+// NAMES-NOT: :
+// RUN: smelt-opt --mlir-print-debuginfo %t/main-0/000-input.mlir | FileCheck %s --check-prefix=LOCS
+// LOCS: loc({{.*}}smelt-dump.mlir":{{[0-9]+}}:{{[0-9]+}})
+
 // RUN: FileCheck %s --check-prefix=REPORT < %t/main-0/fusion-report.txt
 // REPORT: fused
 
