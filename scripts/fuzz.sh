@@ -3,6 +3,8 @@
 # time on a corpus seeded from the tests' inputs; prints one line a target and exits non-zero
 # on a finding (the reproducer is left as crash-*/timeout-*/oom-* in the fuzz dir).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [FUZZ_DIR=build-fuzz] [SMELT_BUILD=build] [TARGET...]
+# FUZZ_TIMEOUT (seconds, default 20) is libFuzzer's limit for one input: raise it when the
+# machine is busy, where a slow input is starvation rather than a hang.
 # Exit code 77 (ctest's skip) when clang or libFuzzer is missing. The readers' targets build
 # standalone; mlir-fuzz is linked to the Smelt build's libraries (see below).
 set -euo pipefail
@@ -79,7 +81,8 @@ for target in "${targets[@]}"; do
   asan="${ASAN_OPTIONS:-}"
   [ "$target" = mlir ] && asan="detect_leaks=0${asan:+:$asan}"
   start=$(date +%s)
-  if (cd "$dir" && ASAN_OPTIONS="$asan" "$binary" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+  if (cd "$dir" && ASAN_OPTIONS="$asan" "$binary" -max_total_time="$seconds" \
+        -timeout="${FUZZ_TIMEOUT:-20}" -rss_limit_mb=4096 \
         -max_len="$max_len" -print_final_stats=1 "$dir/corpus/$target" \
         "$dir/corpus/$target-seeds" >"$log" 2>&1); then
     result="no finding"
