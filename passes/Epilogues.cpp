@@ -12,25 +12,24 @@ namespace smelt {
 
 namespace {
 
-/// What the library that runs a contraction applies after it; `none` says why it takes nothing.
+/// The library that runs a contraction and what it applies after it: a bias and relu, and
+/// with oneDNN's eltwise post-ops (`postOps`) tanh and logistic too, cuBLASLt's epilogues having
+/// neither. `none` says why it takes nothing.
 struct Library {
   const char *name = "";
-  bool bias = false;
-  bool relu = false, tanhAndLogistic = false;
+  bool postOps = false;
   std::string none;
 };
 
 Library libraryFor(Operation *op) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  bool gpu = deviceOf(op).starts_with("gpu");
-  if (!gpu)
-    return {"oneDNN", true, true, true, ""};
+  if (!deviceOf(op).starts_with("gpu"))
+    return {"oneDNN", true, ""};
   if (isa<Conv2DOp>(op))
-    return {"cuDNN", false, false, false, "the cuDNN convolution here takes no epilogue"};
+    return {"cuDNN", false, "the cuDNN convolution here takes no epilogue"};
   if (type.getElementType().isF64())
-    return {"cuBLASLt", false, false, false,
-            "cuBLASLt's epilogues are used for f32, f16 and bf16 only"};
-  return {"cuBLASLt", true, true, false, ""};
+    return {"cuBLASLt", false, "cuBLASLt's epilogues are used for f32, f16 and bf16 only"};
+  return {"cuBLASLt", false, ""};
 }
 
 /// The vector [N] that `operand` broadcasts along the last dimension of `result`, if it does:
@@ -80,7 +79,7 @@ std::optional<Epilogue> activationOf(Operation *op, const Library &library, std:
     why = "its user " + describe(op) + " is not relu, tanh or logistic";
     return std::nullopt;
   }
-  if (*kind == Epilogue::relu ? library.relu : library.tanhAndLogistic)
+  if (*kind == Epilogue::relu || library.postOps)
     return kind;
   why = std::string(library.name) + " has no " + stringifyEpilogue(*kind).str() + " epilogue";
   return std::nullopt;
@@ -108,11 +107,11 @@ void rebuild(Operation *op, Value biasOperand, std::optional<Epilogue> activatio
     conv.setActivationAttr(activationAttr);
   }
   last->getResult(0).replaceAllUsesWith(rebuilt->getResult(0));
-  SmallVector<Operation *> unused;
+  SetVector<Operation *> unused; // each once: an op erased is never looked at again
   for (Operation *dead : llvm::reverse(folded)) {
     for (Value operand : dead->getOperands())
       if (isa_and_present<BroadcastInDimOp, ConvertOp>(operand.getDefiningOp()))
-        unused.push_back(operand.getDefiningOp());
+        unused.insert(operand.getDefiningOp());
     dead->erase();
   }
   while (!unused.empty()) {
@@ -120,7 +119,7 @@ void rebuild(Operation *op, Value biasOperand, std::optional<Epilogue> activatio
     if (!candidate->use_empty())
       continue;
     if (isa_and_present<BroadcastInDimOp>(candidate->getOperand(0).getDefiningOp()))
-      unused.push_back(candidate->getOperand(0).getDefiningOp());
+      unused.insert(candidate->getOperand(0).getDefiningOp());
     candidate->erase();
   }
 }
@@ -158,8 +157,14 @@ std::string fold(Operation *op, unsigned &count) {
   std::string what = bias && activation ? "bias add and " + stringifyEpilogue(*activation).str()
                      : bias             ? std::string("bias add")
                                         : stringifyEpilogue(*activation).str();
-  std::string line = head + what + " folded into the " + library.name + " call (" +
-                     (library.tanhAndLogistic ? "bias and eltwise post-op" : "epilogue") + ")";
+  // How the library is asked: oneDNN's bias argument and eltwise post-op, cuBLASLt's epilogue.
+  std::string how = library.postOps
+                        ? std::string(bias ? "bias argument" : "") +
+                              (bias && activation ? " and " : "") +
+                              (activation ? "eltwise post-op" : "")
+                        : std::string("epilogue ") + (activation ? "RELU" : "") +
+                              (bias && activation ? "_" : "") + (bias ? "BIAS" : "");
+  std::string line = head + what + " folded into the " + library.name + " call (" + how + ")";
   return activation ? line : line + "; no activation: " + why;
 }
 

@@ -15,7 +15,7 @@
 // CHECK-NEXT: smelt.exp
 // CHECK-NOT: smelt.broadcast_in_dim
 // REPORT-LABEL: report for @bias_relu
-// REPORT-NEXT: epilogue: 'matmul' at {{.*}}fuse-epilogues.mlir:{{[0-9]+}} tensor<4x16xf32>: bias add and relu folded into the oneDNN call (bias and eltwise post-op)
+// REPORT-NEXT: epilogue: 'matmul' at {{.*}}fuse-epilogues.mlir:{{[0-9]+}} tensor<4x16xf32>: bias add and relu folded into the oneDNN call (bias argument and eltwise post-op)
 // REPORT-NEXT: fusion 0 (loop over 4x16, 1 result, 1 ops)
 // OFF-LABEL: func.func @bias_relu
 // OFF: smelt.matmul %arg0, %arg1 : tensor<4x8xf32>, tensor<8x16xf32>
@@ -38,8 +38,8 @@ func.func @bias_relu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf3
 // CHECK: smelt.matmul %arg0, %arg1 activation tanh : tensor<4x8xf32>, tensor<8x16xf32>
 // CHECK: smelt.matmul %arg3, %arg4 bias %arg2 activation logistic : tensor<2x4x8xf32>, tensor<2x8x16xf32>, tensor<16xf32>
 // REPORT-LABEL: report for @bias_only_and_activations
-// REPORT-NEXT: epilogue: 'matmul' {{.*}}: bias add folded into the oneDNN call (bias and eltwise post-op); no activation: the bias add's result has 2 users
-// REPORT-NEXT: epilogue: 'matmul' {{.*}}: tanh folded into the oneDNN call
+// REPORT-NEXT: epilogue: 'matmul' {{.*}}: bias add folded into the oneDNN call (bias argument); no activation: the bias add's result has 2 users
+// REPORT-NEXT: epilogue: 'matmul' {{.*}}: tanh folded into the oneDNN call (eltwise post-op)
 // REPORT-NEXT: epilogue: 'matmul' {{.*}} tensor<2x4x16xf32>: bias add and logistic folded into the oneDNN call
 func.func @bias_only_and_activations(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %xs: tensor<2x4x8xf32>, %ws: tensor<2x8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<2x4x16xf32>) {
   %0 = smelt.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32>
@@ -93,8 +93,8 @@ func.func @vetoes(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %full: tensor<4x16x
 // CHECK: smelt.conv2d %arg4, %arg5 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] {smelt.device = "gpu:0"}
 // CHECK: smelt.matmul %arg0, %arg1 {smelt.device = "gpu:0"}
 // REPORT-LABEL: report for @gpu
-// REPORT-NEXT: epilogue: 'matmul' {{.*}}: bias add and relu folded into the cuBLASLt call (epilogue)
-// REPORT-NEXT: epilogue: 'matmul' {{.*}}: bias add folded into the cuBLASLt call (epilogue); no activation: cuBLASLt has no tanh epilogue
+// REPORT-NEXT: epilogue: 'matmul' {{.*}}: bias add and relu folded into the cuBLASLt call (epilogue RELU_BIAS)
+// REPORT-NEXT: epilogue: 'matmul' {{.*}}: bias add folded into the cuBLASLt call (epilogue BIAS); no activation: cuBLASLt has no tanh epilogue
 // REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: cuBLASLt's epilogues are used for f32, f16 and bf16 only
 // REPORT-NEXT: epilogue: 'conv2d' {{.*}}: nothing folded: the cuDNN convolution here takes no epilogue
 // REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: the user of its result, 'relu' {{.*}}, is on another device
@@ -122,7 +122,7 @@ func.func @gpu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %d
 // CHECK-NEXT: %[[C:.+]] = smelt.conv2d %arg0, %arg1 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] bias %arg2 activation relu : tensor<2x6x6x3xf32>, tensor<3x3x3x8xf32>, tensor<8xf32>
 // CHECK-NEXT: return %[[C]]
 // REPORT-LABEL: report for @conv_bias_relu
-// REPORT-NEXT: epilogue: 'conv2d' {{.*}} tensor<2x6x6x8xf32>: bias add and relu folded into the oneDNN call (bias and eltwise post-op)
+// REPORT-NEXT: epilogue: 'conv2d' {{.*}} tensor<2x6x6x8xf32>: bias add and relu folded into the oneDNN call (bias argument and eltwise post-op)
 func.func @conv_bias_relu(%x: tensor<2x6x6x3xf32>, %w: tensor<3x3x3x8xf32>, %b: tensor<8xf32>) -> tensor<2x6x6x8xf32> {
   %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] : tensor<2x6x6x3xf32>, tensor<3x3x3x8xf32>
   %1 = smelt.broadcast_in_dim %b, dims = [3] : tensor<8xf32> -> tensor<2x6x6x8xf32>
