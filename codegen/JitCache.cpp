@@ -274,7 +274,7 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
   // fusionReport); the reason for no GPU is in the placement summary the Executable carries.
   const PipelineOptions &p = options_.compile.pipeline;
   key.options = "fuse=" + std::to_string(p.fuse) + " epilogues=" + std::to_string(p.epilogues) +
-                " devices=" + p.devices +
+                " conv-epilogues=" + std::to_string(p.convEpilogues) + " devices=" + p.devices +
                 " default-device=" + p.defaultDevice +
                 " strict-placement=" + std::to_string(p.strictPlacement) +
                 " all-reduce-bucket-bytes=" + std::to_string(p.allReduceBucketBytes) +

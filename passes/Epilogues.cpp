@@ -21,10 +21,14 @@ struct Library {
   std::string none;
 };
 
-Library libraryFor(Operation *op) {
+Library libraryFor(Operation *op, bool convs) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   if (!deviceOf(op).starts_with("gpu"))
-    return {"oneDNN", true, ""};
+    return {"oneDNN", true,
+            convs || !isa<Conv2DOp>(op)
+                ? ""
+                : "oneDNN's gemm convolution applies a bias and post-op slower than the fused "
+                  "kernel they join (conv-epilogues folds them anyway)"};
   if (isa<Conv2DOp>(op))
     return {"cuDNN", false, "the cuDNN convolution here takes no epilogue"};
   if (type.getElementType().isF64())
@@ -125,9 +129,9 @@ void rebuild(Operation *op, Value biasOperand, std::optional<Epilogue> activatio
 }
 
 /// Folds what `op`'s library takes; returns the report line.
-std::string fold(Operation *op, unsigned &count) {
+std::string fold(Operation *op, bool convs, unsigned &count) {
   std::string head = "epilogue: " + describe(op) + ": ";
-  Library library = libraryFor(op);
+  Library library = libraryFor(op, convs);
   if (!library.none.empty())
     return head + "nothing folded: " + library.none;
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -170,7 +174,7 @@ std::string fold(Operation *op, unsigned &count) {
 
 } // namespace
 
-unsigned foldEpilogues(func::FuncOp function, std::vector<std::string> &log) {
+unsigned foldEpilogues(func::FuncOp function, bool convs, std::vector<std::string> &log) {
   SmallVector<Operation *> contractions;
   function.walk([&](Operation *op) {
     if (isa<MatmulOp, Conv2DOp>(op))
@@ -185,7 +189,7 @@ unsigned foldEpilogues(func::FuncOp function, std::vector<std::string> &log) {
     if (has)
       log.push_back("epilogue: " + describe(op) + ": has one already");
     else
-      log.push_back(fold(op, folded));
+      log.push_back(fold(op, convs, folded));
   }
   return folded;
 }

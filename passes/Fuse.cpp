@@ -156,7 +156,7 @@ public:
   }
 
   /// Folds epilogues into the function's contractions first; their lines lead the report.
-  unsigned foldEpilogues() { return smelt::foldEpilogues(function_, epilogueLog_); }
+  unsigned foldEpilogues(bool convs) { return smelt::foldEpilogues(function_, convs, epilogueLog_); }
 
   void writeReport(llvm::raw_ostream &os) {
     os << "smelt-fuse report for @" << function_.getSymName() << "\n";
@@ -446,7 +446,7 @@ struct FusePass : impl::FuseBase<FusePass> {
         continue;
       Fuser fuser(function, oneOpPerKernel);
       if (epilogues && !oneOpPerKernel)
-        numEpilogues += fuser.foldEpilogues();
+        numEpilogues += fuser.foldEpilogues(convEpilogues);
       fuser.run();
       numFusions += fuser.outline();
       fuser.writeReport(os);

@@ -21,7 +21,7 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   //    without fusion, each such op becomes a kernel of its own (codegen compiles only kernels
   //    and library calls). After autodiff, which the builder ran: a folded op has no gradient.
   pm.addPass(createFuse(FuseOptions{options.fusionReport, /*oneOpPerKernel=*/!options.fuse,
-                                    options.epilogues}));
+                                    options.epilogues, options.convEpilogues}));
   // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
   if (options.fuse)
     pm.addPass(mlir::createCSEPass());

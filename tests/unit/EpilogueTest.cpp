@@ -39,9 +39,11 @@ int foldedSteps(const rt::Executable &exe) {
   return folded;
 }
 
+/// With `epilogues`, conv2d's too: off by default (slower on oneDNN 2.6), still supported.
 rt::Executable compileWith(Graph &g, bool epilogues) {
   PipelineOptions options;
   options.epilogues = epilogues;
+  options.convEpilogues = epilogues;
   mlir::FailureOr<rt::Executable> exe = codegen::compile(g.module(), g.name(), options);
   EXPECT_TRUE(mlir::succeeded(exe));
   return mlir::succeeded(exe) ? std::move(*exe) : rt::Executable{};
