@@ -1,7 +1,10 @@
 // CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default): the
-// median of 50 steps after 10 of warm-up, measured between consecutive steps of an epoch,
-// with fused kernels (the default) and, in the same run, with every op as its own step.
-//   smelt-bench-train-step [mlp|cnn] [batch] [precision]
+// median of 50 steps after 10 of warm-up, measured between consecutive steps of an epoch, for
+// each of `variants` in turn (default fused,unfused): the default pipeline (fused: kernels, and
+// epilogues folded into matmuls), with conv2d epilogues folded too (conv-epilogues), fused
+// kernels without epilogue folding (no-epilogues), every op as its own step (unfused). Ratios
+// are against the first variant.
+//   smelt-bench-train-step [mlp|cnn] [batch] [precision] [variants]
 #include "data/Mnist.h"
 #include "train/Trainer.h"
 
@@ -9,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <vector>
 
 int main(int argc, char **argv) {
   using Clock = std::chrono::steady_clock;
@@ -39,9 +44,24 @@ int main(int argc, char **argv) {
     }
     config.precision = *policy;
   }
-  double fusedMedian = 0;
-  for (bool fuse : {true, false}) {
-    config.pipeline.fuse = fuse;
+  std::vector<std::string> variants;
+  for (std::string rest = argc > 4 ? argv[4] : "fused,unfused"; !rest.empty();) {
+    size_t comma = rest.find(',');
+    variants.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    if (variants.back() != "fused" && variants.back() != "conv-epilogues" &&
+        variants.back() != "no-epilogues" && variants.back() != "unfused") {
+      fmt::print(stderr, "error: variant '{}' is not fused, conv-epilogues, no-epilogues or "
+                         "unfused\n",
+                 variants.back());
+      return 1;
+    }
+  }
+  double firstMedian = 0;
+  for (const std::string &variant : variants) {
+    config.pipeline.fuse = variant != "unfused";
+    config.pipeline.epilogues = variant == "fused" || variant == "conv-epilogues";
+    config.pipeline.convEpilogues = variant == "conv-epilogues";
     auto trainer = smelt::train::Trainer::create(config);
     if (!trainer) {
       fmt::print(stderr, "error: {}\n", trainer.message());
@@ -63,13 +83,14 @@ int main(int argc, char **argv) {
     double median = ms[ms.size() / 2];
     fmt::print("{} train step ({}), batch {}, cpu:0, {}: {} steps per run; median {:.2f} ms "
                "(min {:.2f}, max {:.2f}) over {} steps after {} warm-up; {:.0f} examples/s\n",
-               model, smelt::precisionPolicyName(config.precision).str(), batch,
-               fuse ? "fused" : "unfused", (*trainer)->stepCount(), median, ms.front(),
-               ms.back(), ms.size(), warmup, batch / median * 1e3);
-    if (fuse)
-      fusedMedian = median;
+               model, smelt::precisionPolicyName(config.precision).str(), batch, variant,
+               (*trainer)->stepCount(), median, ms.front(), ms.back(), ms.size(), warmup,
+               batch / median * 1e3);
+    if (variant == variants.front())
+      firstMedian = median;
     else
-      fmt::print("fused is {:.2f}x the speed of unfused\n", median / fusedMedian);
+      fmt::print("{} is {:.2f}x the speed of {}\n", variants.front(), median / firstMedian,
+                 variant);
   }
   return 0;
 }

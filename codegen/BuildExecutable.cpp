@@ -38,6 +38,17 @@ template <typename Window> rt::ConvParams convParams(Window op) {
   return {ints(op.getStrides()), ints(op.getPadding()), ints(op.getDilation())};
 }
 
+/// The bias and activation smelt-fuse folded into a matmul or conv2d.
+template <typename Contraction> rt::Epilogue epilogueOf(Contraction op) {
+  rt::Epilogue epilogue;
+  epilogue.bias = bool(op.getBias());
+  if (std::optional<Epilogue> activation = op.getActivation())
+    epilogue.activation = *activation == Epilogue::relu   ? rt::Activation::relu
+                          : *activation == Epilogue::tanh ? rt::Activation::tanh
+                                                          : rt::Activation::logistic;
+  return epilogue;
+}
+
 template <typename Window> rt::PoolParams poolParams(Window op) {
   return {ints(op.getWindow()), ints(op.getStrides()), ints(op.getPadding())};
 }
@@ -51,9 +62,14 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
       llvm::TypeSwitch<Operation *, std::optional<R>>(&op)
           .Case([](MatmulOp m) {
             return R{StepOp::Matmul,
-                     rt::MatmulParams{bool(m.getTransposeLhs()), bool(m.getTransposeRhs())}};
+                     rt::MatmulParams{bool(m.getTransposeLhs()), bool(m.getTransposeRhs()),
+                                      epilogueOf(m)}};
           })
-          .Case([](Conv2DOp c) { return R{StepOp::Conv2D, convParams(c)}; })
+          .Case([](Conv2DOp c) {
+            rt::ConvParams params = convParams(c);
+            params.epilogue = epilogueOf(c);
+            return R{StepOp::Conv2D, params};
+          })
           .Case([](Conv2DBackwardInputOp c) {
             return R{StepOp::Conv2DBackwardInput, convParams(c)};
           })

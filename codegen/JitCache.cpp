@@ -273,7 +273,8 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
   // Every option the pipeline reads except where it writes its reports (logDevicePlacement,
   // fusionReport); the reason for no GPU is in the placement summary the Executable carries.
   const PipelineOptions &p = options_.compile.pipeline;
-  key.options = "fuse=" + std::to_string(p.fuse) + " devices=" + p.devices +
+  key.options = "fuse=" + std::to_string(p.fuse) + " epilogues=" + std::to_string(p.epilogues) +
+                " conv-epilogues=" + std::to_string(p.convEpilogues) + " devices=" + p.devices +
                 " default-device=" + p.defaultDevice +
                 " strict-placement=" + std::to_string(p.strictPlacement) +
                 " all-reduce-bucket-bytes=" + std::to_string(p.allReduceBucketBytes) +

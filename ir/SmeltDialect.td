@@ -46,6 +46,13 @@ def Smelt_ReduceKind : I32EnumAttr<"ReduceKind", "combiner of reduce", [
   let cppNamespace = "::smelt";
 }
 
+// What a matmul or conv2d applies to its result after the bias, in the library call itself
+// (smelt-fuse folds it there): the same functions as the relu, tanh and logistic ops.
+def Smelt_Epilogue : I32EnumAttr<"Epilogue", "activation in a contraction's epilogue", [
+    I32EnumAttrCase<"relu", 0>, I32EnumAttrCase<"tanh", 1>, I32EnumAttrCase<"logistic", 2>]> {
+  let cppNamespace = "::smelt";
+}
+
 def Smelt_AllReduceKind : I32EnumAttr<"AllReduceKind", "combiner of all_reduce", [
     I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>]> {
   let cppNamespace = "::smelt";

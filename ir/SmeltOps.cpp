@@ -468,6 +468,24 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+/// A contraction's epilogue bias: one value per column of the result (its last dimension),
+/// of the result's element type.
+static LogicalResult verifyBias(Operation *op, Value bias, RankedTensorType result) {
+  if (!bias)
+    return success();
+  auto type = cast<RankedTensorType>(bias.getType());
+  int64_t n = result.getShape().back();
+  if (type.getRank() != 1 || type.getDimSize(0) != n ||
+      type.getElementType() != result.getElementType())
+    return op->emitOpError() << "bias has type " << type << " but the result " << result
+                             << " needs " << RankedTensorType::get({n}, result.getElementType())
+                             << ": one value per element of its last dimension";
+  return success();
+}
+
+LogicalResult MatmulOp::verify() { return verifyBias(*this, getBias(), getType()); }
+LogicalResult Conv2DOp::verify() { return verifyBias(*this, getBias(), getType()); }
+
 LogicalResult Conv2DBackwardInputOp::verify() {
   FailureOr<SmallVector<int64_t>> forward =
       convResultShape(getLoc(), getOperationName(), getType(), getFilter().getType(),

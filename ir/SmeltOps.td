@@ -390,18 +390,27 @@ def Smelt_MatmulOp : Smelt_InferredOp<"matmul", [Smelt_Differentiable, Smelt_Pre
     [..., M, N]. `transpose_lhs` / `transpose_rhs` swap the last two dimensions of an operand
     first, so the IR never needs an explicit transpose for a backward pass.
 
+    An epilogue, which smelt-fuse folds in after autodiff (the builder never writes one): a
+    `bias` [N] added to every row, then an `activation`, computed inside the library call
+    (oneDNN post-ops, cuBLASLt epilogues). Such a matmul has no gradient rule.
+
     ```mlir
     %y = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
     %g = smelt.matmul %x, %dy transpose_lhs : tensor<256x784xf32>, tensor<256x512xf32>
+    %h = smelt.matmul %x, %w bias %b activation relu
+        : tensor<256x784xf32>, tensor<784x512xf32>, tensor<512xf32>
     ```
   }];
   let arguments = (ins Smelt_FloatTensor:$lhs, Smelt_FloatTensor:$rhs,
-                   UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                   Optional<Smelt_FloatTensor>:$bias, UnitAttr:$transpose_lhs,
+                   UnitAttr:$transpose_rhs, OptionalAttr<Smelt_Epilogue>:$activation);
   let results = (outs Smelt_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
-    attr-dict `:` type($lhs) `,` type($rhs)
+    (`bias` $bias^)? (`activation` $activation^)?
+    attr-dict `:` type($lhs) `,` type($rhs) (`,` type($bias)^)?
   }];
+  let hasVerifier = 1;
 }
 
 // Window attributes shared by convolutions and pooling: two strides, four paddings
@@ -417,17 +426,27 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
   let summary = "2-D convolution, NHWC input and HWIO filter";
   let description = [{
     Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C, F], giving NHWC
-    [N, OH, OW, F] with OH = (H + top + bottom - dh*(KH-1) - 1) / sh + 1.
+    [N, OH, OW, F] with OH = (H + top + bottom - dh*(KH-1) - 1) / sh + 1. An epilogue, as
+    matmul's: a `bias` [F] added at every pixel, then an `activation` (oneDNN post-ops on the
+    CPU; smelt-fuse folds them, only there).
 
     ```mlir
     %y = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1]
         : tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>   // tensor<8x28x28x32xf32>
+    %z = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1]
+        bias %b activation relu : tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>, tensor<32xf32>
     ```
   }];
-  let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$filter),
-                       Smelt_ConvWindow);
+  let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$filter,
+                        Optional<Smelt_FloatTensor>:$bias),
+                       Smelt_ConvWindow, (ins OptionalAttr<Smelt_Epilogue>:$activation));
   let results = (outs Smelt_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($input) `,` type($filter)";
+  let assemblyFormat = [{
+    $input `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation
+    (`bias` $bias^)? (`activation` $activation^)?
+    attr-dict `:` type($input) `,` type($filter) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input", [Smelt_Precision<"Allow">,

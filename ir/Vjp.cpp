@@ -118,7 +118,10 @@ LogicalResult ReluOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) 
   SMELT_FLOAT_ONLY(grads);
   Location loc = getLoc();
   Value zero = splat(b, loc, getX(), 0);
-  grads.push_back(select(b, loc, compare(b, loc, CompareDirection::gt, getX(), zero), g, zero));
+  // relu(x) > 0 exactly where x > 0: reading the result leaves x to relu alone, so smelt-fuse
+  // can fold the relu into the matmul or conv2d that computes x.
+  grads.push_back(
+      select(b, loc, compare(b, loc, CompareDirection::gt, getResult(), zero), g, zero));
   return success();
 }
 
@@ -355,15 +358,25 @@ LogicalResult ReduceOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads
 // Contractions
 //===----------------------------------------------------------------------===//
 
+/// Epilogues are folded after autodiff; a contraction that has one is past differentiating.
+static LogicalResult refuseEpilogue(Operation *op, Value bias, std::optional<Epilogue> act) {
+  if (!bias && !act)
+    return success();
+  return op->emitOpError("has a folded epilogue (bias or activation) and no gradient rule: "
+                         "differentiate before smelt-fuse folds epilogues");
+}
+
 LogicalResult MatmulOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  if (failed(refuseEpilogue(*this, getBias(), getActivation())))
+    return failure();
   // With C = op(A) op(B): d op(A) = G op(B)^T and d op(B) = op(A)^T G; transposing back where
   // an operand was transposed picks these flag combinations.
   Location loc = getLoc();
   Value a = getLhs(), bm = getRhs();
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
   auto mm = [&](Value x, Value y, bool tx, bool ty) -> Value {
-    return MatmulOp::create(b, loc, x, y, tx ? b.getUnitAttr() : UnitAttr(),
-                            ty ? b.getUnitAttr() : UnitAttr());
+    return MatmulOp::create(b, loc, x, y, /*bias=*/Value(), tx ? b.getUnitAttr() : UnitAttr(),
+                            ty ? b.getUnitAttr() : UnitAttr(), EpilogueAttr());
   };
   if (!ta && !tb)
     grads.append({mm(g, bm, false, true), mm(a, g, true, false)});
@@ -377,6 +390,8 @@ LogicalResult MatmulOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads
 }
 
 LogicalResult Conv2DOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  if (failed(refuseEpilogue(*this, getBias(), getActivation())))
+    return failure();
   Location loc = getLoc();
   grads.push_back(Conv2DBackwardInputOp::create(b, loc, getInput().getType(), g, getFilter(),
                                                 getStrides(), getPadding(), getDilation()));

@@ -25,7 +25,10 @@
 //     read a common value and do not depend on each other become one multi-output kernel.
 //  4. Outline every group as a smelt.fusion, drop duplicated originals left unused, and
 //     restore a topological order.
+// Before step 1, epilogue folding (Epilogues.h) moves the bias adds and activations that a
+// matmul's or conv2d's library call applies into the op; what remains is fused as above.
 // Every decision is recorded; `report=<file>` writes them ("-" for stdout).
+#include "passes/Epilogues.h"
 #include "passes/FusionUtils.h"
 #include "passes/Passes.h"
 
@@ -67,25 +70,6 @@ struct Group {
   std::vector<std::string> log;
   bool merged = false;
 };
-
-std::string describe(Operation *op) {
-  std::string text = "'" + op->getName().stripDialect().str() + "'";
-  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
-    text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
-  if (op->getNumResults() == 1) {
-    std::string type;
-    llvm::raw_string_ostream os(type);
-    os << op->getResult(0).getType();
-    text += " " + type;
-  }
-  return text;
-}
-
-/// The device smelt-place-devices gave `op`, or "" before placement.
-StringRef deviceOf(Operation *op) {
-  auto device = op->getAttrOfType<StringAttr>("smelt.device");
-  return device ? device.getValue() : StringRef();
-}
 
 std::string shapeText(ArrayRef<int64_t> shape) {
   std::string s;
@@ -171,8 +155,13 @@ public:
     return made;
   }
 
+  /// Folds epilogues into the function's contractions first; their lines lead the report.
+  unsigned foldEpilogues(bool convs) { return smelt::foldEpilogues(function_, convs, epilogueLog_); }
+
   void writeReport(llvm::raw_ostream &os) {
     os << "smelt-fuse report for @" << function_.getSymName() << "\n";
+    for (const std::string &line : epilogueLog_)
+      os << line << "\n";
     for (Group &g : groups_) {
       if (g.merged)
         continue;
@@ -435,6 +424,7 @@ private:
 
   func::FuncOp function_;
   bool oneOpPerKernel_;
+  std::vector<std::string> epilogueLog_;
   std::vector<Group> groups_;
   DenseMap<Operation *, unsigned> groupOf_;
   DenseSet<Operation *> dead_;
@@ -455,6 +445,8 @@ struct FusePass : impl::FuseBase<FusePass> {
       if (function.isExternal())
         continue;
       Fuser fuser(function, oneOpPerKernel);
+      if (epilogues && !oneOpPerKernel)
+        numEpilogues += fuser.foldEpilogues(convEpilogues);
       fuser.run();
       numFusions += fuser.outline();
       fuser.writeReport(os);

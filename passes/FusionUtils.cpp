@@ -4,6 +4,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -19,6 +20,24 @@ FusionRole fusionRole(Operation *op) {
 int64_t elementCost(Operation *op) {
   auto facts = dyn_cast<OpFacts>(op);
   return facts ? facts.getElementCost() : 1;
+}
+
+std::string describe(Operation *op) {
+  std::string text = "'" + op->getName().stripDialect().str() + "'";
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
+  if (op->getNumResults() == 1) {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << op->getResult(0).getType();
+    text += " " + type;
+  }
+  return text;
+}
+
+StringRef deviceOf(Operation *op) {
+  auto device = op->getAttrOfType<StringAttr>("smelt.device");
+  return device ? device.getValue() : StringRef();
 }
 
 int64_t numElements(Value value) {

@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/SetVector.h"
 
+#include <string>
+
 namespace smelt {
 
 /// How an op takes part in fusion: its OpFacts role (ir/OpFacts.h), except that only a splat
@@ -17,6 +19,12 @@ FusionRole fusionRole(mlir::Operation *op);
 /// add or compare, 0 for a remap, about 20 for exp/log/tanh/erf, 40 for pow. The cost model
 /// weighs recomputation with it.
 int64_t elementCost(mlir::Operation *op);
+
+/// How the fuse report names an op: "'add' at model.mlir:4 tensor<256x512xf32>".
+std::string describe(mlir::Operation *op);
+
+/// The device smelt-place-devices gave `op`, or "" before placement.
+llvm::StringRef deviceOf(mlir::Operation *op);
 
 int64_t numElements(mlir::Value value);
 int64_t numBytes(mlir::Value value);

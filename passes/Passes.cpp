@@ -16,10 +16,12 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   pm.addPass(createPlaceDevices(PlaceDevicesOptions{options.devices, options.defaultDevice,
                                                     options.noGpuReason, options.strictPlacement,
                                                     options.logDevicePlacement}));
-  // 4. Group elementwise chains, broadcasts and reductions into kernels (smelt.fusion); without
-  //    fusion, each such op becomes a kernel of its own (codegen compiles only kernels and
-  //    library calls).
-  pm.addPass(createFuse(FuseOptions{options.fusionReport, /*oneOpPerKernel=*/!options.fuse}));
+  // 4. Fold bias adds and activations into the matmul or conv2d library calls before them,
+  //    then group elementwise chains, broadcasts and reductions into kernels (smelt.fusion);
+  //    without fusion, each such op becomes a kernel of its own (codegen compiles only kernels
+  //    and library calls). After autodiff, which the builder ran: a folded op has no gradient.
+  pm.addPass(createFuse(FuseOptions{options.fusionReport, /*oneOpPerKernel=*/!options.fuse,
+                                    options.epilogues, options.convEpilogues}));
   // 5. Fusion bodies copy constants and broadcasts: merge the copies inside each kernel.
   if (options.fuse)
     pm.addPass(mlir::createCSEPass());

@@ -36,6 +36,11 @@ struct PipelineOptions {
   bool logDevicePlacement = false;
   /// Form smelt.fusion kernels (smelt-fuse); off, every op runs as its own step.
   bool fuse = true;
+  /// With fusion, fold bias adds and activations into the matmuls and conv2ds before them
+  /// (oneDNN post-ops, cuBLASLt epilogues: passes/Epilogues.h).
+  bool epilogues = true;
+  /// And into conv2ds on the CPU, which oneDNN 2.6 runs slower so (bench/RESULTS.md).
+  bool convEpilogues = false;
   /// Where smelt-fuse writes its decisions ("" for nowhere, "-" for stdout).
   std::string fusionReport;
   /// The most bytes smelt-bucket-all-reduce puts in one collective.

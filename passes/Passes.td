@@ -86,6 +86,12 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
     fusions that would make a cycle. passes/Fuse.cpp documents the algorithm. Every decision
     is recorded with its reason: `report=FILE` writes them (`-` for stdout).
 
+    First, with `epilogues` (the default), the bias add and the activation after a matmul or
+    conv2d fold into the op when the library that runs it applies them before storing its
+    result (oneDNN: bias and relu, tanh or logistic; cuBLASLt: bias and relu after a matmul;
+    conv2d only with `conv-epilogues`, being slower so); passes/Epilogues.h lists the
+    conditions. Run it after smelt-autodiff.
+
     Codegen compiles only kernels and library calls, so every elementwise, shape and reduce op
     must end up in a fusion: with `one-op-per-kernel` each gets a kernel of its own, which is
     what the pipeline runs when fusion is off.
@@ -95,14 +101,14 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
     %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
     %2 = smelt.add %0, %1 : tensor<256x512xf32>
     %3 = smelt.relu %2 : tensor<256x512xf32>
-    // becomes
-    %0 = smelt.matmul %x, %w : tensor<256x784xf32>, tensor<784x512xf32>
-    %1 = smelt.fusion loop (%0, %b) : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32> {
-    ^bb0(%m: tensor<256x512xf32>, %bias: tensor<512xf32>):
-      %b2 = smelt.broadcast_in_dim %bias, dims = [1] : tensor<512xf32> -> tensor<256x512xf32>
-      %s = smelt.add %m, %b2 : tensor<256x512xf32>
-      %r = smelt.relu %s : tensor<256x512xf32>
-      smelt.yield %r : tensor<256x512xf32>
+    %4 = smelt.exp %3 : tensor<256x512xf32>
+    // becomes (epilogues=false leaves the matmul alone and fuses add, relu and exp)
+    %0 = smelt.matmul %x, %w bias %b activation relu
+        : tensor<256x784xf32>, tensor<784x512xf32>, tensor<512xf32>
+    %1 = smelt.fusion loop (%0) : (tensor<256x512xf32>) -> tensor<256x512xf32> {
+    ^bb0(%m: tensor<256x512xf32>):
+      %e = smelt.exp %m : tensor<256x512xf32>
+      smelt.yield %e : tensor<256x512xf32>
     }
     ```
   }];
@@ -112,12 +118,19 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
     Option<"oneOpPerKernel", "one-op-per-kernel", "bool", /*default=*/"false",
            "Fuse nothing: every elementwise, shape, reduce and iota op becomes a kernel of its "
            "own (what the pipeline does without fusion, as XLA runs each op as a kernel)">,
+    Option<"epilogues", "epilogues", "bool", /*default=*/"true",
+           "Fold the bias add and activation after a matmul or conv2d into the library call "
+           "(oneDNN post-ops, cuBLASLt epilogues); not with one-op-per-kernel">,
+    Option<"convEpilogues", "conv-epilogues", "bool", /*default=*/"false",
+           "Fold into conv2d on the CPU too: oneDNN 2.6's gemm convolution applies them slower "
+           "than the fused kernel they otherwise join (bench/RESULTS.md)">,
   ];
   let statistics = [
     Statistic<"numFusions", "fusions", "Fusion kernels formed">,
     Statistic<"numDuplicated", "duplicated", "Producers copied into a consumer's kernel">,
     Statistic<"numRejected", "rejected", "Fusible producers left out, with a reason">,
     Statistic<"numSiblingsMerged", "siblings-merged", "Sibling kernels merged into one">,
+    Statistic<"numEpilogues", "epilogues", "Matmuls and conv2ds given a bias or activation">,
   ];
   let dependentDialects = ["smelt::SmeltDialect"];
 }

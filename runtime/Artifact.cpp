@@ -43,6 +43,13 @@ std::string sectionPart(Section kind) {
 static_assert(uint8_t(StepOp::Fusion) == 0 && uint8_t(StepOp::RngNormal) == 17 &&
               kNumStepOps == 18);
 
+/// The values a parameter stored as one byte may take (bool, the enums); 0 for the other kinds.
+template <typename T> constexpr uint8_t kByteValues = 0;
+template <> constexpr uint8_t kByteValues<bool> = 2;
+template <> constexpr uint8_t kByteValues<ReduceKind> = 2;
+template <> constexpr uint8_t kByteValues<Activation> = kNumActivations;
+static_assert(uint8_t(Activation::logistic) == 3 && kNumActivations == 4);
+
 uint32_t crcOf(const uint8_t *data, size_t size) { return uint32_t(crc32_z(0, data, size)); }
 
 /// CRC32 of the header and section table, reading the checksum field itself as zero.
@@ -67,7 +74,7 @@ void encodeParams(ByteWriter &w, const StepParams &params) {
       [&](auto p) {
         p.fields([&](const char *, const auto &v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, ReduceKind>)
+          if constexpr (kByteValues<T> > 0)
             w.u8(uint8_t(v));
           else if constexpr (std::is_same_v<T, int64_t>)
             w.i64(v);
@@ -441,10 +448,11 @@ private:
             using T = std::decay_t<decltype(v)>;
             size_t at = c.at();
             std::string field = fmt::format("{}: parameter '{}'", what, name);
-            if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, ReduceKind>) {
+            if constexpr (kByteValues<T> > 0) {
               uint8_t byte = c.u8(field);
-              if (c.ok() && byte > 1)
-                c.fail(at, fmt::format("{} is {}, not 0 or 1", field, byte));
+              if (c.ok() && byte >= kByteValues<T>)
+                c.fail(at, fmt::format("{} is {}, not within 0..{}", field, byte,
+                                       kByteValues<T> - 1));
               v = T(byte);
             } else if constexpr (std::is_same_v<T, int64_t>) {
               v = c.i64(field);

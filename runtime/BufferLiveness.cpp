@@ -42,6 +42,28 @@ Status checkParamLengths(const Executable &exe, const Step &step) {
   return Status();
 }
 
+/// A matmul or conv2d reads a third operand exactly when its epilogue adds a bias; conv2d's
+/// gradients take no epilogue. The bias's type is the executors' check (they know N).
+Status checkEpilogue(const Step &step) {
+  if (!step.paramsAs<MatmulParams>() && !step.paramsAs<ConvParams>())
+    return Status();
+  Epilogue epilogue = step.epilogue();
+  if (uint8_t(epilogue.activation) >= kNumActivations)
+    return Status::error(fmt::format("{}: activation #{} is not one the runtime knows",
+                                     cpu::describe(step), unsigned(epilogue.activation)));
+  if (epilogue.any() && step.op != StepOp::Matmul && step.op != StepOp::Conv2D)
+    return Status::error(fmt::format("{}: only matmul and conv2d take an epilogue (bias {}, "
+                                     "activation {})",
+                                     cpu::describe(step), epilogue.bias,
+                                     activationName(epilogue.activation)));
+  size_t operands = epilogue.bias ? 3 : 2;
+  if (step.operands.size() != operands)
+    return Status::error(fmt::format("{}: takes {} operands{}, got {}", cpu::describe(step),
+                                     operands, epilogue.bias ? " (the third is the bias)" : "",
+                                     step.operands.size()));
+  return Status();
+}
+
 /// A fusion's buffers against the kernel it runs: its code indexes them by the types it was
 /// compiled for, so a buffer of another type (a damaged artifact, a hand-built step) would make
 /// it read or write out of bounds.
@@ -124,6 +146,8 @@ Status validateDataflow(const Executable &exe) {
       if (Status s = define(id, cpu::describe(step)); !s.ok())
         return s;
     if (Status s = checkParamLengths(exe, step); !s.ok())
+      return s;
+    if (Status s = checkEpilogue(step); !s.ok())
       return s;
     if (step.op == StepOp::Fusion)
       if (Status s = checkKernelBuffers(exe, step); !s.ok())

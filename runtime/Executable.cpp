@@ -44,9 +44,24 @@ std::string fieldText(bool v) { return v ? "true" : "false"; }
 std::string fieldText(int64_t v) { return std::to_string(v); }
 std::string fieldText(double v) { return fmt::format("{}", v); }
 std::string fieldText(ReduceKind v) { return v == ReduceKind::sum ? "sum" : "mean"; }
+std::string fieldText(Activation v) { return activationName(v); }
 std::string fieldText(const std::vector<int64_t> &v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 } // namespace
+
+const char *activationName(Activation activation) {
+  switch (activation) {
+  case Activation::none:
+    return "none";
+  case Activation::relu:
+    return "relu";
+  case Activation::tanh:
+    return "tanh";
+  case Activation::logistic:
+    return "logistic";
+  }
+  return "unknown";
+}
 
 StepKind stepKind(StepOp op) { return info(op).kind; }
 const char *stepOpName(StepOp op) { return info(op).name; }

@@ -24,6 +24,14 @@ using BufferId = int32_t;
 /// The all_reduce op's `kind`: mean is the sum divided by the number of replicas.
 enum class ReduceKind : uint8_t { sum, mean };
 
+/// What a matmul or conv2d applies to its result after the bias, inside the library call
+/// (smelt-fuse folds it there): the relu, tanh and logistic ops' functions. The numbers are the
+/// AOT format's.
+enum class Activation : uint8_t { none = 0, relu = 1, tanh = 2, logistic = 3 };
+inline constexpr uint8_t kNumActivations = 4;
+/// "none", "relu", "tanh", "logistic".
+const char *activationName(Activation activation);
+
 /// What the runtime does for a step: a closed set it dispatches on.
 enum class StepKind : uint8_t {
   Kernel,     // a fused kernel codegen compiled (every elementwise, shape and reduce op)
@@ -68,20 +76,34 @@ struct KernelParams {
   int64_t kernel = 0;
   template <typename F> void fields(F &&f) { f("kernel", kernel); }
 };
+/// The epilogue of a matmul or conv2d: with `bias`, a third operand of one value per element of
+/// the result's last dimension (N, or F) added everywhere, then `activation`; both computed by
+/// the library call (oneDNN post-ops, cuBLASLt epilogues) before it stores the result.
+struct Epilogue {
+  bool bias = false;
+  Activation activation = Activation::none;
+  bool any() const { return bias || activation != Activation::none; }
+};
 struct MatmulParams {
   bool transposeLhs = false, transposeRhs = false;
+  Epilogue epilogue;
   template <typename F> void fields(F &&f) {
     f("transpose_lhs", transposeLhs);
     f("transpose_rhs", transposeRhs);
+    f("bias", epilogue.bias);
+    f("activation", epilogue.activation);
   }
 };
-/// conv2d and its gradients: NHWC input, HWIO filter.
+/// conv2d and its gradients: NHWC input, HWIO filter; an epilogue only on conv2d.
 struct ConvParams {
   std::vector<int64_t> strides, padding, dilation; // [h, w], [top, bottom, left, right], [h, w]
+  Epilogue epilogue;
   template <typename F> void fields(F &&f) {
     f("strides", strides);
     f("padding", padding);
     f("dilation", dilation);
+    f("bias", epilogue.bias);
+    f("activation", epilogue.activation);
   }
 };
 /// Pooling and its gradients.
@@ -187,6 +209,14 @@ struct Step {
   /// The parameters as `P`; null when they are of another family (a hand-built or damaged
   /// step: validateDataflow rejects those before anything runs).
   template <typename P> const P *paramsAs() const { return std::get_if<P>(&params); }
+  /// A matmul's or conv2d's (or its gradients') epilogue; none for other steps.
+  Epilogue epilogue() const {
+    if (const MatmulParams *matmul = paramsAs<MatmulParams>())
+      return matmul->epilogue;
+    if (const ConvParams *conv = paramsAs<ConvParams>())
+      return conv->epilogue;
+    return {};
+  }
 };
 
 struct Constant {

@@ -92,6 +92,15 @@ StepCost stepCost(const Executable &exe, const Step &step) {
                step.op == StepOp::AvgPool2DBackward) {
       cost.flops = double(touched); // a compare or add per element; slice, concat, pad move
     }
+    if (Epilogue epilogue = step.epilogue(); epilogue.any()) {
+      // The epilogue, as a fused kernel counts its ops: one FLOP per result element each.
+      if (epilogue.bias)
+        cost.ops += "+bias";
+      if (epilogue.activation != Activation::none)
+        cost.ops += std::string("+") + activationName(epilogue.activation);
+      cost.flops += double(int(epilogue.bias) + int(epilogue.activation != Activation::none)) *
+                    double(result.numElements());
+    }
     break;
   case StepKind::Collective:
     // Start of a collective: its time is in the wait; the sum is a FLOP per element a replica.

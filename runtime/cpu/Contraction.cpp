@@ -1,6 +1,8 @@
 // Contractions: matmul and conv2d (forward, backward input, backward filter). f32 runs on
 // oneDNN primitives built once per step; f16/bf16 stage through f32; f64, which oneDNN lacks,
-// runs plain loops in double (it serves reference and gradient checks, not speed).
+// runs plain loops in double (it serves reference and gradient checks, not speed). A matmul's
+// or conv2d's epilogue (bias, then activation) is oneDNN's bias argument and an eltwise
+// post-op, applied before the primitive stores its result; the f64 loops apply it after.
 #include "runtime/DTypeDispatch.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/OneDnn.h"
@@ -8,6 +10,9 @@
 #include "runtime/cpu/Window.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 
 namespace smelt::rt::cpu {
 
@@ -31,8 +36,58 @@ Kernel primitiveKernel(dnnl::primitive primitive, std::vector<std::pair<int, mem
   };
 }
 
+/// The epilogue as oneDNN primitive attributes: the activation as an eltwise post-op with
+/// oneDNN's definitions of relu (alpha 0), tanh and logistic, which are Smelt's.
+dnnl::primitive_attr postOps(Activation activation) {
+  dnnl::primitive_attr attr;
+  if (activation == Activation::none)
+    return attr;
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.f,
+                     activation == Activation::relu   ? dnnl::algorithm::eltwise_relu
+                     : activation == Activation::tanh ? dnnl::algorithm::eltwise_tanh
+                                                      : dnnl::algorithm::eltwise_logistic,
+                     0.f, 0.f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+/// The epilogue in double, on `count` results whose last dimension is `n` (the f64 loops).
+void applyEpilogue(Epilogue epilogue, const double *bias, double *y, int64_t count, int64_t n) {
+  for (int64_t i = 0; i < count; ++i) {
+    double v = y[i] + (epilogue.bias ? bias[i % n] : 0.0);
+    switch (epilogue.activation) {
+    case Activation::none:
+      break;
+    case Activation::relu:
+      v = std::max(v, 0.0);
+      break;
+    case Activation::tanh:
+      v = std::tanh(v);
+      break;
+    case Activation::logistic:
+      v = 1 / (1 + std::exp(-v));
+      break;
+    }
+    y[i] = v;
+  }
+}
+
+/// An error unless the bias, when there is one, is [n] of the result's dtype.
+Status checkBias(const Step &step, const StepTypes &types, Epilogue epilogue, int64_t n) {
+  if (!epilogue.bias)
+    return Status();
+  const TensorType &bias = types.operands[2];
+  if (bias.dtype == types.result.dtype && bias.shape == std::vector<int64_t>{n})
+    return Status();
+  return Status::error(fmt::format("{}: the bias is {}, the result {} needs [{}] of {}",
+                                   describe(step), bias.str(), types.result.str(), n,
+                                   dtypeName(types.result.dtype)));
+}
+
 Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   const MatmulParams &params = std::get<MatmulParams>(step.params);
+  Epilogue epilogue = params.epilogue;
   bool tl = params.transposeLhs, tr = params.transposeRhs;
   const TensorType &a = types.operands[0], &b = types.operands[1], &c = types.result;
   size_t rank = a.shape.size();
@@ -49,6 +104,8 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
     return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", describe(step), a.str(),
                                      b.str(), tl ? " (lhs transposed)" : "",
                                      tr ? " (rhs transposed)" : "", c.str()));
+  if (Status s = checkBias(step, types, epilogue, n); !s.ok())
+    return s;
   if (a.dtype == DType::f64) {
     return Kernel([=](const void *const *in, void *out) {
       const double *x = static_cast<const double *>(in[0]), *y = static_cast<const double *>(in[1]);
@@ -62,6 +119,8 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
                    y[p * k * n + (tr ? j * k + q : q * n + j)];
             z[p * m * n + i * n + j] = s;
           }
+      applyEpilogue(epilogue, epilogue.bias ? static_cast<const double *>(in[2]) : nullptr, z,
+                    batch * m * n, n);
     });
   }
   // Transposes are strides, not copies.
@@ -70,17 +129,20 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   memory::desc rhs({batch, k, n}, memory::data_type::f32,
                    tr ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
   memory::desc dst({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
+  memory::desc bias({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
   dnnl::primitive primitive;
   if (Status s = oneDnnChecked(describe(step), [&] {
         primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
-            dnnl::matmul::desc(lhs, rhs, dst), oneDnnEngine()));
+            epilogue.bias ? dnnl::matmul::desc(lhs, rhs, bias, dst)
+                          : dnnl::matmul::desc(lhs, rhs, dst),
+            postOps(epilogue.activation), oneDnnEngine()));
       });
       !s.ok())
     return s;
-  return stagedThrough(DType::f32,
-                       primitiveKernel(primitive, {{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}},
-                                       {DNNL_ARG_DST, dst}),
-                       types);
+  std::vector<std::pair<int, memory::desc>> slots{{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}};
+  if (epilogue.bias)
+    slots.push_back({DNNL_ARG_BIAS, bias});
+  return stagedThrough(DType::f32, primitiveKernel(primitive, slots, {DNNL_ARG_DST, dst}), types);
 }
 
 /// The convolution geometry of a step, whichever of the three tensors is its result.
@@ -123,15 +185,20 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   if (!geometry)
     return geometry.status();
   Window2D g = *geometry;
+  Epilogue epilogue = step.epilogue(); // only on conv2d (validateDataflow)
+  if (Status s = checkBias(step, types, epilogue, g.f); !s.ok())
+    return s;
   if (types.result.dtype == DType::f64) {
-    return Kernel([g, mode](const void *const *in, void *out) {
+    return Kernel([g, mode, epilogue](const void *const *in, void *out) {
       auto *a = const_cast<double *>(static_cast<const double *>(in[0]));
       auto *b = const_cast<double *>(static_cast<const double *>(in[1]));
       auto *r = static_cast<double *>(out);
       // The loops read two of x, w, y and accumulate into the third (the result).
-      if (mode == ConvMode::Forward)
+      if (mode == ConvMode::Forward) {
         convLoops(mode, g, a, b, r);
-      else if (mode == ConvMode::BackwardInput)
+        applyEpilogue(epilogue, epilogue.bias ? static_cast<const double *>(in[2]) : nullptr, r,
+                      g.n * g.oh * g.ow * g.f, g.f);
+      } else if (mode == ConvMode::BackwardInput)
         convLoops(mode, g, r, b, a);
       else
         convLoops(mode, g, a, r, b);
@@ -140,6 +207,7 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   memory::desc src({g.n, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
   memory::desc weights({g.f, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::hwio);
   memory::desc dst({g.n, g.f, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
+  memory::desc bias({g.f}, memory::data_type::f32, Tag::x);
   memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, padL{g.pt, g.pl},
       padR{g.pb, g.pr};
   dnnl::primitive primitive;
@@ -149,7 +217,16 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
                                         weights, dst, strides, dilates, padL, padR),
         oneDnnEngine());
-    if (mode == ConvMode::Forward)
+    if (mode == ConvMode::Forward && epilogue.any())
+      primitive = dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(
+          epilogue.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          algorithm, src, weights, bias, dst,
+                                                          strides, dilates, padL, padR)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          algorithm, src, weights, dst, strides,
+                                                          dilates, padL, padR),
+          postOps(epilogue.activation), oneDnnEngine()));
+    else if (mode == ConvMode::Forward)
       primitive = dnnl::convolution_forward(forward);
     else if (mode == ConvMode::BackwardInput)
       primitive = dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
@@ -165,10 +242,13 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   });
   if (!built.ok())
     return built;
+  std::vector<std::pair<int, memory::desc>> forwardSlots{{DNNL_ARG_SRC, src},
+                                                          {DNNL_ARG_WEIGHTS, weights}};
+  if (epilogue.bias)
+    forwardSlots.push_back({DNNL_ARG_BIAS, bias});
   Kernel kernel =
       mode == ConvMode::Forward
-          ? primitiveKernel(primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}},
-                            {DNNL_ARG_DST, dst})
+          ? primitiveKernel(primitive, forwardSlots, {DNNL_ARG_DST, dst})
       : mode == ConvMode::BackwardInput
           ? primitiveKernel(primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
                             {DNNL_ARG_DIFF_SRC, src})
@@ -180,8 +260,9 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
 } // namespace
 
 Expected<Kernel> prepareContraction(const Step &step, const StepTypes &types) {
-  if (types.operands.size() != 2)
-    return Status::error(fmt::format("{}: takes 2 operands, got {}", describe(step),
+  size_t operands = step.epilogue().bias ? 3 : 2;
+  if (types.operands.size() != operands)
+    return Status::error(fmt::format("{}: takes {} operands, got {}", describe(step), operands,
                                      types.operands.size()));
   if (step.op == StepOp::Matmul)
     return matmul(step, types);

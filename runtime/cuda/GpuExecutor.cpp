@@ -82,7 +82,28 @@ Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool al
   call.transposeLhs = tl;
   call.transposeRhs = tr;
   call.allowTf32 = allowTf32;
-  if (Status s = CublasLt::validate(call, cpu::describe(step)); !s.ok())
+  // The epilogue: cuBLASLt's bias (one value per row of its column-major result, one of our N
+  // columns: CublasLt.cpp) and relu. It has no tanh or logistic epilogue; smelt-fuse folds
+  // neither on the GPU.
+  const Epilogue &epilogue = params.epilogue;
+  if (epilogue.activation != Activation::none && epilogue.activation != Activation::relu)
+    return Status::error(fmt::format("{}: cuBLASLt has no {} epilogue (smelt-fuse folds only "
+                                     "bias and relu into a matmul on the GPU)",
+                                     cpu::describe(step), activationName(epilogue.activation)));
+  bool relu = epilogue.activation == Activation::relu;
+  call.epilogue = epilogue.bias ? (relu ? MatmulEpilogue::BiasRelu : MatmulEpilogue::Bias)
+                                : (relu ? MatmulEpilogue::Relu : MatmulEpilogue::None);
+  if (epilogue.bias) {
+    const TensorType &bias = typeOf(exe, step.operands[2]);
+    if (bias.dtype != c.dtype || bias.shape != std::vector<int64_t>{call.n})
+      return Status::error(fmt::format("{}: the bias is {}, the result {} needs [{}] of {}",
+                                       cpu::describe(step), bias.str(), c.str(), call.n,
+                                       dtypeName(c.dtype)));
+  }
+  // The bias buffer is bound at launch; a stand-in lets validate() check the rest now.
+  MatmulCall checked = call;
+  checked.bias = epilogue.bias ? &call : nullptr;
+  if (Status s = CublasLt::validate(checked, cpu::describe(step)); !s.ok())
     return s;
   return call;
 }
@@ -90,9 +111,15 @@ Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool al
 /// conv2d (input, filter) -> output; conv2d_backward_input (grad_output, filter) -> input;
 /// conv2d_backward_filter (input, grad_output) -> filter. The call holds the forward shapes.
 Expected<Plan> convPlan(const Executable &exe, const Step &step, Plan plan, bool allowTf32) {
+  const ConvParams &params = std::get<ConvParams>(step.params); // lengths checked on load
+  if (params.epilogue.any())
+    return Status::error(fmt::format("{}: the cuDNN convolution here takes no epilogue (bias "
+                                     "{}, activation {}); smelt-fuse folds conv2d epilogues only "
+                                     "on the CPU",
+                                     plan.what, params.epilogue.bias,
+                                     activationName(params.epilogue.activation)));
   if (Status s = expectOperands(step, 2); !s.ok())
     return s;
-  const ConvParams &params = std::get<ConvParams>(step.params); // lengths checked on load
   Conv2DCall &call = plan.conv;
   call.strides = params.strides;
   call.padding = params.padding;
@@ -180,7 +207,7 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
     return plan;
   }
   case StepOp::Matmul: {
-    if (Status s = expectOperands(step, 2); !s.ok())
+    if (Status s = expectOperands(step, step.epilogue().bias ? 3 : 2); !s.ok())
       return s;
     Expected<MatmulCall> call = matmulCall(exe, step, allowTf32);
     if (!call)
@@ -416,8 +443,12 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
       };
       break;
     case Plan::Matmul:
+      // Buffers: lhs, rhs, [bias,] result.
       launch = [cublas, call = plan.matmul, ws, wsBytes, what = plan.what](void *const *b) {
-        return cublas->matmul(call, b[0], b[1], b[2], ws, wsBytes, what);
+        bool bias = hasBias(call.epilogue);
+        MatmulCall bound = call;
+        bound.bias = bias ? b[2] : nullptr;
+        return cublas->matmul(bound, b[0], b[1], b[bias ? 3 : 2], ws, wsBytes, what);
       };
       break;
     case Plan::ConvForward:

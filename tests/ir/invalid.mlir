@@ -324,6 +324,22 @@ func.func @matmul_dtype(%a: tensor<2x4xf32>, %b: tensor<4x3xbf16>) {
 
 // -----
 
+func.func @matmul_bias(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>, %bias: tensor<2xf32>) {
+  // expected-error @+1 {{'smelt.matmul' op bias has type 'tensor<2xf32>' but the result 'tensor<2x3xf32>' needs 'tensor<3xf32>': one value per element of its last dimension}}
+  %0 = smelt.matmul %a, %b bias %bias : tensor<2x4xf32>, tensor<4x3xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_dtype(%x: tensor<1x4x4x2xf32>, %w: tensor<2x2x2x3xf32>, %bias: tensor<3xbf16>) {
+  // expected-error @+1 {{'smelt.conv2d' op bias has type 'tensor<3xbf16>' but the result 'tensor<1x3x3x3xf32>' needs 'tensor<3xf32>'}}
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] bias %bias : tensor<1x4x4x2xf32>, tensor<2x2x2x3xf32>, tensor<3xbf16>
+  return
+}
+
+// -----
+
 func.func @matmul_batch(%a: tensor<2x2x4xf32>, %b: tensor<3x4x3xf32>) {
   // expected-error @+1 {{'smelt.matmul' op batch dimensions of lhs 'tensor<2x2x4xf32>' and rhs 'tensor<3x4x3xf32>' differ}}
   %0 = smelt.matmul %a, %b : tensor<2x2x4xf32>, tensor<3x4x3xf32>

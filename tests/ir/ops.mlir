@@ -132,6 +132,18 @@ func.func @contractions(%a: tensor<5x8x16xf32>, %b: tensor<5x16x4xf32>, %c: tens
   return %0, %1 : tensor<5x8x4xf32>, tensor<5x16x16xf32>
 }
 
+// Epilogues, as smelt-fuse folds them: a bias, an activation, or both.
+// CHECK-LABEL: func.func @epilogues
+func.func @epilogues(%a: tensor<5x8x16xf32>, %b: tensor<5x16x4xf32>, %c: tensor<5x4x16xf32>, %bias: tensor<4xf32>, %x: tensor<2x9x9x3xf32>, %w: tensor<3x3x3x8xf32>, %cb: tensor<8xf32>) -> (tensor<5x8x4xf32>, tensor<5x8x4xf32>, tensor<2x5x5x8xf32>) {
+  // CHECK: smelt.matmul %{{.*}}, %{{.*}} transpose_rhs bias %{{.*}} activation relu : tensor<5x8x16xf32>, tensor<5x4x16xf32>, tensor<4xf32>
+  %0 = smelt.matmul %a, %c transpose_rhs bias %bias activation relu : tensor<5x8x16xf32>, tensor<5x4x16xf32>, tensor<4xf32>
+  // CHECK: smelt.matmul %{{.*}}, %{{.*}} activation logistic : tensor<5x8x16xf32>, tensor<5x16x4xf32>
+  %1 = smelt.matmul %a, %b activation logistic : tensor<5x8x16xf32>, tensor<5x16x4xf32>
+  // CHECK: smelt.conv2d %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] bias %{{.*}} activation tanh : tensor<2x9x9x3xf32>, tensor<3x3x3x8xf32>, tensor<8xf32>
+  %2 = smelt.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] bias %cb activation tanh : tensor<2x9x9x3xf32>, tensor<3x3x3x8xf32>, tensor<8xf32>
+  return %0, %1, %2 : tensor<5x8x4xf32>, tensor<5x8x4xf32>, tensor<2x5x5x8xf32>
+}
+
 // CHECK-LABEL: func.func @convolution
 func.func @convolution(%x: tensor<2x9x9x3xf32>, %w: tensor<3x3x3x8xf32>, %dy: tensor<2x5x5x8xf32>) -> (tensor<2x5x5x8xf32>, tensor<2x9x9x3xf32>, tensor<3x3x3x8xf32>) {
   // CHECK: smelt.conv2d %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] : tensor<2x9x9x3xf32>, tensor<3x3x3x8xf32>

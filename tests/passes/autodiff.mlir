@@ -23,7 +23,9 @@ func.func @main(%w: tensor<3xf32>, %x: tensor<3xf32>) -> tensor<f32> {
 // matmul's weight gradient is x^T g (transpose_lhs), and nothing is built for the input x.
 // CHECK-LABEL: func.func @main_grad
 // CHECK-SAME: -> (tensor<f32> {smelt.name = "loss"}, tensor<4x2xf32> {smelt.name = "grad/w"}, tensor<2xf32> {smelt.name = "grad/b"})
-// CHECK: smelt.relu
+// relu's gradient compares its result, not its operand, with zero.
+// CHECK: %[[R:.+]] = smelt.relu
+// CHECK: smelt.compare gt, %[[R]]
 // CHECK: smelt.select
 // CHECK-DAG: %[[DB:.+]] = smelt.reduce sum %{{.+}} axes = [0] : tensor<8x2xf32>
 // CHECK-DAG: %[[DW:.+]] = smelt.matmul %arg0, %{{.+}} transpose_lhs : tensor<8x4xf32>, tensor<8x2xf32>
@@ -84,6 +86,16 @@ func.func @main(%x: tensor<1x4x4x2xf32>, %w: tensor<2x2x2x2xf32>) -> tensor<f32>
   // expected-error @+1 {{'smelt.conv2d_backward_filter' op has no gradient rule}}
   %0 = smelt.conv2d_backward_filter %x, %x strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32> -> tensor<1x1x2x2xf32>
   %1 = smelt.reduce sum %0 axes = [0, 1, 2, 3] : tensor<1x1x2x2xf32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// Epilogues are folded after autodiff: a matmul that has one is not differentiated.
+func.func @main(%x: tensor<2x4xf32>, %w: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'smelt.matmul' op has a folded epilogue (bias or activation) and no gradient rule: differentiate before smelt-fuse folds epilogues}}
+  %0 = smelt.matmul %x, %w bias %b activation relu : tensor<2x4xf32>, tensor<4x3xf32>, tensor<3xf32>
+  %1 = smelt.reduce sum %0 axes = [0, 1] : tensor<2x3xf32>
   return %1 : tensor<f32>
 }
 

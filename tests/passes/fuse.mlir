@@ -1,7 +1,8 @@
 // smelt-fuse: fusion decisions on chains, diamonds, broadcasts, reductions as roots, multiple
-// results, siblings, and each veto; the second run checks the report's reasons.
-// RUN: smelt-opt %s -split-input-file -smelt-fuse | FileCheck %s
-// RUN: smelt-opt %s -split-input-file -smelt-fuse=report=- -o /dev/null | FileCheck %s --check-prefix=REPORT
+// results, siblings, and each veto; the second run checks the report's reasons. Epilogue
+// folding (on by default) is fuse-epilogues.mlir's: off here, the MLP layer fuses as a kernel.
+// RUN: smelt-opt %s -split-input-file -smelt-fuse=epilogues=false | FileCheck %s
+// RUN: smelt-opt %s -split-input-file -smelt-fuse="epilogues=false report=-" -o /dev/null | FileCheck %s --check-prefix=REPORT
 // RUN: not smelt-opt %s -split-input-file -smelt-fuse=report=%t.missing/report.txt 2>&1 | FileCheck %s --check-prefix=BADPATH
 // BADPATH: error: smelt-fuse: cannot write the report to '{{.*}}missing/report.txt': No such file or directory
 

@@ -27,10 +27,9 @@
 // LOG: @mlp_head 'argmax' at {{.*}}: cpu:0 (wanted gpu:0: no GPU kernel for 'argmax')
 // LOG: @mlp_head 'exp' at {{.*}}: cpu:0
 // STRICT: error: 'smelt.argmax' op cannot run on gpu:0: no GPU kernel for 'argmax' (strict placement)
-// The CPU and GPU ops form separate kernels.
+// The relu folds into the GPU's matmul (a cuBLASLt epilogue); the CPU's exp is a kernel there.
 // FUSED-LABEL: func.func @mlp_head
-// FUSED: smelt.fusion loop({{.*}}) {smelt.device = "gpu:0"
-// FUSED: smelt.relu
+// FUSED: smelt.matmul {{.*}} activation relu {smelt.device = "gpu:0"}
 // FUSED: smelt.fusion loop({{.*}}) {smelt.device = "cpu:0"
 // FUSED: smelt.exp
 // Without fusion the relu still runs on the GPU, as a kernel of its own.

@@ -2,21 +2,20 @@
 // share of the roofline and the fusion or op it came from, then the steps' sum beside the whole
 // run's wall time and what lies between; --json the same for scripts.
 // RUN: smelt bench %s --repeat 3 --warmup 1 | FileCheck %s
-// CHECK: @main: 3 steps, median of 3 runs after 1 warm-up (seed 0)
+// The bias add and relu run inside the matmul (an epilogue smelt-fuse folds), the reduce as a kernel.
+// CHECK: @main: 2 steps, median of 3 runs after 1 warm-up (seed 0)
 // CHECK-NEXT: roofs: copy {{[0-9.]+}} GB/s (memcpy of 128 MiB), {{[0-9.]+}} GFLOP/s (1024x1024x1024 f32 matmul)
 // CHECK: step  kind     name              median us      bytes     GB/s   GFLOP/s roofline  from
-// CHECK-NEXT: 0  library  matmul {{[0-9.]+}} 3.5 KiB {{.*}}%  matmul at {{.*}}smelt-bench.mlir:{{[0-9]+}}:8
-// CHECK-NEXT: 1  kernel   main_fusion0 {{[0-9.]+}} 1.0 KiB {{.*}}%  broadcast_in_dim+add+relu at {{.*}}smelt-bench.mlir:{{[0-9]+}}:8
-// CHECK-NEXT: 2  kernel   main_fusion1 {{.*}}%  reduce at
+// CHECK-NEXT: 0  library  matmul {{[0-9.]+}} 3.5 KiB {{.*}}%  matmul+bias+relu at {{.*}}smelt-bench.mlir:{{[0-9]+}}:8
+// CHECK-NEXT: 1  kernel   main_fusion0 {{[0-9.]+}} 576 B {{.*}}%  reduce at
 // CHECK-NEXT: sum {{[0-9.]+}}  the step medians above
 // CHECK-NEXT: wall {{[0-9.]+}}  median of whole runs (inputs in, outputs out)
 // CHECK-NEXT: between {{-?[0-9.]+}}  wall - sum: time outside the steps ({{-?[0-9.]+}}% of wall)
 
 // RUN: smelt bench %s --repeat 2 --warmup 0 --seed 7 --json | %python %S/json_tool.py bench - | FileCheck %s --check-prefix=JSON
-// JSON: function main runs 2 steps 3
-// JSON-NEXT: step 0 library matmul: matmul
-// JSON-NEXT: step 1 kernel main_fusion0: broadcast_in_dim+add+relu
-// JSON-NEXT: step 2 kernel main_fusion1: reduce
+// JSON: function main runs 2 steps 2
+// JSON-NEXT: step 0 library matmul: matmul+bias+relu
+// JSON-NEXT: step 1 kernel main_fusion0: reduce
 // JSON-NEXT: steps_sum_us is the sum of the steps; wall_median_us and between_steps_us agree
 
 // RUN: not smelt bench %s --repeat 0 2>&1 | FileCheck %s --check-prefix=REPEAT

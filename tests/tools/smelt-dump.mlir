@@ -32,7 +32,7 @@
 // RUN: FileCheck %s --check-prefix=DOT < %t/main-0/graph.dot
 // DOT: digraph "main"
 // DOT: subgraph cluster_0
-// DOT: label="fusion 0 (loop)"
+// DOT: label="fusion 0 (reduction)"
 // DOT: fillcolor="#c9daf8"
 
 // RUN: FileCheck %s --check-prefix=LLVM < %t/main-0/cpu-kernels.ll

@@ -19,8 +19,9 @@
 // STDERR: wrote {{.*}}trace.json ({{[0-9]+}} events; open it in https://ui.perfetto.dev)
 // CHECK: span compile on compiler/phases: pipeline @main {}
 // CHECK: span copy on cpu:0/stream 0: copy outputs {"bytes": "512"}
-// CHECK: span kernel on cpu:0/stream 0: main_fusion0 {"bytes": "1056", "device": "cpu:0", "flops": "256", "kind": "kernel", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "broadcast_in_dim+add+tanh", "shapes": "tensor<8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>"}
-// CHECK: span library on cpu:0/stream 0: matmul {"bytes": "3584", "device": "cpu:0", "flops": "8192", "kind": "library", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "matmul", "shapes": "tensor<16x32xf32>, tensor<32x8xf32> -> tensor<16x8xf32>"}
+// CHECK: span kernel on cpu:0/stream 0: main_fusion0 {"bytes": "1024", "device": "cpu:0", "flops": "128", "kind": "kernel", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "mul", "shapes": "tensor<16x8xf32> -> tensor<16x8xf32>"}
+// The bias add and tanh run in the matmul (smelt-fuse folds them): an op each per element.
+// CHECK: span library on cpu:0/stream 0: matmul {"bytes": "3616", "device": "cpu:0", "flops": "8448", "kind": "library", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "matmul+bias+tanh", "shapes": "tensor<16x32xf32>, tensor<32x8xf32>, tensor<8xf32> -> tensor<16x8xf32>"}
 // CHECK: span memory on cpu:0/stream 0: upload constants @main {}
 // CHECK: span pass on compiler/passes: canonicalize {}
 // CHECK: span run on cpu:0/stream 0: run @main {}
@@ -40,5 +41,6 @@ func.func @main(%x: tensor<16x32xf32> {smelt.name = "x"}, %b: tensor<8xf32> {sme
   %1 = smelt.broadcast_in_dim %b, dims = [1] : tensor<8xf32> -> tensor<16x8xf32>
   %2 = smelt.add %0, %1 : tensor<16x8xf32>
   %3 = smelt.tanh %2 : tensor<16x8xf32>
-  return %3 : tensor<16x8xf32>
+  %4 = smelt.mul %3, %3 : tensor<16x8xf32>
+  return %4 : tensor<16x8xf32>
 }

@@ -54,17 +54,8 @@ void checkGradients(const std::string &name, const std::vector<InputSpec> &specs
     return o[0].at(0);
   };
   for (size_t i = 0; i < specs.size(); ++i) {
-    std::vector<double> numeric;
-    double *x = args[i].data<double>();
-    for (int64_t k = 0; k < args[i].type().numElements(); ++k) {
-      double saved = x[k], h = 1e-6 * std::max(1.0, std::abs(saved));
-      x[k] = saved + h;
-      double up = lossAt();
-      x[k] = saved - h;
-      double down = lossAt();
-      x[k] = saved;
-      numeric.push_back((up - down) / (2 * h));
-    }
+    std::vector<double> numeric =
+        centralDifferences(args[i].data<double>(), args[i].type().numElements(), lossAt);
     EXPECT_LE(relError(out[1 + i].toDoubles(), numeric), tolerance)
         << "gradient of input " << i;
   }

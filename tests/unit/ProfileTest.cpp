@@ -39,14 +39,17 @@ std::vector<rt::HostTensor> inputsOf(const rt::Executable &exe) {
   return inputs;
 }
 
-/// kDense compiled and run `runs` times with everything recorded into one trace.
-void compileAndRun(Profiled &p, int runs) {
+/// kDense compiled and run `runs` times with everything recorded into one trace. Without
+/// epilogue folding, so that a kernel (the bias add and relu) follows the library call; with
+/// `epilogues`, both run inside the matmul.
+void compileAndRun(Profiled &p, int runs, bool epilogues = false) {
   mlir::MLIRContext context;
   codegen::loadDialects(context);
   auto module = mlir::parseSourceString<mlir::ModuleOp>(kDense, mlir::ParserConfig(&context));
   ASSERT_TRUE(module);
   codegen::CompileOptions options;
   options.trace = &p.trace;
+  options.pipeline.epilogues = epilogues;
   mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, "main", options);
   ASSERT_TRUE(mlir::succeeded(exe));
   p.exe = *exe;
@@ -163,6 +166,16 @@ TEST(Profile, StepCostsCountBytesAndFlops) {
   EXPECT_EQ(fused.bytes, 4.0 * (16 * 8 + 8 + 16 * 8));
   // add and relu compute, broadcast_in_dim only moves data: two FLOPs per element.
   EXPECT_EQ(fused.flops, 2.0 * 16 * 8);
+
+  // Folded into the matmul, they cost the same FLOPs there and the bias's bytes.
+  Profiled folded;
+  compileAndRun(folded, 0, /*epilogues=*/true);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(folded.exe.steps.size(), 1u);
+  rt::StepCost epilogue = rt::stepCost(folded.exe, folded.exe.steps[0]);
+  EXPECT_EQ(epilogue.ops, "matmul+bias+relu");
+  EXPECT_EQ(epilogue.flops, 2.0 * 16 * 8 * 32 + 2.0 * 16 * 8);
+  EXPECT_EQ(epilogue.bytes, 4.0 * (16 * 32 + 32 * 8 + 8 + 16 * 8));
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -91,6 +92,21 @@ std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> 
   if (rt::Status s = cpu->run(inputs, outputs); !s.ok())
     ADD_FAILURE() << "run: " << s.message();
   return outputs;
+}
+
+std::vector<double> centralDifferences(double *x, int64_t count,
+                                       const std::function<double()> &loss) {
+  std::vector<double> numeric;
+  for (int64_t k = 0; k < count; ++k) {
+    double saved = x[k], h = 1e-6 * std::max(1.0, std::abs(saved));
+    x[k] = saved + h;
+    double up = loss();
+    x[k] = saved - h;
+    double down = loss();
+    x[k] = saved;
+    numeric.push_back((up - down) / (2 * h));
+  }
+  return numeric;
 }
 
 double relError(const std::vector<double> &got, const std::vector<double> &ref) {

@@ -38,6 +38,11 @@ std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> 
 /// its first `limit` examples when `limit` > 0.
 data::Dataset fashion(const char *split, int64_t limit = 0);
 
+/// The derivative of `loss` (which reads the `count` values at `x`) with respect to each of
+/// them, by central differences with step 1e-6 * max(1, |x[k]|); `x` is left as it was.
+std::vector<double> centralDifferences(double *x, int64_t count,
+                                       const std::function<double()> &loss);
+
 /// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
 double relError(const std::vector<double> &got, const std::vector<double> &ref);
 

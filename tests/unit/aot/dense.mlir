@@ -1,5 +1,5 @@
-// The model the AOT tests compile with `smelt compile`: a matmul, then a fusion of the bias,
-// relu and a row sum, and an argmax.
+// The model the AOT tests compile with `smelt compile`: a matmul that takes the bias and relu
+// as its epilogue (smelt-fuse folds them), then a row sum (a fusion) and an argmax.
 func.func @main(%x: tensor<16x32xf32> {smelt.name = "x"}, %w: tensor<32x8xf32> {smelt.name = "w"},
                 %b: tensor<8xf32> {smelt.name = "b"})
     -> (tensor<16x8xf32> {smelt.name = "y"}, tensor<16xf32> {smelt.name = "rowsum"}, tensor<16xi64>) {

@@ -107,7 +107,7 @@ Executable everything() {
   exe.name = fmt::format("everything_{}", rng()() % 1000);
   const DType dtypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64,
                           DType::i32, DType::i64, DType::i1};
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < 25; ++i) {
     Ints shape(rng()() % 4);
     for (int64_t &d : shape)
       d = int64_t(1 + rng()() % 5);
@@ -140,7 +140,8 @@ Executable everything() {
   step(StepOp::Pad, PadParams{{}, {-1, 0, kMax}, nan}, {0}, {9}, "m.mlir:20:5");
   step(StepOp::Fusion, KernelParams{0}, {9, 2}, {10, 11}, "m.mlir:21:5");
   step(StepOp::Fusion, KernelParams{1}, {10}, {12, 13, 3}, "");
-  step(StepOp::Matmul, MatmulParams{true, false}, {0, 1}, {14}, "m.mlir:22:5");
+  step(StepOp::Matmul, MatmulParams{true, false, {true, Activation::logistic}}, {0, 1, 5}, {14},
+       "m.mlir:22:5");
   step(StepOp::RngNormal, NormalParams{kMin, -0.0, -std::numeric_limits<double>::infinity()}, {},
        {15}, "m.mlir:23:5");
   step(StepOp::RngUniform, UniformParams{kMax, draw(-1e6, 1e6), 1e300}, {}, {16}, "");
@@ -150,6 +151,8 @@ Executable everything() {
   step(StepOp::ReplicaId, NoParams{}, {}, {20}, "");
   step(StepOp::AvgPool2DBackward, PoolParams{{1, 2}, {3, 4}, {5, 6, 7, 8}}, {9}, {21}, "");
   step(StepOp::Conv2DBackwardFilter, ConvParams{{1, 1}, {0, 0, 0, 0}, {2, 2}}, {0, 1}, {22}, "");
+  step(StepOp::Conv2D, ConvParams{{2, 1}, {1, 0, 0, 1}, {1, 3}, {false, Activation::relu}}, {0, 1},
+       {24}, "m.mlir:26:5");
   step(StepOp::Concat, AxisParams{kMin}, {0, 1}, {23}, "");
   exe.outputs = {12, 0, 4, 12};
   // A result that is an argument and one returned twice still have names of their own.
@@ -510,10 +513,10 @@ TEST(Artifact, WriterRefusesWhatTheReaderWouldReject) {
     EXPECT_NE(message.find(what), std::string::npos) << message;
   };
   Executable bad = exe;
-  bad.inputs[1] = 24;
+  bad.inputs[1] = 25;
   expectError(bad, extras, "plan section",
-              "input #1: buffer id 24 is out of range (the plan "
-              "has 24 buffers)");
+              "input #1: buffer id 25 is out of range (the plan "
+              "has 25 buffers)");
   bad = exe;
   bad.steps[1].results[1] = -1;
   expectError(bad, extras, "plan section", "step #1 ('fusion') result #1: buffer id -1");
@@ -621,10 +624,10 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
   // A file of the previous format (kernels with buffer counts instead of types, CPU code with
   // constructors) is told apart before anything else in it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 4, 4);
+  storeLE(older, 8, 5, 4);
   reseal(older);
-  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 4; "
-                              "this runtime reads version 5 (compile the model again with a "
+  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 5; "
+                              "this runtime reads version 6 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
@@ -708,8 +711,21 @@ TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
   ASSERT_EQ((*encoded)[flag], 1);
   EXPECT_EQ(errorAfterPatch(*encoded, flag, 2, 1),
             fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
-                        "'transpose_lhs' is 2, not 0 or 1",
+                        "'transpose_lhs' is 2, not within 0..1",
                         flag));
+  // After transpose_rhs and bias, the activation: an enum of four values.
+  size_t activation = flag + 3;
+  ASSERT_EQ((*encoded)[activation], 0);
+  EXPECT_EQ(errorAfterPatch(*encoded, activation, 4, 1),
+            fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
+                        "'activation' is 4, not within 0..3",
+                        activation));
+  Bytes logistic = *encoded;
+  storeLE(logistic, activation, uint64_t(Activation::logistic), 1);
+  reseal(logistic);
+  Expected<LoadedArtifact> read = decodeArtifact(logistic, "logistic.smelt");
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(read->executable.steps[0].epilogue().activation, Activation::logistic);
   size_t padding = kHeaderBytes + kEntryBytes * sectionsOf(*encoded).size();
   ASSERT_EQ((*encoded)[padding], 0);
   EXPECT_TRUE(startsWith(errorAfterPatch(*encoded, padding, 1, 1),
