@@ -27,11 +27,9 @@ int64_t elementsTouched(const Executable &exe, const Step &step, int64_t units) 
 } // namespace
 
 Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
+  // validateDataflow, which CpuExecutor::create runs first, checked the index and the step's
+  // buffers against the kernel's types.
   int64_t index = std::get<KernelParams>(step.params).kernel;
-  if (index < 0 || size_t(index) >= exe.kernels.size())
-    return Status::error(fmt::format("{}: kernel {} is out of range (the executable has {} "
-                                     "kernels)",
-                                     describe(step), index, exe.kernels.size()));
   const FusedKernel &kernel = exe.kernels[size_t(index)];
   std::string what = fmt::format("{}: kernel {} ('{}')", describe(step), index, kernel.name);
   if (!exe.cpu)
@@ -41,7 +39,6 @@ Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
   if (size_t(index) >= exe.cpu->entries.size() || !exe.cpu->entries[size_t(index)])
     return Status::error(
         fmt::format("{} has no entry in the CPU code ({} entries)", what, exe.cpu->entries.size()));
-  // validateDataflow checked the step's buffers against the kernel's types.
   if (kernel.kind != "loop" && kernel.kind != "reduction")
     return Status::error(
         fmt::format("{} has unknown kind '{}' (loop, reduction)", what, kernel.kind));

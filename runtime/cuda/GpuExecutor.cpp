@@ -168,12 +168,9 @@ Expected<Plan> poolPlan(const Executable &exe, const Step &step, Plan plan) {
 }
 
 Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
-  int64_t index = std::get<KernelParams>(step.params).kernel;
-  if (index < 0 || size_t(index) >= exe.kernels.size())
-    return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
-                                     plan.what, index, exe.kernels.size()));
-  const FusedKernel &kernel = exe.kernels[index];
-  // validateDataflow checked the step's buffers against the kernel's types.
+  // planSteps ran validateDataflow first: the index is in range and the step's buffers have
+  // the kernel's types.
+  const FusedKernel &kernel = exe.kernels[size_t(std::get<KernelParams>(step.params).kernel)];
   if (!exe.cuda || (exe.cuda->cubin.empty() && exe.cuda->ptx.empty()))
     return Status::error(fmt::format("{}: @{} has no CUDA code for kernel {} (compile it for "
                                      "a CUDA target)",

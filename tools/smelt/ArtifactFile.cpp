@@ -7,18 +7,28 @@
 
 namespace smelt::tools {
 
-std::optional<rt::LoadedArtifact> loadArtifactFile(const std::string &path,
+std::optional<rt::LoadedArtifact> readArtifactFile(const std::string &path,
                                                    const std::string &entryName,
                                                    const std::string &expectedSha256) {
   rt::Expected<rt::LoadedArtifact> artifact =
       rt::readArtifact(path, {.expectedSha256 = expectedSha256});
   if (!artifact)
     return fail(artifact.message()), std::nullopt;
-  rt::Executable &exe = artifact->executable;
-  if (!entryName.empty() && entryName != exe.name)
-    return fail("--entry " + entryName + ": " + path + " holds @" + exe.name +
+  const std::string &name = artifact->executable.name;
+  if (!entryName.empty() && entryName != name)
+    return fail("--entry " + entryName + ": " + path + " holds @" + name +
                 " only; `smelt compile --entry` makes others"),
            std::nullopt;
+  return std::move(*artifact);
+}
+
+std::optional<rt::LoadedArtifact> loadArtifactFile(const std::string &path,
+                                                   const std::string &entryName,
+                                                   const std::string &expectedSha256) {
+  std::optional<rt::LoadedArtifact> artifact = readArtifactFile(path, entryName, expectedSha256);
+  if (!artifact)
+    return std::nullopt;
+  rt::Executable &exe = artifact->executable;
   if (!exe.kernels.empty()) {
     if (artifact->extras.cpuObject.empty())
       return fail(path + ": the artifact has no CPU code (target " + artifact->extras.target +
@@ -32,7 +42,7 @@ std::optional<rt::LoadedArtifact> loadArtifactFile(const std::string &path,
   }
   exe.placement = "as compiled for " + artifact->extras.target + " by " +
                   artifact->extras.producer;
-  return std::move(*artifact);
+  return artifact;
 }
 
 } // namespace smelt::tools

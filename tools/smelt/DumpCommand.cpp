@@ -2,6 +2,7 @@
 // did into a dump directory (CompileDump.h) without running anything: IR after every pass, the
 // fusion report, the graph, the executable plan, LLVM IR, CUDA source and PTX. For a .smelt
 // artifact, what it holds: the plan, its CUDA source and PTX, and its CPU code as a library.
+#include "tools/smelt/ArtifactFile.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/ModuleFile.h"
 #include "tools/smelt/Inspect.h"
@@ -36,12 +37,10 @@ static cl::opt<std::string> target(
 
 /// The dump of an artifact: nothing is compiled, so no IR; the plan and code it carries.
 static int dumpArtifact() {
-  rt::Expected<rt::LoadedArtifact> artifact = rt::readArtifact(modelPath);
+  std::optional<rt::LoadedArtifact> artifact = readArtifactFile(modelPath, entryName);
   if (!artifact)
-    return fail(artifact.message());
+    return 1;
   const rt::Executable &exe = artifact->executable;
-  if (!entryName.empty() && entryName != exe.name)
-    return fail("--entry " + entryName + ": " + modelPath + " holds @" + exe.name + " only");
   rt::Expected<std::unique_ptr<codegen::CompileDump>> dump =
       codegen::CompileDump::create(dumpDir, exe.name);
   if (!dump)
