@@ -50,6 +50,10 @@ rt::Executable compilePlaced(const char *text, bool withGpu, const std::string &
   ParsedModule parsed = parseModule(text);
   EXPECT_TRUE(parsed.main);
   codegen::CompileOptions options;
+  // The same kernels with and without a GPU: the CPU alone would fold tanh into oneDNN's
+  // matmul (an eltwise post-op) where gpu:0's cuBLASLt cannot, and the last-ulp difference
+  // near tanh's saturation flips kMixed's argmax in about one run in five.
+  options.pipeline.epilogues = false;
   if (withGpu)
     options.pipeline.devices = "cpu:0,gpu:0";
   if (!arch.empty())
