@@ -1,7 +1,8 @@
 // CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default): the
 // median of 50 steps after 10 of warm-up, measured between consecutive steps of an epoch,
-// with fused kernels (the default) and, in the same run, with every op as its own step.
-//   smelt-bench-train-step [mlp|cnn] [batch] [precision]
+// with fused kernels (the default) and, in the same run, with every op as its own step
+// (`fused` runs the first only).
+//   smelt-bench-train-step [mlp|cnn] [batch] [precision] [fused]
 #include "data/Mnist.h"
 #include "train/Trainer.h"
 
@@ -40,7 +41,10 @@ int main(int argc, char **argv) {
     config.precision = *policy;
   }
   double fusedMedian = 0;
+  bool fusedOnly = argc > 4 && std::string(argv[4]) == "fused";
   for (bool fuse : {true, false}) {
+    if (!fuse && fusedOnly)
+      break;
     config.pipeline.fuse = fuse;
     auto trainer = smelt::train::Trainer::create(config);
     if (!trainer) {
