@@ -345,7 +345,7 @@ TEST(Artifact, RunsBitIdenticallyOnTheCpuExecutor) {
 }
 
 TEST(Artifact, FusedKernelsRunFromTheArtifactsCpuCode) {
-  // Large enough that the executor splits the kernels over its thread pool.
+  // Large enough that the executor splits the kernels over its threads.
   int64_t n = 70000;
   Executable exe = fusedProgram(n);
   ArtifactExtras extras{
