@@ -22,10 +22,10 @@ median_rate() {
   done | sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
 }
 
-one_core=(env SMELT_CPU_THREADS=1 OMP_NUM_THREADS=1)
+one_core=(env SMELT_CPU_THREADS=1)
 w1=$(median_rate "${one_core[@]}" "$smelt" "${train[@]}" --batch=128)
 w2=$(median_rate mpirun -n 2 "${one_core[@]}" "$smelt" "${train[@]}" --batch=256)
-s1=$(median_rate env SMELT_CPU_THREADS=2 OMP_NUM_THREADS=2 "$smelt" "${train[@]}" --batch=256)
+s1=$(median_rate env SMELT_CPU_THREADS=2 "$smelt" "${train[@]}" --batch=256)
 s2=$w2
 t2=$(median_rate "$smelt" "${train[@]}" --batch=256 --replicas=2)
 echo "examples/s, median of $reps (second epoch of $limit examples):"

@@ -2,6 +2,7 @@
 #include "runtime/CpuExecutor.h"
 
 #include "runtime/BufferLiveness.h"
+#include "runtime/CpuThreads.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/cpu/Fused.h"
 #include "runtime/cpu/Kernels.h"
@@ -26,6 +27,9 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
                                            Allocator *allocator) {
   if (Status s = validateDataflow(executable); !s.ok())
     return s;
+  // A bad SMELT_CPU_THREADS is said here, before any kernel runs on a guessed count.
+  if (Expected<int> threads = cpuThreads(); !threads)
+    return threads.status();
   if (!allocator) {
     Expected<Allocator *> host = deviceAllocator(kDevice);
     if (!host)

@@ -1,6 +1,6 @@
 // Runs an Executable on the CPU: validates it once, prepares one kernel per step, then runs
 // the steps in order. Fused kernels (steps "fusion") call the JIT-compiled code in
-// Executable::cpu, large ones split over the process's thread pool. Buffers come from cpu:0's
+// Executable::cpu, large ones split over the process's threads. Buffers come from cpu:0's
 // allocator (runtime/DeviceMemory.h) as a run reaches the step that writes them and go back
 // after the last step that reads them, so a run holds only what is live (constants stay for
 // the executor's life); running out of memory fails the run with a message naming the buffer,

@@ -3,7 +3,7 @@
 // kernel runs inline on the executor's thread.
 #include "runtime/cpu/Fused.h"
 
-#include "runtime/ThreadPool.h"
+#include "runtime/Parallel.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <fmt/format.h>
@@ -57,7 +57,7 @@ Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
       entry(buffers, 0, units);
       return;
     }
-    ThreadPool::shared().parallelFor(
+    parallelFor(
         units, [&](int64_t begin, int64_t end) { entry(buffers, begin, end); });
   });
 }

@@ -1,5 +1,5 @@
 // Fused kernels on the CPU: a step "fusion" runs one entry of the Executable's JIT-compiled CPU
-// code (Executable::cpu) over all its units, split over the thread pool when it is large.
+// code (Executable::cpu) over all its units, split over the threads when it is large.
 #pragma once
 
 #include "runtime/Executable.h"

@@ -1,6 +1,8 @@
 // oneDNN engine, stream and error translation.
 #include "runtime/cpu/OneDnn.h"
 
+#include "runtime/CpuThreads.h"
+
 #include <fmt/format.h>
 
 namespace smelt::rt::cpu {
@@ -12,8 +14,12 @@ dnnl::engine &oneDnnEngine() {
 
 dnnl::stream &oneDnnStream() {
   // One per thread: data-parallel replicas in one process run their steps on their own
-  // threads, and a oneDNN stream is not meant to be shared between threads.
-  thread_local dnnl::stream stream(oneDnnEngine());
+  // threads, and a oneDNN stream is not meant to be shared between threads. Each such thread
+  // first tells OpenMP the process's thread count, which oneDNN sizes its work by.
+  thread_local dnnl::stream stream = [] {
+    applyCpuThreadsToOpenMp();
+    return dnnl::stream(oneDnnEngine());
+  }();
   return stream;
 }
 

@@ -1,11 +1,11 @@
 // Counter-based random numbers (docs/ops.md): Philox4x32-10 keyed by the seed and counted by
 // element index, so any device, any split of the work, gives the same numbers. The kernels
-// split large tensors over the thread pool and, on x86 with AVX2, compute 32 elements' rounds
+// split large tensors over the process's threads and, on x86 with AVX2, compute 32 elements' rounds
 // at once in vector registers; other CPUs compute one element at a time.
 #include "runtime/cpu/Random.h"
 
 #include "runtime/DTypeDispatch.h"
-#include "runtime/ThreadPool.h"
+#include "runtime/Parallel.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <fmt/format.h>
@@ -176,7 +176,7 @@ Expected<Kernel> prepareRandom(const Step &step, const StepTypes &types) {
       if (n < kParallelElements)
         fill(0, n);
       else
-        ThreadPool::shared().parallelFor(n, fill);
+        parallelFor(n, fill);
     });
   });
 }

@@ -41,7 +41,7 @@ static cl::opt<std::string> entryName(
     cl::value_desc("name"), cl::sub(benchSubcommand), cl::cat(smeltCategory()));
 static cl::opt<int> repeat("repeat", cl::desc("Timed runs; each step's median is reported"),
                            cl::init(20), cl::sub(benchSubcommand), cl::cat(smeltCategory()));
-static cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (caches, thread pool, oneDNN)"),
+static cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (caches, threads, oneDNN)"),
                            cl::init(3), cl::sub(benchSubcommand), cl::cat(smeltCategory()));
 static cl::opt<unsigned long long> seed("seed", cl::desc("Seed of the random inputs"),
                                         cl::init(0), cl::sub(benchSubcommand),

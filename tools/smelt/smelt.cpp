@@ -2,6 +2,8 @@
 // --help. `smelt run` compiles a .mlir function and runs it with .npy inputs.
 #include "tools/smelt/Commands.h"
 
+#include "runtime/CpuThreads.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -16,6 +18,14 @@ int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
   return 1;
 }
+
+/// One count for Smelt's kernels and oneDNN, on every subcommand that runs anything.
+static llvm::cl::opt<std::string>
+    cpuThreads("cpu-threads",
+               llvm::cl::desc("Threads for the CPU kernels and oneDNN (default: "
+                              "SMELT_CPU_THREADS, else the CPUs this process may use)"),
+               llvm::cl::value_desc("n"), llvm::cl::sub(llvm::cl::SubCommand::getAll()),
+               llvm::cl::cat(smeltCategory()));
 } // namespace smelt::tools
 
 int main(int argc, char **argv) {
@@ -30,6 +40,13 @@ int main(int argc, char **argv) {
                                     "  smelt devices\n"
                                     "  smelt dump model.mlir --dump-dir smelt-dump\n"
                                     "  smelt bench model.mlir --repeat 20\n");
+  if (smelt::tools::cpuThreads.getNumOccurrences()) {
+    smelt::rt::Expected<int> threads =
+        smelt::rt::parseCpuThreads(smelt::tools::cpuThreads, "--cpu-threads");
+    if (!threads)
+      return smelt::tools::fail(threads.message());
+    smelt::rt::setCpuThreads(*threads);
+  }
   if (smelt::tools::runSubcommand)
     return smelt::tools::runCommand();
   if (smelt::tools::compileSubcommand)

@@ -28,25 +28,6 @@ using Ints = std::vector<int64_t>;
 using Bytes = std::vector<uint8_t>;
 namespace fs = std::filesystem;
 
-/// A fresh directory for one test's files, removed with everything in it at the end.
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "smelt-artifact-XXXXXX").string();
-    if (::mkdtemp(pattern.data()))
-      path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string &name) const { return path_ + "/" + name; }
-  const std::string &path() const { return path_; }
-
-private:
-  std::string path_;
-};
-
 Bytes readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -372,7 +353,7 @@ TEST(Artifact, RunsBitIdenticallyOnTheCpuExecutor) {
 }
 
 TEST(Artifact, FusedKernelsRunFromTheArtifactsCpuCode) {
-  // Large enough that the executor splits the kernels over its thread pool.
+  // Large enough that the executor splits the kernels over its threads.
   int64_t n = 70000;
   Executable exe = fusedProgram(n);
   ArtifactExtras extras{

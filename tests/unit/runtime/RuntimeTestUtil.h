@@ -1,5 +1,6 @@
-// Helpers of the runtime tests: seeded random tensors (never zeros), one-step Executables built
-// by hand and run on the CpuExecutor, row-major index walks, and relative-norm comparison.
+// Helpers of the runtime tests: a temporary directory, seeded random tensors (never zeros),
+// one-step Executables built by hand and run on the CpuExecutor, row-major index walks, and
+// relative-norm comparison.
 #pragma once
 
 #include "runtime/CpuExecutor.h"
@@ -8,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
@@ -16,6 +19,26 @@
 #include <vector>
 
 namespace smelt::rt::test {
+
+/// A fresh directory for one test's files, removed with everything in it at the end.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "smelt-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()))
+      path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string file(const std::string &name) const { return path_ + "/" + name; }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+};
 
 /// The generator of the current test: seeded from SMELT_TEST_SEED when set, else from
 /// std::random_device, mixed with the test's name. The seed is printed at start and in every

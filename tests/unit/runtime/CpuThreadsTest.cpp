@@ -1,0 +1,74 @@
+// The CPU thread count: SMELT_CPU_THREADS / --cpu-threads parsing with messages that name the
+// value, cgroup v2 quotas read from fake hierarchies, and a default within the affinity mask.
+#include "RuntimeTestUtil.h"
+
+#include "runtime/CpuThreads.h"
+
+#include <sched.h>
+
+#include <fstream>
+
+namespace smelt::rt::test {
+namespace {
+
+TEST(CpuThreads, ParsesWholeCountsInRange) {
+  for (auto [text, want] : {std::pair{"1", 1}, {"2", 2}, {"16", 16}, {"1024", 1024}}) {
+    Expected<int> got = parseCpuThreads(text, "SMELT_CPU_THREADS");
+    ASSERT_TRUE(got) << text << ": " << got.message();
+    EXPECT_EQ(*got, want);
+  }
+}
+
+TEST(CpuThreads, BadCountsAreErrorsNamingTheSourceAndValue) {
+  for (const char *text : {"", "0", "-2", "two", "2x", " 2", "2.5", "1025", "99999999999999"}) {
+    Expected<int> got = parseCpuThreads(text, "--cpu-threads");
+    ASSERT_FALSE(got) << "'" << text << "' was accepted as " << *got;
+    EXPECT_NE(got.message().find("--cpu-threads"), std::string::npos) << got.message();
+    EXPECT_NE(got.message().find(text), std::string::npos) << got.message();
+    EXPECT_NE(got.message().find("1 to 1024"), std::string::npos) << got.message();
+  }
+}
+
+TEST(CpuThreads, CpuMaxQuotasRoundUpAndMaxIsNoLimit) {
+  EXPECT_EQ(cpuQuotaFromCpuMax("max 100000\n"), 0);
+  EXPECT_EQ(cpuQuotaFromCpuMax("200000 100000\n"), 2);
+  EXPECT_EQ(cpuQuotaFromCpuMax("150000 100000\n"), 2);
+  EXPECT_EQ(cpuQuotaFromCpuMax("50000 100000\n"), 1);
+  EXPECT_EQ(cpuQuotaFromCpuMax(""), 0);
+  EXPECT_EQ(cpuQuotaFromCpuMax("garbage"), 0);
+}
+
+/// Writes `text` to `path`, making its directories.
+void writeFile(const std::string &path, const std::string &text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+TEST(CpuThreads, CgroupLimitIsTheSmallestQuotaFromTheProcessUpToTheRoot) {
+  TempDir root;
+  writeFile(root.file("cpu.max"), "max 100000\n");
+  writeFile(root.file("kubepods/cpu.max"), "400000 100000\n");
+  writeFile(root.file("kubepods/pod1/cpu.max"), "max 100000\n");
+  writeFile(root.file("kubepods/pod1/job/cpu.max"), "250000 100000\n");
+  const char *v1Too = "12:cpu,cpuacct:/kubepods/pod1/job\n0::/kubepods/pod1/job\n";
+  EXPECT_EQ(cgroupCpuLimit(root.path(), v1Too), 3);
+  EXPECT_EQ(cgroupCpuLimit(root.path(), "0::/kubepods/pod1\n"), 4);
+  EXPECT_EQ(cgroupCpuLimit(root.path(), "0::/\n"), 0);
+  // A container without its own cgroup namespace: the path is not under the mount.
+  writeFile(root.file("cpu.max"), "100000 100000\n");
+  EXPECT_EQ(cgroupCpuLimit(root.path(), "0::/system.slice/docker-1.scope\n"), 1);
+  // cgroup v1 only, or nothing readable: no limit.
+  EXPECT_EQ(cgroupCpuLimit(root.path(), "4:cpu:/\n"), 0);
+  EXPECT_EQ(cgroupCpuLimit(root.path() + "/absent", "0::/\n"), 0);
+}
+
+TEST(CpuThreads, DefaultIsWithinTheAffinityMask) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  int threads = defaultCpuThreads();
+  EXPECT_GE(threads, 1);
+  EXPECT_LE(threads, CPU_COUNT(&set));
+}
+
+} // namespace
+} // namespace smelt::rt::test
