@@ -1,7 +1,9 @@
-// Compile time of the MLP training step through the JIT cache (codegen/JitCache.h): cold (an
-// empty cache directory: pipeline, LLVM, linking), warm in memory (the same JitCache again) and
-// warm on disk (a new JitCache on the same directory, as a new process: read the artifact and
-// dlopen its CPU code, no LLVM). Prints the median of several runs of each.
+// Compile time of a seed model's training step (the MLP or the CNN, batch 256) through the JIT
+// cache (codegen/JitCache.h): cold (an empty cache directory: pipeline, LLVM, linking), warm in
+// memory (the same JitCache again) and warm on disk (a new JitCache on the same directory, as a
+// new process: read the artifact and dlopen its CPU code, no LLVM). Prints the median of
+// several runs of each.
+//   smelt-bench-compile-cache [runs=5] [mlp|cnn]
 #include "codegen/JitCache.h"
 #include "frontend/Graph.h"
 #include "train/Trainer.h"
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 namespace {
 
@@ -30,10 +33,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char **argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  std::string model = argc > 2 ? argv[2] : "mlp";
+  if (runs < 1 || (model != "mlp" && model != "cnn"))
+    return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] [mlp|cnn]\n"), 1;
   namespace fs = std::filesystem;
   mlir::MLIRContext context;
   smelt::codegen::loadDialects(context);
-  smelt::train::TrainConfig config; // the MLP, batch 256
+  smelt::train::TrainConfig config; // batch 256
+  config.model = model;
   std::unique_ptr<smelt::Graph> graph = smelt::train::buildTrainStep(context, config);
   mlir::ModuleOp module = graph->module();
 
@@ -59,7 +66,7 @@ int main(int argc, char **argv) {
       return fmt::print(stderr, "error: the warm on-disk compile missed\n"), 1;
     fs::remove_all(pattern);
   }
-  fmt::print("MLP train step (batch {}), median of {} runs:\n", config.batch, runs);
+  fmt::print("{} train step (batch {}), median of {} runs:\n", model, config.batch, runs);
   fmt::print("  cold (empty cache directory)       {:9.1f} ms\n", median(cold));
   fmt::print("  warm, in memory (same JitCache)    {:9.3f} ms\n", median(memory));
   fmt::print("  warm, on disk (new JitCache)       {:9.1f} ms\n", median(disk));
