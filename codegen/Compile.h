@@ -40,6 +40,11 @@ struct CompileOptions {
   /// where that back end is built; "" compiles them for the CPU. A dump with an arch also holds
   /// the CUDA source and PTX of every fusion.
   std::string cudaArch;
+  /// NVRTC contracts a multiply and an add into one fused multiply-add, rounded once (on by
+  /// default, as in XLA and PyTorch; `smelt train --deterministic` and --cuda-fmad=false turn
+  /// it off). The CPU kernels never contract, so on, GPU fusions differ from them in the last
+  /// bits of each a*b+c (docs/ops.md, "GPU numerics"); off, they round as the CPU does.
+  bool cudaFmad = true;
   /// The CPU compiles the GPU's fusions too, so the Executable also runs where there is no GPU
   /// (what CUDA artifacts carry).
   bool hostFallback = false;

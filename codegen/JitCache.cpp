@@ -271,14 +271,16 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
   key.dtypes.append("[").append(llvm::join(dtypes, ", ")).append("]");
   key.arch = options_.target + " on " + hostArch();
   // Every option the pipeline reads except where it writes its reports (logDevicePlacement,
-  // fusionReport); the reason for no GPU is in the placement summary the Executable carries.
+  // fusionReport), and NVRTC's contraction; the reason for no GPU is in the placement summary
+  // the Executable carries.
   const PipelineOptions &p = options_.compile.pipeline;
   key.options = "fuse=" + std::to_string(p.fuse) + " epilogues=" + std::to_string(p.epilogues) +
                 " conv-epilogues=" + std::to_string(p.convEpilogues) + " devices=" + p.devices +
                 " default-device=" + p.defaultDevice +
                 " strict-placement=" + std::to_string(p.strictPlacement) +
                 " all-reduce-bucket-bytes=" + std::to_string(p.allReduceBucketBytes) +
-                " no-gpu-reason=" + p.noGpuReason;
+                " no-gpu-reason=" + p.noGpuReason +
+                " cuda-fmad=" + std::to_string(options_.compile.cudaFmad);
   key.compiler = compilerIdentity();
   return key;
 }

@@ -23,6 +23,8 @@ struct TargetOptions {
   /// The CUDA arch ("sm_90") of the fusions placed on a GPU; "" compiles them for the CPU
   /// instead (there is no other code for them then).
   std::string cudaArch;
+  /// NVRTC may contract multiply-adds into FMAs (CompileOptions::cudaFmad).
+  bool cudaFmad = true;
   /// The CPU compiles the GPU's fusions too, so the Executable also runs where there is no
   /// GPU: what AOT artifacts for CUDA carry.
   bool hostFallback = false;

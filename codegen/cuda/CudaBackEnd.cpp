@@ -32,7 +32,7 @@ public:
       for (size_t k : kernels)
         launched.push_back(exe.kernels[k]);
       mlir::FailureOr<rt::CudaCode> code =
-          compileCudaKernels(fusions, launched, options.cudaArch);
+          compileCudaKernels(fusions, launched, options.cudaArch, options.cudaFmad);
       if (failed(code))
         return mlir::failure();
       for (size_t i = 0; i < kernels.size(); ++i)
@@ -40,7 +40,7 @@ public:
       shown = *code;
       exe.cuda = std::make_shared<rt::CudaCode>(std::move(*code));
     } else {
-      mlir::FailureOr<CudaFunctionCode> all = compileCudaFunction(function, options.cudaArch);
+      mlir::FailureOr<CudaFunctionCode> all = compileCudaFunction(function, options.cudaArch, options.cudaFmad);
       if (failed(all))
         return mlir::failure();
       shown = std::move(all->code);

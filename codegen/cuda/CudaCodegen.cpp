@@ -13,10 +13,10 @@ namespace smelt::codegen {
 
 FailureOr<rt::CudaCode> compileCudaKernels(ArrayRef<FusionOp> fusions,
                                            std::vector<rt::FusedKernel> &kernels,
-                                           const std::string &arch) {
+                                           const std::string &arch, bool fmad) {
   if (fusions.empty())
     return rt::CudaCode{arch, "", "", {}};
-  rt::Expected<rt::CudaCode> code = compileWithNvrtc(renderCudaModule(fusions, kernels), arch);
+  rt::Expected<rt::CudaCode> code = compileWithNvrtc(renderCudaModule(fusions, kernels), arch, fmad);
   if (!code) {
     FusionOp first = fusions.front();
     return first.emitError() << "CUDA kernels failed to compile: " << code.message();
@@ -24,13 +24,14 @@ FailureOr<rt::CudaCode> compileCudaKernels(ArrayRef<FusionOp> fusions,
   return std::move(*code);
 }
 
-FailureOr<CudaFunctionCode> compileCudaFunction(func::FuncOp function, const std::string &arch) {
+FailureOr<CudaFunctionCode> compileCudaFunction(func::FuncOp function, const std::string &arch,
+                                                bool fmad) {
   CudaFunctionCode result;
   std::vector<FusionOp> fusions = fusionsInOrder(function);
   for (auto [i, fusion] : llvm::enumerate(fusions))
     result.kernels.push_back(
         describeKernel(fusion, function.getSymName().str() + "_fusion" + std::to_string(i)));
-  FailureOr<rt::CudaCode> code = compileCudaKernels(fusions, result.kernels, arch);
+  FailureOr<rt::CudaCode> code = compileCudaKernels(fusions, result.kernels, arch, fmad);
   if (failed(code))
     return failure();
   result.code = std::move(*code);

@@ -16,10 +16,12 @@ namespace smelt::codegen {
 
 /// Renders `fusions` (fusion i as kernel kernels[i].name, whose cudaBlock and cudaGrid it fills)
 /// and compiles them for `arch` ("sm_90": CUBIN and PTX). On failure emits an error at the first
-/// fusion holding NVRTC's log and the numbered source. No fusions give empty code.
+/// fusion holding NVRTC's log and the numbered source. No fusions give empty code. `fmad`:
+/// compileWithNvrtc's.
 mlir::FailureOr<rt::CudaCode> compileCudaKernels(llvm::ArrayRef<FusionOp> fusions,
                                                  std::vector<rt::FusedKernel> &kernels,
-                                                 const std::string &arch = "sm_90");
+                                                 const std::string &arch = "sm_90",
+                                                 bool fmad = true);
 
 /// Every fusion of `function` (a function after the default pipeline), compiled; `kernels`
 /// are the entries buildExecutable makes for them ("<function>_fusion<N>", launches filled).
@@ -28,6 +30,7 @@ struct CudaFunctionCode {
   std::vector<rt::FusedKernel> kernels;
 };
 mlir::FailureOr<CudaFunctionCode> compileCudaFunction(mlir::func::FuncOp function,
-                                                      const std::string &arch = "sm_90");
+                                                      const std::string &arch = "sm_90",
+                                                      bool fmad = true);
 
 } // namespace smelt::codegen

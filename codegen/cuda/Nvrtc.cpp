@@ -82,7 +82,8 @@ rt::Expected<std::string> cudaIncludeDir() {
                            "); set SMELT_CUDA_INCLUDE to the toolkit's include folder");
 }
 
-rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std::string &arch) {
+rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std::string &arch,
+                                            bool fmad) {
   rt::Expected<std::string> include = cudaIncludeDir();
   if (!include)
     return include.status();
@@ -90,7 +91,8 @@ rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std
   SMELT_NVRTC_CHECK(
       nvrtcCreateProgram(&program.handle, source.c_str(), "smelt_kernels.cu", 0, nullptr, nullptr));
   std::string archOption = "--gpu-architecture=" + arch, includeOption = "-I" + *include;
-  const char *options[] = {archOption.c_str(), "--std=c++17", includeOption.c_str()};
+  const char *options[] = {archOption.c_str(), "--std=c++17", includeOption.c_str(),
+                           fmad ? "--fmad=true" : "--fmad=false"};
   nvrtcResult compiled = nvrtcCompileProgram(program.handle, std::size(options), options);
 
   size_t logSize = 0;

@@ -11,9 +11,12 @@
 namespace smelt::codegen {
 
 /// Compiles `source` for `arch`: a real architecture ("sm_90") gives CUBIN and the PTX it was
-/// made from (one NVRTC compile gives both), a virtual one ("compute_90") PTX only.
+/// made from (one NVRTC compile gives both), a virtual one ("compute_90") PTX only. `fmad`
+/// lets NVRTC contract a multiply and an add into one fused multiply-add (--fmad, NVRTC's
+/// default): faster, rounded once instead of twice, so results differ from the CPU kernels'
+/// (which never contract) in the last bits; off, each product and sum is rounded as there.
 rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source,
-                                            const std::string &arch = "sm_90");
+                                            const std::string &arch = "sm_90", bool fmad = true);
 
 /// NVRTC's version, "13.0".
 std::string nvrtcVersionString();

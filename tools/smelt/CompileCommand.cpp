@@ -36,6 +36,11 @@ static cl::opt<std::string> target(
              "arch, and the CPU library so that it also runs without a GPU)"),
     cl::init("cpu"), cl::value_desc("cpu|cuda:sm_XX"), cl::sub(compileSubcommand),
     cl::cat(smeltCategory()));
+static cl::opt<bool> cudaFmad(
+    "cuda-fmad",
+    cl::desc("With a cuda: target, let NVRTC contract a multiply and an add into one FMA, "
+             "rounded once (default: on). Off: rounded as the CPU kernels round"),
+    cl::init(true), cl::sub(compileSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to compile (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(compileSubcommand), cl::cat(smeltCategory()));
@@ -47,6 +52,7 @@ int compileCommand() {
   // runs on the CPU where there is no GPU), a CPU one keeps everything on cpu:0.
   options.pipeline.devices = "cpu:0";
   options.pipeline.noGpuReason = "compiled for --target=" + target;
+  options.cudaFmad = cudaFmad;
   llvm::StringRef arch = target;
   if (arch.consume_front("cuda:")) {
     if (!arch.starts_with("sm_") || arch.size() == 3)

@@ -108,6 +108,11 @@ DeviceFlags::DeviceFlags(llvm::cl::SubCommand &command)
                                "(10-bit mantissa; TensorFlow's "
                                "enable_tensor_float_32_execution). Off: full f32"),
                 llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
+      cudaFmad("cuda-fmad",
+               llvm::cl::desc("Let NVRTC contract a multiply and an add in the GPU's fused "
+                              "kernels into one FMA, rounded once (default: on). Off: rounded "
+                              "as the CPU kernels round"),
+               llvm::cl::init(true), llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
       memory(command) {}
 
 void printMemoryReport(llvm::raw_ostream &os) {

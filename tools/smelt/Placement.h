@@ -1,6 +1,7 @@
 // The device choices `smelt run` and `smelt train` share: which devices exist (from device
 // discovery), strict placement, TensorFlow's log_device_placement, the memory policies
-// (--memory, --memory-limit, --logical-gpus) and TF32 for f32 GPU matmuls (--allow-tf32).
+// (--memory, --memory-limit, --logical-gpus), TF32 for f32 GPU matmuls (--allow-tf32) and FMA
+// contraction in the GPU's fused kernels (--cuda-fmad).
 #pragma once
 
 #include "codegen/Compile.h"
@@ -43,7 +44,7 @@ struct MemoryFlags {
 /// The device flags `smelt run` and `smelt train` share, made as MemoryFlags are.
 struct DeviceFlags {
   explicit DeviceFlags(llvm::cl::SubCommand &command);
-  llvm::cl::opt<bool> logDevicePlacement, strictPlacement, allowTf32;
+  llvm::cl::opt<bool> logDevicePlacement, strictPlacement, allowTf32, cudaFmad;
   MemoryFlags memory;
 };
 

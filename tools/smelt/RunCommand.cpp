@@ -188,6 +188,7 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
   codegen::CompileOptions options = compileOptions(dumpDir, profile);
   options.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
   enableGpuExecution(options.pipeline, options, program.executor);
+  options.cudaFmad = deviceFlags.cudaFmad;
   bool inspecting = !dumpDir.empty() || profile || deviceFlags.logDevicePlacement;
   mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
       *module, function.getSymName(),

@@ -99,7 +99,7 @@ static cl::opt<int> replicas(
 static cl::opt<bool> deterministic(
     "deterministic", cl::desc("All-reduce in rank order (gather, then add replica 0, 1, ...): "
                               "the same bits in every run, on every replica, with threads "
-                              "or MPI"),
+                              "or MPI; and no FMA contraction on a GPU (--cuda-fmad=false)"),
     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<double> collectiveTimeout(
     "collective-timeout", cl::desc("Seconds an all-reduce waits for the other replicas "
@@ -241,6 +241,9 @@ int trainCommand() {
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   enableGpuExecution(config.pipeline, config.compile, config.executor);
   config.executor.allowTf32 = deviceFlags.allowTf32;
+  // Determinism here also means multiply-adds rounded as the CPU rounds them: no FMA
+  // contraction in the GPU's fused kernels.
+  config.compile.cudaFmad = deviceFlags.cudaFmad && !deterministic;
   // The Trainer sets the cache's compile options and target from the configuration above.
   config.cache = cacheFlags.options(config.compile, "", /*inspecting=*/!dumpDir.empty() ||
                                                           !profilePath.empty() ||

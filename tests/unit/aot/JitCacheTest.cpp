@@ -179,6 +179,18 @@ TEST_F(JitCacheTest, ChangedShapeIsExplained) {
   EXPECT_NE(log.find("options changed (fuse=1"), std::string::npos) << log;
 }
 
+// NVRTC's contraction changes the GPU's code, so a compile without it is another entry.
+TEST_F(JitCacheTest, FmaContractionIsPartOfTheKey) {
+  Parsed parsed(16);
+  JitOptions noFmad = options();
+  noFmad.compile.cudaFmad = false;
+  mlir::FailureOr<JitKey> with = JitCache(options()).keyOf(*parsed.module, "step");
+  mlir::FailureOr<JitKey> without = JitCache(noFmad).keyOf(*parsed.module, "step");
+  ASSERT_TRUE(succeeded(with) && succeeded(without));
+  EXPECT_NE(with->hash(), without->hash());
+  EXPECT_NE(without->options.find("cuda-fmad=0"), std::string::npos) << without->options;
+}
+
 TEST_F(JitCacheTest, CacheDirectoryFromEnvironment) {
   ::setenv("SMELT_CACHE_DIR", dir.c_str(), 1);
   EXPECT_EQ(JitCache().directory(), dir);

@@ -54,6 +54,34 @@ TEST(CudaCompile, VectorSourceBecomes16ByteLoadsAndStores) {
   EXPECT_NE(ptx.find("ld.global.nc.v4"), std::string::npos) << "8 halves are 16 bytes\n" << ptx;
 }
 
+// --cuda-fmad: on (the default), a multiply feeding an add becomes one FMA, rounded once; off,
+// NVRTC writes the product and the sum with explicit rounding (mul.rn, add.rn), which ptxas may
+// not contract either, so each rounds as the CPU kernels round it.
+TEST(CudaCompile, FmadDecidesWhetherAMultiplyAddBecomesOneFma) {
+  auto ptx = [](bool fmad) {
+    ParsedModule parsed = parseModule(R"mlir(
+func.func @main(%x: tensor<256xf32>, %y: tensor<256xf32>, %z: tensor<256xf32>) -> tensor<256xf32> {
+  %r = smelt.fusion loop (%x, %y, %z) : (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32> {
+  ^bb0(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<256xf32>):
+    %0 = smelt.mul %a, %b : tensor<256xf32>
+    %1 = smelt.add %0, %c : tensor<256xf32>
+    smelt.yield %1 : tensor<256xf32>
+  }
+  return %r : tensor<256xf32>
+}
+)mlir");
+    mlir::FailureOr<rt::CudaCode> code =
+        codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90", fmad);
+    return mlir::succeeded(code) ? code->ptx : "";
+  };
+  std::string contracted = ptx(true), rounded = ptx(false);
+  EXPECT_NE(contracted.find("fma.rn.f32"), std::string::npos) << contracted;
+  EXPECT_EQ(rounded.find("fma.rn.f32"), std::string::npos) << rounded;
+  EXPECT_NE(rounded.find("mul.rn.f32"), std::string::npos) << rounded;
+  EXPECT_NE(rounded.find("add.rn.f32"), std::string::npos) << rounded;
+  EXPECT_EQ(ptxasErrors(rounded, "sm_90"), "");
+}
+
 TEST(CudaCompile, ReductionsShuffleWithinWarps) {
   EXPECT_NE(ptxOf("ReduceSumLastAxis").find("shfl.sync.down"), std::string::npos);
   EXPECT_NE(ptxOf("ReduceMaxLongRows").find("bar.sync"), std::string::npos);

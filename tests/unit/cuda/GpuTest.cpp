@@ -181,62 +181,68 @@ TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
   const FusionCase &c = GetParam();
   ParsedModule parsed = parseModule(c.mlir);
   ASSERT_TRUE(parsed.main);
-  mlir::FailureOr<rt::CudaCode> code =
-      codegen::compileCudaKernels(parsed.fusions, parsed.kernels, gpu()->arch);
-  ASSERT_TRUE(mlir::succeeded(code));
+  // Both ways NVRTC may round multiply-adds (--cuda-fmad): contracted into FMAs (the default)
+  // or rounded as the CPU rounds them; the same tolerance holds for both.
+  for (bool fmad : {true, false}) {
+    SCOPED_TRACE(fmad ? "--cuda-fmad=true" : "--cuda-fmad=false");
+    mlir::FailureOr<rt::CudaCode> code =
+        codegen::compileCudaKernels(parsed.fusions, parsed.kernels, gpu()->arch, fmad);
+    ASSERT_TRUE(mlir::succeeded(code));
 
-  // CUBIN for this GPU first; PTX through the driver's JIT if the driver refuses it.
-  LoadedModule loaded{cu};
-  rt::Status fromCubin =
-      cu.check(cu.moduleLoadData(&loaded.module, code->cubin.data()), "cuModuleLoadData(CUBIN)");
-  if (!fromCubin.ok()) {
-    rt::Status fromPtx =
-        cu.check(cu.moduleLoadData(&loaded.module, code->ptx.c_str()), "cuModuleLoadData(PTX)");
-    ASSERT_TRUE(fromPtx.ok()) << fromCubin.message() << "\n" << fromPtx.message();
-  }
+    // CUBIN for this GPU first; PTX through the driver's JIT if the driver refuses it.
+    LoadedModule loaded{cu};
+    rt::Status fromCubin =
+        cu.check(cu.moduleLoadData(&loaded.module, code->cubin.data()), "cuModuleLoadData(CUBIN)");
+    if (!fromCubin.ok()) {
+      rt::Status fromPtx =
+          cu.check(cu.moduleLoadData(&loaded.module, code->ptx.c_str()), "cuModuleLoadData(PTX)");
+      ASSERT_TRUE(fromPtx.ok()) << fromCubin.message() << "\n" << fromPtx.message();
+    }
 
-  for (auto [k, fusion] : llvm::enumerate(parsed.fusions)) {
-    const rt::FusedKernel &kernel = parsed.kernels[k];
-    std::vector<rt::HostTensor> inputs;
-    std::uniform_real_distribution<double> unit(0, 1);
-    const double specials[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 0.0};
-    for (mlir::Value input : fusion.getInputs()) {
-      rt::DType dtype = codegen::elementDType(input);
-      auto shape = mlir::cast<mlir::RankedTensorType>(input.getType()).getShape();
-      inputs.push_back(rt::test::randomTensor(dtype, shape.vec(), [&] {
-        if (rt::isFloat(dtype) && unit(rt::test::rng()) < c.specials)
-          return specials[rt::test::rng()() % std::size(specials)];
-        return rt::test::draw(c.lo, c.hi, c.minMagnitude);
-      }));
-    }
-    rt::Expected<std::vector<rt::HostTensor>> reference = runUnfusedOnCpu(fusion, inputs);
-    ASSERT_TRUE(reference.ok()) << reference.message();
+    for (auto [k, fusion] : llvm::enumerate(parsed.fusions)) {
+      const rt::FusedKernel &kernel = parsed.kernels[k];
+      std::vector<rt::HostTensor> inputs;
+      std::uniform_real_distribution<double> unit(0, 1);
+      const double specials[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 0.0};
+      for (mlir::Value input : fusion.getInputs()) {
+        rt::DType dtype = codegen::elementDType(input);
+        auto shape = mlir::cast<mlir::RankedTensorType>(input.getType()).getShape();
+        inputs.push_back(rt::test::randomTensor(dtype, shape.vec(), [&] {
+          if (rt::isFloat(dtype) && unit(rt::test::rng()) < c.specials)
+            return specials[rt::test::rng()() % std::size(specials)];
+          return rt::test::draw(c.lo, c.hi, c.minMagnitude);
+        }));
+      }
+      rt::Expected<std::vector<rt::HostTensor>> reference = runUnfusedOnCpu(fusion, inputs);
+      ASSERT_TRUE(reference.ok()) << reference.message();
 
-    std::deque<DeviceBuffer> buffers;
-    std::vector<CUdeviceptr> pointers;
-    for (const rt::HostTensor &tensor : inputs) {
-      DeviceBuffer &buffer = buffers.emplace_back(DeviceBuffer{cu});
-      ASSERT_CU(cu.memAlloc(&buffer.ptr, std::max<size_t>(tensor.byteSize(), 1)));
-      ASSERT_CU(cu.memcpyHtoD(buffer.ptr, tensor.raw(), tensor.byteSize()));
-      pointers.push_back(buffer.ptr);
-    }
-    for (const rt::HostTensor &tensor : *reference) {
-      DeviceBuffer &buffer = buffers.emplace_back(DeviceBuffer{cu});
-      ASSERT_CU(cu.memAlloc(&buffer.ptr, std::max<size_t>(tensor.byteSize(), 1)));
-      pointers.push_back(buffer.ptr);
-    }
-    std::vector<void *> params;
-    for (CUdeviceptr &pointer : pointers)
-      params.push_back(&pointer);
-    CUfunction function = nullptr;
-    ASSERT_CU(cu.moduleGetFunction(&function, loaded.module, kernel.name.c_str()));
-    ASSERT_CU(cu.launchKernel(function, unsigned(kernel.cudaGrid), 1, 1, unsigned(kernel.cudaBlock),
-                              1, 1, 0, nullptr, params.data(), nullptr));
-    ASSERT_CU(cu.ctxSynchronize());
-    for (size_t j = 0; j < reference->size(); ++j) {
-      rt::HostTensor got = rt::HostTensor::zeros((*reference)[j].type());
-      ASSERT_CU(cu.memcpyDtoH(got.raw(), pointers[inputs.size() + j], got.byteSize()));
-      expectMatches(got, (*reference)[j], kernel.name + " result #" + std::to_string(j));
+      std::deque<DeviceBuffer> buffers;
+      std::vector<CUdeviceptr> pointers;
+      for (const rt::HostTensor &tensor : inputs) {
+        DeviceBuffer &buffer = buffers.emplace_back(DeviceBuffer{cu});
+        ASSERT_CU(cu.memAlloc(&buffer.ptr, std::max<size_t>(tensor.byteSize(), 1)));
+        ASSERT_CU(cu.memcpyHtoD(buffer.ptr, tensor.raw(), tensor.byteSize()));
+        pointers.push_back(buffer.ptr);
+      }
+      for (const rt::HostTensor &tensor : *reference) {
+        DeviceBuffer &buffer = buffers.emplace_back(DeviceBuffer{cu});
+        ASSERT_CU(cu.memAlloc(&buffer.ptr, std::max<size_t>(tensor.byteSize(), 1)));
+        pointers.push_back(buffer.ptr);
+      }
+      std::vector<void *> params;
+      for (CUdeviceptr &pointer : pointers)
+        params.push_back(&pointer);
+      CUfunction function = nullptr;
+      ASSERT_CU(cu.moduleGetFunction(&function, loaded.module, kernel.name.c_str()));
+      ASSERT_CU(cu.launchKernel(function, unsigned(kernel.cudaGrid), 1, 1,
+                                unsigned(kernel.cudaBlock), 1, 1, 0, nullptr, params.data(),
+                                nullptr));
+      ASSERT_CU(cu.ctxSynchronize());
+      for (size_t j = 0; j < reference->size(); ++j) {
+        rt::HostTensor got = rt::HostTensor::zeros((*reference)[j].type());
+        ASSERT_CU(cu.memcpyDtoH(got.raw(), pointers[inputs.size() + j], got.byteSize()));
+        expectMatches(got, (*reference)[j], kernel.name + " result #" + std::to_string(j));
+      }
     }
   }
 }
