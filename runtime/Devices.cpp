@@ -196,6 +196,18 @@ std::string cudaDriverTooOld(int driverVersion, int toolkitVersion) {
                      toolkitVersion / 1000);
 }
 
+std::string lowestGpuArch(const std::vector<DeviceInfo> &devices) {
+  const DeviceInfo *lowest = nullptr;
+  for (const DeviceInfo &device : devices)
+    if (gpuIndex(device.name) >= 0 &&
+        (!lowest || std::pair(device.computeMajor, device.computeMinor) <
+                        std::pair(lowest->computeMajor, lowest->computeMinor)))
+      lowest = &device;
+  return lowest ? "sm_" + std::to_string(lowest->computeMajor) +
+                      std::to_string(lowest->computeMinor)
+                : "";
+}
+
 bool isDeviceName(const std::string &name) {
   for (const char *prefix : {"cpu:", "gpu:"})
     if (name.rfind(prefix, 0) == 0 && name.size() > 4 &&

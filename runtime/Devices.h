@@ -51,6 +51,12 @@ DeviceReport discoverDevices(bool libraryVersions = true);
 /// the toolkit's CUBIN or PTX.
 std::string cudaDriverTooOld(int driverVersion, int toolkitVersion);
 
+/// The arch the fused kernels are compiled for on a machine with these GPUs: the lowest compute
+/// capability among them ("sm_80" beside "sm_90"), so one build runs on all of them: the GPUs
+/// of that arch load its CUBIN, the newer ones JIT its PTX (GpuExecutor's loadModule), as
+/// PTX runs on its arch and every later one. "" without a GPU.
+std::string lowestGpuArch(const std::vector<DeviceInfo> &devices);
+
 /// Whether `name` names a device: "cpu:<N>" or "gpu:<N>".
 bool isDeviceName(const std::string &name);
 /// N in "gpu:N", or -1 for anything else.

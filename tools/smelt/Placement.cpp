@@ -59,9 +59,7 @@ void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions
   if (pipeline.devices.find("gpu:") == std::string::npos)
     return;
 #if SMELT_HAVE_CUDA_CODEGEN && SMELT_HAVE_GPU_EXECUTOR
-  const rt::DeviceInfo &gpu = machine().devices.at(1);
-  std::string arch = "sm_" + std::to_string(gpu.computeMajor) + std::to_string(gpu.computeMinor);
-  compile.cudaArch = arch;
+  compile.cudaArch = rt::lowestGpuArch(machine().devices);
   executor.gpuRunner = rt::cuda::gpuSegmentRunner;
 #else
   (void)compile, (void)executor;

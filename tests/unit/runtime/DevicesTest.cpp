@@ -20,6 +20,18 @@ TEST(Devices, DriverOlderThanTheToolkitsMajorVersionIsRefusedNamingBoth) {
   EXPECT_NE(cudaDriverTooOld(12090, 13000), "");
 }
 
+// Mixed GPUs get one build for the oldest: its CUBIN there, its PTX JIT-compiled on the rest.
+TEST(Devices, KernelsAreBuiltForTheLowestComputeCapability) {
+  std::vector<DeviceInfo> devices = {{"cpu:0", "x86_64", 0, 0, 16, 0},
+                                     {"gpu:0", "H100", 9, 0, 132, 0},
+                                     {"gpu:1", "A100", 8, 0, 108, 0},
+                                     {"gpu:2", "L4", 8, 9, 58, 0}};
+  EXPECT_EQ(lowestGpuArch(devices), "sm_80");
+  devices.erase(devices.begin() + 2);
+  EXPECT_EQ(lowestGpuArch(devices), "sm_89");
+  EXPECT_EQ(lowestGpuArch({devices.front()}), "");
+}
+
 TEST(Devices, NamesAreCpuOrGpuWithAnIndex) {
   EXPECT_TRUE(isDeviceName("cpu:0"));
   EXPECT_TRUE(isDeviceName("gpu:12"));
