@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -18,10 +19,11 @@ inline constexpr int64_t kRows = 16, kIn = 32, kOut = 8;
 inline constexpr double kTolerance = 1e-5;
 
 /// x, w, b in the order the model's arguments were created; uniform in [-1, 1), never all
-/// zero, from a fresh seed (printed, so a failure can be replayed by hand).
+/// zero, from a fresh seed, printed; SMELT_TEST_SEED=<seed> replays one (as in Smelt's tests).
 inline std::vector<smelt::rt::HostTensor> randomInputs() {
-  unsigned seed = std::random_device{}();
-  std::printf("inputs from seed %u\n", seed);
+  const char *replay = std::getenv("SMELT_TEST_SEED");
+  unsigned seed = replay ? unsigned(std::strtoul(replay, nullptr, 10)) : std::random_device{}();
+  std::printf("inputs from SMELT_TEST_SEED=%u\n", seed);
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   auto random = [&](std::vector<int64_t> shape) {

@@ -5,8 +5,9 @@
 # runs and checks. Both compare with float64 and exit non-zero on a mismatch. Also checked: the
 # project found Smelt in the prefix, its build names neither Smelt's source nor its build folder
 # (no include path leaked in), run_artifact links no MLIR or LLVM, and the installed tools start.
-# Usage: check_install.sh SOURCE_DIR BUILD_DIR WORK_DIR (WORK_DIR is emptied first); $CMAKE is the
-# cmake to use (the one that configured the build, from ctest), else cmake on the PATH.
+# Usage: check_install.sh SOURCE_DIR BUILD_DIR WORK_DIR (WORK_DIR is emptied first). ctest sets
+# $CMAKE to the cmake that configured the build (else the one on the PATH) and
+# $CMAKE_GENERATOR, which cmake itself reads, to the build's generator.
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) work=$3
 rm -rf "$work" && mkdir -p "$work" && work=$(cd "$work" && pwd)
@@ -22,12 +23,13 @@ echo "installed into $prefix: $(find "$prefix" -type f | wc -l) files"
 cp -r "$src/examples/standalone" "$work/standalone"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-"$cmake" -S "$work/standalone" -B "$consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+"$cmake" -S "$work/standalone" -B "$consumer" -DCMAKE_PREFIX_PATH="$prefix" \
   "${launcher[@]}" >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configure"; }
 found=$(sed -n 's/^Smelt_DIR:PATH=//p' "$consumer/CMakeCache.txt")
 [ "$found" = "$prefix/lib/cmake/Smelt" ] || fail "Smelt found in '$found', not in the prefix"
 "$cmake" --build "$consumer" -j2 || fail "build"
-leaks=$(grep -ohE "($src|$build)[^ \";]*" "$consumer/build.ninja" | grep -v "^$work" | sort -u || true)
+# Any text file of the consumer's build (flags, link lines, cache) that names a path there.
+leaks=$(grep -rIohE "($src|$build)[^ \";]*" "$consumer" | grep -v "^$work" | sort -u || true)
 [ -z "$leaks" ] || fail "the consumer's build uses paths outside the prefix: $leaks"
 if ldd "$consumer/run_artifact" | grep -E 'lib(MLIR|LLVM)'; then
   fail "run_artifact links MLIR or LLVM"
