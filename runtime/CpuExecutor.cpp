@@ -143,6 +143,8 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   Trace::Scope runSpan(trace_, {kDevice, kStream}, trace_ ? "run @" + exe.name : "", "run");
   if (Status s = checkRunInputs(exe, inputs); !s.ok())
     return s;
+  // This run's threads: fewer while other processes keep some of the CPUs busy.
+  applyRunThreadsToOpenMp();
   // Every block this run takes goes back however it ends; inputs are the caller's again.
   struct EndOfRun {
     CpuExecutor &exec;

@@ -2,6 +2,8 @@
 // the process's choice, resolved once and handed to OpenMP per thread.
 #include "runtime/CpuThreads.h"
 
+#include "runtime/CpuLoad.h"
+
 #include <fmt/format.h>
 #include <omp.h>
 #include <sched.h>
@@ -80,12 +82,15 @@ int defaultCpuThreads() {
 namespace {
 std::mutex chosenMutex;
 std::optional<Expected<int>> chosen; // resolved on first use, or set
+bool chosenByUser = false;            // set, or from SMELT_CPU_THREADS
+thread_local bool toldOpenMp = false; // this thread's OpenMP count was set by one of us
 } // namespace
 
 void setCpuThreads(int threads) {
   {
     std::lock_guard<std::mutex> lock(chosenMutex);
     chosen = std::clamp(threads, 1, kMaxCpuThreads);
+    chosenByUser = true;
   }
   applyCpuThreadsToOpenMp();
 }
@@ -95,6 +100,7 @@ Expected<int> cpuThreads() {
   if (!chosen) {
     const char *text = std::getenv("SMELT_CPU_THREADS");
     chosen = text ? parseCpuThreads(text, "SMELT_CPU_THREADS") : Expected<int>(defaultCpuThreads());
+    chosenByUser = text != nullptr;
   }
   return *chosen;
 }
@@ -102,6 +108,31 @@ Expected<int> cpuThreads() {
 void applyCpuThreadsToOpenMp() {
   Expected<int> threads = cpuThreads();
   omp_set_num_threads(threads ? *threads : defaultCpuThreads());
+  toldOpenMp = true;
+}
+
+int threadsOfThisThread() {
+  if (!toldOpenMp)
+    applyCpuThreadsToOpenMp();
+  return omp_get_max_threads();
+}
+
+bool cpuThreadsFollowLoad() {
+  (void)cpuThreads(); // resolves the choice
+  std::lock_guard<std::mutex> lock(chosenMutex);
+  return !chosenByUser;
+}
+
+int applyRunThreadsToOpenMp() {
+  Expected<int> chosenThreads = cpuThreads();
+  int threads = chosenThreads ? *chosenThreads : defaultCpuThreads();
+  if (threads > 1 && cpuThreadsFollowLoad())
+    threads = threadsForLoad(threads, CpuLoad::instance().othersCores());
+  // Setting the count costs OpenMP nothing when it is unchanged.
+  if (!toldOpenMp || omp_get_max_threads() != threads)
+    omp_set_num_threads(threads);
+  toldOpenMp = true;
+  return threads;
 }
 
 } // namespace smelt::rt

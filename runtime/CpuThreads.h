@@ -1,6 +1,7 @@
 // How many threads the CPU executor runs on, from one source for Smelt's kernels and oneDNN's:
 // the tools' --cpu-threads, else SMELT_CPU_THREADS, else the CPUs this process may use (its
-// affinity mask, capped by a cgroup v2 CPU quota). Both run on the same OpenMP team
+// affinity mask, capped by a cgroup v2 CPU quota), less those other processes keep busy
+// (CpuLoad.h), decided again before each run. Both run on the same OpenMP team
 // (runtime/Parallel.h), so the count is also OpenMP's.
 #pragma once
 
@@ -44,5 +45,19 @@ Expected<int> cpuThreads();
 /// environment's count is bad): oneDNN sizes its parallel regions by the calling thread's
 /// omp_get_max_threads(), which each thread holds separately.
 void applyCpuThreadsToOpenMp();
+
+/// The calling thread's OpenMP count: what the last applyRunThreadsToOpenMp on it chose, else
+/// (first told now) cpuThreads().
+int threadsOfThisThread();
+
+/// Whether the count follows other processes' load: the default count does; one the user
+/// gave (--cpu-threads, SMELT_CPU_THREADS) is kept as given.
+bool cpuThreadsFollowLoad();
+
+/// The threads of the run the calling thread is about to start, told to OpenMP on this thread:
+/// cpuThreads(), less the CPUs other processes kept busy lately (threadsForLoad) where the
+/// count follows the load. The CPU executor calls it before each run; its kernels and oneDNN's
+/// primitives (made for each count they meet, OneDnn.h) then run on that many.
+int applyRunThreadsToOpenMp();
 
 } // namespace smelt::rt

@@ -30,8 +30,7 @@ void parallelFor(int threads, int64_t units, const std::function<void(int64_t, i
 }
 
 void parallelFor(int64_t units, const std::function<void(int64_t, int64_t)> &fn) {
-  Expected<int> threads = cpuThreads();
-  parallelFor(threads ? *threads : defaultCpuThreads(), units, fn);
+  parallelFor(threadsOfThisThread(), units, fn);
 }
 
 } // namespace smelt::rt

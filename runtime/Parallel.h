@@ -2,7 +2,7 @@
 // (Debian's libdnnl is built with DNNL_CPU_RUNTIME=OMP, libgomp): Smelt's kernels and oneDNN's
 // primitives share one team of threads, so the threads one leaves waiting are the ones the
 // other wakes, instead of two pools spinning against each other for the same cores. The team
-// has cpuThreads() threads (runtime/CpuThreads.h).
+// has as many threads as the run was given (runtime/CpuThreads.h).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ namespace smelt::rt {
 /// teams on the same cores. fn must not throw.
 void parallelFor(int threads, int64_t units, const std::function<void(int64_t, int64_t)> &fn);
 
-/// parallelFor on the process's cpuThreads() threads.
+/// parallelFor on the calling thread's count (threadsOfThisThread): the one the CPU executor
+/// chose for this run, cpuThreads() or fewer.
 void parallelFor(int64_t units, const std::function<void(int64_t, int64_t)> &fn);
 
 } // namespace smelt::rt

@@ -23,7 +23,8 @@ using Tag = memory::format_tag;
 
 /// Wraps a primitive and its argument slots into a Kernel: `slots[i]` is the DNNL_ARG of
 /// operand i; the result goes to `resultSlot`.
-Kernel primitiveKernel(dnnl::primitive primitive, std::vector<std::pair<int, memory::desc>> slots,
+Kernel primitiveKernel(PrimitivePerThreads primitive,
+                       std::vector<std::pair<int, memory::desc>> slots,
                        std::pair<int, memory::desc> result) {
   return [=](const void *const *in, void *out) {
     std::unordered_map<int, memory> args;
@@ -31,7 +32,7 @@ Kernel primitiveKernel(dnnl::primitive primitive, std::vector<std::pair<int, mem
       args.emplace(slots[i].first,
                    memory(slots[i].second, oneDnnEngine(), const_cast<void *>(in[i])));
     args.emplace(result.first, memory(result.second, oneDnnEngine(), out));
-    primitive.execute(oneDnnStream(), args);
+    primitive.current().execute(oneDnnStream(), args);
     oneDnnStream().wait();
   };
 }
@@ -130,19 +131,20 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
                    tr ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
   memory::desc dst({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
   memory::desc bias({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
-  dnnl::primitive primitive;
-  if (Status s = oneDnnChecked(describe(step), [&] {
-        primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
+  Expected<PrimitivePerThreads> primitive =
+      PrimitivePerThreads::create(describe(step), [=]() -> dnnl::primitive {
+        return dnnl::matmul(dnnl::matmul::primitive_desc(
             epilogue.bias ? dnnl::matmul::desc(lhs, rhs, bias, dst)
                           : dnnl::matmul::desc(lhs, rhs, dst),
             postOps(epilogue.activation), oneDnnEngine()));
       });
-      !s.ok())
-    return s;
+  if (!primitive)
+    return primitive.status();
   std::vector<std::pair<int, memory::desc>> slots{{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}};
   if (epilogue.bias)
     slots.push_back({DNNL_ARG_BIAS, bias});
-  return stagedThrough(DType::f32, primitiveKernel(primitive, slots, {DNNL_ARG_DST, dst}), types);
+  return stagedThrough(DType::f32, primitiveKernel(*primitive, slots, {DNNL_ARG_DST, dst}),
+                       types);
 }
 
 /// The convolution geometry of a step, whichever of the three tensors is its result.
@@ -210,15 +212,15 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   memory::desc bias({g.f}, memory::data_type::f32, Tag::x);
   memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, padL{g.pt, g.pl},
       padR{g.pb, g.pr};
-  dnnl::primitive primitive;
-  Status built = oneDnnChecked(describe(step), [&] {
+  Expected<PrimitivePerThreads> primitive = PrimitivePerThreads::create(
+      describe(step), [=]() -> dnnl::primitive {
     auto algorithm = dnnl::algorithm::convolution_direct;
     dnnl::convolution_forward::primitive_desc forward(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
                                         weights, dst, strides, dilates, padL, padR),
         oneDnnEngine());
     if (mode == ConvMode::Forward && epilogue.any())
-      primitive = dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(
+      return dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(
           epilogue.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                           algorithm, src, weights, bias, dst,
                                                           strides, dilates, padL, padR)
@@ -226,33 +228,32 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
                                                           algorithm, src, weights, dst, strides,
                                                           dilates, padL, padR),
           postOps(epilogue.activation), oneDnnEngine()));
-    else if (mode == ConvMode::Forward)
-      primitive = dnnl::convolution_forward(forward);
-    else if (mode == ConvMode::BackwardInput)
-      primitive = dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
+    if (mode == ConvMode::Forward)
+      return dnnl::convolution_forward(forward);
+    if (mode == ConvMode::BackwardInput)
+      return dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
           dnnl::convolution_backward_data::desc(algorithm, src, weights, dst, strides, dilates,
                                                 padL, padR),
           oneDnnEngine(), forward));
-    else
-      primitive = dnnl::convolution_backward_weights(
-          dnnl::convolution_backward_weights::primitive_desc(
-              dnnl::convolution_backward_weights::desc(algorithm, src, weights, dst, strides,
-                                                       dilates, padL, padR),
-              oneDnnEngine(), forward));
+    return dnnl::convolution_backward_weights(
+        dnnl::convolution_backward_weights::primitive_desc(
+            dnnl::convolution_backward_weights::desc(algorithm, src, weights, dst, strides,
+                                                     dilates, padL, padR),
+            oneDnnEngine(), forward));
   });
-  if (!built.ok())
-    return built;
+  if (!primitive)
+    return primitive.status();
   std::vector<std::pair<int, memory::desc>> forwardSlots{{DNNL_ARG_SRC, src},
                                                           {DNNL_ARG_WEIGHTS, weights}};
   if (epilogue.bias)
     forwardSlots.push_back({DNNL_ARG_BIAS, bias});
   Kernel kernel =
       mode == ConvMode::Forward
-          ? primitiveKernel(primitive, forwardSlots, {DNNL_ARG_DST, dst})
+          ? primitiveKernel(*primitive, forwardSlots, {DNNL_ARG_DST, dst})
       : mode == ConvMode::BackwardInput
-          ? primitiveKernel(primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
+          ? primitiveKernel(*primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
                             {DNNL_ARG_DIFF_SRC, src})
-          : primitiveKernel(primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
+          : primitiveKernel(*primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
                             {DNNL_ARG_DIFF_WEIGHTS, weights});
   return stagedThrough(DType::f32, kernel, types);
 }

@@ -54,9 +54,9 @@ Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
     });
   memory::desc src({g.n, g.c, g.h, g.w}, memory::data_type::f32, memory::format_tag::nhwc);
   memory::desc dst({g.n, g.c, g.oh, g.ow}, memory::data_type::f32, memory::format_tag::nhwc);
-  dnnl::primitive primitive;
-  if (Status s = oneDnnChecked(describe(step), [&] {
-        primitive = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(
+  Expected<PrimitivePerThreads> primitive =
+      PrimitivePerThreads::create(describe(step), [=]() -> dnnl::primitive {
+        return dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(
             dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference,
                                         isMax ? dnnl::algorithm::pooling_max
                                               : dnnl::algorithm::pooling_avg_exclude_padding,
@@ -64,11 +64,11 @@ Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
                                         {g.pb, g.pr}),
             oneDnnEngine()));
       });
-      !s.ok())
-    return s;
-  Kernel kernel = [primitive, src, dst](const void *const *in, void *out) {
+  if (!primitive)
+    return primitive.status();
+  Kernel kernel = [primitive = *primitive, src, dst](const void *const *in, void *out) {
     memory x(src, oneDnnEngine(), const_cast<void *>(in[0])), y(dst, oneDnnEngine(), out);
-    primitive.execute(oneDnnStream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}});
+    primitive.current().execute(oneDnnStream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}});
     oneDnnStream().wait();
   };
   return stagedThrough(DType::f32, kernel, types);

@@ -5,6 +5,7 @@
 
 #include "runtime/CpuThreads.h"
 #include "runtime/Parallel.h"
+#include "runtime/cpu/OneDnn.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -77,6 +78,47 @@ TEST(Parallel, OneThreadAndNestedLoopsRunInline) {
     });
   });
   EXPECT_EQ(inner.load(), 2);
+}
+
+// A step's oneDNN primitive is made once for each thread count it runs under, the first when
+// the step is prepared; a count oneDNN refuses falls back to the first primitive, once.
+TEST(Parallel, OneDnnPrimitivesAreMadeForEachThreadCount) {
+  using dnnl::memory;
+  memory::desc a({8, 16}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc b({16, 4}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc c({8, 4}, memory::data_type::f32, memory::format_tag::ab);
+  int makes = 0;
+  bool refuse = false;
+  auto make = [&]() -> dnnl::primitive {
+    ++makes;
+    if (refuse)
+      throw dnnl::error(dnnl_unimplemented, "refused for this test");
+    return dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c),
+                                                     cpu::oneDnnEngine()));
+  };
+  int before = omp_get_max_threads();
+  omp_set_num_threads(2);
+  Expected<cpu::PrimitivePerThreads> primitive = cpu::PrimitivePerThreads::create("matmul", make);
+  ASSERT_TRUE(primitive) << primitive.message();
+  EXPECT_EQ(makes, 1);
+  const dnnl::primitive *onTwo = &primitive->current();
+  EXPECT_EQ(&primitive->current(), onTwo);
+  omp_set_num_threads(1);
+  const dnnl::primitive *onOne = &primitive->current();
+  EXPECT_NE(onOne, onTwo);
+  EXPECT_EQ(makes, 2);
+  EXPECT_EQ(primitive->made(), 2u);
+  refuse = true;
+  omp_set_num_threads(3);
+  EXPECT_EQ(primitive->current().get(), onTwo->get()) << "a refused count runs the first";
+  EXPECT_EQ(primitive->current().get(), onTwo->get());
+  EXPECT_EQ(makes, 3) << "a refused count is asked for once";
+  omp_set_num_threads(before);
+
+  Expected<cpu::PrimitivePerThreads> refused = cpu::PrimitivePerThreads::create("matmul", make);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("matmul: oneDNN rejected the primitive"), std::string::npos)
+      << refused.message();
 }
 
 const char *kThreaded = R"(

@@ -3,6 +3,8 @@
 // checked directly and through the adjoint identity <conv(x,w), g> = <x, dx(g,w)> = <w, dw(x,g)>.
 #include "RuntimeTestUtil.h"
 
+#include "runtime/CpuThreads.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -152,6 +154,31 @@ TEST(Contraction, Conv2DAndBothGradientsAgainstDirectLoops) {
       expectClose(runOp("conv2d_backward_filter", {x, dy}, {dtype, g.filter()}, g.attrs()), dw,
                   "conv2d_backward_filter " + what, tol);
     }
+}
+
+// The executor's thread count follows other processes' load from run to run, so one prepared
+// step runs under several counts: oneDNN divides a primitive's work by the count it was made
+// under, and the step makes one for each count it meets (PrimitivePerThreads). Each count's
+// results must still be the convolution's.
+TEST(Contraction, OneConvolutionStepRunsUnderEveryThreadCount) {
+  const ConvCase &g = kConvCases[0];
+  HostTensor x = randomTensor(DType::f32, g.input()), dy = randomTensor(DType::f32, g.output());
+  std::vector<double> xv = x.toDoubles(), gv = dy.toDoubles(),
+                      dw(size_t(TensorType{DType::f32, g.filter()}.numElements()), 0.0);
+  forEachConvTerm(g, [&](size_t xi, size_t wi, size_t yi) { dw[wi] += xv[xi] * gv[yi]; });
+  Expected<int> before = cpuThreads();
+  ASSERT_TRUE(before) << before.message();
+  Expected<CpuExecutor> exec = CpuExecutor::create(
+      oneStep("conv2d_backward_filter", {x.type(), dy.type()}, {DType::f32, g.filter()},
+              g.attrs()));
+  ASSERT_TRUE(exec) << exec.message();
+  for (int threads : {2, 1, 3, 1, 2}) {
+    setCpuThreads(threads);
+    std::vector<HostTensor> outputs;
+    ASSERT_TRUE(exec->run({x, dy}, outputs).ok());
+    expectClose(outputs.at(0), dw, fmt::format("conv2d_backward_filter on {} threads", threads));
+  }
+  setCpuThreads(*before);
 }
 
 TEST(Contraction, ConvGradientsSatisfyTheAdjointIdentity) {

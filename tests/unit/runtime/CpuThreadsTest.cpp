@@ -2,11 +2,14 @@
 // value, cgroup v2 quotas read from fake hierarchies, and a default within the affinity mask.
 #include "RuntimeTestUtil.h"
 
+#include "runtime/CpuLoad.h"
 #include "runtime/CpuThreads.h"
 
 #include <sched.h>
 
+#include <cmath>
 #include <fstream>
+#include <thread>
 
 namespace smelt::rt::test {
 namespace {
@@ -27,6 +30,47 @@ TEST(CpuThreads, BadCountsAreErrorsNamingTheSourceAndValue) {
     EXPECT_NE(got.message().find(text), std::string::npos) << got.message();
     EXPECT_NE(got.message().find("1 to 1024"), std::string::npos) << got.message();
   }
+}
+
+// /proc/stat's per-CPU lines: user nice system idle iowait irq softirq steal guest guest_nice.
+// Busy is everything but idle and iowait (guest time is inside user already).
+TEST(CpuLoad, BusyTicksAreReadForTheCpusAskedForOnly) {
+  const char *stat = "cpu  900 0 300 5000 10 0 0 0 0 0\n"
+                     "cpu0 100 1 20 3000 5 2 3 4 50 0\n"
+                     "cpu1 800 0 280 2000 5 0 0 0 0 0\n"
+                     "cpu10 7 0 0 1 0 0 0 0 0 0\n"
+                     "intr 12345 0 0\n"
+                     "ctxt 999\n";
+  EXPECT_EQ(busyTicksOf(stat, {0}), 100u + 1 + 20 + 2 + 3 + 4);
+  EXPECT_EQ(busyTicksOf(stat, {1}), 1080u);
+  EXPECT_EQ(busyTicksOf(stat, {0, 1, 10}), 130u + 1080 + 7);
+  EXPECT_EQ(busyTicksOf(stat, {2}), 0u);
+  EXPECT_EQ(busyTicksOf("cpu0 12\ncpu1\ngarbage", {0, 1}), 12u) << "short lines count what they hold";
+}
+
+// Half a CPU kept busy by others costs a thread (the one that would share that CPU and hold
+// every barrier back); the count never drops below one or rises above the chosen one.
+TEST(CpuLoad, ThreadsFollowTheCpusOthersKeepBusy) {
+  EXPECT_EQ(threadsForLoad(2, 0.0), 2);
+  EXPECT_EQ(threadsForLoad(2, 0.3), 2);
+  EXPECT_EQ(threadsForLoad(2, 0.5), 1);
+  EXPECT_EQ(threadsForLoad(2, 1.0), 1);
+  EXPECT_EQ(threadsForLoad(2, 6.0), 1);
+  EXPECT_EQ(threadsForLoad(16, 3.4), 13);
+  EXPECT_EQ(threadsForLoad(16, -1.0), 16);
+  EXPECT_EQ(threadsForLoad(16, std::nan("")), 16);
+  EXPECT_EQ(threadsForLoad(1, 0.0), 1);
+}
+
+// The monitor on this machine: a window of 50 ms, first none measured, then a share of the
+// CPUs that cannot exceed how many there are.
+TEST(CpuLoad, MeasuresOthersOverWholeWindows) {
+  CpuLoad load(std::chrono::milliseconds(50));
+  EXPECT_EQ(load.othersCores(), 0.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  double others = load.othersCores();
+  EXPECT_GE(others, 0.0);
+  EXPECT_LE(others, double(std::thread::hardware_concurrency()) + 0.5);
 }
 
 TEST(CpuThreads, CpuMaxQuotasRoundUpAndMaxIsNoLimit) {
