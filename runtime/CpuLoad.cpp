@@ -32,7 +32,7 @@ unsigned long long busyTicksOf(std::string_view procStat, const std::vector<int>
     for (unsigned long long &v : value)
       if (!(fields >> v))
         v = 0;
-    busy += value[0] + value[1] + value[2] + value[5] + value[6] + value[7];
+    busy += value[0] + value[2] + value[5] + value[6] + value[7];
   }
   return busy;
 }

@@ -15,8 +15,10 @@
 
 namespace smelt::rt {
 
-/// The busy clock ticks (user, nice, system, irq, softirq, steal) of the CPUs `cpus` in
-/// /proc/stat's text: "cpuN ..." lines; other lines, and CPUs not listed, are skipped.
+/// The busy clock ticks (user, system, irq, softirq, steal) of the CPUs `cpus` in /proc/stat's
+/// text: "cpuN ..." lines; other lines, and CPUs not listed, are skipped. Niced processes'
+/// time is left out: they yield their CPU to ours (a nice-19 build gets under 2% of a CPU it
+/// shares), so they hold no barrier back.
 unsigned long long busyTicksOf(std::string_view procStat, const std::vector<int> &cpus);
 
 /// The threads to run on: `threads` less the CPUs others keep busy (`othersCores`, rounded:
