@@ -3,9 +3,9 @@ f32, Adam), the 6-op chain over 16M floats with the best copy as its floor, and 
 times, each in a process of its own, interleaved over several rounds in a rotating order.
 Prints the median of each cell and Smelt/peer ratios (below 1: Smelt is faster).
 
-A run counts only when other processes took at most 10% of the cores while it ran (from
-/proc/stat less the run's own CPU time); a busier run is repeated, up to three times, and kept
-marked when none was quiet.
+A run counts only when other processes (niced ones aside) took at most 10% of the cores while
+it ran (from /proc/stat less the run's own CPU time); a busier run is repeated, up to three
+times, and kept marked when none was quiet.
   bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,chain]
 The venv is bench/peers/setup.sh's (PyTorch and JAX from PyPI)."""
 import argparse
@@ -23,7 +23,9 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 def busy_seconds():
     fields = [int(v) for v in open("/proc/stat").readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / TICK  # less idle and iowait
+    # Less idle and iowait, and niced time: a niced process (a background build or fuzzer)
+    # yields its CPU to the runs measured here.
+    return (sum(fields[:8]) - fields[1] - fields[3] - fields[4]) / TICK
 
 
 def children_cpu():
