@@ -442,6 +442,37 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
   return saveCheckpoint(path, std::move(tensors), info);
 }
 
+rt::Status Trainer::initParameters(const std::string &path) {
+  rt::Expected<data::Checkpoint> file = data::readSafetensors(path);
+  if (!file)
+    return file.status();
+  std::map<std::string, rt::HostTensor *> byName;
+  for (data::NamedTensor &t : file->tensors)
+    byName[t.name] = &t.tensor;
+  Replica &first = replicas_[0];
+  std::vector<rt::HostTensor> params = first.params;
+  for (size_t i = 0; i < paramNames_.size(); ++i) {
+    auto it = byName.find(paramNames_[i]);
+    if (it == byName.end())
+      return rt::Status::error(fmt::format("{}: parameter '{}' of model '{}' is missing", path,
+                                           paramNames_[i], config_.model));
+    if (it->second->type() != params[i].type())
+      return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the parameter is {}", path,
+                                           paramNames_[i], it->second->type().str(),
+                                           params[i].type().str()));
+    params[i] = std::move(*it->second);
+    byName.erase(it);
+  }
+  if (!byName.empty())
+    return rt::Status::error(fmt::format("{}: tensor '{}' is not a parameter of model '{}' (its "
+                                         "parameters: {})",
+                                         path, byName.begin()->first, config_.model,
+                                         fmt::join(paramNames_, ", ")));
+  for (Replica &replica : replicas_)
+    replica.params = params;
+  return rt::Status();
+}
+
 rt::Expected<int64_t> Trainer::load(const std::string &path) {
   rt::Expected<LoadedCheckpoint> checkpoint = loadCheckpoint(path);
   if (!checkpoint)

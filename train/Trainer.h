@@ -97,6 +97,12 @@ public:
   /// Restores a checkpoint written by save() for the same model, after checking its metadata
   /// and checksum; returns its epochs done.
   rt::Expected<int64_t> load(const std::string &path);
+  /// Starts from the parameters in the safetensors file at `path`, by name, for fine-tuning:
+  /// the weights of an imported model (`smelt import` names them as the ONNX file does) or of
+  /// another run; the optimizer's state and the step count stay fresh. Every parameter must be
+  /// there with its type, and every tensor there must be a parameter: a typo or another
+  /// model's file is an error naming the tensor, never a half-initialized model.
+  rt::Status initParameters(const std::string &path);
 
   /// The parameters (of this process's first replica: every replica holds the same).
   const std::vector<rt::HostTensor> &parameters() const { return replicas_[0].params; }

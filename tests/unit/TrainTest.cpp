@@ -243,5 +243,59 @@ TEST(Training, ResumedRunEqualsUninterruptedRunBitForBit) {
   std::filesystem::remove(path);
 }
 
+// Fine-tuning from another model's weights: a trainer given a trained run's parameters by name
+// starts where that run ended (its evaluation equal to the bit), while its optimizer starts
+// fresh; files that do not hold exactly the model's parameters are refused, naming the tensor.
+TEST(Training, InitParametersStartsFromAnotherRunsWeights) {
+  train::TrainConfig config;
+  config.seed = rngSeed() % 1000;
+  config.batch = 128;
+  SCOPED_TRACE("seed " + std::to_string(config.seed));
+  data::Dataset data = fashion("train", 1024), test = fashion("t10k", 1000);
+  auto trained = train::Trainer::create(config);
+  ASSERT_TRUE(trained.ok()) << trained.message();
+  ASSERT_TRUE((*trained)->trainEpoch(data, 0).ok());
+  data::Checkpoint weights;
+  for (size_t i = 0; i < (*trained)->parameters().size(); ++i)
+    weights.tensors.push_back({(*trained)->parameterNames()[i], (*trained)->parameters()[i]});
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("smelt-init-" + std::to_string(::getpid()) + ".safetensors"))
+                         .string();
+  ASSERT_TRUE(data::writeSafetensors(path, weights).ok());
+
+  config.seed += 1; // other initial weights, which the file replaces
+  auto tuned = train::Trainer::create(config);
+  ASSERT_TRUE(tuned.ok()) << tuned.message();
+  rt::Expected<train::Metrics> fresh = (*tuned)->evaluate(test);
+  ASSERT_TRUE(fresh.ok());
+  rt::Status init = (*tuned)->initParameters(path);
+  ASSERT_TRUE(init.ok()) << init.message();
+  rt::Expected<train::Metrics> want = (*trained)->evaluate(test), got = (*tuned)->evaluate(test);
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(got->loss, want->loss);
+  EXPECT_EQ(got->accuracy, want->accuracy);
+  EXPECT_LT(got->loss, fresh->loss) << "the trained weights are better than fresh ones";
+  EXPECT_EQ((*tuned)->globalStep(), 0);
+  ASSERT_TRUE((*tuned)->trainEpoch(data, 0).ok()) << "and training goes on from them";
+
+  auto refused = [&](data::Checkpoint file, const std::string &expected) {
+    ASSERT_TRUE(data::writeSafetensors(path, file).ok());
+    rt::Status s = (*tuned)->initParameters(path);
+    ASSERT_FALSE(s.ok()) << expected;
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+  };
+  data::Checkpoint missing = weights;
+  missing.tensors.pop_back();
+  refused(missing, "parameter 'logits/bias' of model 'mlp' is missing");
+  data::Checkpoint extra = weights;
+  extra.tensors.push_back({"dense9/kernel", randomTensor({2, 2}, DType::f32)});
+  refused(extra, "tensor 'dense9/kernel' is not a parameter of model 'mlp'");
+  data::Checkpoint reshaped = weights;
+  reshaped.tensors[0].tensor = randomTensor({784, 3}, DType::f32);
+  refused(reshaped, "tensor 'dense1/kernel' is tensor<784x3xf32>, the parameter is "
+                    "tensor<784x512xf32>");
+  std::filesystem::remove(path);
+}
+
 } // namespace
 } // namespace smelt::test

@@ -84,6 +84,11 @@ static cl::opt<double> initialLossScale(
     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<bool> resume("resume", cl::desc("Continue from --checkpoint if it exists"),
                             cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> initParams(
+    "init-params",
+    cl::desc("Fine-tune: start from the parameters in this safetensors file, by name (an "
+             "imported model's weights, or another run's), with a fresh optimizer"),
+    cl::value_desc("file"), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> dumpDir("dump-dir", cl::desc(kDumpDirHelp), cl::value_desc("dir"),
                                     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
@@ -176,6 +181,8 @@ int trainCommand() {
     return failJob("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
   if (resume && checkpointPath.empty())
     return failJob("--resume needs --checkpoint=FILE");
+  if (resume && !initParams.empty())
+    return failJob("--resume and --init-params both say where training starts: give one");
   // Before training, not after its first epoch: an output that cannot be written.
   for (const std::string &output : {std::string(checkpointPath), std::string(profilePath)})
     if (rt::Status s = rt::checkReplaceable(output); !s.ok())
@@ -286,6 +293,11 @@ int trainCommand() {
       return failJob(done.message());
     firstEpoch = *done;
     out << "resumed from " << checkpointPath << " after epoch " << firstEpoch << "\n";
+  }
+  if (!initParams.empty()) {
+    if (rt::Status s = (*trainer)->initParameters(initParams); !s.ok())
+      return failJob(s.message());
+    out << "parameters from " << initParams << "\n";
   }
 
   bool tty = speaks && ::isatty(STDOUT_FILENO);
