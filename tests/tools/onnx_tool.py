@@ -1,0 +1,83 @@
+"""Test helper for the `smelt import` lit tests: turns an ONNX node test's input .pb files into
+.npy files with the `--input` flags of `smelt run`, checks `smelt run`'s .npy results against
+the test's expected output .pb files at ONNX's tolerance (rtol 1e-3, atol 1e-7), and writes
+models for the error tests (an unsupported op, a truncated file)."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+
+def load(path):
+    tensor = onnx.TensorProto()
+    with open(path, "rb") as f:
+        tensor.ParseFromString(f.read())
+    return numpy_helper.to_array(tensor)
+
+
+def numbered(dir, prefix):
+    files, i = [], 0
+    while os.path.exists(f"{dir}/{prefix}_{i}.pb"):
+        files.append(f"{dir}/{prefix}_{i}.pb")
+        i += 1
+    return files
+
+
+def graph_of(test):
+    return onnx.load(f"{test}/model.onnx").graph
+
+
+def inputs(test, out):
+    """Writes each input of test_data_set_0 as out/<name>.npy; prints the --input flags."""
+    graph = graph_of(test)
+    initialized = {i.name for i in graph.initializer}
+    names = [i.name for i in graph.input if i.name not in initialized]
+    os.makedirs(out, exist_ok=True)
+    flags = []
+    for name, path in zip(names, numbered(f"{test}/test_data_set_0", "input")):
+        np.save(f"{out}/{name}.npy", load(path))
+        flags.append(f"--input {name}={out}/{name}.npy")
+    print(" ".join(flags))
+
+
+def compare(test, out):
+    """Each expected output of test_data_set_0 against out/<name>.npy."""
+    graph = graph_of(test)
+    for info, path in zip(graph.output, numbered(f"{test}/test_data_set_0", "output")):
+        want, got = load(path), np.load(f"{out}/{info.name}.npy")
+        assert got.shape == want.shape, (info.name, got.shape, want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-7, err_msg=info.name)
+        print(f"{info.name} OK {list(got.shape)}")
+
+
+def unsupported_op(path):
+    """A model whose second node (TopK) Smelt does not map."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 4])
+    k = helper.make_tensor("k", onnx.TensorProto.INT64, [1], [2])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="first"),
+             helper.make_node("TopK", ["r", "k"], ["v", "i"], name="pick_top")]
+    outs = [helper.make_tensor_value_info("v", onnx.TensorProto.FLOAT, [3, 2]),
+            helper.make_tensor_value_info("i", onnx.TensorProto.INT64, [3, 2])]
+    graph = helper.make_graph(nodes, "g", [x], outs, initializer=[k])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def symbolic(path):
+    """Relu of x [N, 4], N symbolic: needs --input-shape."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def truncate(src, dst, fraction):
+    data = open(src, "rb").read()
+    open(dst, "wb").write(data[: int(len(data) * float(fraction))])
+
+
+if __name__ == "__main__":
+    command, args = sys.argv[1], sys.argv[2:]
+    {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
+     "symbolic": symbolic, "truncate": truncate}[command](*args)
