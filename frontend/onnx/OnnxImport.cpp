@@ -86,6 +86,14 @@ static std::vector<int64_t> inputShape(const ::onnx::ValueInfoProto &info,
 static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOptions &options,
                       Values &values) {
   std::set<std::string> initialized, inputs;
+  for (const ::onnx::TensorProto &init : graph.initializer())
+    initialized.insert(init.name());
+  for (const ::onnx::ValueInfoProto &info : graph.input())
+    inputs.insert(info.name());
+  for (const auto &[name, shape] : options.inputShapes)
+    if (!inputs.count(name) || initialized.count(name))
+      fail(ImportErrorKind::BadOption, "--input-shape names '" + name +
+                                           "', which is not an input of the model's graph");
   for (const ::onnx::TensorProto &init : graph.initializer()) {
     TensorValue v = tensorValue(init, "initializer '" + init.name() + "'");
     DType dtype = toDType(v.type);
@@ -97,10 +105,8 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
       values.tensors[init.name()] =
           g.parameter(init.name(), v.shape, Initializer::zeros(), dtype);
     values.constants[init.name()] = std::move(v);
-    initialized.insert(init.name());
   }
   for (const ::onnx::ValueInfoProto &info : graph.input()) {
-    inputs.insert(info.name());
     if (initialized.count(info.name()))
       continue;
     if (auto c = options.constantInputs.find(info.name()); c != options.constantInputs.end()) {
@@ -118,10 +124,6 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
                                                   ", which Smelt does not have");
     values.tensors[info.name()] = g.input(info.name(), inputShape(info, options), *dtype);
   }
-  for (const auto &[name, shape] : options.inputShapes)
-    if (!inputs.count(name) || initialized.count(name))
-      fail(ImportErrorKind::BadOption, "--input-shape names '" + name +
-                                           "', which is not an input of the model's graph");
 }
 
 static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Values &values,

@@ -94,9 +94,13 @@ Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const 
   for (const auto &init : proto.graph().initializer())
     initializers.insert(init.name());
   std::vector<std::string> inputNames;
-  for (const auto &in : proto.graph().input())
+  for (const auto &in : proto.graph().input()) {
+    // A sequence or optional input's data is no TensorProto: the import says it is unsupported.
+    if (!in.type().has_tensor_type())
+      inputFiles.clear();
     if (!initializers.count(in.name()))
       inputNames.push_back(in.name());
+  }
   std::map<std::string, importer::TensorValue> inputs;
   for (size_t i = 0; i < inputFiles.size() && i < inputNames.size(); ++i) {
     llvm::Expected<importer::TensorValue> v = importer::readTensorFile(inputFiles[i]);

@@ -72,6 +72,17 @@ def symbolic(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def conv_pool(path):
+    """Conv then MaxPool, NCHW, with the filter an initializer: their layout transposes cancel."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])
+    w = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, np.float32), "conv.weight")
+    nodes = [helper.make_node("Conv", ["x", "conv.weight"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4, 4, 4])
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=[w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def truncate(src, dst, fraction):
     data = open(src, "rb").read()
     open(dst, "wb").write(data[: int(len(data) * float(fraction))])
@@ -80,4 +91,4 @@ def truncate(src, dst, fraction):
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
-     "symbolic": symbolic, "truncate": truncate}[command](*args)
+     "symbolic": symbolic, "conv-pool": conv_pool, "truncate": truncate}[command](*args)
