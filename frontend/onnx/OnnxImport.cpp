@@ -3,6 +3,8 @@
 // into an ImportError naming the file and, for a node, its index, name and op type.
 #include "frontend/onnx/NodeImporter.h"
 
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <set>
@@ -94,18 +96,6 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
     if (!inputs.count(name) || initialized.count(name))
       fail(ImportErrorKind::BadOption, "--input-shape names '" + name +
                                            "', which is not an input of the model's graph");
-  for (const ::onnx::TensorProto &init : graph.initializer()) {
-    TensorValue v = tensorValue(init, "initializer '" + init.name() + "'");
-    DType dtype = toDType(v.type);
-    bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
-                   dtype == DType::f64;
-    // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
-    // floats, and ops read them at import time.
-    if (!options.initializersAsConstants && isFloat)
-      values.tensors[init.name()] =
-          g.parameter(init.name(), v.shape, Initializer::zeros(), dtype);
-    values.constants[init.name()] = std::move(v);
-  }
   for (const ::onnx::ValueInfoProto &info : graph.input()) {
     if (initialized.count(info.name()))
       continue;
@@ -123,6 +113,19 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
                                                   onnxTypeName(elemType) +
                                                   ", which Smelt does not have");
     values.tensors[info.name()] = g.input(info.name(), inputShape(info, options), *dtype);
+  }
+  // Parameters after the inputs, in the file's order.
+  for (const ::onnx::TensorProto &init : graph.initializer()) {
+    TensorValue v = tensorValue(init, "initializer '" + init.name() + "'");
+    DType dtype = toDType(v.type);
+    bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
+                   dtype == DType::f64;
+    // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
+    // floats, and ops read them at import time.
+    if (!options.initializersAsConstants && isFloat)
+      values.tensors[init.name()] =
+          g.parameter(init.name(), v.shape, Initializer::zeros(), dtype);
+    values.constants[init.name()] = std::move(v);
   }
 }
 
@@ -149,6 +152,15 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
     throw Failure{ImportErrorKind::Internal, where + ": Smelt refused the mapped ops: " + e.what(),
                   ""};
   }
+}
+
+/// Erases what no result needs: the NCHW transposes that foldingTranspose bypassed, Constant
+/// nodes read only at import time.
+static void eraseDeadOps(mlir::func::FuncOp function) {
+  mlir::Block &body = function.getBody().front();
+  for (mlir::Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (mlir::isOpTriviallyDead(&op))
+      op.erase();
 }
 
 static int64_t defaultOpset(const ::onnx::ModelProto &model) {
@@ -183,6 +195,7 @@ buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRCon
     names.push_back(info.name());
   }
   g.setOutputs(outputs, names);
+  eraseDeadOps(g.function());
   return module;
 }
 
