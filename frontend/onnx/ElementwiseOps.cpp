@@ -122,9 +122,50 @@ void reciprocal(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   n.setOutput(0, div(scalar(x, 1), x));
 }
-void floor(NodeImporter &n) {
-  Tensor x = floatInput(n, 0), t = truncated(x);
-  n.setOutput(0, keepLarge(x, select(compare(t, x, CompareDirection::gt), sub(t, scalar(x, 1)), t)));
+Tensor floorOf(Tensor x) {
+  Tensor t = truncated(x);
+  return keepLarge(x, select(compare(t, x, CompareDirection::gt), sub(t, scalar(x, 1)), t));
+}
+void floor(NodeImporter &n) { n.setOutput(0, floorOf(floatInput(n, 0))); }
+/// Round half to even, as ONNX (and NumPy) round.
+void round(NodeImporter &n) {
+  Tensor x = floatInput(n, 0), f = floorOf(x), fraction = sub(x, f), half = scalar(x, 0.5);
+  Tensor up = add(f, scalar(x, 1));
+  Tensor even = compare(floorOf(mul(f, half)), mul(f, half), CompareDirection::eq);
+  n.setOutput(0, select(compare(fraction, half, CompareDirection::gt), up,
+                        select(compare(fraction, half, CompareDirection::lt), f,
+                               select(even, f, up))));
+}
+void isInf(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  Tensor positive = compare(x, scalar(x, INFINITY), CompareDirection::eq);
+  Tensor negative = compare(x, scalar(x, -INFINITY), CompareDirection::eq);
+  bool detectPositive = n.attrInt("detect_positive", 1), detectNegative = n.attrInt("detect_negative", 1);
+  if (detectPositive && detectNegative)
+    n.setOutput(0, select(positive, positive, negative));
+  else if (detectPositive || detectNegative)
+    n.setOutput(0, detectPositive ? positive : negative);
+  else
+    n.setOutput(0, constant(n.g, 0.0, x.shape(), DType::i1));
+}
+/// fmod=1: C's fmod (the dividend's sign); fmod=0: the divisor's sign (integers only, as ONNX).
+void mod(NodeImporter &n) {
+  auto [a, b] = sameTypeInputs(n);
+  bool cStyle = n.attrInt("fmod", 0) != 0;
+  if (isFloat(a)) {
+    if (!cStyle)
+      fail(ImportErrorKind::BadFile, "Mod of floats needs fmod=1");
+    n.setOutput(0, sub(a, mul(b, truncated(div(a, b)))));
+    return;
+  }
+  Tensor r = sub(a, mul(b, div(a, b))); // integer div truncates
+  if (!cStyle) {
+    Tensor zero = scalar(r, 0);
+    Tensor differ = compare(isNegative(r), isNegative(b), CompareDirection::ne);
+    Tensor adjust = select(compare(r, zero, CompareDirection::ne), differ, compare(r, r, CompareDirection::ne));
+    r = select(adjust, add(r, b), r);
+  }
+  n.setOutput(0, r);
 }
 void ceil(NodeImporter &n) {
   Tensor x = floatInput(n, 0), t = truncated(x);
@@ -242,6 +283,9 @@ void addElementwiseOps(ConverterTable &t) {
   t["Cosh"] = cosh;
   t["Reciprocal"] = reciprocal;
   t["Floor"] = floor;
+  t["Round"] = round;
+  t["IsInf"] = isInf;
+  t["Mod"] = mod;
   t["Ceil"] = ceil;
   t["Sign"] = sign;
   t["IsNaN"] = isNaN;

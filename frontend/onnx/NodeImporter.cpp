@@ -102,6 +102,15 @@ int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const c
   return axis < 0 ? axis + rank : axis;
 }
 
+Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    if (d != axis)
+      dims.push_back(d);
+  Tensor spread = broadcastInDim(convert(indices, DType::i64), shape, dims);
+  return compare(iota(indices.graph(), shape, axis, DType::i64), spread, CompareDirection::eq);
+}
+
 Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation) {
   bool isIdentity = true;
   for (size_t i = 0; i < permutation.size(); ++i)
@@ -130,6 +139,8 @@ Converter findConverter(const std::string &opType) {
     addShapeOps(t);
     addReduceOps(t);
     addNeuralOps(t);
+    addMaskOps(t);
+    addLossOps(t);
     return t;
   }();
   auto it = table.find(opType);

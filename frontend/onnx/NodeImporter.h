@@ -91,12 +91,17 @@ void addElementwiseOps(ConverterTable &table);
 void addShapeOps(ConverterTable &table);
 void addReduceOps(ConverterTable &table);
 void addNeuralOps(ConverterTable &table);
+void addMaskOps(ConverterTable &table);
+void addLossOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 /// The converter of `opType` in the default domain, or null.
 Converter findConverter(const std::string &opType);
 
 /// Normalizes a possibly negative `axis` of a rank-`rank` tensor; fails naming `what`.
 int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const char *what);
+/// An i1 tensor of `shape`: true where the index along `axis` equals `indices` (integer, of
+/// `shape` without `axis`): one-hot rows, for Hardmax, OneHot and the losses' label picks.
+Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis);
 /// transpose that folds into a transpose producing `x` (and disappears when they cancel), so
 /// the NCHW <-> NHWC transposes around consecutive convolutions and pools vanish.
 Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation);

@@ -3,6 +3,7 @@
 // (Shape, Size, Constant, ConstantOfShape), which later ops may read as constants.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <cmath>
 #include <numeric>
 
 namespace smelt::onnx {
@@ -201,6 +202,44 @@ void padOp(NodeImporter &n) {
   n.setOutput(0, pad(x, low, high, value));
 }
 
+/// DepthToSpace and SpaceToDepth: a reshape to 6-D, a transpose, a reshape back.
+void depthToSpace(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int64_t b = n.attrInt("blocksize", 0);
+  if (x.rank() != 4 || b < 1 || x.dim(1) % (b * b))
+    fail(ImportErrorKind::BadFile, "DepthToSpace needs NCHW with C divisible by blocksize^2");
+  int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), c = C / (b * b);
+  bool crd = n.attrString("mode", "DCR") == "CRD";
+  Tensor six = crd ? transpose(reshape(x, {N, c, b, b, H, W}), {0, 1, 4, 2, 5, 3})
+                   : transpose(reshape(x, {N, b, b, c, H, W}), {0, 3, 4, 1, 5, 2});
+  n.setOutput(0, reshape(six, {N, c, H * b, W * b}));
+}
+void spaceToDepth(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int64_t b = n.attrInt("blocksize", 0);
+  if (x.rank() != 4 || b < 1 || x.dim(2) % b || x.dim(3) % b)
+    fail(ImportErrorKind::BadFile, "SpaceToDepth needs NCHW with H and W divisible by blocksize");
+  int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  Tensor six = transpose(reshape(x, {N, C, H / b, b, W / b, b}), {0, 3, 5, 1, 2, 4});
+  n.setOutput(0, reshape(six, {N, C * b * b, H / b, W / b}));
+}
+
+/// Range's length depends on its operands' values: they must be known now.
+void range(NodeImporter &n) {
+  const TensorValue &start = n.constantInput(0, "start"), &limit = n.constantInput(1, "limit"),
+                    &delta = n.constantInput(2, "delta");
+  double s = start.values.at(0), l = limit.values.at(0), d = delta.values.at(0);
+  if (d == 0)
+    fail(ImportErrorKind::BadFile, "Range's delta is 0");
+  TensorValue v;
+  v.type = start.type;
+  int64_t count = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+  for (int64_t i = 0; i < count; ++i)
+    v.values.push_back(s + double(i) * d);
+  v.shape = {count};
+  n.setConstantOutput(0, v);
+}
+
 void shapeOp(NodeImporter &n) {
   std::vector<int64_t> shape = n.input(0).shape();
   int64_t rank = int64_t(shape.size());
@@ -265,6 +304,9 @@ void addShapeOps(ConverterTable &t) {
   t["Expand"] = expand;
   t["Tile"] = tile;
   t["Pad"] = padOp;
+  t["DepthToSpace"] = depthToSpace;
+  t["SpaceToDepth"] = spaceToDepth;
+  t["Range"] = range;
   t["Shape"] = shapeOp;
   t["Size"] = size;
   t["Constant"] = constantOp;

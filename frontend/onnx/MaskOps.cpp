@@ -1,0 +1,88 @@
+// Converters of ONNX ops that are masks over indices, built from iota and compare: Hardmax
+// (one-hot of the argmax), OneHot, Trilu (a triangle of a matrix) and EyeLike.
+#include "frontend/onnx/NodeImporter.h"
+
+#include <numeric>
+
+namespace smelt::onnx {
+namespace {
+
+void hardmax(NodeImporter &n) {
+  Tensor x = n.input(0);
+  std::vector<int64_t> shape = x.shape();
+  auto oneHotMax = [](Tensor t, int64_t axis) {
+    return convert(indexMask(argmax(t, axis), t.shape(), axis), t.dtype());
+  };
+  if (n.opset >= 13) {
+    n.setOutput(0, oneHotMax(x, normalizeAxis(n, n.attrInt("axis", -1), x.rank(), "axis")));
+    return;
+  }
+  // Before opset 13 the input is read as 2-D, as for Softmax.
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 1), x.rank(), "axis");
+  int64_t outer = std::accumulate(shape.begin(), shape.begin() + axis, int64_t(1), std::multiplies<>());
+  int64_t inner = std::accumulate(shape.begin() + axis, shape.end(), int64_t(1), std::multiplies<>());
+  n.setOutput(0, reshape(oneHotMax(reshape(x, {outer, inner}), 1), shape));
+}
+
+void oneHot(NodeImporter &n) {
+  Tensor indices = convert(n.input(0), DType::i64), values = n.input(2);
+  const TensorValue &depthValue = n.constantInput(1, "depth");
+  if (depthValue.values.size() != 1 || values.numElements() != 2)
+    fail(ImportErrorKind::BadFile, "depth must be a scalar and values [off, on]");
+  int64_t depth = int64_t(depthValue.values[0]);
+  std::vector<int64_t> shape = indices.shape();
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", -1), indices.rank() + 1, "axis");
+  shape.insert(shape.begin() + axis, depth);
+  // Negative indices count from the end.
+  Tensor depthTensor = constant(n.g, double(depth), {}, DType::i64);
+  indices = select(compare(indices, constant(n.g, 0.0, {}, DType::i64), CompareDirection::lt),
+                   add(indices, depthTensor), indices);
+  Tensor flat = reshape(values, {2});
+  Tensor off = reshape(slice(flat, {0}, {1}), {}), on = reshape(slice(flat, {1}, {2}), {});
+  n.setOutput(0, select(indexMask(indices, shape, axis), on, off));
+}
+
+void trilu(NodeImporter &n) {
+  Tensor x = n.input(0);
+  if (x.rank() < 2)
+    fail(ImportErrorKind::BadFile, "Trilu needs a rank of at least 2");
+  int64_t k = n.hasInput(1) ? n.intsInput(1, "k").at(0) : 0;
+  std::vector<int64_t> shape = x.shape();
+  Tensor row = iota(n.g, shape, x.rank() - 2), column = iota(n.g, shape, x.rank() - 1);
+  Tensor offset = sub(column, row), kTensor = constant(n.g, double(k), {}, DType::i64);
+  bool upper = n.attrInt("upper", 1) != 0;
+  Tensor keep = compare(offset, kTensor, upper ? CompareDirection::ge : CompareDirection::le);
+  n.setOutput(0, select(keep, x, scalarLike(x, 0)));
+}
+
+void eyeLike(NodeImporter &n) {
+  Tensor x = n.input(0);
+  if (x.rank() != 2)
+    fail(ImportErrorKind::BadFile, "EyeLike takes a 2-D input");
+  DType dtype = x.dtype();
+  if (const ::onnx::AttributeProto *a = n.attribute("dtype")) {
+    std::optional<DType> given = smeltDType(int(a->i()));
+    if (!given)
+      fail(ImportErrorKind::UnsupportedDtype, "dtype " + onnxTypeName(int(a->i())));
+    dtype = *given;
+  }
+  TensorValue eye;
+  eye.type = toValueType(dtype);
+  eye.shape = x.shape();
+  int64_t k = n.attrInt("k", 0);
+  for (int64_t i = 0; i < eye.shape[0]; ++i)
+    for (int64_t j = 0; j < eye.shape[1]; ++j)
+      eye.values.push_back(j - i == k ? 1.0 : 0.0);
+  n.setConstantOutput(0, eye);
+}
+
+} // namespace
+
+void addMaskOps(ConverterTable &t) {
+  t["Hardmax"] = hardmax;
+  t["OneHot"] = oneHot;
+  t["Trilu"] = trilu;
+  t["EyeLike"] = eyeLike;
+}
+
+} // namespace smelt::onnx
