@@ -102,6 +102,19 @@ int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const c
   return axis < 0 ? axis + rank : axis;
 }
 
+std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t> b) {
+  if (a.size() < b.size())
+    std::swap(a, b);
+  b.insert(b.begin(), a.size() - b.size(), 1);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
+      fail(ImportErrorKind::BadFile, "shapes " + shapeString(a) + " and " + shapeString(b) +
+                                         " do not broadcast");
+    a[i] = a[i] == 1 ? b[i] : a[i];
+  }
+  return a;
+}
+
 Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis) {
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < int64_t(shape.size()); ++d)

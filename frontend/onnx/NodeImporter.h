@@ -74,6 +74,16 @@ public:
   /// Sets output `i` to a constant of `value`, known for later static uses.
   void setConstantOutput(int i, const TensorValue &value);
 
+  /// True when input `i` is present and its contents are known now.
+  bool isKnown(int i) const { return hasInput(i) && values_.constants.count(node.input(i)); }
+  /// The tensor setOutput gave output `i`.
+  Tensor output(int i) const { return values_.tensors.at(node.output(i)); }
+  /// The known contents of output `i`'s value, if it has some.
+  const TensorValue *knownOutput(int i) const {
+    auto it = values_.constants.find(node.output(i));
+    return it == values_.constants.end() ? nullptr : &it->second;
+  }
+
   /// An UnsupportedAttribute failure ("pads must be non-negative").
   [[noreturn]] void unsupported(const std::string &reason) const;
 
@@ -94,11 +104,20 @@ void addNeuralOps(ConverterTable &table);
 void addMaskOps(ConverterTable &table);
 void addLossOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
+/// Import-time evaluation of nodes whose inputs are all known (the Shape -> Slice -> Concat ->
+/// Reshape chains exporters write): true when `n`'s outputs were set as known values.
+bool foldKnownNode(NodeImporter &n);
+/// After a shape-only op (Reshape, Squeeze, Slice, ...) converted a known input: its output is
+/// known too.
+void recordKnownResult(NodeImporter &n);
+
 /// The converter of `opType` in the default domain, or null.
 Converter findConverter(const std::string &opType);
 
 /// Normalizes a possibly negative `axis` of a rank-`rank` tensor; fails naming `what`.
 int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const char *what);
+/// NumPy's two-way broadcast of two shapes; fails when they do not broadcast.
+std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t> b);
 /// An i1 tensor of `shape`: true where the index along `axis` equals `indices` (integer, of
 /// `shape` without `axis`): one-hot rows, for Hardmax, OneHot and the losses' label picks.
 Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis);

@@ -141,11 +141,14 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
     if (controlFlow.count(node.op_type()))
       fail(ImportErrorKind::ControlFlow,
            "control flow (subgraphs) does not map onto Smelt's static dataflow graphs");
+    NodeImporter n(g, node, values, opset);
+    if (foldKnownNode(n))
+      return;
     Converter convert = findConverter(node.op_type());
     if (!convert)
       fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
-    NodeImporter n(g, node, values, opset);
     g.atomically([&] { convert(n); });
+    recordKnownResult(n);
   } catch (const Failure &f) {
     throw Failure{f.kind, where + ": " + f.message, f.value};
   } catch (const BuildError &e) {

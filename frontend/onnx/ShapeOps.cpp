@@ -154,20 +154,6 @@ void sliceOp(NodeImporter &n) {
   n.setOutput(0, slice(x, start, limit, stride));
 }
 
-/// NumPy's two-way broadcast of two shapes.
-std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t> b) {
-  if (a.size() < b.size())
-    std::swap(a, b);
-  b.insert(b.begin(), a.size() - b.size(), 1);
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
-      fail(ImportErrorKind::BadFile, "shapes " + shapeString(a) + " and " + shapeString(b) +
-                                         " do not broadcast");
-    a[i] = a[i] == 1 ? b[i] : a[i];
-  }
-  return a;
-}
-
 void expand(NodeImporter &n) {
   Tensor x = n.input(0);
   n.setOutput(0, broadcastTo(x, broadcastShapes(x.shape(), n.intsInput(1, "the shape"))));
