@@ -145,7 +145,7 @@ Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation) {
   return transpose(x, permutation);
 }
 
-Converter findConverter(const std::string &opType) {
+static const ConverterTable &converters() {
   static const ConverterTable table = [] {
     ConverterTable t;
     addElementwiseOps(t);
@@ -156,8 +156,19 @@ Converter findConverter(const std::string &opType) {
     addLossOps(t);
     return t;
   }();
-  auto it = table.find(opType);
-  return it == table.end() ? nullptr : it->second;
+  return table;
+}
+
+Converter findConverter(const std::string &opType) {
+  auto it = converters().find(opType);
+  return it == converters().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> supportedOps() {
+  std::vector<std::string> ops;
+  for (const auto &[op, convert] : converters())
+    ops.push_back(op);
+  return ops;
 }
 
 } // namespace smelt::onnx

@@ -78,6 +78,9 @@ public:
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importModel(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context);
 
+/// The op types (default domain) the importer maps, sorted.
+std::vector<std::string> supportedOps();
+
 /// Reads a serialized TensorProto (the .pb files of ONNX's test data).
 llvm::Expected<TensorValue> readTensorFile(const std::string &path);
 

@@ -241,6 +241,13 @@ int main(int argc, char **argv) {
     llvm::errs() << "no claimed ops read from " << claimedPath << "\n";
     return 1;
   }
+  // A claimed op the importer does not map is a mistake in the list.
+  std::vector<std::string> supported = importer::supportedOps();
+  for (const std::string &op : claimed)
+    if (!std::count(supported.begin(), supported.end(), op)) {
+      llvm::errs() << claimedPath << ": claims " << op << ", which the importer does not map\n";
+      return 1;
+    }
   std::vector<fs::path> tests;
   for (const auto &entry : fs::directory_iterator(dataDir))
     if (entry.path().filename().string().starts_with("test_") &&
