@@ -1,6 +1,7 @@
 // Converters of ONNX's shape ops, all static: Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
-// Concat, Split, Slice, Expand, Tile, Pad, and the ops whose result is known at import time
-// (Shape, Size, Constant, ConstantOfShape), which later ops may read as constants.
+// Concat, Split, Slice, Gather (known indices), Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
+// and the ops whose result is known at import time (Shape, Size, Constant, ConstantOfShape,
+// Range), which later ops may read as constants.
 #include "frontend/onnx/NodeImporter.h"
 
 #include <cmath>
@@ -154,6 +155,32 @@ void sliceOp(NodeImporter &n) {
   n.setOutput(0, slice(x, start, limit, stride));
 }
 
+/// Gather with indices known at import time: a concat of one-wide slices. Smelt has no gather
+/// op, so indices that are only known at run time are refused.
+void gather(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis");
+  const TensorValue &indices = n.constantInput(1, "the indices (Smelt has no gather op)");
+  if (indices.values.empty())
+    n.unsupported("an empty list of indices");
+  std::vector<Tensor> parts;
+  for (double v : indices.values) {
+    int64_t i = int64_t(v) < 0 ? int64_t(v) + x.dim(axis) : int64_t(v);
+    if (i < 0 || i >= x.dim(axis))
+      fail(ImportErrorKind::BadFile, "index " + std::to_string(int64_t(v)) +
+                                         " is out of range for a dimension of " +
+                                         std::to_string(x.dim(axis)));
+    std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape();
+    start[size_t(axis)] = i;
+    limit[size_t(axis)] = i + 1;
+    parts.push_back(slice(x, start, limit));
+  }
+  std::vector<int64_t> shape = x.shape();
+  shape.erase(shape.begin() + axis);
+  shape.insert(shape.begin() + axis, indices.shape.begin(), indices.shape.end());
+  n.setOutput(0, reshape(parts.size() == 1 ? parts[0] : concat(parts, axis), shape));
+}
+
 void expand(NodeImporter &n) {
   Tensor x = n.input(0);
   n.setOutput(0, broadcastTo(x, broadcastShapes(x.shape(), n.intsInput(1, "the shape"))));
@@ -288,6 +315,7 @@ void addShapeOps(ConverterTable &t) {
   t["Split"] = split;
   t["Slice"] = sliceOp;
   t["Expand"] = expand;
+  t["Gather"] = gather;
   t["Tile"] = tile;
   t["Pad"] = padOp;
   t["DepthToSpace"] = depthToSpace;

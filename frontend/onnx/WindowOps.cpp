@@ -1,5 +1,5 @@
-// Converters of ONNX's windowed ops: Conv, MaxPool, AveragePool (1-D and 2-D; 1-D as 2-D with
-// a height of 1) and the global pools. ONNX is NCHW, Smelt's conv2d and pools NHWC: the input
+// Converters of ONNX's windowed ops: Conv, ConvTranspose, MaxPool, AveragePool (1-D and 2-D;
+// 1-D as 2-D with a height of 1) and the global pools. ONNX is NCHW, Smelt's conv2d and pools NHWC: the input
 // is transposed in and the result back out with foldingTranspose, so between two consecutive
 // windowed ops the pair cancels and no transpose is left.
 #include "frontend/onnx/NodeImporter.h"
@@ -104,6 +104,64 @@ void conv(NodeImporter &n) {
   n.setOutput(0, lower(y, spatial.size() == 1));
 }
 
+/// ConvTranspose is the gradient of a convolution with respect to its input: conv2d's
+/// backward-input op, whose forward convolution maps the result's C_out channels to X's C_in.
+void convTranspose(NodeImporter &n) {
+  Tensor x = n.input(0), w = n.input(1);
+  std::vector<int64_t> spatial = spatialDims(n, x), filterShape = w.shape();
+  size_t rank = spatial.size();
+  if (n.attrInt("group", 1) != 1)
+    n.unsupported("group=" + std::to_string(n.attrInt("group", 1)));
+  if (w.rank() != x.rank())
+    fail(ImportErrorKind::BadFile, "the filter's rank differs from the input's");
+  std::vector<int64_t> kernel(filterShape.begin() + 2, filterShape.end()), ones(rank, 1);
+  std::vector<int64_t> strides = n.attrInts("strides", ones), dilation = n.attrInts("dilations", ones);
+  std::vector<int64_t> outputPadding = n.attrInts("output_padding", std::vector<int64_t>(rank, 0));
+  std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * rank, 0));
+  std::vector<int64_t> outputShape = n.attrInts("output_shape", {});
+  if (outputShape.size() == rank + 2)
+    outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
+  std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  if (strides.size() != rank || dilation.size() != rank || outputPadding.size() != rank ||
+      pads.size() != 2 * rank || (!outputShape.empty() && outputShape.size() != rank))
+    fail(ImportErrorKind::BadFile, "strides, dilations, pads, output_padding or output_shape do "
+                                   "not match the input's spatial rank");
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t full = strides[i] * (spatial[i] - 1) + outputPadding[i] + (kernel[i] - 1) * dilation[i] + 1;
+    if (!outputShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      // ONNX's rule: the padding that gives the requested size, its smaller half first for
+      // SAME_UPPER and its larger half first otherwise.
+      out[i] = outputShape.empty() ? spatial[i] * strides[i] : outputShape[i];
+      // A larger output than the convolution covers gets zeros at the end, as output_padding
+      // does, which must stay below the stride.
+      int64_t total = std::max<int64_t>(full - out[i], 0);
+      outputPadding[i] += std::max<int64_t>(out[i] - full, 0);
+      pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + rank] = total - pads[i];
+    } else {
+      if (autoPad == "VALID")
+        pads[i] = pads[i + rank] = 0;
+      out[i] = full - pads[i] - pads[i + rank];
+    }
+    if (strides[i] < 1 || dilation[i] < 1 || pads[i] < 0 || pads[i + rank] < 0 ||
+        outputPadding[i] >= strides[i])
+      n.unsupported("negative pads, or output_padding not below the stride");
+  }
+  bool oneD = rank == 1;
+  Pair strides2 = {oneD ? 1 : strides[0], strides.back()};
+  Pair dilation2 = {oneD ? 1 : dilation[0], dilation.back()};
+  Quad padding = {oneD ? 0 : pads[0], oneD ? 0 : pads[2], oneD ? pads[0] : pads[1],
+                  oneD ? pads[1] : pads[3]};
+  std::vector<int64_t> resultShape = {x.dim(0), oneD ? 1 : out[0], out.back(), filterShape[1]};
+  Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [C_in, C_out, KH, KW] -> [KH, KW, C_out, C_in]
+  Tensor y = conv2dBackwardInput(foldingTranspose(lift(x), kToNhwc), filter, resultShape,
+                                 strides2, padding, dilation2);
+  if (std::optional<Tensor> bias = n.optionalInput(2))
+    y = add(y, *bias);
+  n.setOutput(0, lower(y, oneD));
+}
+
 void pool(NodeImporter &n, bool isMax) {
   if (n.wantsOutput(1))
     n.unsupported("the Indices output");
@@ -152,6 +210,7 @@ void globalAveragePool(NodeImporter &n) { globalPool(n, false); }
 
 void addWindowOps(ConverterTable &t) {
   t["Conv"] = conv;
+  t["ConvTranspose"] = convTranspose;
   t["MaxPool"] = maxPool;
   t["AveragePool"] = averagePool;
   t["GlobalMaxPool"] = globalMaxPool;
