@@ -1,11 +1,12 @@
 // Converters of ONNX's network ops outside convolution and pooling: MatMul (NumPy batch
 // broadcasting, 1-D operands), Gemm, Softmax/LogSoftmax (both opset conventions), the
-// inference forms of BatchNormalization, InstanceNormalization and LayerNormalization, and
-// Dropout (the identity at inference).
+// inference forms of BatchNormalization, InstanceNormalization and LayerNormalization, LRN,
+// MeanVarianceNormalization, and Dropout (the identity at inference).
 #include "frontend/onnx/NodeImporter.h"
 
 #include "frontend/Layers.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace smelt::onnx {
@@ -143,6 +144,43 @@ void layerNormalization(NodeImporter &n) {
   n.setOutput(2, inv);
 }
 
+/// Local response normalization across channels: x / (bias + alpha/size * sum x^2)^beta, the
+/// sum over a window of `size` channels (zero padded), as a sum of shifted slices.
+void lrn(NodeImporter &n) {
+  Tensor x = floatOperand(n, 0);
+  int64_t size = n.attrInt("size", 0), channels = x.dim(1);
+  if (size < 1 || x.rank() < 3)
+    fail(ImportErrorKind::BadFile, "LRN needs size >= 1 and an [N, C, ...] input");
+  std::vector<int64_t> low(size_t(x.rank()), 0), high(size_t(x.rank()), 0);
+  low[1] = (size - 1) / 2;
+  high[1] = size - 1 - low[1];
+  Tensor padded = pad(mul(x, x), low, high);
+  Tensor sum;
+  for (int64_t k = 0; k < size; ++k) {
+    std::vector<int64_t> start(size_t(x.rank()), 0), limit = padded.shape();
+    start[1] = k;
+    limit[1] = k + channels;
+    Tensor part = slice(padded, start, limit);
+    sum = k ? add(sum, part) : part;
+  }
+  double alpha = n.attrFloat("alpha", 1e-4), beta = n.attrFloat("beta", 0.75);
+  Tensor base = add(mul(sum, scalarLike(x, alpha / double(size))),
+                    scalarLike(x, n.attrFloat("bias", 1.0)));
+  n.setOutput(0, div(x, pow(base, beta)));
+}
+
+/// (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default N, H, W), as ONNX's function body.
+void meanVarianceNormalization(NodeImporter &n) {
+  Tensor x = floatOperand(n, 0);
+  std::vector<int64_t> axes;
+  for (int64_t a : n.attrInts("axes", {0, 2, 3}))
+    axes.push_back(normalizeAxis(n, a, x.rank(), "axis"));
+  std::sort(axes.begin(), axes.end());
+  Tensor mu = mean(x, axes, KeepDims::yes);
+  Tensor variance = sub(mean(mul(x, x), axes, KeepDims::yes), mul(mu, mu));
+  n.setOutput(0, div(sub(x, mu), add(sqrt(variance), scalarLike(x, 1e-9))));
+}
+
 void dropout(NodeImporter &n) {
   if (n.opset >= 12 && n.hasInput(2) &&
       n.constantInput(2, "training_mode").values.at(0) != 0)
@@ -164,6 +202,8 @@ void addNeuralOps(ConverterTable &t) {
   t["InstanceNormalization"] = instanceNormalization;
   t["LayerNormalization"] = layerNormalization;
   t["Dropout"] = dropout;
+  t["LRN"] = lrn;
+  t["MeanVarianceNormalization"] = meanVarianceNormalization;
   addWindowOps(t);
 }
 

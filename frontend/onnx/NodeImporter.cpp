@@ -115,6 +115,17 @@ std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t
   return a;
 }
 
+Tensor pickAlong(Tensor x, int64_t axis, const std::vector<int64_t> &indices) {
+  std::vector<Tensor> parts;
+  for (int64_t i : indices) {
+    std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape();
+    start[size_t(axis)] = i;
+    limit[size_t(axis)] = i + 1;
+    parts.push_back(slice(x, start, limit));
+  }
+  return parts.size() == 1 ? parts[0] : concat(parts, axis);
+}
+
 Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis) {
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < int64_t(shape.size()); ++d)

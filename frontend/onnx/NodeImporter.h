@@ -118,6 +118,9 @@ Converter findConverter(const std::string &opType);
 int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const char *what);
 /// NumPy's two-way broadcast of two shapes; fails when they do not broadcast.
 std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t> b);
+/// The entries `indices` (in range, in that order) of `x` along `axis`: a concat of one-wide
+/// slices, for gathers, reversals and reflections with indices known at import time.
+Tensor pickAlong(Tensor x, int64_t axis, const std::vector<int64_t> &indices);
 /// An i1 tensor of `shape`: true where the index along `axis` equals `indices` (integer, of
 /// `shape` without `axis`): one-hot rows, for Hardmax, OneHot and the losses' label picks.
 Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis);

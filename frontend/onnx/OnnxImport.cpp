@@ -228,7 +228,7 @@ llvm::Error parseInputShape(const std::string &spec, ImportOptions &options) {
     auto [head, tail] = dims.split('x');
     int64_t d;
     if (head.getAsInteger(10, d) || d < 0)
-      return bad("'" + head.str() + "' is not a dimension size");
+      return bad(("'" + head + "' is not a dimension size").str());
     if (tail.empty() && dims.ends_with("x"))
       return bad("the shape ends in 'x'");
     shape.push_back(d);

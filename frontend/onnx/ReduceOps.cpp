@@ -1,13 +1,60 @@
-// Converters of ONNX's reductions (ReduceSum/Mean/Max/Min and the L1, L2, SumSquare, LogSum,
-// LogSumExp compositions) with axes, keepdims and noop_with_empty_axes, and ArgMax/ArgMin.
+// Converters of ONNX's reductions (ReduceSum/Mean/Max/Min and the Prod, L1, L2, SumSquare,
+// LogSum, LogSumExp compositions) with axes, keepdims and noop_with_empty_axes, ArgMax/ArgMin
+// and CumSum.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <numeric>
 #include <set>
 
 namespace smelt::onnx {
 namespace {
 
-enum class Reduction { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
+enum class Reduction { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
+
+/// Smelt has no product reduction: the sign from the count of negative factors, the magnitude
+/// exp(sum(log|x|)) (within ONNX's tolerance in float), 0 where a factor is 0.
+Tensor product(const NodeImporter &n, Tensor x, const std::vector<int64_t> &axes, KeepDims keep) {
+  DType d = x.dtype();
+  if (d != DType::f32 && d != DType::f16 && d != DType::bf16 && d != DType::f64)
+    fail(ImportErrorKind::UnsupportedDtype, "ReduceProd of " + std::string(dtypeName(d)) +
+                                                " (Smelt computes it on floats only)");
+  Tensor zero = scalarLike(x, 0), one = scalarLike(x, 1);
+  Tensor isZero = compare(x, zero, CompareDirection::eq);
+  Tensor anyZero = reduceMax(convert(isZero, d), axes, keep);
+  Tensor magnitude = exp(reduceSum(log(select(isZero, one, abs(x))), axes, keep));
+  Tensor negatives = reduceSum(convert(compare(x, zero, CompareDirection::lt), d), axes, keep);
+  Tensor half = mul(negatives, scalarLike(x, 0.5));
+  Tensor odd = compare(convert(convert(half, DType::i64), d), half, CompareDirection::ne);
+  Tensor withSign = select(odd, neg(magnitude), magnitude);
+  return select(compare(anyZero, zero, CompareDirection::gt), scalarLike(withSign, 0), withSign);
+}
+
+/// CumSum as a matmul with a triangle of ones along the axis (integers in f64, exact below
+/// 2^53): exclusive drops the diagonal, reverse flips the triangle.
+void cumSum(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int64_t axis = normalizeAxis(n, n.intsInput(1, "the axis").at(0), x.rank(), "axis");
+  DType d = x.dtype();
+  bool isFloat = d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f64;
+  Tensor work = convert(x, isFloat ? d : DType::f64);
+  std::vector<int64_t> toLast(size_t(x.rank()));
+  std::iota(toLast.begin(), toLast.end(), 0);
+  toLast.erase(toLast.begin() + axis);
+  toLast.push_back(axis);
+  std::vector<int64_t> back(toLast.size());
+  for (size_t i = 0; i < toLast.size(); ++i)
+    back[size_t(toLast[i])] = int64_t(i);
+  Tensor last = transpose(work, toLast);
+  int64_t length = x.dim(axis), rows = last.numElements() / std::max<int64_t>(length, 1);
+  bool exclusive = n.attrInt("exclusive", 0), reverse = n.attrInt("reverse", 0);
+  std::vector<double> triangle;
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j) // out[j] sums x[i] over these i
+      triangle.push_back(reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j));
+  Tensor sums = matmul(reshape(last, {rows, length}),
+                       constant(n.g, triangle, {length, length}, work.dtype()));
+  n.setOutput(0, convert(transpose(reshape(sums, last.shape()), back), d));
+}
 
 void reduceOp(NodeImporter &n, Reduction kind) {
   Tensor x = n.input(0);
@@ -42,6 +89,9 @@ void reduceOp(NodeImporter &n, Reduction kind) {
   case Reduction::Min:
     y = reduceMin(x, axes, keep);
     break;
+  case Reduction::Prod:
+    y = product(n, x, axes, keep);
+    break;
   case Reduction::SumSquare:
     y = reduceSum(mul(x, x), axes, keep);
     break;
@@ -70,10 +120,19 @@ template <Reduction K> void reduction(NodeImporter &n) { reduceOp(n, K); }
 
 void argExtreme(NodeImporter &n, bool isMax) {
   Tensor x = n.input(0);
-  if (n.attrInt("select_last_index", 0))
-    n.unsupported("select_last_index=1 (Smelt's argmax picks the first of ties)");
   int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis");
-  Tensor index = argmax(isMax ? x : neg(x), axis);
+  Tensor scores = isMax ? x : neg(x);
+  Tensor index;
+  if (n.attrInt("select_last_index", 0)) {
+    // Smelt's argmax picks the first of ties: the first in the reversed axis is the last.
+    std::vector<int64_t> reversed;
+    for (int64_t k = x.dim(axis) - 1; k >= 0; --k)
+      reversed.push_back(k);
+    Tensor first = argmax(pickAlong(scores, axis, reversed), axis);
+    index = sub(constant(n.g, double(x.dim(axis) - 1), {}, DType::i64), first);
+  } else {
+    index = argmax(scores, axis);
+  }
   if (n.attrInt("keepdims", 1)) {
     std::vector<int64_t> shape = x.shape();
     shape[size_t(axis)] = 1;
@@ -91,7 +150,9 @@ void addReduceOps(ConverterTable &t) {
   t["ReduceMean"] = reduction<Reduction::Mean>;
   t["ReduceMax"] = reduction<Reduction::Max>;
   t["ReduceMin"] = reduction<Reduction::Min>;
+  t["ReduceProd"] = reduction<Reduction::Prod>;
   t["ReduceSumSquare"] = reduction<Reduction::SumSquare>;
+  t["CumSum"] = cumSum;
   t["ReduceL1"] = reduction<Reduction::L1>;
   t["ReduceL2"] = reduction<Reduction::L2>;
   t["ReduceLogSum"] = reduction<Reduction::LogSum>;

@@ -139,11 +139,26 @@ void sliceOp(NodeImporter &n) {
     fail(ImportErrorKind::BadFile, "starts, ends, axes and steps differ in length");
   std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape(),
                        stride(size_t(x.rank()), 1);
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> backwards; // axis, entries
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = normalizeAxis(n, axes[i], x.rank(), "axis"), dim = x.dim(a);
-    if (steps[i] <= 0)
-      n.unsupported("a slice step of " + std::to_string(steps[i]) +
-                    " (Smelt's slice steps forward)");
+    if (steps[i] == 0)
+      fail(ImportErrorKind::BadFile, "a slice step of 0");
+    if (steps[i] < 0) {
+      // Backwards: the picked entries, in order (ONNX clamps start to [0, dim - 1] and end to
+      // [-1, dim - 1]).
+      auto clampBack = [dim](int64_t v) {
+        v = v < 0 ? v + dim : v;
+        return std::clamp<int64_t>(v, -1, dim - 1);
+      };
+      std::vector<int64_t> picks;
+      for (int64_t k = clampBack(starts[i]); k > clampBack(ends[i]); k += steps[i])
+        picks.push_back(k);
+      if (picks.empty())
+        n.unsupported("an empty backwards slice");
+      backwards.push_back({a, picks});
+      continue;
+    }
     auto clampIndex = [dim](int64_t v) {
       v = v < 0 ? (v < -dim ? 0 : v + dim) : v;
       return std::min(v, dim);
@@ -152,7 +167,10 @@ void sliceOp(NodeImporter &n) {
     limit[size_t(a)] = std::max(start[size_t(a)], clampIndex(ends[i]));
     stride[size_t(a)] = steps[i];
   }
-  n.setOutput(0, slice(x, start, limit, stride));
+  Tensor y = slice(x, start, limit, stride);
+  for (const auto &[axis, picks] : backwards)
+    y = pickAlong(y, axis, picks);
+  n.setOutput(0, y);
 }
 
 /// Gather with indices known at import time: a concat of one-wide slices. Smelt has no gather
@@ -163,22 +181,19 @@ void gather(NodeImporter &n) {
   const TensorValue &indices = n.constantInput(1, "the indices (Smelt has no gather op)");
   if (indices.values.empty())
     n.unsupported("an empty list of indices");
-  std::vector<Tensor> parts;
+  std::vector<int64_t> picks;
   for (double v : indices.values) {
     int64_t i = int64_t(v) < 0 ? int64_t(v) + x.dim(axis) : int64_t(v);
     if (i < 0 || i >= x.dim(axis))
       fail(ImportErrorKind::BadFile, "index " + std::to_string(int64_t(v)) +
                                          " is out of range for a dimension of " +
                                          std::to_string(x.dim(axis)));
-    std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape();
-    start[size_t(axis)] = i;
-    limit[size_t(axis)] = i + 1;
-    parts.push_back(slice(x, start, limit));
+    picks.push_back(i);
   }
   std::vector<int64_t> shape = x.shape();
   shape.erase(shape.begin() + axis);
   shape.insert(shape.begin() + axis, indices.shape.begin(), indices.shape.end());
-  n.setOutput(0, reshape(parts.size() == 1 ? parts[0] : concat(parts, axis), shape));
+  n.setOutput(0, reshape(pickAlong(x, axis, picks), shape));
 }
 
 void expand(NodeImporter &n) {
@@ -199,8 +214,9 @@ void tile(NodeImporter &n) {
 
 void padOp(NodeImporter &n) {
   Tensor x = n.input(0);
-  if (std::string mode = n.attrString("mode", "constant"); mode != "constant")
-    n.unsupported("pad mode '" + mode + "' (Smelt pads with a constant)");
+  std::string mode = n.attrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    n.unsupported("pad mode '" + mode + "'");
   std::vector<int64_t> pads = n.opset >= 11 ? n.intsInput(1, "pads") : n.attrInts("pads", {});
   double value = n.opset >= 11 ? (n.hasInput(2) ? n.constantInput(2, "the pad value").values.at(0)
                                                 : 0.0)
@@ -212,7 +228,27 @@ void padOp(NodeImporter &n) {
   for (int64_t p : pads)
     if (p < 0)
       n.unsupported("negative pads (cropping)");
-  n.setOutput(0, pad(x, low, high, value));
+  if (mode == "constant") {
+    n.setOutput(0, pad(x, low, high, value));
+    return;
+  }
+  // edge repeats the border entry, reflect mirrors the entries next to it: both are picks.
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    int64_t dim = x.dim(d), before = low[size_t(d)], after = high[size_t(d)];
+    if (!before && !after)
+      continue;
+    if (mode == "reflect" && (before >= dim || after >= dim))
+      n.unsupported("reflect pads as large as the dimension");
+    std::vector<int64_t> picks;
+    for (int64_t k = before; k > 0; --k)
+      picks.push_back(mode == "edge" ? 0 : k);
+    for (int64_t k = 0; k < dim; ++k)
+      picks.push_back(k);
+    for (int64_t k = 1; k <= after; ++k)
+      picks.push_back(mode == "edge" ? dim - 1 : dim - 1 - k);
+    x = pickAlong(x, d, picks);
+  }
+  n.setOutput(0, x);
 }
 
 /// DepthToSpace and SpaceToDepth: a reshape to 6-D, a transpose, a reshape back.
