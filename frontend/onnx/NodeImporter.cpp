@@ -165,6 +165,7 @@ static const ConverterTable &converters() {
     addNeuralOps(t);
     addMaskOps(t);
     addLossOps(t);
+    addGatherOps(t);
     return t;
   }();
   return table;

@@ -1,5 +1,5 @@
 // Converters of ONNX's shape ops, all static: Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
-// Concat, Split, Slice, Gather (known indices), Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
+// Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
 // and the ops whose result is known at import time (Shape, Size, Constant, ConstantOfShape,
 // Range), which later ops may read as constants.
 #include "frontend/onnx/NodeImporter.h"
@@ -173,29 +173,6 @@ void sliceOp(NodeImporter &n) {
   n.setOutput(0, y);
 }
 
-/// Gather with indices known at import time: a concat of one-wide slices. Smelt has no gather
-/// op, so indices that are only known at run time are refused.
-void gather(NodeImporter &n) {
-  Tensor x = n.input(0);
-  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis");
-  const TensorValue &indices = n.constantInput(1, "the indices (Smelt has no gather op)");
-  if (indices.values.empty())
-    n.unsupported("an empty list of indices");
-  std::vector<int64_t> picks;
-  for (double v : indices.values) {
-    int64_t i = int64_t(v) < 0 ? int64_t(v) + x.dim(axis) : int64_t(v);
-    if (i < 0 || i >= x.dim(axis))
-      fail(ImportErrorKind::BadFile, "index " + std::to_string(int64_t(v)) +
-                                         " is out of range for a dimension of " +
-                                         std::to_string(x.dim(axis)));
-    picks.push_back(i);
-  }
-  std::vector<int64_t> shape = x.shape();
-  shape.erase(shape.begin() + axis);
-  shape.insert(shape.begin() + axis, indices.shape.begin(), indices.shape.end());
-  n.setOutput(0, reshape(pickAlong(x, axis, picks), shape));
-}
-
 void expand(NodeImporter &n) {
   Tensor x = n.input(0);
   n.setOutput(0, broadcastTo(x, broadcastShapes(x.shape(), n.intsInput(1, "the shape"))));
@@ -351,7 +328,6 @@ void addShapeOps(ConverterTable &t) {
   t["Split"] = split;
   t["Slice"] = sliceOp;
   t["Expand"] = expand;
-  t["Gather"] = gather;
   t["Tile"] = tile;
   t["Pad"] = padOp;
   t["DepthToSpace"] = depthToSpace;
