@@ -10,7 +10,7 @@ using ::onnx::AttributeProto;
 
 Tensor NodeImporter::input(int i) const {
   if (!hasInput(i))
-    unsupported("input " + std::to_string(i) + " is required but missing");
+    fail(ImportErrorKind::BadFile, "input " + std::to_string(i) + " is required but missing");
   const std::string &name = node.input(i);
   if (auto it = values_.tensors.find(name); it != values_.tensors.end())
     return it->second;

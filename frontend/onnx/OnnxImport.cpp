@@ -154,6 +154,8 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
   } catch (const BuildError &e) {
     throw Failure{ImportErrorKind::Internal, where + ": Smelt refused the mapped ops: " + e.what(),
                   ""};
+  } catch (const std::exception &e) { // a malformed node (a missing attribute value ...)
+    throw Failure{ImportErrorKind::BadFile, where + ": " + e.what(), ""};
   }
 }
 
@@ -210,6 +212,8 @@ importModel(const std::string &path, const ImportOptions &options, mlir::MLIRCon
     return llvm::make_error<ImportError>(f.kind, path + ": " + f.message, f.value);
   } catch (const BuildError &e) {
     return llvm::make_error<ImportError>(ImportErrorKind::Internal, path + ": " + e.what());
+  } catch (const std::exception &e) { // out of memory, a malformed model's missing values
+    return llvm::make_error<ImportError>(ImportErrorKind::BadFile, path + ": " + e.what());
   }
 }
 

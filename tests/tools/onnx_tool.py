@@ -83,6 +83,22 @@ def conv_pool(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def malformed(path):
+    """A Cast without its 'to' attribute (onnx.checker would refuse it; the importer must too)."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], name="c")], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def uint8_input(path):
+    """Relu of a uint8 input: a dtype Smelt does not have."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, [2])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def truncate(src, dst, fraction):
     data = open(src, "rb").read()
     open(dst, "wb").write(data[: int(len(data) * float(fraction))])
@@ -91,4 +107,5 @@ def truncate(src, dst, fraction):
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
-     "symbolic": symbolic, "conv-pool": conv_pool, "truncate": truncate}[command](*args)
+     "symbolic": symbolic, "conv-pool": conv_pool,
+     "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate}[command](*args)
