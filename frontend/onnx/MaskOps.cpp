@@ -69,6 +69,8 @@ void eyeLike(NodeImporter &n) {
   TensorValue eye;
   eye.type = toValueType(dtype);
   eye.shape = x.shape();
+  if (x.numElements() > (int64_t(1) << 28))
+    fail(ImportErrorKind::BadFile, "EyeLike of " + std::to_string(x.numElements()) + " elements");
   int64_t k = n.attrInt("k", 0);
   for (int64_t i = 0; i < eye.shape[0]; ++i)
     for (int64_t j = 0; j < eye.shape[1]; ++j)

@@ -116,6 +116,10 @@ std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t
 }
 
 Tensor pickAlong(Tensor x, int64_t axis, const std::vector<int64_t> &indices) {
+  // One slice op each: beyond this many, a model wants a gather op Smelt does not have.
+  if (indices.size() > (size_t(1) << 16))
+    fail(ImportErrorKind::UnsupportedAttribute,
+         std::to_string(indices.size()) + " entries picked along an axis (at most 65536)");
   std::vector<Tensor> parts;
   for (int64_t i : indices) {
     std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape();

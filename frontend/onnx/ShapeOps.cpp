@@ -10,6 +10,9 @@
 namespace smelt::onnx {
 namespace {
 
+/// The most elements a value computed at import time (ConstantOfShape, Range) may have.
+constexpr int64_t kMaxKnownElements = int64_t(1) << 28;
+
 TensorValue int64Vector(const std::vector<int64_t> &ints) {
   TensorValue v;
   v.type = TensorValue::Type::i64;
@@ -183,9 +186,13 @@ void tile(NodeImporter &n) {
   std::vector<int64_t> repeats = n.intsInput(1, "repeats");
   if (int64_t(repeats.size()) != x.rank())
     fail(ImportErrorKind::BadFile, "repeats needs one entry per dimension");
-  for (int64_t d = 0; d < x.rank(); ++d)
-    if (repeats[size_t(d)] != 1)
-      x = concat(std::vector<Tensor>(size_t(repeats[size_t(d)]), x), d);
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    int64_t r = repeats[size_t(d)];
+    if (r < 1 || r > (int64_t(1) << 16))
+      n.unsupported("a repeat count of " + std::to_string(r) + " (1 to 65536)");
+    if (r != 1)
+      x = concat(std::vector<Tensor>(size_t(r), x), d);
+  }
   n.setOutput(0, x);
 }
 
@@ -259,7 +266,10 @@ void range(NodeImporter &n) {
     fail(ImportErrorKind::BadFile, "Range's delta is 0");
   TensorValue v;
   v.type = start.type;
-  int64_t count = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+  double length = std::ceil((l - s) / d);
+  if (!(length <= double(kMaxKnownElements)))
+    fail(ImportErrorKind::BadFile, "a Range of " + std::to_string(length) + " elements");
+  int64_t count = std::max<int64_t>(int64_t(length), 0);
   for (int64_t i = 0; i < count; ++i)
     v.values.push_back(s + double(i) * d);
   v.shape = {count};
@@ -310,8 +320,12 @@ void constantOfShape(NodeImporter &n) {
     fail(ImportErrorKind::BadFile, "the fill value must have one element");
   v.shape = n.intsInput(0, "the shape");
   int64_t count = 1;
-  for (int64_t d : v.shape)
+  for (int64_t d : v.shape) {
+    if (d < 0 || (d > 0 && count > kMaxKnownElements / d))
+      fail(ImportErrorKind::BadFile, "the shape " + shapeString(v.shape) +
+                                         " is negative or too large for a constant");
     count *= d;
+  }
   v.values.assign(size_t(count), v.values[0]);
   n.setConstantOutput(0, v);
 }
