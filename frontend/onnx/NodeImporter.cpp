@@ -170,6 +170,7 @@ static const ConverterTable &converters() {
     addMaskOps(t);
     addLossOps(t);
     addGatherOps(t);
+    addResizeOps(t);
     return t;
   }();
   return table;

@@ -104,6 +104,7 @@ void addNeuralOps(ConverterTable &table);
 void addMaskOps(ConverterTable &table);
 void addLossOps(ConverterTable &table);
 void addGatherOps(ConverterTable &table);
+void addResizeOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 /// Import-time evaluation of nodes whose inputs are all known (the Shape -> Slice -> Concat ->
 /// Reshape chains exporters write): true when `n`'s outputs were set as known values.
