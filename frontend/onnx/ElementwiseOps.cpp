@@ -183,6 +183,42 @@ void cosh(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   n.setOutput(0, mul(add(exp(x), exp(neg(x))), scalar(x, 0.5)));
 }
+// Inverse trigonometric and hyperbolic functions: Smelt has no ops for them, so they are
+// computed in f64 from sqrt, log and an arctangent series, and rounded to the input's type.
+
+/// atan in f64: two argument halvings (atan x = 2 atan(x / (1 + sqrt(1 + x^2)))) bring |x|
+/// below tan(pi/16) ~ 0.2, where 12 terms of the odd series are below 1e-15.
+Tensor atanF64(Tensor x) {
+  Tensor one = scalar(x, 1);
+  for (int i = 0; i < 2; ++i)
+    x = div(x, add(one, sqrt(add(one, mul(x, x)))));
+  Tensor x2 = mul(x, x), term = x, sum = x;
+  for (int k = 1; k < 12; ++k) {
+    term = mul(term, neg(x2));
+    sum = add(sum, div(term, scalar(x, 2 * k + 1)));
+  }
+  return mul(sum, scalar(x, 4));
+}
+/// asin in f64, valid on all of [-1, 1]: 2 atan(x / (1 + sqrt(1 - x^2))).
+Tensor asinF64(Tensor x) {
+  Tensor one = scalar(x, 1);
+  return mul(atanF64(div(x, add(one, sqrt(sub(one, mul(x, x)))))), scalar(x, 2));
+}
+template <Tensor (*F)(Tensor)> void inF64(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  n.setOutput(0, convert(F(convert(x, DType::f64)), x.dtype()));
+}
+Tensor acosF64(Tensor x) { return sub(scalar(x, M_PI / 2), asinF64(x)); }
+Tensor asinhF64(Tensor x) { // odd: sign(x) log(|x| + sqrt(x^2 + 1)), no cancellation
+  Tensor a = abs(x), r = log(add(a, sqrt(add(mul(a, a), scalar(x, 1)))));
+  return select(isNegative(x), neg(r), r);
+}
+Tensor acoshF64(Tensor x) { return log(add(x, sqrt(sub(mul(x, x), scalar(x, 1))))); }
+Tensor atanhF64(Tensor x) {
+  Tensor one = scalar(x, 1);
+  return mul(log(div(add(one, x), sub(one, x))), scalar(x, 0.5));
+}
+
 void softplus(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   n.setOutput(0, log(add(exp(x), scalar(x, 1))));
@@ -282,6 +318,12 @@ void addElementwiseOps(ConverterTable &t) {
   t["Sinh"] = sinh;
   t["Cosh"] = cosh;
   t["Reciprocal"] = reciprocal;
+  t["Atan"] = inF64<atanF64>;
+  t["Asin"] = inF64<asinF64>;
+  t["Acos"] = inF64<acosF64>;
+  t["Asinh"] = inF64<asinhF64>;
+  t["Acosh"] = inF64<acoshF64>;
+  t["Atanh"] = inF64<atanhF64>;
   t["Floor"] = floor;
   t["Round"] = round;
   t["IsInf"] = isInf;

@@ -1,8 +1,9 @@
 // Converters of ONNX's reductions (ReduceSum/Mean/Max/Min and the Prod, L1, L2, SumSquare,
-// LogSum, LogSumExp compositions) with axes, keepdims and noop_with_empty_axes, ArgMax/ArgMin
-// and CumSum.
+// LogSum, LogSumExp compositions) with axes, keepdims and noop_with_empty_axes, ArgMax/ArgMin,
+// TopK and CumSum.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -141,6 +142,34 @@ void argExtreme(NodeImporter &n, bool isMax) {
   n.setOutput(0, index);
 }
 void argMaxOp(NodeImporter &n) { argExtreme(n, true); }
+
+/// TopK as k rounds of argmax: each round's winner (the first of ties, as ONNX wants) is
+/// picked by its one-hot mask and then masked out with the lowest value of the type.
+void topK(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", -1), x.rank(), "axis");
+  int64_t k = n.opset >= 10 ? n.intsInput(1, "k").at(0) : n.attrInt("k", 0);
+  if (k < 1 || k > x.dim(axis))
+    n.unsupported("k=" + std::to_string(k) + " for an axis of " + std::to_string(x.dim(axis)));
+  if (k > 256)
+    n.unsupported("k=" + std::to_string(k) + " (Smelt unrolls TopK: at most 256)");
+  DType d = x.dtype();
+  bool isFloat = d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f64;
+  double lowest = isFloat ? -INFINITY : d == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+  Tensor scores = n.attrInt("largest", 1) ? x : neg(x);
+  std::vector<int64_t> shape = x.shape(), kept = shape;
+  kept[size_t(axis)] = 1;
+  std::vector<Tensor> values, indices;
+  for (int64_t i = 0; i < k; ++i) {
+    Tensor index = argmax(scores, axis);
+    Tensor mask = indexMask(index, shape, axis);
+    values.push_back(reshape(reduceSum(select(mask, x, scalarLike(x, 0)), {axis}), kept));
+    indices.push_back(reshape(index, kept));
+    scores = select(mask, scalarLike(scores, lowest), scores);
+  }
+  n.setOutput(0, k == 1 ? values[0] : concat(values, axis));
+  n.setOutput(1, k == 1 ? indices[0] : concat(indices, axis));
+}
 void argMinOp(NodeImporter &n) { argExtreme(n, false); }
 
 } // namespace
@@ -153,6 +182,7 @@ void addReduceOps(ConverterTable &t) {
   t["ReduceProd"] = reduction<Reduction::Prod>;
   t["ReduceSumSquare"] = reduction<Reduction::SumSquare>;
   t["CumSum"] = cumSum;
+  t["TopK"] = topK;
   t["ReduceL1"] = reduction<Reduction::L1>;
   t["ReduceL2"] = reduction<Reduction::L2>;
   t["ReduceLogSum"] = reduction<Reduction::LogSum>;
