@@ -1,7 +1,9 @@
 // Converters of ONNX ops that are masks over indices, built from iota and compare: Hardmax
-// (one-hot of the argmax), OneHot, Trilu (a triangle of a matrix) and EyeLike.
+// (one-hot of the argmax), OneHot, Trilu (a triangle of a matrix) and EyeLike; and the signal
+// windows (Hann, Hamming, Blackman), constants known from their size.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <cmath>
 #include <numeric>
 
 namespace smelt::onnx {
@@ -78,6 +80,29 @@ void eyeLike(NodeImporter &n) {
   n.setConstantOutput(0, eye);
 }
 
+/// The signal windows, a cosine sum over n / N (N = size, or size - 1 when symmetric), known
+/// at import time from the size.
+template <int Kind> void window(NodeImporter &n) {
+  int64_t size = n.intsInput(0, "the size").at(0);
+  if (size < 1 || size > (int64_t(1) << 24))
+    n.unsupported("a window of " + std::to_string(size) + " samples");
+  double period = double(n.attrInt("periodic", 1) ? size : size - 1);
+  TensorValue w;
+  std::optional<DType> dtype = smeltDType(int(n.attrInt("output_datatype", 1)));
+  if (!dtype)
+    fail(ImportErrorKind::UnsupportedDtype, "output_datatype " +
+                                                onnxTypeName(int(n.attrInt("output_datatype", 1))));
+  w.type = toValueType(*dtype);
+  w.shape = {size};
+  for (int64_t i = 0; i < size; ++i) {
+    double phase = 2 * M_PI * double(i) / period;
+    w.values.push_back(Kind == 0   ? 0.5 - 0.5 * std::cos(phase)                  // Hann
+                       : Kind == 1 ? 25.0 / 46 - 21.0 / 46 * std::cos(phase)      // Hamming
+                                   : 0.42 - 0.5 * std::cos(phase) + 0.08 * std::cos(2 * phase));
+  }
+  n.setConstantOutput(0, w);
+}
+
 } // namespace
 
 void addMaskOps(ConverterTable &t) {
@@ -85,6 +110,9 @@ void addMaskOps(ConverterTable &t) {
   t["OneHot"] = oneHot;
   t["Trilu"] = trilu;
   t["EyeLike"] = eyeLike;
+  t["HannWindow"] = window<0>;
+  t["HammingWindow"] = window<1>;
+  t["BlackmanWindow"] = window<2>;
 }
 
 } // namespace smelt::onnx

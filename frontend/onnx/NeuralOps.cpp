@@ -97,12 +97,33 @@ Tensor perChannel(Tensor v, int64_t rank) {
   return reshape(v, shape);
 }
 
+/// Inference normalizes with the given statistics; training mode (opset 14 on) with the
+/// batch's (mean and population variance over every axis but the channels) and also returns
+/// the running statistics, momentum * given + (1 - momentum) * batch.
 void batchNormalization(NodeImporter &n) {
-  if (n.attrInt("training_mode", 0) || n.wantsOutput(1))
-    n.unsupported("training mode (Smelt imports the inference form)");
+  bool training = n.attrInt("training_mode", 0) != 0;
+  if (!training && n.wantsOutput(1))
+    n.unsupported("the saved statistics of opsets before 14's training form");
   Tensor x = floatOperand(n, 0);
+  int64_t channels = x.dim(1);
   Tensor scale = perChannel(n.input(1), x.rank()), bias = perChannel(n.input(2), x.rank());
   Tensor mu = perChannel(n.input(3), x.rank()), var = perChannel(n.input(4), x.rank());
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (int64_t d = 2; d < x.rank(); ++d)
+      axes.push_back(d);
+    Tensor batchMean = mean(x, axes), centered = sub(x, reshape(batchMean, mu.shape()));
+    Tensor batchVar = mean(mul(centered, centered), axes);
+    double momentum = n.attrFloat("momentum", 0.9);
+    auto running = [&](int input, Tensor batch) {
+      return add(mul(n.input(input), scalarLike(batch, momentum)),
+                 mul(batch, scalarLike(batch, 1 - momentum)));
+    };
+    n.setOutput(1, reshape(running(3, batchMean), {channels}));
+    n.setOutput(2, reshape(running(4, batchVar), {channels}));
+    mu = reshape(batchMean, mu.shape());
+    var = reshape(batchVar, var.shape());
+  }
   Tensor factor = div(scale, sqrt(add(var, scalarLike(var, n.attrFloat("epsilon", 1e-5)))));
   n.setOutput(0, add(mul(sub(x, mu), factor), bias));
 }

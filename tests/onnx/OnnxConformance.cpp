@@ -88,6 +88,22 @@ std::vector<std::string> numbered(const fs::path &dir, const std::string &prefix
 Result unsupported(const std::string &r) { return {Outcome::Unsupported, r}; }
 Result failed(const std::string &r) { return {Outcome::Failed, r}; }
 
+/// Binds every integer input of at most 64 elements not bound yet (the scalars and shape
+/// vectors a value the importer needs is computed from); false when there was none.
+bool bindSmallIntegerInputs(const std::map<std::string, importer::TensorValue> &inputs,
+                            importer::ImportOptions &options) {
+  bool bound = false;
+  for (const auto &[name, value] : inputs) {
+    bool isInteger = value.type == importer::TensorValue::Type::i32 ||
+                     value.type == importer::TensorValue::Type::i64;
+    if (isInteger && value.values.size() <= 64 && !options.constantInputs.count(name)) {
+      options.constantInputs[name] = value;
+      bound = true;
+    }
+  }
+  return bound;
+}
+
 /// One data set of one test: import (binding inputs the importer needs as constants), compile,
 /// run, compare.
 Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const fs::path &set) {
@@ -141,6 +157,9 @@ Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const 
           !options.constantInputs.count(e.value)) {
         options.constantInputs[e.value] = inputs[e.value];
         retry = true;
+      } else if (e.kind == importer::ImportErrorKind::DataDependentShape &&
+                 bindSmallIntegerInputs(inputs, options)) {
+        retry = true; // the value is computed from inputs (a size cast to float, say)
       } else if (e.kind == importer::ImportErrorKind::BadFile ||
                  e.kind == importer::ImportErrorKind::BadOption ||
                  e.kind == importer::ImportErrorKind::Internal) {
