@@ -1,10 +1,10 @@
-// Converters of Gather and GatherElements. Smelt has no gather op: indices known at import time
-// become a concat of one-wide slices; indices only known at run time become a one-hot mask over
-// the gathered axis, multiplied out and summed (out * K work for an axis of K entries: right
-// for the small tables of label picks and shape arithmetic, slow for large embeddings).
+// Converters of Gather, GatherElements, GatherND, ScatterElements and ScatterND. Smelt has no
+// gather or scatter op: indices known at import time become a concat of one-wide slices;
+// indices only known at run time become a one-hot mask over the gathered axis, multiplied out
+// and summed (out * K work for an axis of K entries: right for the small tables of label picks
+// and shape arithmetic, slow for large embeddings).
 #include "frontend/onnx/NodeImporter.h"
 
-#include <numeric>
 
 namespace smelt::onnx {
 namespace {
@@ -24,15 +24,6 @@ Tensor pickByMask(Tensor table, Tensor index) {
   std::vector<int64_t> shape = table.shape();
   Tensor mask = indexMask(index, shape, int64_t(shape.size()) - 1);
   return reduceSum(select(mask, table, scalarLike(table, 0)), {int64_t(shape.size()) - 1});
-}
-
-/// `x` with dimension `axis` moved last.
-Tensor axisLast(Tensor x, int64_t axis) {
-  std::vector<int64_t> order(size_t(x.rank()));
-  std::iota(order.begin(), order.end(), 0);
-  order.erase(order.begin() + axis);
-  order.push_back(axis);
-  return foldingTranspose(x, order);
 }
 
 void gather(NodeImporter &n) {
@@ -95,11 +86,122 @@ void gatherElements(NodeImporter &n) {
   n.setOutput(0, pickByMask(broadcastInDim(table, tableShape, dims), wrapped(indices, size)));
 }
 
+/// The reduction of a scatter: "none" replaces, "add" adds; "mul" and others are unsupported.
+bool scatterAdds(const NodeImporter &n) {
+  std::string reduction = n.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    n.unsupported("reduction '" + reduction + "'");
+  return reduction == "add";
+}
+
+/// data where no update lands, else the updates landing there (replaced, or added to data).
+Tensor combine(Tensor data, Tensor landed, Tensor hits, bool adds) {
+  return adds ? add(data, landed)
+              : select(compare(hits, scalarLike(hits, 0), CompareDirection::gt), landed, data);
+}
+
+/// ScatterElements: out[p with p[axis] = indices[p]] = updates[p], through a mask over the
+/// data's axis and the indices' positions along it.
+void scatterElements(NodeImporter &n) {
+  Tensor data = n.input(0), indices = n.input(1), updates = n.input(2);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), data.rank(), "axis"), size = data.dim(axis);
+  bool adds = scatterAdds(n);
+  for (int64_t d = 0; d < data.rank(); ++d)
+    if (d != axis && indices.dim(d) != data.dim(d))
+      n.unsupported("indices narrower than the data along a non-scatter axis");
+  Tensor dataLast = axisLast(data, axis), index = axisLast(wrapped(indices, size), axis);
+  Tensor update = axisLast(updates, axis);
+  std::vector<int64_t> shape = dataLast.shape(), dims;
+  int64_t r = data.rank();
+  shape.push_back(indices.dim(axis)); // [others..., K, J]
+  for (int64_t d = 0; d < r - 1; ++d)
+    dims.push_back(d);
+  dims.push_back(r); // J
+  Tensor mask = compare(broadcastInDim(index, shape, dims), iota(n.g, shape, r - 1),
+                        CompareDirection::eq);
+  Tensor spread = broadcastInDim(update, shape, dims);
+  Tensor landed = reduceSum(select(mask, spread, scalarLike(spread, 0)), {r});
+  Tensor hits = reduceSum(convert(mask, DType::i32), {r});
+  n.setOutput(0, axisBack(combine(dataLast, landed, hits, adds), axis));
+}
+
+/// The row-major linear index into `shape`'s leading dims of each k-tuple of `indices`
+/// [..., k] (negative entries counting from the end), as [U] for U tuples.
+Tensor linearIndex(const NodeImporter &n, Tensor indices, const std::vector<int64_t> &shape) {
+  int64_t k = indices.dim(-1), tuples = indices.numElements() / std::max<int64_t>(k, 1);
+  if (k < 1 || k > int64_t(shape.size()))
+    fail(ImportErrorKind::BadFile, "the index tuples are longer than the data's rank");
+  Tensor flat = reshape(convert(indices, DType::i64), {tuples, k});
+  std::vector<double> strides(static_cast<size_t>(k)), sizes(static_cast<size_t>(k));
+  double stride = 1;
+  for (int64_t i = k - 1; i >= 0; --i) {
+    strides[size_t(i)] = stride;
+    sizes[size_t(i)] = double(shape[size_t(i)]);
+    stride *= double(shape[size_t(i)]);
+  }
+  Tensor dimSizes = constant(n.g, sizes, {k}, DType::i64);
+  Tensor positive = select(compare(flat, constant(n.g, 0.0, {}, DType::i64), CompareDirection::lt),
+                           add(flat, dimSizes), flat);
+  return reduceSum(mul(positive, constant(n.g, strides, {k}, DType::i64)), {1});
+}
+
+/// [P, U] one-hot of where each of U tuples points among the P leading positions.
+Tensor tupleMask(const NodeImporter &n, Tensor linear, int64_t positions) {
+  int64_t tuples = linear.dim(0);
+  return compare(iota(n.g, {positions, tuples}, 0),
+                 broadcastInDim(linear, {positions, tuples}, {1}), CompareDirection::eq);
+}
+
+/// GatherND (batch_dims 0): each index tuple picks a slice of the data, as a one-hot matmul.
+void gatherND(NodeImporter &n) {
+  Tensor data = n.input(0), indices = n.input(1);
+  if (n.attrInt("batch_dims", 0) != 0)
+    n.unsupported("batch_dims other than 0");
+  std::vector<int64_t> shape = data.shape(), idxShape = indices.shape();
+  int64_t k = indices.dim(-1);
+  Tensor linear = linearIndex(n, indices, shape);
+  int64_t positions = 1, rest = 1;
+  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
+    (i < k ? positions : rest) *= shape[size_t(i)];
+  DType d = data.dtype();
+  DType work = d == DType::f32 || d == DType::f64 ? d : DType::f64;
+  Tensor picks = convert(tupleMask(n, linear, positions), work); // [P, U]
+  Tensor rows = matmul(picks, convert(reshape(data, {positions, rest}), work), true, false);
+  std::vector<int64_t> out(idxShape.begin(), idxShape.end() - 1);
+  out.insert(out.end(), shape.begin() + k, shape.end());
+  n.setOutput(0, convert(reshape(rows, out), d));
+}
+
+/// ScatterND: each index tuple's slice of the data replaced by (or added to) its update.
+void scatterND(NodeImporter &n) {
+  Tensor data = n.input(0), indices = n.input(1), updates = n.input(2);
+  bool adds = scatterAdds(n);
+  std::vector<int64_t> shape = data.shape();
+  int64_t k = indices.dim(-1);
+  Tensor linear = linearIndex(n, indices, shape);
+  int64_t positions = 1, rest = 1, tuples = linear.dim(0);
+  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
+    (i < k ? positions : rest) *= shape[size_t(i)];
+  DType d = data.dtype();
+  DType work = d == DType::f32 || d == DType::f64 ? d : DType::f64;
+  Tensor mask = convert(tupleMask(n, linear, positions), work); // [P, U]
+  Tensor landed = matmul(mask, convert(reshape(updates, {tuples, rest}), work));
+  Tensor hits = reduceSum(mask, {1}, KeepDims::yes);
+  Tensor flatData = convert(reshape(data, {positions, rest}), work);
+  n.setOutput(0, convert(reshape(combine(flatData, landed, broadcastTo(hits, {positions, rest}), adds),
+                                 shape),
+                         d));
+}
+
 } // namespace
 
 void addGatherOps(ConverterTable &t) {
   t["Gather"] = gather;
   t["GatherElements"] = gatherElements;
+  t["GatherND"] = gatherND;
+  t["ScatterElements"] = scatterElements;
+  t["Scatter"] = scatterElements; // its name before opset 11
+  t["ScatterND"] = scatterND;
 }
 
 } // namespace smelt::onnx

@@ -4,6 +4,8 @@
 
 #include "ir/SmeltDialect.h"
 
+#include <numeric>
+
 namespace smelt::onnx {
 
 using ::onnx::AttributeProto;
@@ -137,6 +139,26 @@ Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis
       dims.push_back(d);
   Tensor spread = broadcastInDim(convert(indices, DType::i64), shape, dims);
   return compare(iota(indices.graph(), shape, axis, DType::i64), spread, CompareDirection::eq);
+}
+
+/// The permutation that moves dimension `axis` of a rank-`rank` tensor last.
+static std::vector<int64_t> axisLastOrder(int64_t rank, int64_t axis) {
+  std::vector<int64_t> order(static_cast<size_t>(rank));
+  std::iota(order.begin(), order.end(), 0);
+  order.erase(order.begin() + axis);
+  order.push_back(axis);
+  return order;
+}
+
+Tensor axisLast(Tensor x, int64_t axis) {
+  return foldingTranspose(x, axisLastOrder(x.rank(), axis));
+}
+
+Tensor axisBack(Tensor x, int64_t axis) {
+  std::vector<int64_t> last = axisLastOrder(x.rank(), axis), inverse(last.size());
+  for (size_t i = 0; i < last.size(); ++i)
+    inverse[size_t(last[i])] = int64_t(i);
+  return foldingTranspose(x, inverse);
 }
 
 Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation) {

@@ -126,6 +126,9 @@ Tensor pickAlong(Tensor x, int64_t axis, const std::vector<int64_t> &indices);
 /// An i1 tensor of `shape`: true where the index along `axis` equals `indices` (integer, of
 /// `shape` without `axis`): one-hot rows, for Hardmax, OneHot and the losses' label picks.
 Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis);
+/// `x` with dimension `axis` moved last, and back (transposes that fold with their neighbours).
+Tensor axisLast(Tensor x, int64_t axis);
+Tensor axisBack(Tensor x, int64_t axis);
 /// transpose that folds into a transpose producing `x` (and disappears when they cancel), so
 /// the NCHW <-> NHWC transposes around consecutive convolutions and pools vanish.
 Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation);

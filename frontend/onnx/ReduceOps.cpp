@@ -38,14 +38,7 @@ void cumSum(NodeImporter &n) {
   DType d = x.dtype();
   bool isFloat = d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f64;
   Tensor work = convert(x, isFloat ? d : DType::f64);
-  std::vector<int64_t> toLast(size_t(x.rank()));
-  std::iota(toLast.begin(), toLast.end(), 0);
-  toLast.erase(toLast.begin() + axis);
-  toLast.push_back(axis);
-  std::vector<int64_t> back(toLast.size());
-  for (size_t i = 0; i < toLast.size(); ++i)
-    back[size_t(toLast[i])] = int64_t(i);
-  Tensor last = transpose(work, toLast);
+  Tensor last = axisLast(work, axis);
   int64_t length = x.dim(axis), rows = last.numElements() / std::max<int64_t>(length, 1);
   bool exclusive = n.attrInt("exclusive", 0), reverse = n.attrInt("reverse", 0);
   std::vector<double> triangle;
@@ -54,7 +47,7 @@ void cumSum(NodeImporter &n) {
       triangle.push_back(reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j));
   Tensor sums = matmul(reshape(last, {rows, length}),
                        constant(n.g, triangle, {length, length}, work.dtype()));
-  n.setOutput(0, convert(transpose(reshape(sums, last.shape()), back), d));
+  n.setOutput(0, convert(axisBack(reshape(sums, last.shape()), axis), d));
 }
 
 void reduceOp(NodeImporter &n, Reduction kind) {
