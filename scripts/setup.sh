@@ -15,6 +15,9 @@ packages=(
   # OpenMPI: runtime/mpi (SmeltMpi, data-parallel training across processes) and the mpirun
   # that its tests and bench/all_reduce.cpp run under
   libopenmpi-dev openmpi-bin
+  # The ONNX importer (frontend/onnx) and its conformance tests: ONNX's protobuf classes, the
+  # node tests' models and data, and python3-onnx for tests/tools/onnx_tool.py
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -43,3 +43,13 @@ if config.smelt_mpiexec:
                        "OMPI_MCA_btl_vader_single_copy_mechanism=none"]
     config.substitutions.append(
         ("%mpirun", "env " + " ".join(mpi_environment) + " " + config.smelt_mpiexec + " -n"))
+# ONNX's node tests (libonnx-testdata) and python3-onnx to read their .pb files: the import
+# tests that run a model need both, and are UNSUPPORTED (skipped) without them.
+onnx_node_tests = "/usr/share/libonnx-testdata/data/node"
+config.substitutions.append(("%onnx_node_tests", onnx_node_tests))
+def has_python_onnx():
+    import subprocess
+    return subprocess.call([config.python_executable, "-c", "import onnx, numpy"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+if os.path.isdir(onnx_node_tests) and has_python_onnx():
+    config.available_features.add("onnx-testdata")

@@ -32,4 +32,7 @@ int dumpCommand();
 extern llvm::cl::SubCommand benchSubcommand;
 int benchCommand();
 
+extern llvm::cl::SubCommand importSubcommand;
+int importCommand();
+
 } // namespace smelt::tools

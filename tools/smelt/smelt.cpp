@@ -39,7 +39,8 @@ int main(int argc, char **argv) {
                                     "  smelt train --model=mlp --epochs=5\n"
                                     "  smelt devices\n"
                                     "  smelt dump model.mlir --dump-dir smelt-dump\n"
-                                    "  smelt bench model.mlir --repeat 20\n");
+                                    "  smelt bench model.mlir --repeat 20\n"
+                                    "  smelt import model.onnx -o model.mlir\n");
   if (smelt::tools::cpuThreads.getNumOccurrences()) {
     smelt::rt::Expected<int> threads =
         smelt::rt::parseCpuThreads(smelt::tools::cpuThreads, "--cpu-threads");
@@ -59,6 +60,8 @@ int main(int argc, char **argv) {
     return smelt::tools::dumpCommand();
   if (smelt::tools::benchSubcommand)
     return smelt::tools::benchCommand();
+  if (smelt::tools::importSubcommand)
+    return smelt::tools::importCommand();
   llvm::WithColor::error(llvm::errs(), "smelt") << "no subcommand given; try `smelt --help`\n";
   return 1;
 }

@@ -1,0 +1,136 @@
+// The importer's inside: what a converter of one ONNX op sees (its node's inputs, attributes
+// and outputs, through NodeImporter), how it fails (a Failure carrying an ImportErrorKind), and
+// the table from op type to converter that the op files fill. Not part of the public API.
+#pragma once
+
+#include "frontend/Graph.h"
+#include "frontend/Ops.h"
+#include "frontend/onnx/OnnxImport.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace smelt::onnx {
+
+/// Thrown inside the importer, turned into an ImportError at its boundary.
+struct Failure {
+  ImportErrorKind kind;
+  std::string message;
+  std::string value;
+};
+[[noreturn]] void fail(ImportErrorKind kind, const std::string &message,
+                       const std::string &value = "");
+
+/// The ONNX element type `onnxType` (TensorProto::DataType) as Smelt's, if Smelt has it.
+std::optional<DType> smeltDType(int onnxType);
+/// "FLOAT", "UINT8", ...: for messages.
+std::string onnxTypeName(int onnxType);
+DType toDType(TensorValue::Type type);
+TensorValue::Type toValueType(DType dtype);
+/// The contents of `proto`; `what` names it in errors (unsupported dtype, external data).
+TensorValue tensorValue(const ::onnx::TensorProto &proto, const std::string &what);
+/// A constant op holding `value`.
+Tensor constantTensor(Graph &g, const TensorValue &value);
+
+/// Every named value built so far, and the contents of those known at import time.
+struct Values {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, TensorValue> constants;
+};
+
+/// One node being converted: a converter reads its inputs and attributes and sets its outputs.
+class NodeImporter {
+public:
+  NodeImporter(Graph &graph, const ::onnx::NodeProto &node, Values &values, int64_t opset)
+      : g(graph), node(node), opset(opset), values_(values) {}
+
+  Graph &g;
+  const ::onnx::NodeProto &node;
+
+  /// Inputs: a missing optional input is an empty name or one past the end.
+  bool hasInput(int i) const { return i < node.input_size() && !node.input(i).empty(); }
+  Tensor input(int i) const;
+  std::optional<Tensor> optionalInput(int i) const;
+  /// The contents of input `i`, which must be known now (a DataDependentShape error if not).
+  const TensorValue &constantInput(int i, const std::string &what) const;
+  std::vector<int64_t> intsInput(int i, const std::string &what) const;
+  int numInputs() const { return node.input_size(); }
+
+  /// Attributes, with ONNX's defaults given by the caller.
+  const ::onnx::AttributeProto *attribute(const std::string &name) const;
+  int64_t attrInt(const std::string &name, int64_t fallback) const;
+  double attrFloat(const std::string &name, double fallback) const;
+  std::vector<int64_t> attrInts(const std::string &name, std::vector<int64_t> fallback) const;
+  std::string attrString(const std::string &name, std::string fallback) const;
+
+  /// Outputs: `known`, when given, records the value's contents for later static uses.
+  int numOutputs() const { return node.output_size(); }
+  bool wantsOutput(int i) const { return i < node.output_size() && !node.output(i).empty(); }
+  void setOutput(int i, Tensor t, std::optional<TensorValue> known = std::nullopt);
+  /// Sets output `i` to a constant of `value`, known for later static uses.
+  void setConstantOutput(int i, const TensorValue &value);
+
+  /// True when input `i` is present and its contents are known now.
+  bool isKnown(int i) const { return hasInput(i) && values_.constants.count(node.input(i)); }
+  /// The tensor setOutput gave output `i`.
+  Tensor output(int i) const { return values_.tensors.at(node.output(i)); }
+  /// The known contents of output `i`'s value, if it has some.
+  const TensorValue *knownOutput(int i) const {
+    auto it = values_.constants.find(node.output(i));
+    return it == values_.constants.end() ? nullptr : &it->second;
+  }
+
+  /// An UnsupportedAttribute failure ("pads must be non-negative").
+  [[noreturn]] void unsupported(const std::string &reason) const;
+
+  /// The model's opset of the default domain: some ops changed meaning between opsets.
+  int64_t opset;
+
+private:
+  Values &values_;
+};
+
+using Converter = void (*)(NodeImporter &);
+using ConverterTable = std::map<std::string, Converter>;
+/// Each op file adds its converters.
+void addElementwiseOps(ConverterTable &table);
+void addShapeOps(ConverterTable &table);
+void addReduceOps(ConverterTable &table);
+void addNeuralOps(ConverterTable &table);
+void addMaskOps(ConverterTable &table);
+void addLossOps(ConverterTable &table);
+void addGatherOps(ConverterTable &table);
+void addResizeOps(ConverterTable &table);
+void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
+/// Import-time evaluation of nodes whose inputs are all known (the Shape -> Slice -> Concat ->
+/// Reshape chains exporters write): true when `n`'s outputs were set as known values.
+bool foldKnownNode(NodeImporter &n);
+/// After a shape-only op (Reshape, Squeeze, Slice, ...) converted a known input: its output is
+/// known too.
+void recordKnownResult(NodeImporter &n);
+
+/// The converter of `opType` in the default domain, or null.
+Converter findConverter(const std::string &opType);
+
+/// Normalizes a possibly negative `axis` of a rank-`rank` tensor; fails naming `what`.
+int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const char *what);
+/// NumPy's two-way broadcast of two shapes; fails when they do not broadcast.
+std::vector<int64_t> broadcastShapes(std::vector<int64_t> a, std::vector<int64_t> b);
+/// The entries `indices` (in range, in that order) of `x` along `axis`: a concat of one-wide
+/// slices, for gathers, reversals and reflections with indices known at import time.
+Tensor pickAlong(Tensor x, int64_t axis, const std::vector<int64_t> &indices);
+/// An i1 tensor of `shape`: true where the index along `axis` equals `indices` (integer, of
+/// `shape` without `axis`): one-hot rows, for Hardmax, OneHot and the losses' label picks.
+Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis);
+/// `x` with dimension `axis` moved last, and back (transposes that fold with their neighbours).
+Tensor axisLast(Tensor x, int64_t axis);
+Tensor axisBack(Tensor x, int64_t axis);
+/// transpose that folds into a transpose producing `x` (and disappears when they cancel), so
+/// the NCHW <-> NHWC transposes around consecutive convolutions and pools vanish.
+Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation);
+
+} // namespace smelt::onnx

@@ -1,0 +1,245 @@
+// importModel: reads the ModelProto, turns graph inputs, initializers and nodes (in the file's
+// order, which ONNX requires to be topological) into one function, and turns every failure
+// into an ImportError naming the file and, for a node, its index, name and op type.
+#include "frontend/onnx/NodeImporter.h"
+
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <set>
+
+namespace smelt::onnx {
+
+char ImportError::ID = 0;
+
+const char *kindName(ImportErrorKind kind) {
+  switch (kind) {
+  case ImportErrorKind::BadFile:
+    return "bad file";
+  case ImportErrorKind::BadOption:
+    return "bad option";
+  case ImportErrorKind::UnsupportedOp:
+    return "unsupported op";
+  case ImportErrorKind::UnsupportedDtype:
+    return "unsupported dtype";
+  case ImportErrorKind::UnsupportedAttribute:
+    return "unsupported attribute value";
+  case ImportErrorKind::DataDependentShape:
+    return "data-dependent shape";
+  case ImportErrorKind::ControlFlow:
+    return "control flow";
+  case ImportErrorKind::Internal:
+    return "internal error";
+  }
+  return "error";
+}
+
+static bool isDefaultDomain(const std::string &domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+static ::onnx::ModelProto readModel(const std::string &path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!file)
+    fail(ImportErrorKind::BadFile, "cannot read the file: " + file.getError().message());
+  ::onnx::ModelProto model;
+  llvm::StringRef bytes = (*file)->getBuffer();
+  if (bytes.size() > size_t(INT32_MAX) || !model.ParseFromArray(bytes.data(), int(bytes.size())))
+    fail(ImportErrorKind::BadFile, "not an ONNX model: the protobuf does not parse (a "
+                                   "truncated or corrupt file?)");
+  // An empty file parses as an empty message: a model needs a graph and an opset.
+  if (!model.has_graph() || model.opset_import_size() == 0)
+    fail(ImportErrorKind::BadFile, "not an ONNX model: no graph or no opset_import");
+  return model;
+}
+
+/// The shape of graph input `info`: --input-shape's, else the model's static one.
+static std::vector<int64_t> inputShape(const ::onnx::ValueInfoProto &info,
+                                       const ImportOptions &options) {
+  const ::onnx::TypeProto_Tensor &type = info.type().tensor_type();
+  auto given = options.inputShapes.find(info.name());
+  if (given != options.inputShapes.end()) {
+    if (type.has_shape() && type.shape().dim_size() != int(given->second.size()))
+      fail(ImportErrorKind::BadOption,
+           "--input-shape " + info.name() + " has rank " + std::to_string(given->second.size()) +
+               " but the model's input has rank " + std::to_string(type.shape().dim_size()));
+    return given->second;
+  }
+  if (!type.has_shape())
+    fail(ImportErrorKind::DataDependentShape,
+         "input '" + info.name() + "' has no shape in the model; give it with --input-shape " +
+             info.name() + "=DxDx...",
+         info.name());
+  std::vector<int64_t> shape;
+  for (const ::onnx::TensorShapeProto_Dimension &d : type.shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0)
+      fail(ImportErrorKind::DataDependentShape,
+           "input '" + info.name() + "' has a symbolic dimension" +
+               (d.has_dim_param() ? " '" + d.dim_param() + "'" : std::string()) +
+               "; give its shape with --input-shape " + info.name() + "=DxDx...",
+           info.name());
+    shape.push_back(d.dim_value());
+  }
+  return shape;
+}
+
+static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOptions &options,
+                      Values &values) {
+  std::set<std::string> initialized, inputs;
+  for (const ::onnx::TensorProto &init : graph.initializer())
+    initialized.insert(init.name());
+  for (const ::onnx::ValueInfoProto &info : graph.input())
+    inputs.insert(info.name());
+  for (const auto &[name, shape] : options.inputShapes)
+    if (!inputs.count(name) || initialized.count(name))
+      fail(ImportErrorKind::BadOption, "--input-shape names '" + name +
+                                           "', which is not an input of the model's graph");
+  for (const ::onnx::ValueInfoProto &info : graph.input()) {
+    if (initialized.count(info.name()))
+      continue;
+    if (auto c = options.constantInputs.find(info.name()); c != options.constantInputs.end()) {
+      values.constants[info.name()] = c->second;
+      continue;
+    }
+    if (!info.type().has_tensor_type())
+      fail(ImportErrorKind::UnsupportedDtype,
+           "input '" + info.name() + "' is not a tensor (a sequence, map or optional)");
+    int elemType = info.type().tensor_type().elem_type();
+    std::optional<DType> dtype = smeltDType(elemType);
+    if (!dtype)
+      fail(ImportErrorKind::UnsupportedDtype, "input '" + info.name() + "' has element type " +
+                                                  onnxTypeName(elemType) +
+                                                  ", which Smelt does not have");
+    values.tensors[info.name()] = g.input(info.name(), inputShape(info, options), *dtype);
+  }
+  // Parameters after the inputs, in the file's order.
+  for (const ::onnx::TensorProto &init : graph.initializer()) {
+    TensorValue v = tensorValue(init, "initializer '" + init.name() + "'");
+    DType dtype = toDType(v.type);
+    bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
+                   dtype == DType::f64;
+    // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
+    // floats, and ops read them at import time.
+    if (!options.initializersAsConstants && isFloat)
+      values.tensors[init.name()] =
+          g.parameter(init.name(), v.shape, Initializer::zeros(), dtype);
+    values.constants[init.name()] = std::move(v);
+  }
+}
+
+static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Values &values,
+                       int64_t opset) {
+  std::string where = "node " + std::to_string(index) +
+                      (node.name().empty() ? "" : " '" + node.name() + "'") + " (" +
+                      node.op_type() + ")";
+  try {
+    if (!isDefaultDomain(node.domain()))
+      fail(ImportErrorKind::UnsupportedOp, "op domain '" + node.domain() + "' is not supported");
+    static const std::set<std::string> controlFlow = {"If", "Loop", "Scan", "SequenceMap"};
+    if (controlFlow.count(node.op_type()))
+      fail(ImportErrorKind::ControlFlow,
+           "control flow (subgraphs) does not map onto Smelt's static dataflow graphs");
+    NodeImporter n(g, node, values, opset);
+    if (foldKnownNode(n))
+      return;
+    Converter convert = findConverter(node.op_type());
+    if (!convert)
+      fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
+    g.atomically([&] { convert(n); });
+    recordKnownResult(n);
+  } catch (const Failure &f) {
+    throw Failure{f.kind, where + ": " + f.message, f.value};
+  } catch (const BuildError &e) {
+    throw Failure{ImportErrorKind::Internal, where + ": Smelt refused the mapped ops: " + e.what(),
+                  ""};
+  } catch (const std::exception &e) { // a malformed node (a missing attribute value ...)
+    throw Failure{ImportErrorKind::BadFile, where + ": " + e.what(), ""};
+  }
+}
+
+/// Erases what no result needs: the NCHW transposes that foldingTranspose bypassed, Constant
+/// nodes read only at import time.
+static void eraseDeadOps(mlir::func::FuncOp function) {
+  mlir::Block &body = function.getBody().front();
+  for (mlir::Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (mlir::isOpTriviallyDead(&op))
+      op.erase();
+}
+
+static int64_t defaultOpset(const ::onnx::ModelProto &model) {
+  for (const ::onnx::OperatorSetIdProto &id : model.opset_import())
+    if (isDefaultDomain(id.domain()))
+      return id.version();
+  return 1;
+}
+
+static mlir::OwningOpRef<mlir::ModuleOp>
+buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
+  ::onnx::ModelProto model = readModel(path);
+  const ::onnx::GraphProto &graph = model.graph();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, path, 0, 0));
+  Graph g(*module, "main");
+  Values values;
+  addInputs(g, graph, options, values);
+  int64_t opset = defaultOpset(model);
+  for (int i = 0; i < graph.node_size(); ++i)
+    importNode(g, graph.node(i), i, values, opset);
+  std::vector<Tensor> outputs;
+  std::vector<std::string> names;
+  for (const ::onnx::ValueInfoProto &info : graph.output()) {
+    auto t = values.tensors.find(info.name());
+    if (t != values.tensors.end())
+      outputs.push_back(t->second);
+    else if (auto c = values.constants.find(info.name()); c != values.constants.end())
+      outputs.push_back(constantTensor(g, c->second));
+    else
+      fail(ImportErrorKind::BadFile, "graph output '" + info.name() + "' is never computed");
+    names.push_back(info.name());
+  }
+  g.setOutputs(outputs, names);
+  eraseDeadOps(g.function());
+  return module;
+}
+
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importModel(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
+  try {
+    return buildModule(path, options, context);
+  } catch (const Failure &f) {
+    return llvm::make_error<ImportError>(f.kind, path + ": " + f.message, f.value);
+  } catch (const BuildError &e) {
+    return llvm::make_error<ImportError>(ImportErrorKind::Internal, path + ": " + e.what());
+  } catch (const std::exception &e) { // out of memory, a malformed model's missing values
+    return llvm::make_error<ImportError>(ImportErrorKind::BadFile, path + ": " + e.what());
+  }
+}
+
+llvm::Error parseInputShape(const std::string &spec, ImportOptions &options) {
+  auto bad = [&](const std::string &why) {
+    return llvm::make_error<ImportError>(
+        ImportErrorKind::BadOption,
+        "--input-shape '" + spec + "': " + why + " (expected NAME=DxDx..., e.g. x=1x3x224x224)");
+  };
+  size_t eq = spec.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    return bad("no NAME=");
+  std::vector<int64_t> shape;
+  llvm::StringRef dims = llvm::StringRef(spec).substr(eq + 1);
+  while (!dims.empty()) {
+    auto [head, tail] = dims.split('x');
+    int64_t d;
+    if (head.getAsInteger(10, d) || d < 0)
+      return bad(("'" + head + "' is not a dimension size").str());
+    if (tail.empty() && dims.ends_with("x"))
+      return bad("the shape ends in 'x'");
+    shape.push_back(d);
+    dims = tail;
+  }
+  options.inputShapes[spec.substr(0, eq)] = shape;
+  return llvm::Error::success();
+}
+
+} // namespace smelt::onnx

@@ -1,0 +1,226 @@
+// ONNX tensors as Smelt sees them: element types mapped to Smelt's, TensorProto contents
+// (raw little-endian bytes or the typed repeated fields) read into a TensorValue, and a
+// TensorValue turned into a constant op.
+#include "frontend/onnx/NodeImporter.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace smelt::onnx {
+
+using ::onnx::TensorProto;
+
+void fail(ImportErrorKind kind, const std::string &message, const std::string &value) {
+  throw Failure{kind, message, value};
+}
+
+std::optional<DType> smeltDType(int onnxType) {
+  switch (onnxType) {
+  case TensorProto::FLOAT:
+    return DType::f32;
+  case TensorProto::FLOAT16:
+    return DType::f16;
+  case TensorProto::BFLOAT16:
+    return DType::bf16;
+  case TensorProto::DOUBLE:
+    return DType::f64;
+  case TensorProto::INT32:
+    return DType::i32;
+  case TensorProto::INT64:
+    return DType::i64;
+  case TensorProto::BOOL:
+    return DType::i1;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string onnxTypeName(int onnxType) {
+  if (TensorProto::DataType_IsValid(onnxType))
+    return TensorProto::DataType_Name(TensorProto::DataType(onnxType));
+  return "type " + std::to_string(onnxType);
+}
+
+DType toDType(TensorValue::Type type) {
+  switch (type) {
+  case TensorValue::Type::f32:
+    return DType::f32;
+  case TensorValue::Type::f16:
+    return DType::f16;
+  case TensorValue::Type::bf16:
+    return DType::bf16;
+  case TensorValue::Type::f64:
+    return DType::f64;
+  case TensorValue::Type::i32:
+    return DType::i32;
+  case TensorValue::Type::i64:
+    return DType::i64;
+  case TensorValue::Type::i1:
+    break;
+  }
+  return DType::i1;
+}
+
+TensorValue::Type toValueType(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return TensorValue::Type::f32;
+  case DType::f16:
+    return TensorValue::Type::f16;
+  case DType::bf16:
+    return TensorValue::Type::bf16;
+  case DType::f64:
+    return TensorValue::Type::f64;
+  case DType::i32:
+    return TensorValue::Type::i32;
+  case DType::i64:
+    return TensorValue::Type::i64;
+  case DType::i1:
+    break;
+  }
+  return TensorValue::Type::i1;
+}
+
+static double halfToDouble(uint16_t bits) {
+  int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+  double sign = (bits & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0)
+    return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31)
+    return mantissa ? NAN : sign * INFINITY;
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+static double bfloatToDouble(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &word, 4);
+  return f;
+}
+
+/// Element `i` of little-endian raw bytes of type `dtype`.
+static double rawElement(const std::string &raw, size_t i, DType dtype) {
+  auto load = [&](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, raw.data() + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  switch (dtype) {
+  case DType::f32:
+    return load(float());
+  case DType::f64:
+    return load(double());
+  case DType::f16:
+    return halfToDouble(load(uint16_t()));
+  case DType::bf16:
+    return bfloatToDouble(load(uint16_t()));
+  case DType::i32:
+    return double(load(int32_t()));
+  case DType::i64:
+    return double(load(int64_t()));
+  case DType::i1:
+    return load(uint8_t()) ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+static size_t byteWidth(DType dtype) {
+  switch (dtype) {
+  case DType::f64:
+  case DType::i64:
+    return 8;
+  case DType::f32:
+  case DType::i32:
+    return 4;
+  case DType::f16:
+  case DType::bf16:
+    return 2;
+  case DType::i1:
+    return 1;
+  }
+  return 1;
+}
+
+TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
+  std::optional<DType> dtype = smeltDType(proto.data_type());
+  if (!dtype)
+    fail(ImportErrorKind::UnsupportedDtype,
+         what + " has element type " + onnxTypeName(proto.data_type()) +
+             ", which Smelt does not have (float, float16, bfloat16, double, int32, int64, bool)");
+  if (proto.data_location() == TensorProto::EXTERNAL)
+    fail(ImportErrorKind::UnsupportedAttribute, what + " keeps its data in an external file");
+  TensorValue v;
+  v.type = toValueType(*dtype);
+  int64_t count = 1;
+  for (int64_t d : proto.dims()) {
+    if (d < 0 || (d > 0 && count > (int64_t(1) << 40) / d))
+      fail(ImportErrorKind::BadFile, what + " has an invalid shape");
+    v.shape.push_back(d);
+    count *= d;
+  }
+  v.values.reserve(size_t(count));
+  auto need = [&](int64_t have) {
+    if (have != count)
+      fail(ImportErrorKind::BadFile, what + " holds " + std::to_string(have) +
+                                         " elements where its shape needs " +
+                                         std::to_string(count));
+  };
+  if (proto.has_raw_data()) {
+    const std::string &raw = proto.raw_data();
+    need(int64_t(raw.size() / byteWidth(*dtype)));
+    if (raw.size() % byteWidth(*dtype))
+      fail(ImportErrorKind::BadFile, what + "'s raw data is not a whole number of elements");
+    for (int64_t i = 0; i < count; ++i)
+      v.values.push_back(rawElement(raw, size_t(i), *dtype));
+    return v;
+  }
+  switch (*dtype) {
+  case DType::f32:
+    need(proto.float_data_size());
+    v.values.assign(proto.float_data().begin(), proto.float_data().end());
+    break;
+  case DType::f64:
+    need(proto.double_data_size());
+    v.values.assign(proto.double_data().begin(), proto.double_data().end());
+    break;
+  case DType::i64:
+    need(proto.int64_data_size());
+    for (int64_t x : proto.int64_data())
+      v.values.push_back(double(x));
+    break;
+  case DType::i32:
+  case DType::i1:
+    need(proto.int32_data_size());
+    for (int32_t x : proto.int32_data())
+      v.values.push_back(*dtype == DType::i1 ? double(x != 0) : double(x));
+    break;
+  case DType::f16:
+  case DType::bf16: // the bits, one element per int32
+    need(proto.int32_data_size());
+    for (int32_t x : proto.int32_data())
+      v.values.push_back(*dtype == DType::f16 ? halfToDouble(uint16_t(x))
+                                               : bfloatToDouble(uint16_t(x)));
+    break;
+  }
+  return v;
+}
+
+llvm::Expected<TensorValue> readTensorFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  TensorProto proto;
+  if (!in || !proto.ParseFromIstream(&in))
+    return llvm::make_error<ImportError>(ImportErrorKind::BadFile,
+                                         path + ": not a readable TensorProto");
+  try {
+    return tensorValue(proto, path);
+  } catch (const Failure &f) {
+    return llvm::make_error<ImportError>(f.kind, f.message);
+  }
+}
+
+Tensor constantTensor(Graph &g, const TensorValue &value) {
+  return constant(g, value.values, value.shape, toDType(value.type));
+}
+
+} // namespace smelt::onnx

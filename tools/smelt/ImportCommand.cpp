@@ -1,0 +1,62 @@
+// `smelt import`: read an ONNX model and write it as a .mlir module in Smelt's dialect (one
+// func.func @main) that `smelt compile`, `run` and `dump` take. Shapes must be static: a
+// symbolic dimension is fixed with --input-shape.
+#include "tools/smelt/Commands.h"
+
+#include "frontend/onnx/OnnxImport.h"
+#include "runtime/FileIO.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+namespace smelt::tools {
+
+cl::SubCommand importSubcommand("import", "Import an ONNX model (.onnx) as a .mlir module in "
+                                          "Smelt's dialect");
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                                      cl::sub(importSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> outputPath("o", cl::desc("The .mlir file to write"), cl::Required,
+                                       cl::value_desc("model.mlir"), cl::sub(importSubcommand),
+                                       cl::cat(smeltCategory()));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("A graph input's static shape, replacing the model's (needed where it has "
+             "symbolic dimensions): NAME=DxDx..., e.g. x=1x3x224x224; a scalar is NAME="),
+    cl::value_desc("name=1x3x224x224"), cl::sub(importSubcommand), cl::cat(smeltCategory()));
+static cl::opt<bool> initializersAsConstants(
+    "initializers-as-constants",
+    cl::desc("Make the model's initializers constants in the module instead of parameters "
+             "(arguments marked smelt.param, named as in the model)"),
+    cl::sub(importSubcommand), cl::cat(smeltCategory()));
+
+int importCommand() {
+  onnx::ImportOptions options;
+  options.initializersAsConstants = initializersAsConstants;
+  for (const std::string &spec : inputShapes)
+    if (llvm::Error e = onnx::parseInputShape(spec, options))
+      return fail(llvm::toString(std::move(e)));
+  // Before importing: -o /dev/full or a directory fails now, not after the work.
+  if (rt::Status s = rt::checkReplaceable(outputPath); !s.ok())
+    return fail(s.message());
+  mlir::MLIRContext context;
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      onnx::importModel(modelPath, options, context);
+  if (!module)
+    return fail(llvm::toString(module.takeError()));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*module)->print(os);
+  if (rt::Status s = rt::writeFileAtomically(outputPath, std::vector<uint8_t>(text.begin(), text.end()));
+      !s.ok())
+    return fail(s.message());
+  auto main = (*module)->lookupSymbol<mlir::func::FuncOp>("main");
+  llvm::outs() << "wrote " << outputPath << ": @main with " << main.getNumArguments()
+               << " arguments and " << main.getNumResults() << " results\n";
+  return 0;
+}
+
+} // namespace smelt::tools
