@@ -122,9 +122,12 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
                    dtype == DType::f64;
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
-    if (!options.initializersAsConstants && isFloat)
+    if (!options.initializersAsConstants && isFloat) {
       values.tensors[init.name()] =
           g.parameter(init.name(), v.shape, Initializer::zeros(), dtype);
+      if (options.parameterValues)
+        (*options.parameterValues)[init.name()] = v;
+    }
     values.constants[init.name()] = std::move(v);
   }
 }

@@ -43,6 +43,11 @@ struct ImportOptions {
   /// Graph inputs whose value is fixed at import time (e.g. a Reshape's target shape that a
   /// model passes as an input): they become constants and leave the function's arguments.
   std::map<std::string, TensorValue> constantInputs;
+  /// When set, receives the values of the initializers that became parameters, by name: the
+  /// model's weights, which `smelt import --weights-out` writes for `smelt run --params` and
+  /// `smelt train --init-params`. (A parameter no op reads is left out of the function, so
+  /// take the names from its arguments.)
+  std::map<std::string, TensorValue> *parameterValues = nullptr;
 };
 
 /// Why an import failed: the kinds of limit an ONNX model can hit, for callers (the

@@ -1,8 +1,10 @@
 // `smelt import`: read an ONNX model and write it as a .mlir module in Smelt's dialect (one
-// func.func @main) that `smelt compile`, `run` and `dump` take. Shapes must be static: a
-// symbolic dimension is fixed with --input-shape.
+// func.func @main) that `smelt compile`, `run` and `dump` take, and its weights as safetensors
+// (--weights-out) for `smelt run --params` and `smelt train --init-params`. Shapes must be
+// static: a symbolic dimension is fixed with --input-shape.
 #include "tools/smelt/Commands.h"
 
+#include "data/Safetensors.h"
 #include "frontend/onnx/OnnxImport.h"
 #include "runtime/FileIO.h"
 
@@ -32,6 +34,35 @@ static cl::opt<bool> initializersAsConstants(
     cl::desc("Make the model's initializers constants in the module instead of parameters "
              "(arguments marked smelt.param, named as in the model)"),
     cl::sub(importSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> weightsPath(
+    "weights-out",
+    cl::desc("Also write the parameters' values (the model's float initializers) here as "
+             "safetensors, named as the arguments: for smelt run --params and smelt train "
+             "--init-params"),
+    cl::value_desc("weights.safetensors"), cl::sub(importSubcommand), cl::cat(smeltCategory()));
+
+/// The weights of `main`'s parameters, by their argument names, from the initializers' values.
+static rt::Expected<data::Checkpoint>
+parameterWeights(mlir::func::FuncOp main, const std::map<std::string, onnx::TensorValue> &values) {
+  data::Checkpoint weights;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto name = main.getArgAttrOfType<mlir::StringAttr>(i, "smelt.name");
+    if (!main.getArgAttr(i, "smelt.param") || !name)
+      continue;
+    auto value = values.find(name.str());
+    if (value == values.end())
+      return rt::Status::error("parameter '" + name.str() + "' has no initializer value");
+    using Type = onnx::TensorValue::Type;
+    rt::DType dtype = value->second.type == Type::f16    ? rt::DType::f16
+                      : value->second.type == Type::bf16 ? rt::DType::bf16
+                      : value->second.type == Type::f64  ? rt::DType::f64
+                                                          : rt::DType::f32;
+    weights.tensors.push_back(
+        {name.str(), rt::HostTensor::fromDoubles({dtype, value->second.shape},
+                                                 value->second.values)});
+  }
+  return weights;
+}
 
 int importCommand() {
   onnx::ImportOptions options;
@@ -39,9 +70,16 @@ int importCommand() {
   for (const std::string &spec : inputShapes)
     if (llvm::Error e = onnx::parseInputShape(spec, options))
       return fail(llvm::toString(std::move(e)));
+  if (!weightsPath.empty() && initializersAsConstants)
+    return fail("--weights-out with --initializers-as-constants: the weights are in the module "
+                "then, there are no parameters to write");
+  std::map<std::string, onnx::TensorValue> values;
+  if (!weightsPath.empty())
+    options.parameterValues = &values;
   // Before importing: -o /dev/full or a directory fails now, not after the work.
-  if (rt::Status s = rt::checkReplaceable(outputPath); !s.ok())
-    return fail(s.message());
+  for (const std::string &output : {std::string(outputPath), std::string(weightsPath)})
+    if (rt::Status s = output.empty() ? rt::Status() : rt::checkReplaceable(output); !s.ok())
+      return fail(s.message());
   mlir::MLIRContext context;
   llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
       onnx::importModel(modelPath, options, context);
@@ -56,6 +94,15 @@ int importCommand() {
   auto main = (*module)->lookupSymbol<mlir::func::FuncOp>("main");
   llvm::outs() << "wrote " << outputPath << ": @main with " << main.getNumArguments()
                << " arguments and " << main.getNumResults() << " results\n";
+  if (!weightsPath.empty()) {
+    rt::Expected<data::Checkpoint> weights = parameterWeights(main, values);
+    if (!weights)
+      return fail(weights.message());
+    if (rt::Status s = data::writeSafetensors(weightsPath, *weights); !s.ok())
+      return fail(s.message());
+    llvm::outs() << "wrote " << weightsPath << ": " << weights->tensors.size()
+                 << " parameters\n";
+  }
   return 0;
 }
 
