@@ -1,5 +1,6 @@
 // Pooling: max and avg forward on oneDNN for f32 (f16/bf16 staged through f32), plain loops in
 // double for f64; both gradients are plain loops in double, staged for every other dtype.
+#include "runtime/Parallel.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/OneDnn.h"
 #include "runtime/cpu/Staging.h"
@@ -87,12 +88,21 @@ Expected<Kernel> backward(const Step &step, const StepTypes &types, bool isMax) 
   if (!geometry)
     return geometry.status();
   Window2D g = *geometry;
-  Kernel kernel = [g, isMax](const void *const *in, void *out) {
-    const double *x = isMax ? static_cast<const double *>(in[0]) : nullptr;
-    const double *dy = static_cast<const double *>(in[isMax ? 1 : 0]);
-    poolBackward(isMax, g, x, dy, static_cast<double *>(out));
+  // Natively in f32 (a copy to f64 and back cost more than the loops), otherwise in f64;
+  // parallel over the batch, whose entries write disjoint parts of the gradient.
+  auto inType = [&](auto zero) {
+    using T = decltype(zero);
+    return Kernel([g, isMax](const void *const *in, void *out) {
+      const T *x = isMax ? static_cast<const T *>(in[0]) : nullptr;
+      const T *dy = static_cast<const T *>(in[isMax ? 1 : 0]);
+      parallelFor(g.n, [&](int64_t b0, int64_t b1) {
+        poolBackward<T>(isMax, g, x, dy, static_cast<T *>(out), b0, b1);
+      });
+    });
   };
-  return stagedThrough(DType::f64, kernel, types);
+  if (types.result.dtype == DType::f32)
+    return inType(0.0f);
+  return stagedThrough(DType::f64, inType(0.0), types);
 }
 
 } // namespace

@@ -41,10 +41,10 @@ void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y
 }
 
 namespace {
-/// Calls fn(outputIndex, inputIndex, inBoundsCount) for every in-bounds element of every
-/// window, channel by channel.
-template <typename Fn> void forEachWindow(const Window2D &g, Fn fn) {
-  for (int64_t b = 0; b < g.n; ++b)
+/// Calls fn(outputIndex, b, y0, y1, x0, x1, c, inBoundsCount) for every window of batch entries
+/// [b0, b1), channel by channel.
+template <typename Fn> void forEachWindow(const Window2D &g, Fn fn, int64_t b0, int64_t b1) {
+  for (int64_t b = b0; b < b1; ++b)
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         int64_t y0 = std::max<int64_t>(oy * g.sh - g.pt, 0);
@@ -70,21 +70,24 @@ void poolForward(bool isMax, const Window2D &g, const double *x, double *y) {
         acc = isMax ? ((v > acc || v != v) ? v : acc) : acc + v;
       }
     y[out] = isMax ? acc : acc / double(count);
-  });
+  }, 0, g.n);
 }
 
-void poolBackward(bool isMax, const Window2D &g, const double *x, const double *dy, double *dx) {
-  std::fill(dx, dx + g.n * g.h * g.w * g.c, 0.0);
+template <typename T>
+void poolBackward(bool isMax, const Window2D &g, const T *x, const T *dy, T *dx, int64_t b0,
+                  int64_t b1) {
+  int64_t image = g.h * g.w * g.c;
+  std::fill(dx + b0 * image, dx + b1 * image, T(0));
   forEachWindow(g, [&](int64_t out, int64_t b, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
                        int64_t c, int64_t count) {
     if (!isMax) {
       for (int64_t iy = y0; iy < y1; ++iy)
         for (int64_t ix = x0; ix < x1; ++ix)
-          dx[((b * g.h + iy) * g.w + ix) * g.c + c] += dy[out] / double(count);
+          dx[((b * g.h + iy) * g.w + ix) * g.c + c] += dy[out] / T(count);
       return;
     }
     int64_t best = -1;
-    double bestValue = 0;
+    T bestValue = 0;
     for (int64_t iy = y0; iy < y1; ++iy)
       for (int64_t ix = x0; ix < x1; ++ix) {
         int64_t at = ((b * g.h + iy) * g.w + ix) * g.c + c;
@@ -95,7 +98,11 @@ void poolBackward(bool isMax, const Window2D &g, const double *x, const double *
         }
       }
     dx[best] += dy[out];
-  });
+  }, b0, b1);
 }
+template void poolBackward<float>(bool, const Window2D &, const float *, const float *, float *,
+                                  int64_t, int64_t);
+template void poolBackward<double>(bool, const Window2D &, const double *, const double *,
+                                   double *, int64_t, int64_t);
 
 } // namespace smelt::rt::cpu

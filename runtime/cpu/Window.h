@@ -28,6 +28,11 @@ void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y
 /// Plain pooling in double. Forward writes y from x; backward adds dy into dx (zeroed first):
 /// max routes to the first maximum of each window, avg spreads over the in-bounds elements.
 void poolForward(bool isMax, const Window2D &g, const double *x, double *y);
-void poolBackward(bool isMax, const Window2D &g, const double *x, const double *dy, double *dx);
+/// The backward for batch entries [b0, b1) only, in T (float or double): ranges of the batch
+/// write disjoint parts of dx, so they run in parallel. In float each element of dx sums the
+/// few windows that overlap it, as oneDNN's f32 pooling does.
+template <typename T>
+void poolBackward(bool isMax, const Window2D &g, const T *x, const T *dy, T *dx, int64_t b0,
+                  int64_t b1);
 
 } // namespace smelt::rt::cpu
