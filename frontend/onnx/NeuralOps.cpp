@@ -226,6 +226,7 @@ void addNeuralOps(ConverterTable &t) {
   t["LRN"] = lrn;
   t["MeanVarianceNormalization"] = meanVarianceNormalization;
   addWindowOps(t);
+  addEinsumOp(t);
 }
 
 } // namespace smelt::onnx

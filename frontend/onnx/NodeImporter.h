@@ -106,6 +106,7 @@ void addLossOps(ConverterTable &table);
 void addGatherOps(ConverterTable &table);
 void addResizeOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
+void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
 /// Import-time evaluation of nodes whose inputs are all known (the Shape -> Slice -> Concat ->
 /// Reshape chains exporters write): true when `n`'s outputs were set as known values.
 bool foldKnownNode(NodeImporter &n);
