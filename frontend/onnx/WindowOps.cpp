@@ -86,19 +86,38 @@ Tensor lower(Tensor y, bool oneD) {
 void conv(NodeImporter &n) {
   Tensor x = n.input(0), w = n.input(1);
   std::vector<int64_t> spatial = spatialDims(n, x);
-  if (n.attrInt("group", 1) != 1)
-    n.unsupported("group=" + std::to_string(n.attrInt("group", 1)) +
-                  " (Smelt's conv2d has no groups)");
   if (w.rank() != x.rank())
     fail(ImportErrorKind::BadFile, "the filter's rank differs from the input's");
+  // Groups (depthwise when each has one channel): group k convolves input channels
+  // [k*C/g, (k+1)*C/g) with filters [k*F/g, (k+1)*F/g), each [F/g, C/g, KH, KW].
+  int64_t groups = n.attrInt("group", 1);
+  if (groups < 1 || x.dim(1) % groups != 0 || w.dim(0) % groups != 0 ||
+      w.dim(1) * groups != x.dim(1))
+    fail(ImportErrorKind::BadFile, "group=" + std::to_string(groups) + " does not divide " +
+                                       std::to_string(x.dim(1)) + " input channels into " +
+                                       std::to_string(w.dim(0)) + " filters of " +
+                                       std::to_string(w.dim(1)) + " channels");
   std::vector<int64_t> filterShape = w.shape();
   std::vector<int64_t> kernel(filterShape.begin() + 2, filterShape.end());
   if (std::vector<int64_t> given = n.attrInts("kernel_shape", kernel); given != kernel)
     fail(ImportErrorKind::BadFile, "kernel_shape disagrees with the filter");
   Window win = windowOf(n, spatial, kernel, false);
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [F, C, KH, KW] -> HWIO
-  Tensor y = conv2d(foldingTranspose(lift(x), kToNhwc), filter, win.strides, win.padding,
-                    win.dilation);
+  Tensor input = foldingTranspose(lift(x), kToNhwc);
+  Tensor y = input;
+  if (groups == 1) {
+    y = conv2d(input, filter, win.strides, win.padding, win.dilation);
+  } else {
+    // One conv2d a group on its slices, the results side by side along the channels.
+    std::vector<Tensor> parts;
+    int64_t c = filter.dim(2), f = filter.dim(3) / groups;
+    for (int64_t k = 0; k < groups; ++k)
+      parts.push_back(conv2d(
+          slice(input, {0, 0, 0, k * c}, {input.dim(0), input.dim(1), input.dim(2), (k + 1) * c}),
+          slice(filter, {0, 0, 0, k * f}, {filter.dim(0), filter.dim(1), c, (k + 1) * f}),
+          win.strides, win.padding, win.dilation));
+    y = concat(parts, 3);
+  }
   if (std::optional<Tensor> bias = n.optionalInput(2))
     y = add(y, *bias); // [F] along NHWC's last dimension: conv2d's epilogue
   n.setOutput(0, lower(y, spatial.size() == 1));

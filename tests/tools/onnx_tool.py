@@ -82,6 +82,49 @@ def conv_pool(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def grouped_conv(out, groups):
+    """Conv with `groups` groups (16 channels: 2 is grouped, 16 depthwise), strided and padded,
+    fresh random input and filter, and its expected output from float64 loops written here:
+    out/model.onnx, out/x.npy, out/expected.npy."""
+    groups = int(groups)
+    rng = np.random.default_rng()
+    c, f, h = 16, 16 if groups == 16 else 8, 9
+    x = rng.uniform(-1, 1, (2, c, h, h)).astype(np.float32)
+    w = rng.uniform(-1, 1, (f, c // groups, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, f).astype(np.float32)
+    oh = (h + 2 - 3) // 2 + 1
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((2, f, oh, oh))
+    cg, fg = c // groups, f // groups
+    for o in range(f):
+        k = o // fg
+        for i in range(cg):
+            for ky in range(3):
+                for kx in range(3):
+                    y[:, o] += w[o, i, ky, kx] * xp[:, k * cg + i, ky:ky + 2 * oh:2, kx:kx + 2 * oh:2]
+        y[:, o] += b[o]
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], group=groups, strides=[2, 2],
+                            pads=[1, 1, 1, 1], name="grouped")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, y.shape)],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{out}/model.onnx")
+    np.save(f"{out}/x.npy", x)
+    np.save(f"{out}/expected.npy", y)
+
+
+def compare_npy(got, expected):
+    """`smelt run`'s result against an expected .npy at ONNX's tolerance."""
+    g, e = np.load(got).astype(np.float64), np.load(expected)
+    if g.shape != e.shape:
+        sys.exit(f"MISMATCH: shape {list(g.shape)}, expected {list(e.shape)}")
+    ok = np.allclose(g, e, rtol=1e-3, atol=1e-5)
+    print(f"{'OK' if ok else 'MISMATCH'} {list(g.shape)} max error {np.max(np.abs(g - e)):.2e}")
+    sys.exit(0 if ok else 1)
+
+
 def malformed(path):
     """A Cast without its 'to' attribute (onnx.checker would refuse it; the importer must too)."""
     x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
@@ -106,5 +149,6 @@ def truncate(src, dst, fraction):
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
-     "symbolic": symbolic, "conv-pool": conv_pool,
+     "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
+     "compare-npy": compare_npy,
      "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate}[command](*args)
