@@ -15,6 +15,8 @@
 // op type and the reason, and its ImportErrorKind says which kind of limit it hit.
 #pragma once
 
+#include "runtime/HostTensor.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -88,6 +90,10 @@ std::vector<std::string> supportedOps();
 
 /// Reads a serialized TensorProto (the .pb files of ONNX's test data).
 llvm::Expected<TensorValue> readTensorFile(const std::string &path);
+
+/// A TensorValue as the runtime's tensor of the same type and shape: an input to run, or a
+/// weight to write (`smelt import --weights-out`).
+rt::HostTensor hostTensor(const TensorValue &value);
 
 /// Parses `--input-shape` text "name=1x3x224x224" (a scalar: "name=") into `options`; the
 /// error says what is wrong with `spec`.

@@ -1,6 +1,6 @@
 // ONNX tensors as Smelt sees them: element types mapped to Smelt's, TensorProto contents
 // (raw little-endian bytes or the typed repeated fields) read into a TensorValue, and a
-// TensorValue turned into a constant op.
+// TensorValue turned into a constant op or the runtime's tensor.
 #include "frontend/onnx/NodeImporter.h"
 
 #include <cmath>
@@ -221,6 +221,13 @@ llvm::Expected<TensorValue> readTensorFile(const std::string &path) {
 
 Tensor constantTensor(Graph &g, const TensorValue &value) {
   return constant(g, value.values, value.shape, toDType(value.type));
+}
+
+rt::HostTensor hostTensor(const TensorValue &value) {
+  static const rt::DType kTypes[] = {rt::DType::f32, rt::DType::f16, rt::DType::bf16,
+                                     rt::DType::f64, rt::DType::i32, rt::DType::i64,
+                                     rt::DType::i1}; // TensorValue::Type's order
+  return rt::HostTensor::fromDoubles({kTypes[int(value.type)], value.shape}, value.values);
 }
 
 } // namespace smelt::onnx

@@ -55,13 +55,6 @@ std::set<std::string> readClaimed(const std::string &path) {
   return ops;
 }
 
-rt::DType runtimeType(importer::TensorValue::Type t) {
-  static const rt::DType kTypes[] = {rt::DType::f32, rt::DType::f16, rt::DType::bf16,
-                                     rt::DType::f64, rt::DType::i32, rt::DType::i64,
-                                     rt::DType::i1}; // TensorValue::Type's order
-  return kTypes[int(t)];
-}
-
 bool close(double got, double want) {
   if (std::isnan(want))
     return std::isnan(got);
@@ -185,8 +178,7 @@ Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const 
   for (const std::string &name : inputNames) {
     if (options.constantInputs.count(name))
       continue;
-    const importer::TensorValue &v = inputs[name];
-    args.push_back(rt::HostTensor::fromDoubles({runtimeType(v.type), v.shape}, v.values));
+    args.push_back(importer::hostTensor(inputs[name]));
   }
   rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
   if (!cpu)

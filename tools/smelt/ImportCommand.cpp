@@ -52,14 +52,7 @@ parameterWeights(mlir::func::FuncOp main, const std::map<std::string, onnx::Tens
     auto value = values.find(name.str());
     if (value == values.end())
       return rt::Status::error("parameter '" + name.str() + "' has no initializer value");
-    using Type = onnx::TensorValue::Type;
-    rt::DType dtype = value->second.type == Type::f16    ? rt::DType::f16
-                      : value->second.type == Type::bf16 ? rt::DType::bf16
-                      : value->second.type == Type::f64  ? rt::DType::f64
-                                                          : rt::DType::f32;
-    weights.tensors.push_back(
-        {name.str(), rt::HostTensor::fromDoubles({dtype, value->second.shape},
-                                                 value->second.values)});
+    weights.tensors.push_back({name.str(), onnx::hostTensor(value->second)});
   }
   return weights;
 }
