@@ -8,7 +8,8 @@ namespace smelt {
 ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &optimizer,
                                            const LossScaleConfig &scaling, Tensor loss,
                                            const std::vector<Tensor> &params,
-                                           int64_t replicas, Loc loc) {
+                                           int64_t replicas,
+                                           std::optional<Tensor> learningRate, Loc loc) {
   if (scaling.initialScale <= 0 || scaling.growthInterval < 1)
     g.fail(loc, "loss scaling needs a positive initial scale and growth interval");
   ScaledUpdate out;
@@ -30,7 +31,7 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
   }
   Tensor finite = compare(probe, scalarLike(probe, 0.0, loc), CompareDirection::eq, loc);
 
-  OptimizerUpdate update = applyOptimizer(g, optimizer, params, grads, loc);
+  OptimizerUpdate update = applyOptimizer(g, optimizer, params, grads, learningRate, loc);
   auto keepUnlessFinite = [&](Tensor updated, Tensor old) {
     return select(broadcastTo(finite, old.shape(), loc), updated, old, loc);
   };

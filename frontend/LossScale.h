@@ -25,12 +25,14 @@ struct ScaledUpdate {
 };
 
 /// Differentiates `loss` scaled, unscales the gradients of `params` and applies `optimizer`
-/// when they are all finite. With several data-parallel `replicas` the scaled gradients are
+/// when they are all finite (with `learningRate` as applyOptimizer takes it). With several data-parallel `replicas` the scaled gradients are
 /// averaged over them first (DataParallel.h), so an overflow on any replica skips the step
 /// on all of them and their parameters and scales stay identical.
 ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &optimizer,
                                            const LossScaleConfig &scaling, Tensor loss,
                                            const std::vector<Tensor> &params,
-                                           int64_t replicas = 1, Loc loc = Loc::current());
+                                           int64_t replicas = 1,
+                                           std::optional<Tensor> learningRate = std::nullopt,
+                                           Loc loc = Loc::current());
 
 } // namespace smelt
