@@ -43,12 +43,14 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
   Tensor zero = scalarLike(scale, 0.0, loc);
 
   out.stateInputs = {scale, goodSteps};
+  out.initialValues = {scaling.initialScale, 0.0};
   out.newState = {select(finite, scaleIfFinite, mul(scale, scalarLike(scale, 0.5, loc), loc), loc),
                   select(finite, goodIfFinite, zero, loc)};
   for (size_t i = 0; i < params.size(); ++i)
     out.newParams.push_back(keepUnlessFinite(update.newParams[i], params[i]));
   for (size_t i = 0; i < update.stateInputs.size(); ++i) {
     out.stateInputs.push_back(update.stateInputs[i]);
+    out.initialValues.push_back(update.initialValues[i]);
     out.newState.push_back(keepUnlessFinite(update.newState[i], update.stateInputs[i]));
   }
   out.skipped = select(finite, zero, scalarLike(scale, 1.0, loc), loc);

@@ -18,6 +18,9 @@ struct ScaledUpdate {
   /// "loss_scale/scale" and "loss_scale/good_steps" (f32 scalars), then the optimizer's state
   /// inputs; newState follows the same order.
   std::vector<Tensor> stateInputs;
+  /// What each state input starts at: the scale at LossScaleConfig::initialScale (a state
+  /// filled with zeros would start the scale at 0 and every gradient at 0), the rest at 0.
+  std::vector<double> initialValues;
   std::vector<Tensor> newParams;
   std::vector<Tensor> newState;
   /// 1 when this step was skipped for non-finite gradients, else 0 (f32 scalar).

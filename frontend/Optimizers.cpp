@@ -135,6 +135,7 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
     break;
   }
   }
+  update.initialValues.assign(update.stateInputs.size(), 0.0);
   return update;
 }
 

@@ -34,7 +34,9 @@ struct OptimizerConfig {
 
 /// The optimizer's state inputs and the updated parameters and state.
 struct OptimizerUpdate {
-  std::vector<Tensor> stateInputs; // graph inputs, each starting at zero
+  std::vector<Tensor> stateInputs; // graph inputs
+  /// What each state input is filled with before the first step (all 0 for these optimizers).
+  std::vector<double> initialValues;
   std::vector<Tensor> newParams;   // in `params` order
   std::vector<Tensor> newState;    // in `stateInputs` order
 };

@@ -22,6 +22,9 @@ namespace smelt::train {
 
 namespace {
 
+/// The argument attribute of a state input that holds its starting value.
+constexpr const char *kInitialValue = "smelt.initial_value";
+
 /// The model of `config`, a built-in resolved by name; BuildError when there is none.
 ModelSpec resolvedModel(const TrainConfig &config) {
   if (config.model.build)
@@ -157,17 +160,24 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
     throw BuildError("model '" + model.name + "' has no parameters to train");
   std::vector<Tensor> metrics = crossReplicaMean(reported(out), replicas);
   std::vector<Tensor> newParams, stateInputs, newState;
+  std::vector<double> initialValues;
   std::optional<Tensor> skipped;
   if (config.precision == PrecisionPolicy::mixed_f16) {
     ScaledUpdate update = applyOptimizerWithLossScaling(g, config.optimizer, config.lossScale,
                                                         out.loss, params, replicas, learningRate);
     newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
+    initialValues = update.initialValues;
     skipped = update.skipped;
   } else {
     std::vector<Tensor> grads = crossReplicaMean(g.gradients(out.loss, params), replicas);
     OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads, learningRate);
     newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
+    initialValues = update.initialValues;
   }
+  // Where each state input starts, on the argument, for the Trainer to fill it.
+  for (size_t i = 0; i < stateInputs.size(); ++i)
+    g.function().setArgAttr(mlir::cast<mlir::BlockArgument>(stateInputs[i].value()).getArgNumber(),
+                            kInitialValue, g.builder().getF64FloatAttr(initialValues[i]));
   // Every result named: the parameters and state as their inputs are, then the loss and the
   // metrics (which the Trainer reads its metric names from).
   std::vector<Tensor> outputs = newParams;
@@ -270,16 +280,19 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
         trainer->metricNames_.push_back(name.str());
     for (unsigned i = firstParam; i < g.function().getNumArguments(); ++i)
       (i < firstState ? trainer->paramNames_ : trainer->stateNames_).push_back(argName(g, i));
-    // Optimizer state starts at zero, the loss scale at its initial value.
+    // Optimizer state starts where buildTrainStep says (zero; the loss scale at its initial
+    // value).
     std::vector<rt::HostTensor> state;
     for (unsigned i = firstState; i < g.function().getNumArguments(); ++i) {
       auto type = mlir::cast<mlir::RankedTensorType>(g.function().getArgument(i).getType());
-      state.push_back(
-          rt::HostTensor::zeros({rt::DType::f32, std::vector<int64_t>(type.getShape())}));
-      if (argName(g, i) == "loss_scale/scale") {
-        *state.back().data<float>() = float(config.lossScale.initialScale);
+      rt::HostTensor value =
+          rt::HostTensor::zeros({rt::DType::f32, std::vector<int64_t>(type.getShape())});
+      if (auto initial = g.function().getArgAttrOfType<mlir::FloatAttr>(i, kInitialValue))
+        std::fill_n(value.data<float>(), value.type().numElements(),
+                    float(initial.getValueAsDouble()));
+      state.push_back(std::move(value));
+      if (argName(g, i) == "loss_scale/scale")
         trainer->lossScaleSlot_ = int64_t(state.size()) - 1;
-      }
     }
     // Every replica starts from the same parameters: the initializer is seeded.
     auto init = compileFunction(g, "train_step_init", config, trainer->cache_.get());
