@@ -189,6 +189,21 @@ FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
   return std::nullopt;
 }
 
+/// The value of `value` when it is a float splat constant of the fusion body, seen through the
+/// broadcasts and reshapes that shape it.
+static std::optional<double> splatConstant(Value value) {
+  Operation *def = value.getDefiningOp();
+  while (def && isa<BroadcastInDimOp, ReshapeOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  auto constant = dyn_cast_or_null<ConstantOp>(def);
+  if (!constant)
+    return std::nullopt;
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>().convertToDouble();
+}
+
 // Every operand is emitted when this runs (emit sees to it).
 Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   rt::DType dtype = elementDType(op->getResult(0));
@@ -215,6 +230,15 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
                            elementDType(compare.getLhs()));
   if (isa<SelectOp>(op))
     return target_.select(operands[0], operands[1], operands[2], dtype);
+  // x^2 and x^3 (GELU's cube, the gradients of squares) as products: pow per element is a
+  // libm call that keeps the loop from vectorizing (28 ns an element in the GPT's GELU); the
+  // products round once or twice, within pow's own error (docs/ops.md).
+  if (isa<PowOp>(op))
+    if (std::optional<double> exponent = splatConstant(op->getOperand(1));
+        exponent && (*exponent == 2 || *exponent == 3)) {
+      Val square = target_.binary("mul", operands[0], operands[0], dtype);
+      return *exponent == 2 ? square : target_.binary("mul", square, operands[0], dtype);
+    }
   llvm::StringRef name = op->getName().stripDialect();
   if (operands.size() == 1)
     return target_.unary(name, operands[0], dtype);
