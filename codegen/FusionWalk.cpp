@@ -2,6 +2,8 @@
 // to the target (FusionWalk.h explains the design).
 #include "codegen/FusionWalk.h"
 
+#include "ir/SplatConstant.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -189,21 +191,6 @@ FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
   return std::nullopt;
 }
 
-/// The value of `value` when it is a float splat constant of the fusion body, seen through the
-/// broadcasts and reshapes that shape it.
-static std::optional<double> splatConstant(Value value) {
-  Operation *def = value.getDefiningOp();
-  while (def && isa<BroadcastInDimOp, ReshapeOp>(def))
-    def = def->getOperand(0).getDefiningOp();
-  auto constant = dyn_cast_or_null<ConstantOp>(def);
-  if (!constant)
-    return std::nullopt;
-  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
-  if (!splat || !isa<FloatType>(splat.getElementType()))
-    return std::nullopt;
-  return splat.getSplatValue<APFloat>().convertToDouble();
-}
-
 // Every operand is emitted when this runs (emit sees to it).
 Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   rt::DType dtype = elementDType(op->getResult(0));
@@ -234,7 +221,7 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   // libm call that keeps the loop from vectorizing (28 ns an element in the GPT's GELU); the
   // products round once or twice, within pow's own error (docs/ops.md).
   if (isa<PowOp>(op))
-    if (std::optional<double> exponent = splatConstant(op->getOperand(1));
+    if (std::optional<double> exponent = floatSplatConstant(op->getOperand(1));
         exponent && (*exponent == 2 || *exponent == 3)) {
       Val square = target_.binary("mul", operands[0], operands[0], dtype);
       return *exponent == 2 ? square : target_.binary("mul", square, operands[0], dtype);
