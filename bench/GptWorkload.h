@@ -18,17 +18,13 @@ struct GptWorkload {
 
 inline rt::Expected<GptWorkload> loadGptWorkload() {
   const char *path = std::getenv("SMELT_TEXT");
-  rt::Expected<std::string> text =
-      data::readTextFile(path ? path : "/usr/share/games/fortunes/literature");
+  rt::Expected<data::EncodedText> text =
+      data::readEncodedText(path ? path : "/usr/share/games/fortunes/literature");
   if (!text)
     return text.status();
-  data::CharVocabulary vocabulary = data::CharVocabulary::of(*text);
-  rt::Expected<std::vector<int32_t>> ids = vocabulary.encode(*text);
-  if (!ids)
-    return ids.status();
   GptConfig config;
-  config.vocab = vocabulary.size();
-  rt::Expected<data::Dataset> windows = data::nextTokenWindows(*ids, config.context, 16);
+  config.vocab = text->vocabulary.size();
+  rt::Expected<data::Dataset> windows = data::nextTokenWindows(text->ids, config.context, 16);
   if (!windows)
     return windows.status();
   return GptWorkload{config, std::move(*windows)};

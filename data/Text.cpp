@@ -53,6 +53,18 @@ rt::Expected<std::string> readTextFile(const std::string &path) {
   return std::string(bytes->begin(), bytes->end());
 }
 
+rt::Expected<EncodedText> readEncodedText(const std::string &path) {
+  rt::Expected<std::string> text = readTextFile(path);
+  if (!text)
+    return text.status();
+  EncodedText encoded{CharVocabulary::of(*text), {}};
+  rt::Expected<std::vector<int32_t>> ids = encoded.vocabulary.encode(*text);
+  if (!ids)
+    return ids.status();
+  encoded.ids = std::move(*ids);
+  return encoded;
+}
+
 rt::Expected<Dataset> nextTokenWindows(const std::vector<int32_t> &ids, int64_t context,
                                        int64_t stride) {
   if (context < 1 || stride < 1)

@@ -30,6 +30,14 @@ private:
 /// Reads a whole text file; an error naming the file when it cannot be read or is empty.
 rt::Expected<std::string> readTextFile(const std::string &path);
 
+/// A text file's characters: its vocabulary and the ids of every byte.
+struct EncodedText {
+  CharVocabulary vocabulary;
+  std::vector<int32_t> ids;
+};
+/// readTextFile, then its vocabulary and ids.
+rt::Expected<EncodedText> readEncodedText(const std::string &path);
+
 /// Windows over `ids` starting every `stride` tokens: examples [N, context] and labels
 /// [N, context] (i32), labels[i][t] = ids[start_i + t + 1]. An error when `ids` holds no
 /// window of context + 1 tokens or the counts are not positive.

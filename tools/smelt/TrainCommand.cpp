@@ -268,16 +268,14 @@ static rt::Expected<TrainingData> loadFashionMnist() {
 /// characters, so an epoch reads the text once), the last validation split of the text held
 /// out; no test set.
 static rt::Expected<TrainingData> loadText() {
-  rt::Expected<std::string> text = data::readTextFile(textPath);
+  rt::Expected<data::EncodedText> text = data::readEncodedText(textPath);
   if (!text)
     return text.status();
-  data::CharVocabulary vocabulary = data::CharVocabulary::of(*text);
-  rt::Expected<std::vector<int32_t>> ids = vocabulary.encode(*text);
-  if (!ids)
-    return ids.status();
-  int64_t held = int64_t(double(ids->size()) * validationSplit);
-  std::vector<int32_t> trainIds(ids->begin(), ids->end() - held);
-  std::vector<int32_t> heldIds(ids->end() - held, ids->end());
+  const data::CharVocabulary &vocabulary = text->vocabulary;
+  const std::vector<int32_t> &ids = text->ids;
+  int64_t held = int64_t(double(ids.size()) * validationSplit);
+  std::vector<int32_t> trainIds(ids.begin(), ids.end() - held);
+  std::vector<int32_t> heldIds(ids.end() - held, ids.end());
   rt::Expected<data::Dataset> windows = data::nextTokenWindows(trainIds, gptContext, gptContext);
   if (!windows)
     return rt::Status::error(textPath + ": " + windows.message());
@@ -301,7 +299,7 @@ static rt::Expected<TrainingData> loadText() {
   out.gpt.dropout = dropoutRate.getNumOccurrences() ? double(dropoutRate) : 0.1;
   // Samples start where a line would: after a newline, or else the text's first character.
   rt::Expected<std::vector<int32_t>> newline = vocabulary.encode("\n");
-  out.prompt = newline ? *newline : std::vector<int32_t>{ids->front()};
+  out.prompt = newline ? *newline : std::vector<int32_t>{ids.front()};
   return out;
 }
 
