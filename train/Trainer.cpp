@@ -131,6 +131,20 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   return graph;
 }
 
+std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConfig &config,
+                                     int64_t batch) {
+  auto graph = std::make_unique<Graph>(context, "eval_step", config.seed);
+  Graph &g = *graph;
+  Tensor images = g.input("images", {batch, 784});
+  Tensor labels = g.input("labels", {batch}, DType::i32);
+  Tensor logits = buildModel(g, config, images, /*training=*/false, std::nullopt);
+  Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
+  Tensor acc = accuracy(logits, labels);
+  g.applyPrecision(config.precision);
+  g.setOutputs({loss, acc});
+  return graph;
+}
+
 rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config) {
   if (config.model != "mlp" && config.model != "cnn")
     return rt::Status::error("unknown model '" + config.model + "' (mlp or cnn)");
@@ -293,15 +307,8 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
   if (it != evalSteps_.end())
     return it->second.get();
   try {
-    Graph g(*context_, "eval_step", config_.seed);
-    Tensor images = g.input("images", {batch, 784});
-    Tensor labels = g.input("labels", {batch}, DType::i32);
-    Tensor logits = buildModel(g, config_, images, /*training=*/false, std::nullopt);
-    Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
-    Tensor acc = accuracy(logits, labels);
-    g.applyPrecision(config_.precision);
-    g.setOutputs({loss, acc});
-    auto exe = compileFunction(g, "eval_step", config_, cache_.get());
+    std::unique_ptr<Graph> g = buildEvalStep(*context_, config_, batch);
+    auto exe = compileFunction(*g, "eval_step", config_, cache_.get());
     if (!exe)
       return exe.status();
     return (evalSteps_[batch] = std::move(*exe)).get();

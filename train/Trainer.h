@@ -75,6 +75,10 @@ struct Metrics {
 /// (params..., state..., loss, accuracy[, skipped]) and @train_step_init; `skipped` (1 when
 /// the step was skipped) and the loss-scale state exist under mixed_f16. Throws BuildError.
 std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config);
+/// The evaluation step over `batch` examples: @eval_step (images, labels, params...) ->
+/// (loss, accuracy), no dropout. Throws BuildError.
+std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConfig &config,
+                                     int64_t batch);
 
 class Trainer {
 public:
