@@ -99,12 +99,13 @@ std::string ptxasErrors(const std::string &ptx, const std::string &arch) {
 }
 
 rt::HostTensor caseInput(const FusionCase &c, rt::DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::mt19937_64 &random = rt::test::rng();
   std::uniform_real_distribution<double> unit(0, 1);
   const double specials[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 0.0};
   return rt::test::randomTensor(dtype, shape.vec(), [&] {
-    if (rt::isFloat(dtype) && unit(rt::test::rng()) < c.specials)
-      return specials[rt::test::rng()() % std::size(specials)];
-    return rt::test::draw(c.lo, c.hi, c.minMagnitude);
+    if (rt::isFloat(dtype) && unit(random) < c.specials)
+      return specials[random() % std::size(specials)];
+    return rt::test::draw(random, c.lo, c.hi, c.minMagnitude);
   });
 }
 
