@@ -33,17 +33,24 @@ constexpr size_t kStackBytes = 64 * 1024;
 #endif
 
 /// One worker's fiber stacks, reused from block to block: a grid of a thousand blocks of 256
-/// threads would otherwise allocate a quarter of a million stacks.
+/// threads would otherwise allocate a quarter of a million stacks. A worker ends with its
+/// launch; its stacks go to a spare list that the next launch's workers take from.
 class StackPool {
 public:
   StackPool() = default;
   StackPool(const StackPool &) = delete;
   StackPool &operator=(const StackPool &) = delete;
   ~StackPool() {
-    for (void *stack : free_)
-      std::free(stack);
+    std::lock_guard<std::mutex> guard(spare_.lock);
+    spare_.stacks.insert(spare_.stacks.end(), free_.begin(), free_.end());
   }
   ctx::stack_context take() {
+    if (free_.empty()) {
+      std::lock_guard<std::mutex> guard(spare_.lock);
+      size_t moved = std::min<size_t>(spare_.stacks.size(), kMaxBlock);
+      free_.assign(spare_.stacks.end() - moved, spare_.stacks.end());
+      spare_.stacks.resize(spare_.stacks.size() - moved);
+    }
     void *stack;
     if (free_.empty()) {
       stack = std::malloc(kStackBytes);
@@ -62,11 +69,23 @@ public:
     context.sp = static_cast<char *>(stack) + kStackBytes;
     return context;
   }
-  void give(ctx::stack_context &context) { free_.push_back(static_cast<char *>(context.sp) - context.size); }
+  void give(ctx::stack_context &context) {
+    free_.push_back(static_cast<char *>(context.sp) - context.size);
+  }
 
 private:
   std::vector<void *> free_;
+  /// Kept for the process's life, as a GPU driver keeps memory it has mapped.
+  static struct Spare {
+    std::mutex lock;
+    std::vector<void *> stacks;
+    ~Spare() {
+      for (void *stack : stacks)
+        std::free(stack);
+    }
+  } spare_;
 };
+StackPool::Spare StackPool::spare_;
 
 /// The stack allocator a fiber holds (Boost keeps a copy in the fiber): a handle on the pool.
 struct PooledStack {

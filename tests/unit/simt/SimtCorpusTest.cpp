@@ -39,15 +39,6 @@ CorpusModule &corpusModule() {
   return parsed;
 }
 
-/// The corpus's functions, in the table's order.
-std::vector<std::string> corpusFunctions() {
-  std::vector<std::string> names;
-  for (const CorpusKernel &kernel : corpus())
-    if (names.empty() || names.back() != kernel.function)
-      names.push_back(kernel.function);
-  return names;
-}
-
 /// Inputs are drawn as the fusion case says, or as a case with the defaults says.
 cuda_test::FusionCase distributionFor(const std::string &function) {
   for (const cuda_test::FusionCase &c : cuda_test::fusionCases())

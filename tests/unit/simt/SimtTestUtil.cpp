@@ -72,6 +72,14 @@ Emulated emulate(const CorpusKernel &kernel, const std::vector<rt::HostTensor> &
   return emulate(kernel.grid, kernel.block, order, inputs, resultTypes, kernel.call);
 }
 
+std::vector<std::string> corpusFunctions() {
+  std::vector<std::string> names;
+  for (const CorpusKernel &kernel : corpus())
+    if (names.empty() || names.back() != kernel.function)
+      names.push_back(kernel.function);
+  return names;
+}
+
 rt::TensorType argType(const CorpusArg &arg) {
   return rt::TensorType{*rt::parseDType(arg.dtype), {arg.elements}};
 }

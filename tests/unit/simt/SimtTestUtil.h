@@ -48,6 +48,8 @@ Emulated emulate(unsigned grid, unsigned block, Order order,
 Emulated emulate(const CorpusKernel &kernel, const std::vector<rt::HostTensor> &inputs,
                  Order order);
 
+/// The functions of the corpus module that the table's kernels come from, in its order.
+std::vector<std::string> corpusFunctions();
 /// The table's argument as a tensor type: `elements` long, one dimension.
 rt::TensorType argType(const CorpusArg &arg);
 /// "" when both hold the same bytes, else where the first difference is.
