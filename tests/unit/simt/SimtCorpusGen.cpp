@@ -129,9 +129,9 @@ std::string translationUnit(ModuleOp corpus, const std::vector<std::string> &pre
     const rt::FusedKernel &kernel = kernels[k];
     std::string args;
     for (Value value : llvm::concat<const Value>(fusion.getInputs(), fusion.getResults())) {
-      auto type = cast<RankedTensorType>(value.getType());
-      args += (args.empty() ? "{\"" : ", {\"") + std::string(rt::dtypeName(codegen::elementDType(value))) +
-              "\", " + std::to_string(type.getNumElements()) + "}";
+      std::string dtype(rt::dtypeName(codegen::elementDType(value)));
+      int64_t elements = cast<RankedTensorType>(value.getType()).getNumElements();
+      args += (args.empty() ? "{\"" : ", {\"") + dtype + "\", " + std::to_string(elements) + "}";
     }
     text += "      {\"" + functions[k] + "\", \"" + kernel.name + "\", " +
             std::to_string(kernel.cudaGrid) + ", " + std::to_string(kernel.cudaBlock) + ", " +

@@ -40,7 +40,7 @@
 #define gridDim (::smelt::simt::here().gridDim)
 #define warpSize 32
 
-// ---- Barriers, shuffles and votes ----------------------------------------------------------------
+// ---- Barriers, shuffles and votes --------------------------------------------------------------
 inline void __syncthreads() { ::smelt::simt::syncthreads(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   ::smelt::simt::ballot("__syncwarp", mask, false);
