@@ -2,6 +2,7 @@
 // rate, clipping by the global norm, AdamW's decay mask, and the schedules' values.
 #include "TestUtil.h"
 
+#include "frontend/LossScale.h"
 #include "frontend/Optimizers.h"
 
 #include <cmath>
@@ -160,6 +161,25 @@ TEST(Optimizers, AdamWDecaysKernelsNotBiasesUnlessTold) {
   std::tie(kernel, bias) = decayed(config);
   EXPECT_DOUBLE_EQ(kernel, 2.0);
   EXPECT_DOUBLE_EQ(bias, 2.0 * (1 - 0.5 * 0.1));
+}
+
+// What a custom loop fills the state with: the loss scale at its initial scale, the rest 0.
+TEST(Optimizers, InitialValuesStartTheLossScaleAtItsScale) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "step");
+  Tensor p = g.parameter("p", {3}, Initializer::zeros());
+  Tensor x = g.input("x", {3});
+  OptimizerConfig adam;
+  LossScaleConfig scaling;
+  scaling.initialScale = 1024;
+  ScaledUpdate update =
+      applyOptimizerWithLossScaling(g, adam, scaling, reduceSum(mul(p, x), {0}), {p});
+  ASSERT_EQ(update.initialValues.size(), update.stateInputs.size());
+  for (size_t i = 0; i < update.stateInputs.size(); ++i)
+    EXPECT_EQ(update.initialValues[i],
+              parameterName(update.stateInputs[i]) == "loss_scale/scale" ? 1024.0 : 0.0)
+        << parameterName(update.stateInputs[i]);
+  EXPECT_EQ(parameterName(update.stateInputs[0]), "loss_scale/scale");
 }
 
 TEST(Schedules, KnownValues) {

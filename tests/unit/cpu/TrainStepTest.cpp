@@ -1,16 +1,17 @@
-// The seed models' training steps with smelt-fuse against without: the kernels the fuse pass
-// forms on real graphs (Adam, softmax cross-entropy, bias and activation gradients) run on the
-// CPU back end and give the unfused step's results.
+// The models' training steps with smelt-fuse against without: the kernels the fuse pass forms
+// on real graphs (Adam, softmax cross-entropy, bias and activation gradients, attention, layer
+// norm, GELU) run on the CPU back end and give the unfused step's results.
 #include "FusionTestUtil.h"
 
 #include "codegen/Compile.h"
+#include "train/BuiltinModels.h"
 #include "train/Trainer.h"
 
 namespace smelt::rt::test {
 namespace {
 
-/// Inputs of the training step: images in [0, 1], labels 0..9, step 1, positive parameters
-/// and optimizer state (Adam's second moment must be).
+/// Inputs of the training step: images in [0, 1], labels (and tokens) 0..9, step 1, positive
+/// parameters and optimizer state (Adam's second moment must be).
 std::vector<HostTensor> trainInputs(const Executable &exe) {
   std::vector<HostTensor> inputs;
   for (BufferId id : exe.inputs) {
@@ -25,9 +26,10 @@ std::vector<HostTensor> trainInputs(const Executable &exe) {
   return inputs;
 }
 
-void expectFusedStepMatches(const std::string &model) {
+void expectFusedStepMatches(const train::ModelSpec &spec) {
+  const std::string &model = spec.name;
   train::TrainConfig config;
-  config.model = model;
+  config.model = spec;
   config.batch = 16;
   std::vector<Executable> exes;
   for (bool fuse : {true, false}) {
@@ -52,6 +54,15 @@ void expectFusedStepMatches(const std::string &model) {
 
 TEST(TrainStep, MlpFusedMatchesUnfused) { expectFusedStepMatches("mlp"); }
 TEST(TrainStep, CnnFusedMatchesUnfused) { expectFusedStepMatches("cnn"); }
+TEST(TrainStep, GptFusedMatchesUnfused) {
+  GptConfig gpt;
+  gpt.vocab = 10;
+  gpt.context = 16;
+  gpt.width = 32;
+  gpt.layers = 2;
+  gpt.heads = 4;
+  expectFusedStepMatches(train::gptModel(gpt));
+}
 
 // f32 only, not mixed_bf16: there the two differ by design (docs/ops.md: a kernel keeps
 // bf16 values in f32 between its ops), and through the backward pass the unfused step's extra
