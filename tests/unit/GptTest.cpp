@@ -18,14 +18,8 @@ namespace {
 // ones of biases and norms).
 TEST(Gpt, LossGradientsMatchFiniteDifferences) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
-  GptConfig config;
-  config.vocab = 5;
-  config.context = 4;
-  config.width = 8;
-  config.layers = 1;
-  config.heads = 2;
-  config.dropout = 0;
-  config.dtype = DType::f64;
+  GptConfig config{.vocab = 5, .context = 4, .width = 8, .layers = 1, .heads = 2, .dropout = 0,
+                   .dtype = DType::f64};
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
   Tensor tokens = g.input("tokens", {2, 4}, DType::i32);
@@ -158,13 +152,8 @@ data::Dataset reversals(int64_t count, int64_t n, uint64_t seed) {
 // the predictable half only (the reversed digits; the first half is random).
 TEST(Gpt, TinyGptLearnsToReverseSequences) {
   const int64_t n = 6;
-  GptConfig gpt;
-  gpt.vocab = 11;
-  gpt.context = 2 * n;
-  gpt.width = 64;
-  gpt.layers = 2;
-  gpt.heads = 4;
-  gpt.dropout = 0;
+  GptConfig gpt{.vocab = 11, .context = 2 * n, .width = 64, .layers = 2, .heads = 4,
+                .dropout = 0};
   train::ModelSpec model(
       "reverser", {{2 * n}, DType::i32}, {{2 * n}, DType::i32},
       [&](Graph &, const train::ModelInputs &in) {

@@ -55,13 +55,8 @@ void expectFusedStepMatches(const train::ModelSpec &spec) {
 TEST(TrainStep, MlpFusedMatchesUnfused) { expectFusedStepMatches("mlp"); }
 TEST(TrainStep, CnnFusedMatchesUnfused) { expectFusedStepMatches("cnn"); }
 TEST(TrainStep, GptFusedMatchesUnfused) {
-  GptConfig gpt;
-  gpt.vocab = 10;
-  gpt.context = 16;
-  gpt.width = 32;
-  gpt.layers = 2;
-  gpt.heads = 4;
-  expectFusedStepMatches(train::gptModel(gpt));
+  expectFusedStepMatches(train::gptModel(
+      GptConfig{.vocab = 10, .context = 16, .width = 32, .layers = 2, .heads = 4}));
 }
 
 // f32 only, not mixed_bf16: there the two differ by design (docs/ops.md: a kernel keeps

@@ -31,13 +31,8 @@ std::vector<mlir::OwningOpRef<mlir::ModuleOp>> fusedModelSteps(mlir::MLIRContext
   if (config.model.name == "gpt") {
     // Every kind of kernel the GPT has (embedding, attention with its causal mask, layer
     // norm, GELU, dropout), small enough for the emulator: 1 block of width 32, context 16.
-    GptConfig gpt;
-    gpt.vocab = 19;
-    gpt.context = 16;
-    gpt.width = 32;
-    gpt.layers = 1;
-    gpt.heads = 2;
-    config.model = train::gptModel(gpt);
+    config.model = train::gptModel(
+        GptConfig{.vocab = 19, .context = 16, .width = 32, .layers = 1, .heads = 2});
     config.batch = 8;
   }
   config.precision = c.precision;
