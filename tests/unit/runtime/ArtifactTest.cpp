@@ -602,13 +602,13 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
-  // A file of the previous format (kernels with buffer counts instead of types, CPU code with
-  // constructors) is told apart before anything else in it is read.
+  // A file of the previous format (no scatter_add step) is told apart before anything else in
+  // it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 5, 4);
+  storeLE(older, 8, 6, 4);
   reseal(older);
-  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 5; "
-                              "this runtime reads version 6 (compile the model again with a "
+  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 6; "
+                              "this runtime reads version 7 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
@@ -682,10 +682,10 @@ TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
   ASSERT_NE(found, encoded->end());
   size_t op = size_t(found - encoded->begin()) - 5;
   ASSERT_EQ((*encoded)[op], uint8_t(StepOp::Matmul));
-  EXPECT_EQ(errorAfterPatch(*encoded, op, 18, 1),
-            fmt::format("bad.smelt: plan section, byte {}: step #0 has op #18; this runtime "
-                        "knows ops 0..17",
-                        op));
+  EXPECT_EQ(errorAfterPatch(*encoded, op, kNumStepOps, 1),
+            fmt::format("bad.smelt: plan section, byte {}: step #0 has op #{}; this runtime "
+                        "knows ops 0..{}",
+                        op, kNumStepOps, kNumStepOps - 1));
   // transpose_lhs, a flag, is the first byte after the step's two buffer-id lists (1 and 2
   // ids of 4 bytes, each list after a 4-byte count).
   size_t flag = op + 5 + key.size() + 4 + std::string("cpu:0").size() + 4 + 8 + 4 + 4;
