@@ -201,8 +201,8 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
 }
 
 /// A program of library calls the CpuExecutor runs, parameters of every kind and constants of
-/// five dtypes: s = slice(concat(x @ w^T, uniform)), its argmax and pads of the constants; also
-/// returns an input and a constant.
+/// five dtypes: s = slice(concat(x @ w^T, uniform)), its argmax, x @ w^T's rows added at the
+/// argmax (scatter_add) and pads of the constants; also returns an input and a constant.
 Executable plainProgram(uint64_t seed) {
   Executable exe;
   exe.name = "plain";
@@ -227,6 +227,7 @@ Executable plainProgram(uint64_t seed) {
                     {{"start_indices", Ints{1, 0}}, {"limit_indices", Ints{8, 5}},
                      {"strides", Ints{2, 2}}});
   BufferId a = step("argmax", {s}, {DType::i64, {4}}, {{"axis", int64_t(1)}});
+  BufferId sa = step("scatter_add", {m, a}, {DType::f32, {3, 5}});
   BufferId b = step("slice", {bias}, {DType::f64, {4}},
                     {{"start_indices", Ints{1}}, {"limit_indices", Ints{5}}, {"strides", Ints{1}}});
   BufferId pb = step("pad", {b}, {DType::f64, {7}},
@@ -236,7 +237,7 @@ Executable plainProgram(uint64_t seed) {
   BufferId ph = step("pad", {h}, {DType::bf16, {6}},
                      {{"low", Ints{2}}, {"high", Ints{0}}, {"value", 1.5}});
   BufferId mm = step("copy", {mask}, {DType::i1, {4, 5}});
-  exe.outputs = {pb, s, a, x, w, pk, ph, mm};
+  exe.outputs = {pb, s, a, x, w, pk, ph, mm, sa};
   return exe;
 }
 
