@@ -3,7 +3,8 @@
 // memory (the same JitCache again) and warm on disk (a new JitCache on the same directory, as a
 // new process: read the artifact and dlopen its CPU code, no LLVM). Prints the median of
 // several runs of each.
-//   smelt-bench-compile-cache [runs=5] [mlp|cnn]
+//   smelt-bench-compile-cache [runs=5] [mlp|cnn|gpt]   (gpt: batch 32, bench/GptWorkload.h)
+#include "bench/GptWorkload.h"
 #include "codegen/JitCache.h"
 #include "frontend/Graph.h"
 #include "train/Trainer.h"
@@ -34,13 +35,21 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 5;
   std::string model = argc > 2 ? argv[2] : "mlp";
-  if (runs < 1 || (model != "mlp" && model != "cnn"))
-    return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] [mlp|cnn]\n"), 1;
+  if (runs < 1 || (model != "mlp" && model != "cnn" && model != "gpt"))
+    return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] [mlp|cnn|gpt]\n"),
+           1;
   namespace fs = std::filesystem;
   mlir::MLIRContext context;
   smelt::codegen::loadDialects(context);
   smelt::train::TrainConfig config; // batch 256
   config.model = model;
+  if (model == "gpt") {
+    auto gpt = smelt::bench::loadGptWorkload();
+    if (!gpt)
+      return fmt::print(stderr, "error: {}\n", gpt.message()), 1;
+    config.model = smelt::train::gptModel(gpt->config);
+    config.batch = 32;
+  }
   std::unique_ptr<smelt::Graph> graph = smelt::train::buildTrainStep(context, config);
   mlir::ModuleOp module = graph->module();
 

@@ -1,10 +1,12 @@
-// CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default): the
+// CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default), or of the
+// char-level GPT on text (bench/GptWorkload.h; batch 32 by default): the
 // median of 50 steps after a warm-up of 10 steps and 0.6 s, measured between consecutive steps
 // of an epoch, for each of `variants` in turn (default fused,unfused): the default pipeline
 // (fused: kernels, and epilogues folded into matmuls), with conv2d epilogues folded too
 // (conv-epilogues), fused kernels without epilogue folding (no-epilogues), every op as its own
 // step (unfused). Ratios are against the first variant.
-//   smelt-bench-train-step [mlp|cnn] [batch] [precision] [variants]
+//   smelt-bench-train-step [mlp|cnn|gpt] [batch] [precision] [variants]
+#include "bench/GptWorkload.h"
 #include "data/Mnist.h"
 #include "train/Trainer.h"
 
@@ -18,14 +20,28 @@
 int main(int argc, char **argv) {
   using Clock = std::chrono::steady_clock;
   std::string model = argc > 1 ? argv[1] : "mlp";
-  int64_t batch = argc > 2 ? std::stoll(argv[2]) : 256;
+  int64_t batch = argc > 2 ? std::stoll(argv[2]) : model == "gpt" ? 32 : 256;
   const int warmup = 10, measured = 50;
-  auto split = smelt::data::loadMnist("/usr/share/datasets/fashion-mnist", "train");
-  if (!split) {
-    fmt::print(stderr, "error: {}\n", split.message());
-    return 1;
+  smelt::train::TrainConfig config;
+  config.model = model;
+  std::optional<smelt::data::Dataset> loaded;
+  if (model == "gpt") {
+    auto gpt = smelt::bench::loadGptWorkload();
+    if (!gpt) {
+      fmt::print(stderr, "error: {}\n", gpt.message());
+      return 1;
+    }
+    config.model = smelt::train::gptModel(gpt->config);
+    loaded = std::move(gpt->windows);
+  } else {
+    auto split = smelt::data::loadMnist("/usr/share/datasets/fashion-mnist", "train");
+    if (!split) {
+      fmt::print(stderr, "error: {}\n", split.message());
+      return 1;
+    }
+    loaded = smelt::data::Dataset(std::move(split->images), std::move(split->labels));
   }
-  smelt::data::Dataset all(std::move(split->images), std::move(split->labels));
+  const smelt::data::Dataset &all = *loaded;
   // Warm-up batches, then the measured ones: one more, as the first interval measured ends at
   // its second step.
   smelt::rt::Expected<smelt::data::Dataset> warmData = all.slice(0, batch * warmup),
@@ -35,8 +51,6 @@ int main(int argc, char **argv) {
     fmt::print(stderr, "error: {}\n", (warmData ? data : warmData).message());
     return 1;
   }
-  smelt::train::TrainConfig config;
-  config.model = model;
   config.batch = batch;
   if (argc > 3) {
     auto policy = smelt::parsePrecisionPolicy(argv[3]);

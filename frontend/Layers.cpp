@@ -363,4 +363,26 @@ Tensor accuracy(Tensor logits, Tensor labels, Loc loc) {
   });
 }
 
+Tensor topKAccuracy(Tensor logits, Tensor labels, int64_t k, Loc loc) {
+  checkLabels(logits, labels, loc);
+  if (k < 1)
+    logits.graph().fail(loc, "topKAccuracy: k must be >= 1, got " + std::to_string(k));
+  return logits.graph().atomically([&] {
+    int64_t classAxis = logits.rank() - 1, classes = logits.dim(classAxis);
+    Tensor mask = oneHot(labels, classes, logits.dtype(), loc);
+    Tensor labelLogit = reduceSum(mul(logits, mask, loc), {classAxis}, KeepDims::yes, loc);
+    Tensor greater = convert(compare(logits, broadcastTo(labelLogit, logits.shape(), loc),
+                                     CompareDirection::gt, loc),
+                             DType::f32, loc);
+    Tensor ahead = reduceSum(greater, {classAxis}, loc);
+    Tensor found = reduceSum(mask, {classAxis}, loc);
+    Tensor inRange = compare(found, scalarLike(found, 0.5, loc), CompareDirection::gt, loc);
+    Tensor within = compare(ahead, scalarLike(ahead, double(k) - 0.5, loc),
+                            CompareDirection::lt, loc);
+    Tensor hit = select(inRange, convert(within, DType::f32, loc), scalarLike(ahead, 0.0, loc),
+                        loc);
+    return meanOverLeading(hit, loc);
+  });
+}
+
 } // namespace smelt

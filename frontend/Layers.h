@@ -109,6 +109,10 @@ Tensor oneHot(Tensor labels, int64_t classes, DType dtype = DType::f32,
 Tensor sparseSoftmaxCrossEntropy(Tensor logits, Tensor labels, Loc loc = Loc::current());
 /// Fraction of positions whose argmax over the last axis equals the label, as an f32 scalar.
 Tensor accuracy(Tensor logits, Tensor labels, Loc loc = Loc::current());
+/// Fraction of positions whose label is among the `k` largest logits (fewer than k logits are
+/// strictly greater than the label's; ties count as a hit, as tf.math.in_top_k), as an f32
+/// scalar. A label outside [0, C) is a miss.
+Tensor topKAccuracy(Tensor logits, Tensor labels, int64_t k, Loc loc = Loc::current());
 
 /// The (top, bottom, left, right) padding of a window for `padding` ("same": TensorFlow's,
 /// the extra row or column going to the bottom or right).

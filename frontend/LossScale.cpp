@@ -8,7 +8,8 @@ namespace smelt {
 ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &optimizer,
                                            const LossScaleConfig &scaling, Tensor loss,
                                            const std::vector<Tensor> &params,
-                                           int64_t replicas, Loc loc) {
+                                           int64_t replicas,
+                                           std::optional<Tensor> learningRate, Loc loc) {
   if (scaling.initialScale <= 0 || scaling.growthInterval < 1)
     g.fail(loc, "loss scaling needs a positive initial scale and growth interval");
   ScaledUpdate out;
@@ -30,7 +31,7 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
   }
   Tensor finite = compare(probe, scalarLike(probe, 0.0, loc), CompareDirection::eq, loc);
 
-  OptimizerUpdate update = applyOptimizer(g, optimizer, params, grads, loc);
+  OptimizerUpdate update = applyOptimizer(g, optimizer, params, grads, learningRate, loc);
   auto keepUnlessFinite = [&](Tensor updated, Tensor old) {
     return select(broadcastTo(finite, old.shape(), loc), updated, old, loc);
   };
@@ -42,12 +43,14 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
   Tensor zero = scalarLike(scale, 0.0, loc);
 
   out.stateInputs = {scale, goodSteps};
+  out.initialValues = {scaling.initialScale, 0.0};
   out.newState = {select(finite, scaleIfFinite, mul(scale, scalarLike(scale, 0.5, loc), loc), loc),
                   select(finite, goodIfFinite, zero, loc)};
   for (size_t i = 0; i < params.size(); ++i)
     out.newParams.push_back(keepUnlessFinite(update.newParams[i], params[i]));
   for (size_t i = 0; i < update.stateInputs.size(); ++i) {
     out.stateInputs.push_back(update.stateInputs[i]);
+    out.initialValues.push_back(update.initialValues[i]);
     out.newState.push_back(keepUnlessFinite(update.newState[i], update.stateInputs[i]));
   }
   out.skipped = select(finite, zero, scalarLike(scale, 1.0, loc), loc);

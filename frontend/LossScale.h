@@ -18,6 +18,9 @@ struct ScaledUpdate {
   /// "loss_scale/scale" and "loss_scale/good_steps" (f32 scalars), then the optimizer's state
   /// inputs; newState follows the same order.
   std::vector<Tensor> stateInputs;
+  /// What each state input starts at: the scale at LossScaleConfig::initialScale (a state
+  /// filled with zeros would start the scale at 0 and every gradient at 0), the rest at 0.
+  std::vector<double> initialValues;
   std::vector<Tensor> newParams;
   std::vector<Tensor> newState;
   /// 1 when this step was skipped for non-finite gradients, else 0 (f32 scalar).
@@ -25,12 +28,14 @@ struct ScaledUpdate {
 };
 
 /// Differentiates `loss` scaled, unscales the gradients of `params` and applies `optimizer`
-/// when they are all finite. With several data-parallel `replicas` the scaled gradients are
+/// when they are all finite (with `learningRate` as applyOptimizer takes it). With several data-parallel `replicas` the scaled gradients are
 /// averaged over them first (DataParallel.h), so an overflow on any replica skips the step
 /// on all of them and their parameters and scales stay identical.
 ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &optimizer,
                                            const LossScaleConfig &scaling, Tensor loss,
                                            const std::vector<Tensor> &params,
-                                           int64_t replicas = 1, Loc loc = Loc::current());
+                                           int64_t replicas = 1,
+                                           std::optional<Tensor> learningRate = std::nullopt,
+                                           Loc loc = Loc::current());
 
 } // namespace smelt

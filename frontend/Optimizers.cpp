@@ -3,18 +3,54 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cmath>
+
 namespace smelt {
+
+std::string parameterName(Tensor param) {
+  auto argument = mlir::dyn_cast<mlir::BlockArgument>(param.value());
+  if (!argument)
+    return "";
+  auto name = param.graph().function().getArgAttrOfType<mlir::StringAttr>(
+      argument.getArgNumber(), "smelt.name");
+  return name ? name.str() : "";
+}
+
+bool decaysWeight(const OptimizerConfig &config, Tensor param) {
+  if (config.decays)
+    return config.decays(parameterName(param), param.shape());
+  return param.rank() >= 2;
+}
 
 namespace {
 std::string slotName(const char *optimizer, const char *slot, Tensor param) {
-  auto name = mlir::dyn_cast<mlir::BlockArgument>(param.value())
-                  ? param.graph().function().getArgAttrOfType<mlir::StringAttr>(
-                        mlir::cast<mlir::BlockArgument>(param.value()).getArgNumber(),
-                        "smelt.name")
-                  : mlir::StringAttr();
-  return std::string(optimizer) + "/" + slot + "/" + (name ? name.str() : "param");
+  std::string name = parameterName(param);
+  return std::string(optimizer) + "/" + slot + "/" + (name.empty() ? "param" : name);
 }
 } // namespace
+
+std::vector<Tensor> clipByGlobalNorm(const std::vector<Tensor> &grads, double clip, Loc loc) {
+  if (grads.empty())
+    return grads;
+  // Squares summed in f32 at least: bf16/f16 gradients would overflow or lose the sum.
+  DType sumType = grads[0].dtype() == DType::f64 ? DType::f64 : DType::f32;
+  std::optional<Tensor> squares;
+  for (const Tensor &grad : grads) {
+    Tensor wide = convert(grad, sumType, loc);
+    std::vector<int64_t> axes;
+    for (int64_t d = 0; d < wide.rank(); ++d)
+      axes.push_back(d);
+    Tensor sum = reduceSum(mul(wide, wide, loc), axes, loc);
+    squares = squares ? add(*squares, sum, loc) : sum;
+  }
+  Tensor norm = sqrt(*squares, loc);
+  Tensor limit = scalarLike(norm, clip, loc);
+  Tensor scale = div(limit, maximum(norm, limit, loc), loc);
+  std::vector<Tensor> clipped;
+  for (const Tensor &grad : grads)
+    clipped.push_back(mul(grad, convert(scale, grad.dtype(), loc), loc));
+  return clipped;
+}
 
 std::optional<OptimizerKind> parseOptimizer(const std::string &name) {
   if (name == "sgd")
@@ -30,12 +66,24 @@ std::optional<OptimizerKind> parseOptimizer(const std::string &name) {
 
 OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
                                const std::vector<Tensor> &params,
-                               const std::vector<Tensor> &grads, Loc loc) {
-  if (params.size() != grads.size())
+                               const std::vector<Tensor> &inputGrads,
+                               std::optional<Tensor> learningRate, Loc loc) {
+  if (params.size() != inputGrads.size())
     g.fail(loc, "optimizer: " + std::to_string(params.size()) + " parameters but " +
-                    std::to_string(grads.size()) + " gradients");
+                    std::to_string(inputGrads.size()) + " gradients");
+  if (learningRate && learningRate->rank() != 0)
+    g.fail(loc, "optimizer: the learning rate must be a rank-0 tensor, not " +
+                    shapeString(learningRate->shape()));
+  if (config.clipGlobalNorm < 0 || !std::isfinite(config.clipGlobalNorm))
+    g.fail(loc, "optimizer: clipGlobalNorm must be a finite number >= 0 (0: no clipping)");
+  std::vector<Tensor> grads = config.clipGlobalNorm > 0
+                                  ? clipByGlobalNorm(inputGrads, config.clipGlobalNorm, loc)
+                                  : inputGrads;
   OptimizerUpdate update;
-  auto lr = [&](Tensor like) { return scalarLike(like, config.learningRate, loc); };
+  auto lr = [&](Tensor like) {
+    return learningRate ? convert(*learningRate, like.dtype(), loc)
+                        : scalarLike(like, config.learningRate, loc);
+  };
   switch (config.kind) {
   case OptimizerKind::SGD:
     for (size_t i = 0; i < params.size(); ++i)
@@ -60,7 +108,7 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
     Tensor t = add(step, scalarLike(step, 1.0, loc), loc);
     Tensor b1 = scalarLike(step, config.beta1, loc), b2 = scalarLike(step, config.beta2, loc);
     Tensor one = scalarLike(step, 1.0, loc);
-    Tensor alpha = mul(scalarLike(step, config.learningRate, loc),
+    Tensor alpha = mul(lr(step),
                        div(sqrt(sub(one, pow(b2, t, loc), loc), loc),
                            sub(one, pow(b1, t, loc), loc), loc),
                        loc);
@@ -77,9 +125,8 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
       Tensor stepSize = div(mul(convert(alpha, p.dtype(), loc), newM, loc),
                             add(sqrt(newV, loc), scalarLike(v, config.epsilon, loc), loc), loc);
       Tensor newP = sub(p, stepSize, loc);
-      if (config.kind == OptimizerKind::AdamW)
-        newP = sub(newP, mul(scalarLike(p, config.learningRate * config.weightDecay, loc), p,
-                             loc),
+      if (config.kind == OptimizerKind::AdamW && decaysWeight(config, p))
+        newP = sub(newP, mul(mul(lr(p), scalarLike(p, config.weightDecay, loc), loc), p, loc),
                    loc);
       update.stateInputs.insert(update.stateInputs.end(), {m, v});
       update.newState.insert(update.newState.end(), {newM, newV});
@@ -88,6 +135,7 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
     break;
   }
   }
+  update.initialValues.assign(update.stateInputs.size(), 0.0);
   return update;
 }
 

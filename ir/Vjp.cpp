@@ -2,6 +2,7 @@
 // operands' gradients from the result's gradient `g` with smelt ops at the forward op's
 // location, so a backward op in an IR dump points at the line that made its forward op.
 #include "ir/SmeltDialect.h"
+#include "ir/SplatConstant.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -238,7 +239,12 @@ LogicalResult PowOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
   // d(a^b)/da = b a^(b-1); d(a^b)/db = log(a) a^b.
   Location loc = getLoc();
   Value a = getLhs(), e = getRhs(), y = getResult();
-  Value lower = PowOp::create(b, loc, a, SubOp::create(b, loc, e, splat(b, loc, e, 1)));
+  // A constant exponent c gets the constant c - 1 (and a itself for c = 2), not a tensor of
+  // e - 1 computed at run time: a kernel then sees x^2 as the product it is (FusionWalk).
+  std::optional<double> c = floatSplatConstant(e);
+  Value lower = c && *c == 2 ? a
+                : c ? PowOp::create(b, loc, a, splat(b, loc, e, *c - 1))
+                    : PowOp::create(b, loc, a, SubOp::create(b, loc, e, splat(b, loc, e, 1)));
   grads.push_back(mul(b, loc, g, mul(b, loc, e, lower)));
   grads.push_back(mul(b, loc, g, mul(b, loc, LogOp::create(b, loc, a), y)));
   return success();

@@ -10,6 +10,8 @@ packages=(
   # libssl-dev: SHA-256 (OpenSSL's libcrypto) to pin an artifact's content
   libssl-dev
   dataset-fashion-mnist
+  # fortunes-min: English text (/usr/share/games/fortunes/fortunes) the char-level GPT trains on
+  fortunes-min
   # graphviz: dot renders the graph of a dump (smelt dump, --dump-dir) as graph.svg
   graphviz
   # OpenMPI: runtime/mpi (SmeltMpi, data-parallel training across processes) and the mpirun

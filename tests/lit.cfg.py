@@ -53,3 +53,6 @@ def has_python_onnx():
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
 if os.path.isdir(onnx_node_tests) and has_python_onnx():
     config.available_features.add("onnx-testdata")
+# Real English text for the GPT (Debian's fortunes-min, which scripts/setup.sh installs).
+if os.path.isfile("/usr/share/games/fortunes/fortunes"):
+    config.available_features.add("fortunes")

@@ -5,8 +5,8 @@
 #include "codegen/Compile.h"
 #include "frontend/DataParallel.h"
 #include "frontend/Layers.h"
-#include "frontend/Models.h"
 #include "runtime/Devices.h"
+#include "train/BuiltinModels.h"
 #include "train/Checkpoint.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -22,20 +22,48 @@ namespace smelt::train {
 
 namespace {
 
-/// Logits of the configured model for [batch, 784] images.
-Tensor buildModel(Graph &g, const TrainConfig &config, Tensor images, bool training,
-                  std::optional<Tensor> step) {
-  if (config.model == "cnn") {
-    Tensor x = reshape(images, {images.dim(0), 28, 28, 1});
-    x = conv2dLayer(x, 32, {3, 3}, "conv1", {1, 1}, Padding::Same, Activation::Relu);
-    x = maxPool(x, {2, 2}, {2, 2});
-    x = conv2dLayer(x, 64, {3, 3}, "conv2", {1, 1}, Padding::Same, Activation::Relu);
-    x = maxPool(x, {2, 2}, {2, 2});
-    x = dropout(flatten(x), config.dropout, config.seed + 101, training, step);
-    return dense(x, 10, "logits");
-  }
-  return mlpClassifier(g, images, {784, 512, 256, 10}, config.dropout, training,
-                       config.seed + 101, step);
+/// The argument attribute of a state input that holds its starting value.
+constexpr const char *kInitialValue = "smelt.initial_value";
+
+/// The model of `config`, a built-in resolved by name; BuildError when there is none.
+ModelSpec resolvedModel(const TrainConfig &config) {
+  if (config.model.build)
+    return config.model;
+  rt::Expected<ModelSpec> builtin = builtinModel(config.model.name, config.dropout);
+  if (!builtin)
+    throw BuildError(builtin.message());
+  return std::move(*builtin);
+}
+
+/// [batch, ...spec.shape]
+std::vector<int64_t> batched(int64_t batch, const TensorSpec &spec) {
+  std::vector<int64_t> shape = {batch};
+  shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+  return shape;
+}
+
+/// The model's outputs for a batch of `batch` examples as inputs of `g` (examples, labels,
+/// then `step` when training); checks that the model kept to its contract.
+ModelOutputs buildModel(Graph &g, const ModelSpec &model, const TrainConfig &config,
+                        int64_t batch, bool training, std::function<Tensor()> makeStep = {}) {
+  ModelInputs in;
+  in.examples = g.input("examples", batched(batch, model.example), model.example.dtype);
+  in.labels = g.input("labels", batched(batch, model.label), model.label.dtype);
+  in.training = training;
+  in.seed = config.seed;
+  if (makeStep)
+    in.step = makeStep();
+  ModelOutputs out = model.build(g, in);
+  auto checkScalar = [&](Tensor t, const std::string &what) {
+    if (!t || t.rank() != 0)
+      throw BuildError("model '" + model.name + "': its " + what +
+                       (t ? " is " + shapeString(t.shape()) : std::string(" is missing")) +
+                       ", it must be a rank-0 tensor (the batch's mean)");
+  };
+  checkScalar(out.loss, "loss");
+  for (const Metric &m : out.metrics)
+    checkScalar(m.value, "metric '" + m.name + "'");
+  return out;
 }
 
 /// Compiles `function` of `graph`, through `cache` when there is one, turning diagnostics into
@@ -95,45 +123,111 @@ rt::HostTensor scalarI64(int64_t v) {
   return t;
 }
 
+rt::HostTensor scalarF32(double v) {
+  rt::HostTensor t = rt::HostTensor::zeros({rt::DType::f32, {}});
+  *t.data<float>() = float(v);
+  return t;
+}
+
+/// The loss and metrics as f32 scalars (their tensors may be bf16 or f64).
+std::vector<Tensor> reported(const ModelOutputs &out) {
+  std::vector<Tensor> values = {convert(out.loss, DType::f32)};
+  for (const Metric &m : out.metrics)
+    values.push_back(convert(m.value, DType::f32));
+  return values;
+}
+
 } // namespace
 
-std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config) {
+std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config,
+                                      int64_t batch) {
+  ModelSpec model = resolvedModel(config);
   auto graph = std::make_unique<Graph>(context, "train_step", config.seed);
   Graph &g = *graph;
   // One replica's share of the global batch; gradients and metrics are averaged over all.
-  int64_t replicas = config.replicas, batch = config.batch / config.replicas;
-  Tensor images = g.input("images", {batch, 784});
-  Tensor labels = g.input("labels", {batch}, DType::i32);
-  Tensor step = g.input("step", {}, DType::i64);
-  Tensor logits =
-      buildModel(g, config, images, /*training=*/true, replicaStreamOffset(step, replicas));
-  Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
-  Tensor acc = accuracy(logits, labels);
+  int64_t replicas = config.replicas;
+  if (batch == 0)
+    batch = config.batch / config.replicas;
+  Tensor step, learningRate;
+  ModelOutputs out = buildModel(g, model, config, batch, /*training=*/true, [&] {
+    step = g.input("step", {}, DType::i64);
+    learningRate = g.input("learning_rate", {}, DType::f32);
+    return replicaStreamOffset(step, replicas);
+  });
   g.applyPrecision(config.precision);
   std::vector<Tensor> params = g.parameterTensors();
-  std::vector<Tensor> outputs;
-  std::vector<Tensor> metrics = crossReplicaMean({loss, acc}, replicas);
+  if (params.empty())
+    throw BuildError("model '" + model.name + "' has no parameters to train");
+  std::vector<Tensor> metrics = crossReplicaMean(reported(out), replicas);
+  std::vector<Tensor> newParams, stateInputs, newState;
+  std::vector<double> initialValues;
+  std::optional<Tensor> skipped;
   if (config.precision == PrecisionPolicy::mixed_f16) {
     ScaledUpdate update = applyOptimizerWithLossScaling(g, config.optimizer, config.lossScale,
-                                                        loss, params, replicas);
-    outputs = update.newParams;
-    outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
-    outputs.insert(outputs.end(), {metrics[0], metrics[1], update.skipped});
+                                                        out.loss, params, replicas, learningRate);
+    newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
+    initialValues = update.initialValues;
+    skipped = update.skipped;
   } else {
-    std::vector<Tensor> grads = crossReplicaMean(g.gradients(loss, params), replicas);
-    OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads);
-    outputs = update.newParams;
-    outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
-    outputs.insert(outputs.end(), {metrics[0], metrics[1]});
+    std::vector<Tensor> grads = crossReplicaMean(g.gradients(out.loss, params), replicas);
+    OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads, learningRate);
+    newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
+    initialValues = update.initialValues;
   }
-  g.setOutputs(outputs);
+  // Where each state input starts, on the argument, for the Trainer to fill it.
+  for (size_t i = 0; i < stateInputs.size(); ++i)
+    g.function().setArgAttr(mlir::cast<mlir::BlockArgument>(stateInputs[i].value()).getArgNumber(),
+                            kInitialValue, g.builder().getF64FloatAttr(initialValues[i]));
+  // Every result named: the parameters and state as their inputs are, then the loss and the
+  // metrics (which the Trainer reads its metric names from).
+  std::vector<Tensor> outputs = newParams;
+  std::vector<std::string> names;
+  for (const Tensor &p : params)
+    names.push_back(parameterName(p));
+  outputs.insert(outputs.end(), newState.begin(), newState.end());
+  for (const Tensor &s : stateInputs)
+    names.push_back(parameterName(s));
+  outputs.insert(outputs.end(), metrics.begin(), metrics.end());
+  names.push_back("loss");
+  for (const Metric &m : out.metrics)
+    names.push_back(m.name);
+  if (skipped) {
+    outputs.push_back(*skipped);
+    names.push_back("skipped");
+  }
+  g.setOutputs(outputs, names);
   g.buildInitializer();
   return graph;
 }
 
+std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConfig &config,
+                                     int64_t batch) {
+  ModelSpec model = resolvedModel(config);
+  auto graph = std::make_unique<Graph>(context, "eval_step", config.seed);
+  ModelOutputs out = buildModel(*graph, model, config, batch, /*training=*/false);
+  graph->applyPrecision(config.precision);
+  graph->setOutputs(reported(out));
+  return graph;
+}
+
+double Metrics::value(const std::string &name) const {
+  for (const auto &[key, v] : values)
+    if (key == name)
+      return v;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double Trainer::learningRate() const {
+  return config_.optimizer.schedule.at(config_.optimizer.learningRate, step_);
+}
+
 rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config) {
-  if (config.model != "mlp" && config.model != "cnn")
-    return rt::Status::error("unknown model '" + config.model + "' (mlp or cnn)");
+  if (!config.model.build)
+    if (rt::Expected<ModelSpec> builtin = builtinModel(config.model.name, config.dropout);
+        !builtin)
+      return builtin.status();
+  if (std::string why = config.optimizer.schedule.check(); !why.empty())
+    return rt::Status::error("the learning-rate schedule needs " + why);
   if (config.batch < 1 || config.evalBatch < 1)
     return rt::Status::error("batch sizes must be positive");
   if (config.replicas < 1 || config.batch % config.replicas != 0)
@@ -172,23 +266,33 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     }
   }
   try {
-    // The training step: (images, labels, step, params..., state...) ->
-    // (params..., state..., loss, accuracy).
+    // The training step: (examples, labels, step, learning_rate, params..., state...) ->
+    // (params..., state..., loss, metrics...).
     std::unique_ptr<Graph> graph = buildTrainStep(*trainer->context_, config);
     Graph &g = *graph;
-    unsigned firstParam = 3, firstState = firstParam + unsigned(g.parameters().size());
+    unsigned firstParam = 4, firstState = firstParam + unsigned(g.parameters().size());
+    // The metrics' names are those of the results after the loss.
+    unsigned numState = g.function().getNumArguments() - firstState;
+    unsigned firstMetric = unsigned(g.parameters().size()) + numState + 1;
+    for (unsigned i = firstMetric; i < g.function().getNumResults(); ++i)
+      if (auto name = g.function().getResultAttrOfType<mlir::StringAttr>(i, "smelt.name");
+          name && name.getValue() != "skipped")
+        trainer->metricNames_.push_back(name.str());
     for (unsigned i = firstParam; i < g.function().getNumArguments(); ++i)
       (i < firstState ? trainer->paramNames_ : trainer->stateNames_).push_back(argName(g, i));
-    // Optimizer state starts at zero, the loss scale at its initial value.
+    // Optimizer state starts where buildTrainStep says (zero; the loss scale at its initial
+    // value).
     std::vector<rt::HostTensor> state;
     for (unsigned i = firstState; i < g.function().getNumArguments(); ++i) {
       auto type = mlir::cast<mlir::RankedTensorType>(g.function().getArgument(i).getType());
-      state.push_back(
-          rt::HostTensor::zeros({rt::DType::f32, std::vector<int64_t>(type.getShape())}));
-      if (argName(g, i) == "loss_scale/scale") {
-        *state.back().data<float>() = float(config.lossScale.initialScale);
+      rt::HostTensor value =
+          rt::HostTensor::zeros({rt::DType::f32, std::vector<int64_t>(type.getShape())});
+      if (auto initial = g.function().getArgAttrOfType<mlir::FloatAttr>(i, kInitialValue))
+        std::fill_n(value.data<float>(), value.type().numElements(),
+                    float(initial.getValueAsDouble()));
+      state.push_back(std::move(value));
+      if (argName(g, i) == "loss_scale/scale")
         trainer->lossScaleSlot_ = int64_t(state.size()) - 1;
-      }
     }
     // Every replica starts from the same parameters: the initializer is seeded.
     auto init = compileFunction(g, "train_step_init", config, trainer->cache_.get());
@@ -293,15 +397,8 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
   if (it != evalSteps_.end())
     return it->second.get();
   try {
-    Graph g(*context_, "eval_step", config_.seed);
-    Tensor images = g.input("images", {batch, 784});
-    Tensor labels = g.input("labels", {batch}, DType::i32);
-    Tensor logits = buildModel(g, config_, images, /*training=*/false, std::nullopt);
-    Tensor loss = sparseSoftmaxCrossEntropy(logits, labels);
-    Tensor acc = accuracy(logits, labels);
-    g.applyPrecision(config_.precision);
-    g.setOutputs({loss, acc});
-    auto exe = compileFunction(g, "eval_step", config_, cache_.get());
+    std::unique_ptr<Graph> g = buildEvalStep(*context_, config_, batch);
+    auto exe = compileFunction(*g, "eval_step", config_, cache_.get());
     if (!exe)
       return exe.status();
     return (evalSteps_[batch] = std::move(*exe)).get();
@@ -310,29 +407,72 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
   }
 }
 
+rt::Expected<rt::Executor *> Trainer::trainExecutor(Replica &r, int64_t share) {
+  if (share == config_.batch / config_.replicas)
+    return r.trainStep.get();
+  if (r.shortStep && r.shortBatch == share)
+    return r.shortStep.get();
+  return rt::Status::error(fmt::format("no training step compiled for a batch of {}", share));
+}
+
+rt::Status Trainer::compileShortSteps(int64_t share) {
+  if (replicas_[0].shortStep && replicas_[0].shortBatch == share)
+    return rt::Status();
+  rt::Expected<rt::Executable> exe = rt::Status();
+  try {
+    // The same graph as the full step's, for `share` examples: the parameters, state and
+    // their order are the same, so it continues from where the full steps left them.
+    std::unique_ptr<Graph> g = buildTrainStep(*context_, config_, share);
+    exe = compileExecutable(*g, "train_step", config_, cache_.get());
+  } catch (const BuildError &e) {
+    return rt::Status::error(std::string("building the short last step: ") + e.what());
+  }
+  if (!exe)
+    return exe.status();
+  for (Replica &r : replicas_) {
+    auto executor = makeExecutor(rt::movedToDevice(*exe, "gpu:0", r.device), config_,
+                                 r.communicator);
+    if (!executor)
+      return executor.status();
+    r.shortStep = std::move(*executor);
+    r.shortBatch = share;
+  }
+  return rt::Status();
+}
+
 rt::Status
 Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<int64_t> &order,
-                      int64_t steps, Metrics &running,
+                      int64_t steps, int64_t lastBatch, Metrics &running,
                       const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
-  // The replica's shard: its slice of every global batch, in order.
-  int64_t global = config_.batch, share = global / config_.replicas;
+  // The replica's shard: its slice of every global batch, in order, and of the short last one.
+  int64_t global = config_.batch, replicas = config_.replicas, share = global / replicas;
+  int64_t lastShare = lastBatch / replicas;
   std::vector<int64_t> shard;
-  shard.reserve(size_t(steps * share));
+  shard.reserve(size_t(steps * share + lastShare));
   for (int64_t i = 0; i < steps; ++i) {
     auto first = order.begin() + i * global + r.index * share;
     shard.insert(shard.end(), first, first + share);
   }
-  data::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/true);
+  auto last = order.begin() + steps * global + r.index * lastShare;
+  shard.insert(shard.end(), last, last + lastShare);
+  int64_t total = steps + (lastShare > 0);
+  data::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/false);
   size_t paramCount = r.params.size(), stateCount = r.state.size();
   std::vector<rt::HostTensor> outputs;
   for (int64_t i = 0; std::optional<data::Batch> batch = stream.next(); ++i) {
+    int64_t n = batch->examples.type().shape[0];
+    rt::Expected<rt::Executor *> exe = trainExecutor(r, n);
+    if (!exe)
+      return exe.status();
     rt::HostTensor step = scalarI64(step_ + i);
-    std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step};
+    rt::HostTensor rate =
+        scalarF32(config_.optimizer.schedule.at(config_.optimizer.learningRate, step_ + i));
+    std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step, &rate};
     for (const rt::HostTensor &p : r.params)
       args.push_back(&p);
     for (const rt::HostTensor &s : r.state)
       args.push_back(&s);
-    if (rt::Status s = r.trainStep->run(args, outputs); !s.ok())
+    if (rt::Status s = (*exe)->run(args, outputs); !s.ok())
       return rt::Status::error(rt::namingReplica(r.communicator, s.message()));
     // The step's outputs replace the parameters and state. Swapped, not moved: the old
     // tensors become the next step's output memory, so steady-state steps allocate and copy
@@ -344,18 +484,23 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     // Every replica computes the same metrics (averaged in the step); the first reports.
     if (&r != &replicas_[0])
       continue;
-    double loss = outputs[paramCount + stateCount].at(0);
-    double acc = outputs[paramCount + stateCount + 1].at(0);
+    size_t first = paramCount + stateCount;
     if (lossScaleSlot_ >= 0) {
-      running.skippedSteps += outputs[paramCount + stateCount + 2].at(0) != 0;
+      running.skippedSteps += outputs[first + 1 + metricNames_.size()].at(0) != 0;
       running.lossScale = r.state[lossScaleSlot_].at(0);
     }
-    int64_t n = global;
-    running.loss = (running.loss * running.examples + loss * n) / (running.examples + n);
-    running.accuracy = (running.accuracy * running.examples + acc * n) / (running.examples + n);
-    running.examples += n;
+    // Means over the examples so far, each batch weighted by its size.
+    int64_t seen = n * replicas;
+    auto average = [&](double &mean, double value) {
+      mean = (mean * double(running.examples) + value * double(seen)) /
+             double(running.examples + seen);
+    };
+    average(running.loss, outputs[first].at(0));
+    for (size_t m = 0; m < metricNames_.size(); ++m)
+      average(running.values[m].second, outputs[first + 1 + m].at(0));
+    running.examples += seen;
     if (progress)
-      progress(i + 1, steps, running);
+      progress(i + 1, total, running);
   }
   return rt::Status();
 }
@@ -364,10 +509,22 @@ rt::Expected<Metrics>
 Trainer::trainEpoch(const data::Dataset &data, int64_t epoch,
                     const std::function<void(int64_t, int64_t, const Metrics &)> &progress) {
   std::vector<int64_t> order = data.epochOrder(config_.seed, epoch, /*shuffle=*/true);
-  int64_t steps = data.batchCount(config_.batch, /*dropRemainder=*/true);
+  int64_t global = config_.batch, replicas = config_.replicas;
+  int64_t steps = data.batchCount(global, /*dropRemainder=*/true);
+  int64_t rest = data.size() - steps * global;
+  // With replicas, the most of the rest that splits evenly over them.
+  int64_t lastBatch = config_.dropRemainder ? 0 : rest - rest % replicas;
   Metrics running;
+  running.droppedExamples = rest - lastBatch;
+  for (const std::string &name : metricNames_)
+    running.values.push_back({name, 0.0});
+  // Compiled here, once for all replicas, not in their threads, which share one context.
+  if (lastBatch > 0)
+    if (rt::Status s = compileShortSteps(lastBatch / replicas); !s.ok())
+      return s;
   if (replicas_.size() == 1) {
-    if (rt::Status s = trainReplica(replicas_[0], data, order, steps, running, progress);
+    if (rt::Status s =
+            trainReplica(replicas_[0], data, order, steps, lastBatch, running, progress);
         !s.ok())
       return s;
   } else {
@@ -377,7 +534,8 @@ Trainer::trainEpoch(const data::Dataset &data, int64_t epoch,
     std::vector<std::thread> threads;
     for (size_t i = 0; i < replicas_.size(); ++i)
       threads.emplace_back([&, i] {
-        results[i] = trainReplica(replicas_[i], data, order, steps, running, progress);
+        results[i] =
+            trainReplica(replicas_[i], data, order, steps, lastBatch, running, progress);
         if (!results[i].ok())
           abortReplicas(results[i].message());
       });
@@ -387,7 +545,7 @@ Trainer::trainEpoch(const data::Dataset &data, int64_t epoch,
       if (!s.ok())
         return s;
   }
-  step_ += steps;
+  step_ += steps + (lastBatch > 0);
   return running;
 }
 
@@ -401,10 +559,11 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
   }
   std::vector<int64_t> order = data.epochOrder(config_.seed, 0, /*shuffle=*/false);
   int64_t batches = data.batchCount(config_.evalBatch, /*dropRemainder=*/false);
-  double sums[3] = {0, 0, 0}; // loss * n, accuracy * n, n
+  // Sums of loss * n and each metric * n, then n.
+  std::vector<double> sums(metricNames_.size() + 2, 0.0);
   for (int64_t i = rank; i < batches; i += processes) {
     data::Batch batch = data.batch(order, config_.evalBatch, i);
-    int64_t n = batch.labels.type().shape[0];
+    int64_t n = batch.examples.type().shape[0];
     rt::Expected<rt::Executor *> exe = evalExecutor(n);
     if (!exe)
       return exe.status();
@@ -414,19 +573,20 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
     std::vector<rt::HostTensor> out;
     if (rt::Status s = (*exe)->run(args, out); !s.ok())
       return s;
-    sums[0] += out[0].at(0) * double(n);
-    sums[1] += out[1].at(0) * double(n);
-    sums[2] += double(n);
+    for (size_t k = 0; k + 1 < sums.size(); ++k)
+      sums[k] += out[k].at(0) * double(n);
+    sums.back() += double(n);
   }
   if (config_.communicator)
-    if (rt::Status s = config_.communicator->allReduce(sums, 3, rt::DType::f64,
+    if (rt::Status s = config_.communicator->allReduce(sums.data(), sums.size(), rt::DType::f64,
                                                        rt::ReduceKind::sum, "evaluation sums");
         !s.ok())
       return s;
   Metrics total;
-  total.examples = int64_t(sums[2]);
-  total.loss = sums[0] / sums[2];
-  total.accuracy = sums[1] / sums[2];
+  total.examples = int64_t(sums.back());
+  total.loss = sums[0] / sums.back();
+  for (size_t m = 0; m < metricNames_.size(); ++m)
+    total.values.push_back({metricNames_[m], sums[1 + m] / sums.back()});
   return total;
 }
 
@@ -437,9 +597,24 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
     tensors.push_back({paramNames_[i], r.params[i]});
   for (size_t i = 0; i < r.state.size(); ++i)
     tensors.push_back({stateNames_[i], r.state[i]});
-  CheckpointInfo info{config_.model, precisionPolicyName(config_.precision).str(), epochsDone,
+  CheckpointInfo info{config_.model.name, precisionPolicyName(config_.precision).str(), epochsDone,
                       step_, config_.batch, config_.seed};
   return saveCheckpoint(path, std::move(tensors), info);
+}
+
+rt::Status Trainer::setParameters(const std::vector<rt::HostTensor> &params) {
+  const std::vector<rt::HostTensor> &current = replicas_[0].params;
+  if (params.size() != current.size())
+    return rt::Status::error(fmt::format("{} parameters given, model '{}' has {}", params.size(),
+                                         config_.model.name, current.size()));
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].type() != current[i].type())
+      return rt::Status::error(fmt::format("parameter '{}' is {}, the value given is {}",
+                                           paramNames_[i], current[i].type().str(),
+                                           params[i].type().str()));
+  for (Replica &replica : replicas_)
+    replica.params = params;
+  return rt::Status();
 }
 
 rt::Status Trainer::initParameters(const std::string &path) {
@@ -449,13 +624,12 @@ rt::Status Trainer::initParameters(const std::string &path) {
   std::map<std::string, rt::HostTensor *> byName;
   for (data::NamedTensor &t : file->tensors)
     byName[t.name] = &t.tensor;
-  Replica &first = replicas_[0];
-  std::vector<rt::HostTensor> params = first.params;
+  std::vector<rt::HostTensor> params = replicas_[0].params;
   for (size_t i = 0; i < paramNames_.size(); ++i) {
     auto it = byName.find(paramNames_[i]);
     if (it == byName.end())
       return rt::Status::error(fmt::format("{}: parameter '{}' of model '{}' is missing", path,
-                                           paramNames_[i], config_.model));
+                                           paramNames_[i], config_.model.name));
     if (it->second->type() != params[i].type())
       return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the parameter is {}", path,
                                            paramNames_[i], it->second->type().str(),
@@ -466,20 +640,18 @@ rt::Status Trainer::initParameters(const std::string &path) {
   if (!byName.empty())
     return rt::Status::error(fmt::format("{}: tensor '{}' is not a parameter of model '{}' (its "
                                          "parameters: {})",
-                                         path, byName.begin()->first, config_.model,
+                                         path, byName.begin()->first, config_.model.name,
                                          fmt::join(paramNames_, ", ")));
-  for (Replica &replica : replicas_)
-    replica.params = params;
-  return rt::Status();
+  return setParameters(params);
 }
 
 rt::Expected<int64_t> Trainer::load(const std::string &path) {
   rt::Expected<LoadedCheckpoint> checkpoint = loadCheckpoint(path);
   if (!checkpoint)
     return checkpoint.status();
-  if (checkpoint->info.model != config_.model)
+  if (checkpoint->info.model != config_.model.name)
     return rt::Status::error(fmt::format("{}: a checkpoint of model '{}', this run trains '{}'",
-                                         path, checkpoint->info.model, config_.model));
+                                         path, checkpoint->info.model, config_.model.name));
   std::map<std::string, rt::HostTensor *> byName;
   for (data::NamedTensor &t : checkpoint->tensors)
     byName[t.name] = &t.tensor;

@@ -1,6 +1,7 @@
-// Training on Fashion-MNIST-shaped data: builds the training step (model, loss, gradients,
-// optimizer) and the evaluation step with the builder, compiles them once, and runs epochs,
-// evaluation and checkpoints. What `smelt train` and the training tests drive.
+// Training any model given as a ModelSpec (train/Model.h): builds the training step (the
+// model's loss, gradients, precision policy and loss scaling, optimizer) and the evaluation
+// step with the builder, compiles them once per batch size, and runs epochs, evaluation and
+// checkpoints. fit() (train/Fit.h) runs it Keras-style; `smelt train` and the tests drive it.
 #pragma once
 
 #include "codegen/Compile.h"
@@ -11,6 +12,7 @@
 #include "runtime/Collectives.h"
 #include "data/Dataset.h"
 #include "runtime/Executor.h"
+#include "train/Model.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -22,11 +24,20 @@
 namespace smelt::train {
 
 struct TrainConfig {
-  std::string model = "mlp"; // mlp: 784-512-256-10 with dropout; cnn: conv-pool-conv-pool-dense
+  /// The model: a user's ModelSpec, or a built-in by name ("mlp": 784-512-256-10 with
+  /// dropout; "cnn": conv-pool-conv-pool-dense).
+  ModelSpec model = "mlp";
   int64_t batch = 256;
-  OptimizerConfig optimizer;  // Adam, learning rate 1e-3
+  /// Adam, learning rate 1e-3; its schedule sets the rate fed to each step.
+  OptimizerConfig optimizer;
   uint64_t seed = 0;          // parameters, shuffling and dropout all derive from it
-  double dropout = 0.2;
+  double dropout = 0.2;       // the built-in models' dropout rate
+  /// The last batch of an epoch is usually short. By default it trains (through a step
+  /// compiled for its size) as Keras does; with several replicas, all of it but the fewer
+  /// than `replicas` examples that do not split evenly over them, which are counted in
+  /// Metrics::droppedExamples and reported by fit().
+  /// True drops it always (tf.data's drop_remainder).
+  bool dropRemainder = false;
   int64_t evalBatch = 1000;
   /// mixed_bf16 / mixed_f16 compute matmuls and what follows them in bf16/f16 with f32
   /// master weights (Graph::applyPrecision); mixed_f16 adds dynamic loss scaling.
@@ -64,31 +75,47 @@ struct TrainConfig {
 };
 
 struct Metrics {
-  double loss = 0, accuracy = 0;
+  double loss = 0;
+  /// The model's metrics (ModelOutputs::metrics), by name, in its order.
+  std::vector<std::pair<std::string, double>> values;
   int64_t examples = 0;
+  /// Examples of the epoch's last partial batch that did not train (TrainConfig::dropRemainder).
+  int64_t droppedExamples = 0;
   /// Steps skipped for non-finite gradients (mixed_f16), and the loss scale after the last.
   int64_t skippedSteps = 0;
   double lossScale = 0;
+
+  /// The metric called `name`, or NaN when the model has none.
+  double value(const std::string &name) const;
+  double accuracy() const { return value("accuracy"); }
 };
 
-/// The training step as a graph: @train_step (images, labels, step, params..., state...) ->
-/// (params..., state..., loss, accuracy[, skipped]) and @train_step_init; `skipped` (1 when
-/// the step was skipped) and the loss-scale state exist under mixed_f16. Throws BuildError.
-std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config);
+/// The training step as a graph: @train_step (examples, labels, step, learning_rate,
+/// params..., state...) -> (params..., state..., loss, metrics...[, skipped]) and
+/// @train_step_init; `skipped` (1 when the step was skipped) and the loss-scale state exist
+/// under mixed_f16. `batch` is one replica's (config.batch / config.replicas when 0). Throws
+/// BuildError, also for an unknown built-in model.
+std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config,
+                                      int64_t batch = 0);
+/// The evaluation step: @eval_step (examples, labels, params...) -> (loss, metrics...).
+std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConfig &config,
+                                     int64_t batch);
 
 class Trainer {
 public:
   /// Builds and compiles the init, training and evaluation functions; errors name the step.
   static rt::Expected<std::unique_ptr<Trainer>> create(const TrainConfig &config);
 
-  /// One epoch over `data` in the order drawn from (seed, epoch), dropping a last partial
-  /// global batch. `progress(step, steps, runningMetrics)` is called after each step (by
-  /// replica 0's thread). Loss and accuracy are the global batch's, averaged over replicas.
+  /// One epoch over `data` in the order drawn from (seed, epoch); the last partial global
+  /// batch as TrainConfig::dropRemainder says. `progress(step, steps, runningMetrics)` is
+  /// called after each step (by replica 0's thread). Loss and metrics are averaged over the
+  /// epoch's examples (each global batch's averaged over replicas).
   rt::Expected<Metrics>
   trainEpoch(const data::Dataset &data, int64_t epoch,
              const std::function<void(int64_t, int64_t, const Metrics &)> &progress = {});
-  /// Loss and accuracy over all of `data` (no dropout). With an MPI communicator each process
-  /// evaluates its share of the batches and the sums are all-reduced.
+  /// Loss and metrics over all of `data` (no dropout), the last batch short. With an MPI
+  /// communicator each process evaluates its share of the batches and the sums are
+  /// all-reduced.
   rt::Expected<Metrics> evaluate(const data::Dataset &data);
 
   /// Parameters, optimizer state and progress as safetensors, written atomically, with a
@@ -103,11 +130,18 @@ public:
   /// there with its type, and every tensor there must be a parameter: a typo or another
   /// model's file is an error naming the tensor, never a half-initialized model.
   rt::Status initParameters(const std::string &path);
+  /// Replaces every replica's parameters with `params` (in parameterNames() order, each of its
+  /// parameter's type); an error naming the first that does not fit.
+  rt::Status setParameters(const std::vector<rt::HostTensor> &params);
 
   /// The parameters (of this process's first replica: every replica holds the same).
   const std::vector<rt::HostTensor> &parameters() const { return replicas_[0].params; }
   const std::vector<std::string> &parameterNames() const { return paramNames_; }
   int64_t globalStep() const { return step_; }
+  /// The learning rate the next training step gets (the schedule at globalStep()).
+  double learningRate() const;
+  /// The model's metric names, in the order Metrics::values has them.
+  const std::vector<std::string> &metricNames() const { return metricNames_; }
   const TrainConfig &config() const { return config_; }
   /// Steps (kernels, library calls, collectives) one training step runs.
   size_t stepCount() const { return replicas_[0].trainStep->executable().steps.size(); }
@@ -137,6 +171,9 @@ private:
     std::unique_ptr<rt::Communicator> ownCommunicator; // of the LocalGroup or the GPU group
     rt::Communicator *communicator = nullptr;
     std::unique_ptr<rt::Executor> trainStep;
+    /// The step compiled for a short last batch (its size), when an epoch needed one.
+    std::unique_ptr<rt::Executor> shortStep;
+    int64_t shortBatch = 0;
     std::vector<rt::HostTensor> params, state;
   };
 
@@ -146,9 +183,15 @@ private:
   /// Ends every replica's collectives after one failed: the others fail instead of waiting.
   void abortReplicas(const std::string &message);
   rt::Expected<rt::Executor *> evalExecutor(int64_t batch);
-  /// Runs replica `r`'s share of the epoch's global batches in `order`.
+  /// Replica `r`'s step for a batch of `share` examples: its usual one, or one compiled for
+  /// the epoch's short last batch.
+  rt::Expected<rt::Executor *> trainExecutor(Replica &r, int64_t share);
+  /// Compiles every replica's step for a short last batch of `share` examples each.
+  rt::Status compileShortSteps(int64_t share);
+  /// Runs replica `r`'s share of the epoch's global batches in `order`: `steps` full ones,
+  /// then `lastBatch` examples (0: none) in one more.
   rt::Status trainReplica(Replica &r, const data::Dataset &data, const std::vector<int64_t> &order,
-                          int64_t steps, Metrics &running,
+                          int64_t steps, int64_t lastBatch, Metrics &running,
                           const std::function<void(int64_t, int64_t, const Metrics &)> &progress);
 
   TrainConfig config_;
@@ -158,7 +201,7 @@ private:
   std::unique_ptr<rt::LocalGroup> group_;
   std::vector<Replica> replicas_;
   std::map<int64_t, std::unique_ptr<rt::Executor>> evalSteps_;
-  std::vector<std::string> paramNames_, stateNames_;
+  std::vector<std::string> paramNames_, stateNames_, metricNames_;
   int64_t step_ = 0;
   std::string gpuCollectives_;
   /// Index in state_ of the loss scale (mixed_f16), else -1.

@@ -3,7 +3,7 @@ bench/peers/run.py reads."""
 import argparse
 import json
 
-WORKLOADS = ("mlp", "cnn", "chain")
+WORKLOADS = ("mlp", "cnn", "gpt", "chain")
 WARMUP, STEPS = 10, 50  # as smelt-bench-train-step: median of 50 steps after 10 of warm-up
 
 
@@ -11,8 +11,11 @@ def parse(modes):
     p = argparse.ArgumentParser()
     p.add_argument("workload", choices=WORKLOADS)
     p.add_argument("mode", choices=modes)
-    p.add_argument("--batch", type=int, default=256)
-    return p.parse_args()
+    p.add_argument("--batch", type=int)
+    args = p.parse_args()
+    if args.batch is None:
+        args.batch = 32 if args.workload == "gpt" else 256
+    return args
 
 
 def report(args, peer, step_ms, compile_ms=None):

@@ -1,8 +1,8 @@
-"""JAX's side of bench/peers (XLA:CPU): Smelt's seed models trained as a JAX user writes them,
-one jitted step with Adam and the parameters donated, and the 6-op chain of
-bench/fusion_chain.cpp jitted. Prints one JSON line (common_args.report); compile_ms is
+"""JAX's side of bench/peers (XLA:CPU): Smelt's seed models and its char-level GPT trained as a
+JAX user writes them, one jitted step with Adam and the parameters donated, and the 6-op chain
+of bench/fusion_chain.cpp jitted. Prints one JSON line (common_args.report); compile_ms is
 lower + compile of the step, what jit costs before the first result.
-  jax_peer.py mlp|cnn|chain jit [--batch 256]"""
+  jax_peer.py mlp|cnn|gpt|chain jit [--batch 256 (gpt: 32)]"""
 import time
 
 import jax
@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import common_args
+import text
 from fashion import batches, load_train, median
 
 DROPOUT = 0.2
@@ -33,12 +34,54 @@ def init(name, key):
             (glorot(keys[2], (3136, 10), 3136, 10), jnp.zeros(10))]
 
 
-def dropout(x, key):
-    keep = jax.random.bernoulli(key, 1 - DROPOUT, x.shape)
-    return jnp.where(keep, x / (1 - DROPOUT), 0)
+def dropout(x, key, rate=DROPOUT):
+    keep = jax.random.bernoulli(key, 1 - rate, x.shape)
+    return jnp.where(keep, x / (1 - rate), 0)
+
+
+def gpt_init(key, vocab):
+    """frontend/Gpt.cpp's parameters: Glorot-uniform kernels, zero biases, unit norm gains."""
+    w = text.WIDTH
+    keys = iter(jax.random.split(key, 8 * text.LAYERS + 2))
+    dense = lambda a, b: (glorot(next(keys), (a, b), a, b), jnp.zeros(b))
+    norm = lambda: (jnp.ones(w), jnp.zeros(w))
+    blocks = [dict(norm1=norm(), q=dense(w, w), k=dense(w, w), v=dense(w, w), o=dense(w, w),
+                   norm2=norm(), expand=dense(w, 4 * w), project=dense(4 * w, w))
+              for _ in range(text.LAYERS)]
+    return dict(embed=glorot(next(keys), (vocab, w), vocab, w), blocks=blocks, norm=norm(),
+                logits=dense(w, vocab))
+
+
+def layer_norm(x, gain_bias):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + 1e-5) * gain_bias[0] + gain_bias[1]
+
+
+def gpt_logits(params, tokens, key):
+    b, t = tokens.shape
+    w, heads = text.WIDTH, text.HEADS
+    keys = iter(jax.random.split(key, 3 * text.LAYERS + 1))
+    x = dropout(params["embed"][tokens] + text.positions(), next(keys), text.DROPOUT)
+    mask = jnp.tril(jnp.ones((t, t), bool))
+    for blk in params["blocks"]:
+        h = layer_norm(x, blk["norm1"])
+        split = lambda p: (h @ p[0] + p[1]).reshape(b, t, heads, w // heads).transpose(0, 2, 1, 3)
+        q, k, v = split(blk["q"]), split(blk["k"]), split(blk["v"])
+        scores = jnp.where(mask, q @ k.transpose(0, 1, 3, 2) / np.sqrt(w // heads), -1e9)
+        probs = dropout(jax.nn.softmax(scores, -1), next(keys), text.DROPOUT)
+        a = (probs @ v).transpose(0, 2, 1, 3).reshape(b, t, w)
+        x = x + dropout(a @ blk["o"][0] + blk["o"][1], next(keys), text.DROPOUT)
+        h = layer_norm(x, blk["norm2"])
+        h = jax.nn.gelu(h @ blk["expand"][0] + blk["expand"][1], approximate=True)
+        x = x + dropout(h @ blk["project"][0] + blk["project"][1], next(keys), text.DROPOUT)
+    x = layer_norm(x, params["norm"])
+    return x @ params["logits"][0] + params["logits"][1]
 
 
 def logits_of(name, params, x, key):
+    if name == "gpt":
+        return gpt_logits(params, x, key)
     keys = jax.random.split(key, 2)
     if name == "mlp":
         for i, (w, b) in enumerate(params[:-1]):
@@ -59,8 +102,8 @@ def logits_of(name, params, x, key):
 def make_step(name):
     def loss_fn(params, x, y, key):
         logits = logits_of(name, params, x, key)
-        loss = -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
-        return loss, logits
+        picked = jnp.take_along_axis(jax.nn.log_softmax(logits), y[..., None], -1)
+        return -jnp.mean(picked), logits
 
     def step(params, m, v, t, x, y):
         key = jax.random.fold_in(jax.random.PRNGKey(101), t)
@@ -71,18 +114,22 @@ def make_step(name):
         v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, v, grads)
         rate = lr * jnp.sqrt(1 - b2 ** t) / (1 - b1 ** t)
         params = jax.tree.map(lambda p, m, v: p - rate * m / (jnp.sqrt(v) + eps), params, m, v)
-        acc = jnp.mean(jnp.argmax(logits, 1) == y)
+        acc = jnp.mean(jnp.argmax(logits, -1) == y)
         return params, m, v, t, loss, acc
 
     return jax.jit(step, donate_argnums=(0, 1, 2))
 
 
 def train(args):
-    params = init(args.workload, jax.random.PRNGKey(0))
+    if args.workload == "gpt":
+        images, labels, vocab = text.load_windows()
+        params = gpt_init(jax.random.PRNGKey(0), vocab)
+    else:
+        images, labels = load_train()
+        params = init(args.workload, jax.random.PRNGKey(0))
     m = jax.tree.map(jnp.zeros_like, params)
     v = jax.tree.map(jnp.zeros_like, params)
     t = jnp.int32(0)
-    images, labels = load_train()
     step = make_step(args.workload)
     start = time.perf_counter()
     step = step.lower(params, m, v, t, images[:args.batch], labels[:args.batch]).compile()

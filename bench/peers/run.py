@@ -1,12 +1,13 @@
 """Smelt beside its peers on this machine (issue 22): the MLP and CNN train steps (batch 256,
-f32, Adam), the 6-op chain over 16M floats with the best copy as its floor, and cold compile
+f32, Adam), the char-level GPT's (batch 32: bench/GptWorkload.h, bench/peers/text.py), the 6-op
+chain over 16M floats with the best copy as its floor, and cold compile
 times, each in a process of its own, interleaved over several rounds in a rotating order.
 Prints the median of each cell and Smelt/peer ratios (below 1: Smelt is faster).
 
 A run counts only when other processes (niced ones aside) took at most 10% of the cores while
 it ran (from /proc/stat less the run's own CPU time); a busier run is repeated, up to three
 times, and kept marked when none was quiet.
-  bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,chain]
+  bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,gpt,chain]
 The venv is bench/peers/setup.sh's (PyTorch and JAX from PyPI)."""
 import argparse
 import json
@@ -55,7 +56,8 @@ def smelt_train(build, model):
             m = re.search(rf", {variant}: .*?median ([0-9.]+) ms", out)
             got[f"smelt {variant}"] = {"step_ms": float(m.group(1))}
         return got
-    return [f"{build}/bin/smelt-bench-train-step", model, "256", "f32", "fused,unfused"], parse
+    batch = "32" if model == "gpt" else "256"
+    return [f"{build}/bin/smelt-bench-train-step", model, batch, "f32", "fused,unfused"], parse
 
 
 def smelt_chain(build):
@@ -109,7 +111,7 @@ def main():
     p.add_argument("--venv", default=os.environ.get("SMELT_PEERS_VENV",
                                                      os.path.expanduser("~/.cache/smelt/peers-venv")))
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--workloads", default="mlp,cnn,chain")
+    p.add_argument("--workloads", default="mlp,cnn,gpt,chain")
     args = p.parse_args()
     args.workloads = args.workloads.split(",")
     env = dict(os.environ, PYTHONPATH=HERE)

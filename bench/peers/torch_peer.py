@@ -1,7 +1,8 @@
-"""PyTorch's side of bench/peers: Smelt's seed models (train/Trainer.cpp) trained as a PyTorch
-user writes them, eager or under torch.compile, and the 6-op elementwise chain of
-bench/fusion_chain.cpp. Prints one JSON line (common_args.report).
-  torch_peer.py mlp|cnn|chain eager|compile [--batch 256]"""
+"""PyTorch's side of bench/peers: Smelt's seed models (train/BuiltinModels.cpp) and its
+char-level GPT (frontend/Gpt.cpp) trained as a PyTorch user writes them, eager or under
+torch.compile, and the 6-op elementwise chain of bench/fusion_chain.cpp. Prints one JSON line
+(common_args.report).
+  torch_peer.py mlp|cnn|gpt|chain eager|compile [--batch 256 (gpt: 32)]"""
 import time
 
 import torch
@@ -9,7 +10,47 @@ import torch.nn.functional as F
 from torch import nn
 
 import common_args
+import text
 from fashion import batches, load_train, median
+
+
+class Block(nn.Module):
+    """Pre-norm: x + drop(attention(norm1(x))), then x + drop(mlp(norm2(x))); causal
+    attention with separate query, key, value and output projections, as frontend/Gpt.cpp."""
+
+    def __init__(self):
+        super().__init__()
+        w = text.WIDTH
+        self.norm1, self.norm2 = nn.LayerNorm(w), nn.LayerNorm(w)
+        self.q, self.k, self.v, self.o = (nn.Linear(w, w) for _ in range(4))
+        self.expand, self.project = nn.Linear(w, 4 * w), nn.Linear(4 * w, w)
+        self.drop = nn.Dropout(text.DROPOUT)
+
+    def forward(self, x):
+        b, t, w = x.shape
+        h = self.norm1(x)
+        split = lambda y: y.view(b, t, text.HEADS, w // text.HEADS).transpose(1, 2)
+        a = F.scaled_dot_product_attention(split(self.q(h)), split(self.k(h)), split(self.v(h)),
+                                           dropout_p=text.DROPOUT if self.training else 0,
+                                           is_causal=True)
+        x = x + self.drop(self.o(a.transpose(1, 2).reshape(b, t, w)))
+        h = self.project(F.gelu(self.expand(self.norm2(x)), approximate="tanh"))
+        return x + self.drop(h)
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, text.WIDTH)
+        self.register_buffer("positions", torch.from_numpy(text.positions()))
+        self.blocks = nn.Sequential(*(Block() for _ in range(text.LAYERS)))
+        self.norm = nn.LayerNorm(text.WIDTH)
+        self.logits = nn.Linear(text.WIDTH, vocab)
+        self.drop = nn.Dropout(text.DROPOUT)
+
+    def forward(self, tokens):
+        x = self.drop(self.embed(tokens) + self.positions)
+        return self.logits(self.norm(self.blocks(x)))
 
 
 def seed_model(name):
@@ -35,23 +76,27 @@ def seed_model(name):
 def train(args):
     """Median step time of an epoch's consecutive steps, and (compile) the first step's time
     beyond a median step: what torch.compile costs before the first result."""
-    model = seed_model(args.workload)
+    if args.workload == "gpt":
+        examples, labels, vocab = text.load_windows()
+        model = Gpt(vocab)
+    else:
+        model = seed_model(args.workload)
+        examples, labels = load_train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)  # Keras' epsilon, as Smelt
 
     def step(x, y):
         opt.zero_grad(set_to_none=True)
         logits = model(x)
-        loss = F.cross_entropy(logits, y)
+        loss = F.cross_entropy(logits.flatten(0, -2), y.flatten())
         loss.backward()
         opt.step()
-        return loss.detach(), (logits.argmax(1) == y).float().mean()
+        return loss.detach(), (logits.argmax(-1) == y).float().mean()
 
     if args.mode == "compile":
         step = torch.compile(step)
-    images, labels = load_train()
     times, first = [], None
     last = time.perf_counter()
-    for i, (x, y) in enumerate(batches(images, labels, args.batch,
+    for i, (x, y) in enumerate(batches(examples, labels, args.batch,
                                        common_args.WARMUP + common_args.STEPS + 1)):
         loss, acc = step(torch.from_numpy(x), torch.from_numpy(y).long())
         loss.item()  # the step's results are read, as Smelt's trainer reads its metrics

@@ -122,3 +122,24 @@ func.func @main(%w: tensor<3xf32>, %v: tensor<2xf32>) -> tensor<f32> {
   %1 = smelt.reduce sum %0#0 axes = [0] : tensor<3xf32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// A constant exponent: d(x^3)/dx = 3 x^2 with the constant 2 (no x^(3 - 1) computed at run
+// time), and d(x^2)/dx = 2 x with no pow at all.
+// CHECK-LABEL: func.func @main_grad
+// CHECK: %[[TWO:.+]] = smelt.constant dense<2.000000e+00> : tensor<3xf32>
+// CHECK: smelt.pow %{{.+}}, %[[TWO]] : tensor<3xf32>
+// CHECK-NOT: smelt.sub
+// CHECK-NOT: smelt.pow
+// CHECK: return
+func.func @main(%x: tensor<3xf32>) -> tensor<f32> {
+  %c3 = smelt.constant dense<3.0> : tensor<f32>
+  %e3 = smelt.broadcast_in_dim %c3, dims = [] : tensor<f32> -> tensor<3xf32>
+  %c2 = smelt.constant dense<2.0> : tensor<f32>
+  %e2 = smelt.broadcast_in_dim %c2, dims = [] : tensor<f32> -> tensor<3xf32>
+  %0 = smelt.pow %x, %e3 : tensor<3xf32>
+  %1 = smelt.pow %0, %e2 : tensor<3xf32>
+  %2 = smelt.reduce sum %1 axes = [0] : tensor<3xf32>
+  return %2 : tensor<f32>
+}

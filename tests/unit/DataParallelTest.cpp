@@ -176,7 +176,7 @@ TEST(DataParallel, TwoReplicasWithHalfBatchesMatchOneWithTheFullBatch) {
     EXPECT_LT(relError(quad[i].toDoubles(), single[i].toDoubles()), 1e-5) << i;
   }
   EXPECT_NEAR(two.loss, one.loss, 1e-4);
-  EXPECT_NEAR(four.accuracy, one.accuracy, 2e-3);
+  EXPECT_NEAR(four.accuracy(), one.accuracy(), 2e-3);
   EXPECT_EQ(two.examples, one.examples);
 }
 

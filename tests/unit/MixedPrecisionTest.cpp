@@ -57,7 +57,7 @@ double oneEpochAccuracy(PrecisionPolicy policy) {
   EXPECT_TRUE(epoch.ok()) << epoch.message();
   rt::Expected<train::Metrics> test = (*trainer)->evaluate(fashion("t10k"));
   EXPECT_TRUE(test.ok()) << test.message();
-  return test->accuracy;
+  return test->accuracy();
 }
 
 TEST(MixedPrecision, EachPolicyTrainsWithinOnePointOfF32) {

@@ -109,6 +109,33 @@ std::vector<double> centralDifferences(double *x, int64_t count,
   return numeric;
 }
 
+void expectGradientsMatchDifferences(rt::CpuExecutor &cpu, std::vector<rt::HostTensor> &args,
+                                     const std::vector<size_t> &wrt, double tolerance,
+                                     const std::vector<std::string> &names) {
+  std::vector<rt::HostTensor> out;
+  ASSERT_TRUE(cpu.run(args, out).ok());
+  ASSERT_GE(out.size(), 1 + wrt.size());
+  auto lossAt = [&]() {
+    std::vector<rt::HostTensor> o;
+    EXPECT_TRUE(cpu.run(args, o).ok());
+    return o[0].at(0);
+  };
+  for (size_t n = 0; n < wrt.size(); ++n) {
+    rt::HostTensor &x = args[wrt[n]];
+    std::vector<double> numeric = centralDifferences(x.data<double>(), x.type().numElements(), lossAt);
+    std::vector<double> analytic = out[1 + n].toDoubles();
+    // Relative to the gradient's norm, but never below 1e-3 of it: a gradient that is 0 by
+    // the math (an attention key's bias) meets differences that are only rounding noise.
+    double diff = 0, norm = 0;
+    for (size_t k = 0; k < numeric.size(); ++k) {
+      diff += (analytic[k] - numeric[k]) * (analytic[k] - numeric[k]);
+      norm += numeric[k] * numeric[k];
+    }
+    EXPECT_LE(std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3), tolerance)
+        << "gradient of " << names[n] << " (norm " << std::sqrt(norm) << ")";
+  }
+}
+
 double relError(const std::vector<double> &got, const std::vector<double> &ref) {
   if (got.size() != ref.size())
     return INFINITY;

@@ -45,6 +45,15 @@ data::Dataset fashion(const char *split, int64_t limit = 0);
 std::vector<double> centralDifferences(double *x, int64_t count,
                                        const std::function<double()> &loss);
 
+/// Runs `cpu` on `args` (its first output the loss, then the gradients of the arguments in
+/// `wrt`, in that order; any outputs after them are not read) and checks each gradient against centralDifferences of the loss over
+/// its argument: ||analytic - numeric|| / max(||numeric||, 1e-3) <= `tolerance` (a gradient
+/// that is 0 by the math meets differences that are rounding noise), failures named by
+/// `names[n]`.
+void expectGradientsMatchDifferences(rt::CpuExecutor &cpu, std::vector<rt::HostTensor> &args,
+                                     const std::vector<size_t> &wrt, double tolerance,
+                                     const std::vector<std::string> &names);
+
 /// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
 double relError(const std::vector<double> &got, const std::vector<double> &ref);
 

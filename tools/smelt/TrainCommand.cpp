@@ -1,6 +1,7 @@
-// `smelt train`: trains the MLP or the small CNN on Fashion-MNIST on the CPU, with Keras-style
-// progress per epoch, validation on the last part of the training set, a final test accuracy,
-// and safetensors checkpoints that --resume continues from. --replicas trains data-parallel:
+// `smelt train`: trains the MLP or the small CNN on Fashion-MNIST, or the character-level GPT on
+// a text file (--model=gpt --text=FILE), through fit(): Keras-style progress per epoch,
+// validation on the last part of the training data, a final test accuracy (a generated sample
+// for the GPT), and safetensors checkpoints that --resume continues from. --replicas trains data-parallel:
 // in one process (a thread per replica), or one replica per rank under mpirun, where rank 0
 // prints and writes checkpoints and a failing rank ends the job instead of hanging it.
 #include "tools/smelt/Cache.h"
@@ -10,7 +11,10 @@
 
 #include "data/Mnist.h"
 #include "runtime/FileIO.h"
-#include "train/Trainer.h"
+#include "data/Text.h"
+#include "train/BuiltinModels.h"
+#include "train/Fit.h"
+#include "train/TextGenerator.h"
 #ifdef SMELT_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
 #endif
@@ -29,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -39,19 +44,51 @@ cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST");
 static DeviceFlags deviceFlags(trainSubcommand);
 static CacheFlags cacheFlags(trainSubcommand);
 
-static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout) or cnn "
-                                                    "(conv-pool-conv-pool-dense)"),
+static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout), cnn "
+                                                    "(conv-pool-conv-pool-dense) on "
+                                                    "Fashion-MNIST, or gpt on --text"),
                                   cl::init("mlp"), cl::sub(trainSubcommand),
                                   cl::cat(smeltCategory()));
 static cl::opt<int> epochs("epochs", cl::desc("Epochs to train"), cl::init(5),
                            cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<int> batch("batch", cl::desc("Batch size"), cl::init(256),
+static cl::opt<int> batch("batch", cl::desc("Batch size (gpt: 32 unless given)"), cl::init(256),
                           cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<double> learningRate("lr", cl::desc("Learning rate"), cl::init(1e-3),
                                     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> optimizer("optimizer", cl::desc("sgd, momentum, adam or adamw"),
                                       cl::init("adam"), cl::sub(trainSubcommand),
                                       cl::cat(smeltCategory()));
+static cl::opt<std::string> lrSchedule(
+    "lr-schedule", cl::desc("constant, step:EVERY:FACTOR, exponential:EVERY:FACTOR or "
+                            "cosine:WARMUP:TOTAL[:FINAL_FRACTION] (in steps), fed to each step"),
+    cl::init("constant"), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<double> clipNorm("clip-norm", cl::desc("Clip the gradients to this global norm "
+                                                      "(0: no clipping)"),
+                                cl::init(0), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<double> weightDecay("weight-decay", cl::desc("AdamW's decoupled weight decay, on "
+                                                            "parameters of rank >= 2"),
+                                   cl::init(0.004), cl::sub(trainSubcommand),
+                                   cl::cat(smeltCategory()));
+static cl::opt<std::string> textPath("text", cl::desc("--model=gpt: the text file to train on, "
+                                                      "by characters"),
+                                     cl::value_desc("file"), cl::sub(trainSubcommand),
+                                     cl::cat(smeltCategory()));
+static cl::opt<int> gptContext("context", cl::desc("--model=gpt: tokens per sequence"),
+                               cl::init(64), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> gptWidth("width", cl::desc("--model=gpt: model width"), cl::init(128),
+                             cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> gptLayers("layers", cl::desc("--model=gpt: transformer blocks"), cl::init(4),
+                              cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> gptHeads("heads", cl::desc("--model=gpt: attention heads"), cl::init(4),
+                             cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> sampleLength("sample-length", cl::desc("--model=gpt: characters generated "
+                                                           "after each epoch"),
+                                 cl::init(200), cl::sub(trainSubcommand),
+                                 cl::cat(smeltCategory()));
+static cl::opt<double> temperature("temperature", cl::desc("--model=gpt: sampling temperature "
+                                                           "(0: the most likely character)"),
+                                   cl::init(0.8), cl::sub(trainSubcommand),
+                                   cl::cat(smeltCategory()));
 static cl::opt<unsigned long long> seed("seed", cl::desc("Seed of parameters, shuffling and "
                                                          "dropout"),
                                         cl::init(0), cl::sub(trainSubcommand),
@@ -67,6 +104,10 @@ static cl::opt<double> validationSplit("validation-split",
 static cl::opt<int> limit("limit", cl::desc("Train on only the first N training examples "
                                             "(0: all)"),
                           cl::init(0), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<bool> dropRemainder(
+    "drop-remainder", cl::desc("Leave out each epoch's short last batch (by default it trains "
+                               "in a step of its own)"),
+    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> dataDir("data-dir", cl::desc("Directory of the Fashion-MNIST IDX "
                                                          "files"),
                                     cl::init("/usr/share/datasets/fashion-mnist"),
@@ -154,6 +195,18 @@ static std::string checkNumericFlags() {
       {"lr", learningRate, std::isfinite(learningRate) && learningRate > 0,
        "a finite number > 0"},
       {"dropout", dropoutRate, dropoutRate >= 0 && dropoutRate < 1, "a rate in [0, 1)"},
+      {"clip-norm", clipNorm, std::isfinite(clipNorm) && clipNorm >= 0,
+       "a finite number >= 0 (0: no clipping)"},
+      {"weight-decay", weightDecay, std::isfinite(weightDecay) && weightDecay >= 0,
+       "a finite number >= 0"},
+      {"context", double(gptContext), gptContext >= 1, "a count >= 1"},
+      {"width", double(gptWidth), gptWidth >= 2 && gptWidth % 2 == 0, "an even count >= 2"},
+      {"layers", double(gptLayers), gptLayers >= 1, "a count >= 1"},
+      {"heads", double(gptHeads), gptHeads >= 1 && gptWidth % gptHeads == 0,
+       "a count >= 1 that divides --width"},
+      {"sample-length", double(sampleLength), sampleLength >= 0, "a count >= 0"},
+      {"temperature", temperature, std::isfinite(temperature) && temperature >= 0,
+       "a finite number >= 0"},
       {"initial-loss-scale", initialLossScale,
        std::isfinite(initialLossScale) && initialLossScale > 0, "a finite number > 0"},
       {"replicas", double(replicas), replicas >= 0, "a count >= 0 (0: one per MPI rank)"},
@@ -169,6 +222,117 @@ static std::string checkNumericFlags() {
   return "";
 }
 
+/// What a run trains and evaluates on.
+struct TrainingData {
+  data::Dataset train;
+  std::optional<data::Dataset> validation, test;
+  /// --model=gpt: the model, its characters and a prompt for samples.
+  GptConfig gpt;
+  data::CharVocabulary vocabulary;
+  std::vector<int32_t> prompt;
+};
+
+/// The first `count` of `all` less the last validationSplit of them for validation.
+static rt::Expected<TrainingData> splitForValidation(const data::Dataset &all, int64_t count) {
+  int64_t validationCount = int64_t(double(count) * validationSplit);
+  rt::Expected<data::Dataset> trainSlice = all.slice(0, count - validationCount);
+  if (!trainSlice)
+    return trainSlice.status();
+  TrainingData out{std::move(*trainSlice), std::nullopt, std::nullopt, {}, {}, {}};
+  if (validationCount > 0) {
+    rt::Expected<data::Dataset> held = all.slice(count - validationCount, count);
+    if (!held)
+      return held.status();
+    out.validation = std::move(*held);
+  }
+  return out;
+}
+
+/// Fashion-MNIST: --limit training images less the validation split, and the test set.
+static rt::Expected<TrainingData> loadFashionMnist() {
+  rt::Expected<data::MnistSplit> trainSplit = data::loadMnist(dataDir, "train");
+  if (!trainSplit)
+    return trainSplit.status();
+  rt::Expected<data::MnistSplit> testSplit = data::loadMnist(dataDir, "t10k");
+  if (!testSplit)
+    return testSplit.status();
+  data::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
+  rt::Expected<TrainingData> out =
+      splitForValidation(all, limit ? std::min<int64_t>(limit, all.size()) : all.size());
+  if (out)
+    out->test = data::Dataset(std::move(testSplit->images), std::move(testSplit->labels));
+  return out;
+}
+
+/// --text: the characters of the file, in windows of --context (one every --context
+/// characters, so an epoch reads the text once), the last validation split of the text held
+/// out; no test set.
+static rt::Expected<TrainingData> loadText() {
+  rt::Expected<data::EncodedText> text = data::readEncodedText(textPath);
+  if (!text)
+    return text.status();
+  const data::CharVocabulary &vocabulary = text->vocabulary;
+  const std::vector<int32_t> &ids = text->ids;
+  int64_t held = int64_t(double(ids.size()) * validationSplit);
+  std::vector<int32_t> trainIds(ids.begin(), ids.end() - held);
+  std::vector<int32_t> heldIds(ids.end() - held, ids.end());
+  rt::Expected<data::Dataset> windows = data::nextTokenWindows(trainIds, gptContext, gptContext);
+  if (!windows)
+    return rt::Status::error(textPath + ": " + windows.message());
+  int64_t count = limit ? std::min<int64_t>(limit, windows->size()) : windows->size();
+  rt::Expected<data::Dataset> used = windows->slice(0, count);
+  if (!used)
+    return used.status();
+  TrainingData out{std::move(*used), std::nullopt, std::nullopt, {}, vocabulary, {}};
+  if (held > gptContext) {
+    rt::Expected<data::Dataset> heldWindows =
+        data::nextTokenWindows(heldIds, gptContext, gptContext);
+    if (!heldWindows)
+      return heldWindows.status();
+    out.validation = std::move(*heldWindows);
+  }
+  out.gpt.vocab = vocabulary.size();
+  out.gpt.context = gptContext;
+  out.gpt.width = gptWidth;
+  out.gpt.layers = gptLayers;
+  out.gpt.heads = gptHeads;
+  out.gpt.dropout = dropoutRate.getNumOccurrences() ? double(dropoutRate) : 0.1;
+  // Samples start where a line would: after a newline, or else the text's first character.
+  rt::Expected<std::vector<int32_t>> newline = vocabulary.encode("\n");
+  out.prompt = newline ? *newline : std::vector<int32_t>{ids.front()};
+  return out;
+}
+
+static size_t parameterCount(const train::Trainer &trainer) {
+  size_t count = 0;
+  for (const rt::HostTensor &p : trainer.parameters())
+    count += size_t(p.type().numElements());
+  return count;
+}
+
+/// After each epoch, --sample-length characters of text from the GPT.
+class SampleText : public train::Callback {
+public:
+  SampleText(std::unique_ptr<train::TextGenerator> generator, data::CharVocabulary vocabulary,
+             std::vector<int32_t> prompt, uint64_t seed)
+      : generator_(std::move(generator)), vocabulary_(std::move(vocabulary)),
+        prompt_(std::move(prompt)), seed_(seed) {}
+  rt::Status onEpochEnd(train::Trainer &trainer, const train::EpochLogs &logs, bool &) override {
+    rt::Expected<std::vector<int32_t>> ids = generator_->generate(
+        trainer.parameters(), prompt_, sampleLength, temperature, seed_ + uint64_t(logs.epoch));
+    if (!ids)
+      return ids.status();
+    std::cout << "sample: " << vocabulary_.decode(*ids) << std::endl;
+    return rt::Status();
+  }
+
+private:
+  std::unique_ptr<train::TextGenerator> generator_;
+  data::CharVocabulary vocabulary_;
+  std::vector<int32_t> prompt_;
+  uint64_t seed_;
+};
+
 int trainCommand() {
   using Clock = std::chrono::steady_clock;
   std::optional<OptimizerKind> kind = parseOptimizer(optimizer);
@@ -176,6 +340,15 @@ int trainCommand() {
     return failJob("--optimizer=" + optimizer + " is not one of sgd, momentum, adam, adamw");
   if (std::string error = checkNumericFlags(); !error.empty())
     return failJob(error);
+  std::optional<LearningRateSchedule> schedule = LearningRateSchedule::parse(lrSchedule);
+  if (!schedule)
+    return failJob("--lr-schedule=" + lrSchedule + " is not constant, step:EVERY:FACTOR, "
+                   "exponential:EVERY:FACTOR or cosine:WARMUP:TOTAL[:FINAL_FRACTION] with "
+                   "counts >= 1, factors in (0, 1] and WARMUP <= TOTAL");
+  if (model == "gpt" && textPath.empty())
+    return failJob("--model=gpt trains on a text file: give --text=FILE");
+  if (model != "gpt" && !textPath.empty())
+    return failJob("--text is the GPT's training data: give --model=gpt with it");
   std::optional<PrecisionPolicy> policy = parsePrecisionPolicy(precision);
   if (!policy)
     return failJob("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
@@ -208,35 +381,25 @@ int trainCommand() {
   bool speaks = !mpiCommunicator || mpiCommunicator->rank() == 0;
   llvm::raw_ostream &out = speaks ? llvm::outs() : llvm::nulls();
 
-  rt::Expected<data::MnistSplit> trainSplit = data::loadMnist(dataDir, "train");
-  if (!trainSplit)
-    return failJob(trainSplit.message());
-  rt::Expected<data::MnistSplit> testSplit = data::loadMnist(dataDir, "t10k");
-  if (!testSplit)
-    return failJob(testSplit.message());
-  data::Dataset all(std::move(trainSplit->images), std::move(trainSplit->labels));
-  int64_t count = limit ? std::min<int64_t>(limit, all.size()) : all.size();
-  int64_t validationCount = int64_t(double(count) * validationSplit);
-  rt::Expected<data::Dataset> trainSlice = all.slice(0, count - validationCount);
-  if (!trainSlice)
-    return failJob(trainSlice.message());
-  data::Dataset train = std::move(*trainSlice);
-  std::optional<data::Dataset> validation;
-  if (validationCount > 0) {
-    rt::Expected<data::Dataset> held = all.slice(count - validationCount, count);
-    if (!held)
-      return failJob(held.message());
-    validation = std::move(*held);
-  }
-  data::Dataset test(std::move(testSplit->images), std::move(testSplit->labels));
+  rt::Expected<TrainingData> loaded = model == "gpt" ? loadText() : loadFashionMnist();
+  if (!loaded)
+    return failJob(loaded.message());
+  data::Dataset &train = loaded->train;
+  std::optional<data::Dataset> &validation = loaded->validation;
+  int64_t validationCount = validation ? validation->size() : 0;
 
   train::TrainConfig config;
-  config.model = model;
-  config.batch = batch;
+  config.model = model == "gpt" ? train::gptModel(loaded->gpt) : train::ModelSpec(model);
+  // The GPT's sequences are 64 examples of work each: 32 make a step, as nanoGPT's do.
+  config.batch = model == "gpt" && !batch.getNumOccurrences() ? 32 : int(batch);
+  config.dropRemainder = dropRemainder;
   config.seed = seed;
   config.dropout = dropoutRate;
   config.optimizer.kind = *kind;
   config.optimizer.learningRate = learningRate;
+  config.optimizer.schedule = *schedule;
+  config.optimizer.clipGlobalNorm = clipNorm;
+  config.optimizer.weightDecay = weightDecay;
   config.precision = *policy;
   config.lossScale.initialScale = initialLossScale;
   config.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
@@ -267,16 +430,22 @@ int trainCommand() {
   out << llvm::format("%s (%s) on %s: %lld training, %lld validation, %lld test "
                       "examples; compiled in %.2f s\n",
                       model.c_str(), precision.c_str(), llvm::join(devices, ", ").c_str(),
-                      (long long)train.size(),
-                      (long long)validationCount, (long long)test.size(),
+                      (long long)train.size(), (long long)validationCount,
+                      (long long)(loaded->test ? loaded->test->size() : 0),
                       std::chrono::duration<double>(Clock::now() - start).count());
+  if (model == "gpt")
+    out << llvm::format("gpt: %lld characters, %lld layers of width %lld, %lld heads, context "
+                        "%lld; %zu parameters\n",
+                        (long long)loaded->gpt.vocab, (long long)loaded->gpt.layers,
+                        (long long)loaded->gpt.width, (long long)loaded->gpt.heads,
+                        (long long)loaded->gpt.context, parameterCount(**trainer));
   out << "placement: " << (*trainer)->placement() << "\n";
   if (replicaCount > 1)
     out << llvm::format("data parallel: %lld replicas %s, %lld examples each of a global batch "
                         "of %d; %s all-reduce\n",
                         (long long)replicaCount,
                         mpiCommunicator ? "(one per MPI rank)" : "(threads of this process)",
-                        (long long)(batch / replicaCount), int(batch),
+                        (long long)(config.batch / replicaCount), int(config.batch),
                         // Threads reduce in rank order (LocalGroup), unless NCCL does it.
                         deterministic || (!mpiCommunicator && !(*trainer)->reducesOnGpus())
                             ? "deterministic (rank-order)"
@@ -300,46 +469,47 @@ int trainCommand() {
     out << "parameters from " << initParams << "\n";
   }
 
-  bool tty = speaks && ::isatty(STDOUT_FILENO);
-  for (int64_t epoch = firstEpoch; epoch < epochs; ++epoch) {
-    out << "Epoch " << epoch + 1 << "/" << epochs << "\n";
-    auto epochStart = Clock::now();
-    rt::Expected<train::Metrics> metrics = (*trainer)->trainEpoch(
-        train, epoch, [&](int64_t step, int64_t steps, const train::Metrics &m) {
-          if (tty)
-            llvm::outs() << llvm::format("\r%lld/%lld - loss: %.4f - accuracy: %.4f",
-                                         (long long)step, (long long)steps, m.loss, m.accuracy)
-                         << (step == steps ? "\r" : ""),
-                llvm::outs().flush();
-        });
-    if (!metrics)
-      return failJob(metrics.message());
-    double seconds = std::chrono::duration<double>(Clock::now() - epochStart).count();
-    int64_t steps = train.batchCount(batch, true);
-    out << llvm::format("%lld/%lld - %.1fs - loss: %.4f - accuracy: %.4f",
-                                 (long long)steps, (long long)steps, seconds, metrics->loss,
-                                 metrics->accuracy);
-    if (validation) {
-      rt::Expected<train::Metrics> val = (*trainer)->evaluate(*validation);
-      if (!val)
-        return failJob(val.message());
-      out << llvm::format(" - val_loss: %.4f - val_accuracy: %.4f", val->loss, val->accuracy);
-    }
-    // Skipped steps are shown, never silent: users of other frameworks miss them.
-    if (*policy == PrecisionPolicy::mixed_f16)
-      out << llvm::format(" - skipped: %lld - loss_scale: %g", (long long)metrics->skippedSteps,
-                          metrics->lossScale);
-    out << llvm::format(" - %.0f examples/s\n", double(metrics->examples) / seconds);
-    // Every replica holds the same parameters: rank 0 writes them.
-    if (!checkpointPath.empty() && speaks)
-      if (rt::Status s = (*trainer)->save(checkpointPath, epoch + 1); !s.ok())
-        return failJob(s.message());
+  // The epochs run through fit(), as a user's program would: a checkpoint after each (rank 0
+  // writes it: every replica holds the same parameters), validation and progress lines.
+  train::FitOptions fitOptions;
+  fitOptions.epochs = epochs;
+  fitOptions.initialEpoch = firstEpoch;
+  fitOptions.validation = validation ? &*validation : nullptr;
+  fitOptions.out = speaks ? &std::cout : nullptr;
+  fitOptions.liveProgress = speaks && ::isatty(STDOUT_FILENO);
+  std::optional<train::ModelCheckpoint> checkpoint;
+  if (!checkpointPath.empty() && speaks) {
+    checkpoint.emplace(checkpointPath);
+    fitOptions.callbacks.push_back(&*checkpoint);
   }
+  std::optional<SampleText> sampler;
+  if (model == "gpt" && sampleLength > 0 && speaks) {
+    rt::Expected<std::unique_ptr<train::TextGenerator>> generator =
+        train::TextGenerator::create(loaded->gpt);
+    if (!generator)
+      return failJob(generator.message());
+    sampler.emplace(std::move(*generator), loaded->vocabulary, loaded->prompt, seed);
+    fitOptions.callbacks.push_back(&*sampler);
+  }
+  out.flush();
+  rt::Expected<train::History> history = train::fit(**trainer, train, fitOptions);
+  std::cout.flush();
+  if (!history)
+    return failJob(history.message());
+  if (!loaded->test) {
+    printMemoryReport(out);
+    if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))
+      return 1;
+    return 0;
+  }
+  data::Dataset &test = *loaded->test;
   rt::Expected<train::Metrics> result = (*trainer)->evaluate(test);
   if (!result)
     return failJob(result.message());
-  out << llvm::format("test loss: %.4f - test accuracy: %.4f\n", result->loss,
-                      result->accuracy);
+  out << llvm::format("test loss: %.4f", result->loss);
+  for (const auto &[name, value] : result->values)
+    out << llvm::format(" - test %s: %.4f", name.c_str(), value);
+  out << "\n";
   printMemoryReport(out);
   if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))
     return 1;

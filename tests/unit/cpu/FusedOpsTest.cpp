@@ -261,5 +261,39 @@ TEST(FusedOps, GatherOfAVectorAndInsideAReduction) {
                             "gather of a vector, and summed");
 }
 
+const char *kPowByConstant = R"(
+func.func @f(%x: ${T}) -> ${T} {
+  %r = smelt.fusion loop (%x) : (${T}) -> ${T} {
+  ^bb0(%a: ${T}):
+    %s = smelt.constant dense<${E}> : ${S}
+    %e = smelt.broadcast_in_dim %s, dims = [] : ${S} -> ${T}
+    %0 = smelt.pow %a, %e : ${T}
+    smelt.yield %0 : ${T}
+  }
+  return %r : ${T}
+}
+)";
+
+// pow by a constant 2 or 3 inside a kernel is computed as products: against float64 std::pow on
+// negative and positive bases, and against the unfused op (libm's pow, the exponent an input).
+TEST(FusedOps, PowByTwoAndThreeAreProducts) {
+  for (double exponent : {2.0, 3.0})
+    for (DType dtype : kFloatDTypes) {
+      std::string type = tensorType(kShape, dtype);
+      std::string text = substitute(kPowByConstant, {{"T", type},
+                                                     {"S", tensorType({}, dtype)},
+                                                     {"E", exponent == 2 ? "2.0" : "3.0"}});
+      HostTensor x = randomTensor(dtype, kShape, [] { return draw(-3, 3); });
+      std::vector<HostTensor> fused =
+          expectFusedMatchesUnfused(text, {x}, "pow " + std::to_string(exponent) + " " + type);
+      ASSERT_EQ(fused.size(), 1u);
+      std::vector<double> want;
+      for (double v : x.toDoubles())
+        want.push_back(std::pow(v, exponent));
+      expectMatch(fused[0], HostTensor::fromDoubles(fused[0].type(), want),
+                  smelt::test::referenceTolerance(dtype), "pow vs float64 " + type);
+    }
+}
+
 } // namespace
 } // namespace smelt::rt::test

@@ -1,0 +1,27 @@
+"""The GPT workload's data for the peers, as bench/GptWorkload.h builds it: the characters of
+Debian's fortunes literature ($SMELT_TEXT overrides) as ids in byte order, in windows of 64
+starting every 16 characters, each labelled with the next 64; and the GPT's shape."""
+import os
+
+import numpy as np
+
+CONTEXT, WIDTH, LAYERS, HEADS, DROPOUT, BATCH = 64, 128, 4, 4, 0.1, 32
+
+
+def load_windows():
+    path = os.environ.get("SMELT_TEXT") or "/usr/share/games/fortunes/literature"
+    data = np.frombuffer(open(path, "rb").read(), np.uint8)
+    symbols = np.unique(data)
+    ids = np.searchsorted(symbols, data).astype(np.int32)
+    starts = np.arange(0, len(ids) - CONTEXT, 16)
+    examples = np.stack([ids[s:s + CONTEXT] for s in starts])
+    labels = np.stack([ids[s + 1:s + CONTEXT + 1] for s in starts])
+    return examples, labels, len(symbols)
+
+
+def positions():
+    """The sinusoidal encoding of frontend/Layers.cpp: [CONTEXT, WIDTH]."""
+    p = np.arange(CONTEXT)[:, None]
+    i = np.arange(WIDTH)[None, :]
+    angle = p * np.exp((i - i % 2) * (-np.log(10000.0) / WIDTH))
+    return np.where(i % 2, np.cos(angle), np.sin(angle)).astype(np.float32)

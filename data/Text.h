@@ -1,0 +1,47 @@
+// Character-level text data for language models: the vocabulary of a text's bytes, encoding
+// and decoding, and next-token windows (each example a run of tokens, its labels the same run
+// shifted by one) as a Dataset.
+#pragma once
+
+#include "data/Dataset.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace smelt::data {
+
+class CharVocabulary {
+public:
+  /// The distinct bytes of `text`, in byte order: ids 0 .. size()-1.
+  static CharVocabulary of(std::string_view text);
+  int64_t size() const { return int64_t(symbols_.size()); }
+  /// The ids of `text`; an error naming the first byte (and its offset) not in the vocabulary.
+  rt::Expected<std::vector<int32_t>> encode(std::string_view text) const;
+  /// The text of `ids`; an id out of range becomes '?'.
+  std::string decode(const std::vector<int32_t> &ids) const;
+  const std::string &symbols() const { return symbols_; }
+
+private:
+  std::string symbols_;
+  std::array<int32_t, 256> ids_{};
+};
+
+/// Reads a whole text file; an error naming the file when it cannot be read or is empty.
+rt::Expected<std::string> readTextFile(const std::string &path);
+
+/// A text file's characters: its vocabulary and the ids of every byte.
+struct EncodedText {
+  CharVocabulary vocabulary;
+  std::vector<int32_t> ids;
+};
+/// readTextFile, then its vocabulary and ids.
+rt::Expected<EncodedText> readEncodedText(const std::string &path);
+
+/// Windows over `ids` starting every `stride` tokens: examples [N, context] and labels
+/// [N, context] (i32), labels[i][t] = ids[start_i + t + 1]. An error when `ids` holds no
+/// window of context + 1 tokens or the counts are not positive.
+rt::Expected<Dataset> nextTokenWindows(const std::vector<int32_t> &ids, int64_t context,
+                                       int64_t stride);
+
+} // namespace smelt::data
