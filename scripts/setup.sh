@@ -20,6 +20,9 @@ packages=(
   # The ONNX importer (frontend/onnx) and its conformance tests: ONNX's protobuf classes, the
   # node tests' models and data, and python3-onnx for tests/tools/onnx_tool.py
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
+  # Boost.Context: the fibers of the SIMT emulator that runs the CUDA kernels on the CPU
+  # (tests/unit/simt)
+  libboost-context-dev
 )
 missing=()
 for p in "${packages[@]}"; do

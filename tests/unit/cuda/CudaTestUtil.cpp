@@ -1,5 +1,7 @@
-// CUDA test helpers: parsing with captured diagnostics, rendering, and ptxas through a pipe.
+// CUDA test helpers: parsing with captured diagnostics, rendering, ptxas through a pipe, random
+// inputs and the comparison of a device's results with the CPU's.
 #include "CudaTestUtil.h"
+#include "RuntimeTestUtil.h"
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
@@ -8,6 +10,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -93,6 +96,47 @@ std::string ptxasErrors(const std::string &ptx, const std::string &arch) {
   if (status != 0)
     return said.empty() ? command + " failed with status " + std::to_string(status) : said;
   return "";
+}
+
+rt::HostTensor caseInput(const FusionCase &c, rt::DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::mt19937_64 &random = rt::test::rng();
+  std::uniform_real_distribution<double> unit(0, 1);
+  const double specials[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 0.0};
+  return rt::test::randomTensor(dtype, shape.vec(), [&] {
+    if (rt::isFloat(dtype) && unit(random) < c.specials)
+      return specials[random() % std::size(specials)];
+    return rt::test::draw(random, c.lo, c.hi, c.minMagnitude);
+  });
+}
+
+void expectDeviceResultMatches(const rt::HostTensor &got, const rt::HostTensor &ref,
+                               const std::string &what) {
+  rt::DType dtype = ref.type().dtype;
+  std::vector<double> g = got.toDoubles(), r = ref.toDoubles();
+  ASSERT_EQ(g.size(), r.size()) << what;
+  double diff2 = 0, ref2 = 0;
+  size_t exactMisses = 0;
+  std::string firstMiss;
+  for (size_t i = 0; i < r.size(); ++i) {
+    bool exact = !rt::isFloat(dtype) || !std::isfinite(r[i]) || !std::isfinite(g[i]);
+    if (!exact) {
+      diff2 += (g[i] - r[i]) * (g[i] - r[i]);
+      ref2 += r[i] * r[i];
+    } else if (!(g[i] == r[i] || (std::isnan(g[i]) && std::isnan(r[i])))) {
+      if (exactMisses++ == 0)
+        firstMiss = "element " + std::to_string(i) + ": device " + std::to_string(g[i]) +
+                    ", CPU " + std::to_string(r[i]);
+    }
+  }
+  EXPECT_EQ(exactMisses, 0u) << what << ": first at " << firstMiss;
+  double tolerance = dtype == rt::DType::f64   ? 1e-12
+                     : dtype == rt::DType::f32 ? 1e-5
+                     : dtype == rt::DType::f16 ? 4e-3
+                                               : 3e-2;
+  if (rt::isFloat(dtype)) {
+    EXPECT_LE(std::sqrt(diff2) / std::max(std::sqrt(ref2), 1e-30), tolerance)
+        << what << " (seed " << rt::test::baseSeed() << ")";
+  }
 }
 
 } // namespace smelt::cuda_test

@@ -1,10 +1,13 @@
 // Helpers of the CUDA back-end tests: modules parsed from .mlir text with their fusions and
 // kernel entries, ptxas run on NVRTC's PTX, and the fusion cases every test shares (rendering
-// checks, NVRTC + ptxas, GPU numerics).
+// checks, NVRTC + ptxas, GPU numerics) through CudaCorpus.h.
 #pragma once
+
+#include "CudaCorpus.h"
 
 #include "codegen/cuda/CudaCodegen.h"
 #include "ir/SmeltDialect.h"
+#include "runtime/HostTensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -42,17 +45,13 @@ std::string render(ParsedModule &parsed);
 /// the toolkit's; a missing ptxas is a test failure, never a silent pass.
 std::string ptxasErrors(const std::string &ptx, const std::string &arch = "sm_90");
 
-/// A fusion the tests render, compile and run: a module whose @main holds smelt.fusion ops.
-/// Inputs for the GPU check are drawn in [lo, hi] at least `minMagnitude` from zero (integers
-/// rounded), except that a fraction `specials` of float elements is NaN, +-inf, +-3e9 or zero.
-struct FusionCase {
-  const char *name;
-  const char *mlir;
-  double lo = -2, hi = 2, minMagnitude = 0.05;
-  double specials = 0;
-};
-const std::vector<FusionCase> &fusionCases();
-/// Names a case in test listings (ctest shows a parameter's printout).
-inline void PrintTo(const FusionCase &c, std::ostream *os) { *os << c.name; }
+/// A random input of `c` (its range, and its fraction of special floats), fresh each call.
+rt::HostTensor caseInput(const FusionCase &c, rt::DType dtype, llvm::ArrayRef<int64_t> shape);
+
+/// A device's fused result (a GPU's, the SIMT emulator's) against the CPU's: NaN, infinities,
+/// integers and i1 exactly; the finite floats by relative norm within docs/ops.md's "GPU
+/// numerics" tolerance, with room for fused f16/bf16 rounding only at the end.
+void expectDeviceResultMatches(const rt::HostTensor &got, const rt::HostTensor &ref,
+                               const std::string &what);
 
 } // namespace smelt::cuda_test

@@ -1,7 +1,7 @@
 // The representative fusions the CUDA tests share, written by hand as smelt.fusion ops: each
 // rendering check reads one kernel of them, every kernel is compiled by NVRTC and checked by
 // ptxas, and on a GPU each runs against the unfused ops on the CPU.
-#include "CudaTestUtil.h"
+#include "CudaCorpus.h"
 
 namespace smelt::cuda_test {
 

@@ -13,7 +13,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
-#include <cmath>
 #include <deque>
 
 namespace smelt::cuda_test {
@@ -122,37 +121,6 @@ rt::Expected<std::vector<rt::HostTensor>> runUnfusedOnCpu(FusionOp fusion,
   return outputs;
 }
 
-/// A fused result against the unfused one: NaN, infinities, integers and i1 exactly; the
-/// finite floats by relative norm, with room for fused f16/bf16 rounding only at the end.
-void expectMatches(const rt::HostTensor &got, const rt::HostTensor &ref, const std::string &what) {
-  rt::DType dtype = ref.type().dtype;
-  std::vector<double> g = got.toDoubles(), r = ref.toDoubles();
-  ASSERT_EQ(g.size(), r.size()) << what;
-  double diff2 = 0, ref2 = 0;
-  size_t exactMisses = 0;
-  std::string firstMiss;
-  for (size_t i = 0; i < r.size(); ++i) {
-    bool exact = !rt::isFloat(dtype) || !std::isfinite(r[i]) || !std::isfinite(g[i]);
-    if (!exact) {
-      diff2 += (g[i] - r[i]) * (g[i] - r[i]);
-      ref2 += r[i] * r[i];
-    } else if (!(g[i] == r[i] || (std::isnan(g[i]) && std::isnan(r[i])))) {
-      if (exactMisses++ == 0)
-        firstMiss = "element " + std::to_string(i) + ": GPU " + std::to_string(g[i]) + ", CPU " +
-                    std::to_string(r[i]);
-    }
-  }
-  EXPECT_EQ(exactMisses, 0u) << what << ": first at " << firstMiss;
-  double tolerance = dtype == rt::DType::f64   ? 1e-12
-                     : dtype == rt::DType::f32 ? 1e-5
-                     : dtype == rt::DType::f16 ? 4e-3
-                                               : 3e-2;
-  if (rt::isFloat(dtype)) {
-    EXPECT_LE(std::sqrt(diff2) / std::max(std::sqrt(ref2), 1e-30), tolerance)
-        << what << " (seed " << rt::test::baseSeed() << ")";
-  }
-}
-
 TEST(CudaGpu, DeviceIsThere) {
   if (!gpu().ok())
     GTEST_SKIP() << gpu().message();
@@ -202,17 +170,9 @@ TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
     for (auto [k, fusion] : llvm::enumerate(parsed.fusions)) {
       const rt::FusedKernel &kernel = parsed.kernels[k];
       std::vector<rt::HostTensor> inputs;
-      std::uniform_real_distribution<double> unit(0, 1);
-      const double specials[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 0.0};
-      for (mlir::Value input : fusion.getInputs()) {
-        rt::DType dtype = codegen::elementDType(input);
-        auto shape = mlir::cast<mlir::RankedTensorType>(input.getType()).getShape();
-        inputs.push_back(rt::test::randomTensor(dtype, shape.vec(), [&] {
-          if (rt::isFloat(dtype) && unit(rt::test::rng()) < c.specials)
-            return specials[rt::test::rng()() % std::size(specials)];
-          return rt::test::draw(c.lo, c.hi, c.minMagnitude);
-        }));
-      }
+      for (mlir::Value input : fusion.getInputs())
+        inputs.push_back(caseInput(c, codegen::elementDType(input),
+                                   mlir::cast<mlir::RankedTensorType>(input.getType()).getShape()));
       rt::Expected<std::vector<rt::HostTensor>> reference = runUnfusedOnCpu(fusion, inputs);
       ASSERT_TRUE(reference.ok()) << reference.message();
 
@@ -241,7 +201,7 @@ TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
       for (size_t j = 0; j < reference->size(); ++j) {
         rt::HostTensor got = rt::HostTensor::zeros((*reference)[j].type());
         ASSERT_CU(cu.memcpyDtoH(got.raw(), pointers[inputs.size() + j], got.byteSize()));
-        expectMatches(got, (*reference)[j], kernel.name + " result #" + std::to_string(j));
+        expectDeviceResultMatches(got, (*reference)[j], kernel.name + " result #" + std::to_string(j));
       }
     }
   }

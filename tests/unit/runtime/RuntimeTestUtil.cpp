@@ -24,20 +24,27 @@ std::mt19937_64 &rng() {
   // Re-seeded whenever a new test asks, so each test's draws depend only on the seed and its
   // name, not on which tests ran before it.
   static std::mt19937_64 generator;
-  static std::string owner;
+  static const testing::TestInfo *owner = nullptr;
+  static bool seeded = false;
+  // Compared by identity, not name: tests draw millions of numbers through here.
   const testing::TestInfo *info = testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "";
-  if (name != owner) {
-    owner = name;
+  if (!seeded || info != owner) {
+    seeded = true;
+    owner = info;
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "";
     generator.seed(baseSeed() ^ std::hash<std::string>{}(name));
   }
   return generator;
 }
 
 double draw(double lo, double hi, double minMagnitude) {
+  return draw(rng(), lo, hi, minMagnitude);
+}
+
+double draw(std::mt19937_64 &random, double lo, double hi, double minMagnitude) {
   std::uniform_real_distribution<double> dist(lo, hi);
   for (;;) {
-    double x = dist(rng());
+    double x = dist(random);
     if (std::fabs(x) >= minMagnitude)
       return x;
   }

@@ -48,6 +48,8 @@ uint64_t baseSeed();
 
 /// Uniform in [lo, hi], redrawn while |x| < minMagnitude so no input is (near) zero.
 double draw(double lo, double hi, double minMagnitude = 0.05);
+/// The same from `random` (rng(), fetched once for millions of draws).
+double draw(std::mt19937_64 &random, double lo, double hi, double minMagnitude);
 
 /// A tensor of `dtype` and `shape` filled by `gen` (default: draw(-2, 2)); integer dtypes round
 /// the draws, i1 takes a fair coin. f16/bf16 values are rounded when stored, so references must
