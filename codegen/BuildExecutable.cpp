@@ -81,6 +81,7 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
           .Case([](MaxPool2DBackwardOp p) { return R{StepOp::MaxPool2DBackward, poolParams(p)}; })
           .Case([](AvgPool2DBackwardOp p) { return R{StepOp::AvgPool2DBackward, poolParams(p)}; })
           .Case([](ArgmaxOp a) { return R{StepOp::Argmax, rt::AxisParams{int64_t(a.getAxis())}}; })
+          .Case([](ScatterAddOp) { return R{StepOp::ScatterAdd, rt::NoParams{}}; })
           .Case([](ConcatOp c) {
             return R{StepOp::Concat, rt::AxisParams{int64_t(c.getDimension())}};
           })

@@ -44,6 +44,7 @@ void FusionWalk::newScope() {
   indices_.clear();
   emitted_.clear();
   derived_.clear();
+  indicesIndex_.clear();
 }
 
 FusionWalk::IndexRef FusionWalk::linearIndex(ArrayRef<int64_t> shape, Val linear) {
@@ -107,6 +108,19 @@ FusionWalk::IndexRef FusionWalk::reduceOperandIndex(ReduceOp reduce, ArrayRef<Va
   return coordIndex(shape, coords);
 }
 
+FusionWalk::IndexRef FusionWalk::gatherIndicesIndex(GatherOp gather, IndexRef at) {
+  auto [it, inserted] = indicesIndex_.try_emplace({gather, at}, 0);
+  if (!inserted)
+    return it->second;
+  ArrayRef<int64_t> shape = shapeOf(gather.getIndices());
+  // A table of rank 1 gives the result the indices' shape: the same row-major position.
+  IndexRef result = shape.size() == indices_[at].shape.size()
+                        ? linearIndex(shape, linear(at))
+                        : coordIndex(shape, coords(at).take_front(shape.size()));
+  indicesIndex_[{gather, at}] = result;
+  return result;
+}
+
 FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
   auto [it, inserted] = derived_.try_emplace({op, at}, 0);
   if (!inserted)
@@ -130,6 +144,19 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
       ArrayRef<Val> outer = this->coords(at);
       for (size_t i = 0; i < from.size(); ++i)
         coords.push_back(from[i] == 1 ? target_.indexConstant(0) : outer[dims[i]]);
+      result = coordIndex(from, coords);
+    }
+  } else if (auto gather = dyn_cast<GatherOp>(op)) {
+    // The row is data: the index element read for this result element, clamped into the
+    // table (emit() emitted it first); the other coordinates are the result's trailing ones.
+    Value indices = gather.getIndices();
+    Val row = target_.elementToIndex(emitted_.lookup({indices, gatherIndicesIndex(gather, at)}),
+                                     elementDType(indices), from[0]);
+    if (from.size() == 1) {
+      result = linearIndex(from, row);
+    } else {
+      SmallVector<Val> coords = {row};
+      llvm::append_range(coords, this->coords(at).drop_front(shapeOf(indices).size()));
       result = coordIndex(from, coords);
     }
   } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
@@ -181,7 +208,13 @@ std::optional<std::pair<Value, FusionWalk::IndexRef>>
 FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
   if (isa<ConstantOp, IotaOp>(op))
     return std::nullopt; // computed in place, from no operand
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op)) {
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    // The index element first: where the table is read depends on it.
+    std::pair<Value, IndexRef> indices{gather.getIndices(), gatherIndicesIndex(gather, at)};
+    if (!emitted_.contains(indices))
+      return indices;
+  }
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp>(op)) {
     std::pair<Value, IndexRef> operand{op->getOperand(0), operandIndex(op, at)};
     return emitted_.contains(operand) ? std::nullopt : std::optional(operand);
   }
@@ -205,7 +238,7 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   }
   if (auto iota = dyn_cast<IotaOp>(op))
     return target_.indexToElement(coords(at)[iota.getDimension()], dtype);
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp>(op))
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp>(op))
     return emitted_.lookup({op->getOperand(0), operandIndex(op, at)});
   SmallVector<Val, 3> operands;
   for (Value operand : op->getOperands())

@@ -6,8 +6,9 @@
 //
 // Indices are computed lazily: an elementwise chain passes one index through untouched, so a
 // fusion of same-shape ops reads every input at the loop's linear index (contiguous, so it
-// vectorizes); only broadcast_in_dim, transpose and iota ask for coordinates, and reshape keeps
-// the linear index and changes the shape it counts in.
+// vectorizes); only broadcast_in_dim, transpose, iota and gather ask for coordinates, and
+// reshape keeps the linear index and changes the shape it counts in. A gather's table index is
+// data: the walk emits the index element first, and the target clamps it into the table.
 //
 // Numbers: f16 and bf16 are loaded into f32 and computed in f32, converts round to them
 // exactly (round to nearest even), and stores round once; f32, f64 and integers compute in
@@ -61,6 +62,9 @@ public:
   virtual Val convert(Val x, rt::DType from, rt::DType to) = 0;
   /// An index as an element of `dtype` (iota).
   virtual Val indexToElement(Val index, rt::DType dtype) = 0;
+  /// An i32 or i64 element (`dtype`) as an index clamped into [0, size): the row a gather
+  /// reads, which is data, so it must be kept inside the table.
+  virtual Val elementToIndex(Val element, rt::DType dtype, int64_t size) = 0;
 };
 
 class FusionWalk {
@@ -99,8 +103,12 @@ private:
     llvm::SmallVector<Val> coords; // empty until asked for (or for rank 0)
     bool hasCoords = false;
   };
-  /// The index into `op`'s operand that element `at` of its result reads.
+  /// The index into `op`'s operand that element `at` of its result reads (a gather's table,
+  /// once its index element is emitted).
   IndexRef operandIndex(mlir::Operation *op, IndexRef at);
+  /// The index into a gather's `indices` that element `at` of its result reads: the result's
+  /// leading coordinates.
+  IndexRef gatherIndicesIndex(GatherOp gather, IndexRef at);
   /// The first operand of `op` (with the index it is read at) not yet emitted at `at`.
   std::optional<std::pair<mlir::Value, IndexRef>> firstMissingOperand(mlir::Operation *op,
                                                                       IndexRef at);
@@ -112,6 +120,7 @@ private:
   std::vector<Index> indices_;
   llvm::DenseMap<std::pair<mlir::Value, IndexRef>, Val> emitted_;
   llvm::DenseMap<std::pair<mlir::Operation *, IndexRef>, IndexRef> derived_;
+  llvm::DenseMap<std::pair<mlir::Operation *, IndexRef>, IndexRef> indicesIndex_;
 };
 
 } // namespace smelt::codegen

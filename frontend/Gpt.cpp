@@ -3,15 +3,6 @@
 
 namespace smelt {
 
-namespace { // TEMPORARY until the gather branch merges
-Tensor embedding(Tensor ids, int64_t vocab, int64_t width, const std::string &name, DType dtype,
-                 Loc loc) {
-  Tensor table = ids.graph().parameter(name + "/embeddings", {vocab, width},
-                                       Initializer::glorotUniform(), dtype, loc);
-  return matmul(oneHot(ids, vocab, table.dtype(), loc), table, false, false, loc);
-}
-} // namespace
-
 std::string GptConfig::check() const {
   if (vocab < 1)
     return "a vocabulary of at least 1 token, got " + std::to_string(vocab);
@@ -42,8 +33,9 @@ Tensor gptLogits(Tensor tokens, const GptConfig &config, bool training, uint64_t
     auto drop = [&](Tensor x) {
       return dropout(x, config.dropout, stream++, training, step, loc);
     };
-    Tensor x = embedding(tokens, config.vocab, config.width, "token_embedding", config.dtype,
-                         loc);
+    // The token rows are gathered (and their gradient scattered), not a one-hot product.
+    Tensor x = embedding(tokens, config.vocab, config.width, "token_embedding",
+                         Initializer::glorotUniform(), config.dtype, loc);
     x = drop(add(x, positionalEncoding(g, config.context, config.width, x.dtype(), loc), loc));
     for (int64_t l = 0; l < config.layers; ++l) {
       std::string block = "block" + std::to_string(l);

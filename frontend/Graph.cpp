@@ -224,12 +224,15 @@ Tensor Graph::parameter(const std::string &name, const std::vector<int64_t> &sha
                         Initializer init, DType dtype, Loc loc) {
   // Checked now rather than in buildInitializer, so the error points at this call.
   bool random = init.kind == Initializer::Kind::GlorotUniform ||
-                init.kind == Initializer::Kind::HeNormal;
+                init.kind == Initializer::Kind::HeNormal || init.kind == Initializer::Kind::Uniform;
   bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
                  dtype == DType::f64;
   if (random && !isFloat)
     fail(loc, "parameter '" + name + "' is " + dtypeName(dtype) +
                   ": a random initializer needs a float dtype");
+  if (init.kind == Initializer::Kind::Uniform && !(init.value < init.high))
+    fail(loc, "parameter '" + name + "': a uniform initializer needs low < high, got [" +
+                  std::to_string(init.value) + ", " + std::to_string(init.high) + ")");
   Tensor t = addArgument(name, shape, dtype, true, loc);
   parameters_.push_back(
       {name, shape, dtype, init, parameterSeed(seed_, parameters_.size()), loc});

@@ -44,6 +44,8 @@ Tensor initialValue(Graph &g, const ParameterSpec &p) {
   }
   case Initializer::Kind::HeNormal:
     return rngNormal(g, p.shape, p.seed, 0.0, heStddev(p.shape), p.dtype, std::nullopt, p.loc);
+  case Initializer::Kind::Uniform:
+    return rngUniform(g, p.shape, p.seed, p.init.value, p.init.high, p.dtype, std::nullopt, p.loc);
   case Initializer::Kind::Zeros:
     return constant(g, 0.0, p.shape, p.dtype, p.loc);
   case Initializer::Kind::Constant:

@@ -1,5 +1,5 @@
-// Parameter initializers (Keras' GlorotUniform, HeNormal, Zeros, Constant): how a parameter
-// gets its first value in the graph's init function, and the per-parameter seeds.
+// Parameter initializers (Keras' GlorotUniform, HeNormal, RandomUniform, Zeros, Constant): how a
+// parameter gets its first value in the graph's init function, and the per-parameter seeds.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,11 @@ struct ParameterSpec;
 
 /// How a parameter gets its first value. Fans are computed as Keras does (see kerasFans).
 struct Initializer {
-  enum class Kind { GlorotUniform, HeNormal, Zeros, Constant } kind = Kind::Zeros;
+  enum class Kind { GlorotUniform, HeNormal, Uniform, Zeros, Constant } kind = Kind::Zeros;
+  /// Constant's value; Uniform's low end.
   double value = 0;
+  /// Uniform's high end.
+  double high = 0;
 
   /// Uniform in [-limit, limit), limit = sqrt(6 / (fan_in + fan_out)).
   static Initializer glorotUniform() { return {Kind::GlorotUniform}; }
@@ -22,6 +25,9 @@ struct Initializer {
   /// sqrt(2 / fan_in) / .87962566103423978). Smelt has no truncation op, so this is a plain
   /// normal with stddev sqrt(2 / fan_in): the same variance, but with rare large tails.
   static Initializer heNormal() { return {Kind::HeNormal}; }
+  /// Uniform in [low, high) whatever the shape (Keras' RandomUniform; its Embedding layer's
+  /// default is uniform(-0.05, 0.05)).
+  static Initializer uniform(double low, double high) { return {Kind::Uniform, low, high}; }
   static Initializer zeros() { return {Kind::Zeros}; }
   static Initializer constant(double v) { return {Kind::Constant, v}; }
 };

@@ -150,6 +150,21 @@ Tensor flatten(Tensor x, Loc loc) {
   return reshape(x, {x.dim(0), -1}, loc);
 }
 
+Tensor embedding(Tensor ids, int64_t vocab, int64_t width, const std::string &name,
+                 Initializer init, DType dtype, Loc loc) {
+  Graph &g = ids.graph();
+  if (ids.dtype() != DType::i32 && ids.dtype() != DType::i64)
+    g.fail(loc, "embedding layer '" + name + "' needs i32 or i64 ids, got " +
+                    dtypeName(ids.dtype()));
+  if (vocab <= 0 || width <= 0)
+    g.fail(loc, "embedding layer '" + name + "' needs vocab >= 1 and width >= 1, got vocab " +
+                    std::to_string(vocab) + " and width " + std::to_string(width));
+  return g.atomically([&] {
+    Tensor table = g.parameter(name + "/embeddings", {vocab, width}, init, dtype, loc);
+    return gather(table, ids, loc);
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // Graph-first spellings
 //===----------------------------------------------------------------------===//
@@ -185,6 +200,11 @@ Tensor avgPool(Graph &g, Tensor x, Pair window, Pair strides, PaddingSpec paddin
 Tensor dropout(Graph &g, Tensor x, double rate, uint64_t seed, bool training,
                std::optional<Tensor> step, Loc loc) {
   return dropout(inGraph(g, x, loc), rate, seed, training, step, loc);
+}
+
+Tensor embedding(Graph &g, Tensor ids, int64_t vocab, int64_t width, const std::string &name,
+                 Initializer init, DType dtype, Loc loc) {
+  return embedding(inGraph(g, ids, loc), vocab, width, name, init, dtype, loc);
 }
 
 Tensor flatten(Graph &g, Tensor x, Loc loc) { return flatten(inGraph(g, x, loc), loc); }

@@ -53,6 +53,13 @@ Tensor dropout(Tensor x, double rate, uint64_t seed, bool training,
                std::optional<Tensor> step = std::nullopt, Loc loc = Loc::current());
 /// [batch, ...] -> [batch, product of the rest].
 Tensor flatten(Tensor x, Loc loc = Loc::current());
+/// Token ids [B...] (i32 or i64) -> their rows [B..., width] of the parameter
+/// "<name>/embeddings" [vocab, width] of `dtype` (Keras' Embedding and its default
+/// initializer, uniform in [-0.05, 0.05)). An id outside [0, vocab) reads the nearest row
+/// (gather clamps).
+Tensor embedding(Tensor ids, int64_t vocab, int64_t width, const std::string &name,
+                 Initializer init = Initializer::uniform(-0.05, 0.05), DType dtype = DType::f32,
+                 Loc loc = Loc::current());
 
 // The same layers in Keras-functional spelling, graph first: `dense(g, x, 10, "logits")`.
 // `x` must belong to `g`.
@@ -70,6 +77,9 @@ Tensor avgPool(Graph &g, Tensor x, Pair window, Pair strides,
 Tensor dropout(Graph &g, Tensor x, double rate, uint64_t seed, bool training,
                std::optional<Tensor> step = std::nullopt, Loc loc = Loc::current());
 Tensor flatten(Graph &g, Tensor x, Loc loc = Loc::current());
+Tensor embedding(Graph &g, Tensor ids, int64_t vocab, int64_t width, const std::string &name,
+                 Initializer init = Initializer::uniform(-0.05, 0.05), DType dtype = DType::f32,
+                 Loc loc = Loc::current());
 
 /// GELU: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)); with `approximate`, the tanh form
 /// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).

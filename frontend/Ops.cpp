@@ -382,6 +382,20 @@ Tensor argmax(Tensor x, int64_t axis, Loc loc) {
 }
 
 //===----------------------------------------------------------------------===//
+// Gather and scatter
+//===----------------------------------------------------------------------===//
+
+Tensor gather(Tensor table, Tensor indices, Loc loc) {
+  return table.graph().make("smelt.gather", {table.value(), indices.value()}, {}, nullptr, loc);
+}
+
+Tensor scatterAdd(Tensor updates, Tensor indices, int64_t rows, Loc loc) {
+  Graph &g = updates.graph();
+  return g.make("smelt.scatter_add", {updates.value(), indices.value()},
+                {integer(g, "size", rows)}, nullptr, loc);
+}
+
+//===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//
 

@@ -91,6 +91,13 @@ Tensor variance(Tensor x, std::vector<int64_t> axes, KeepDims keep = KeepDims::n
                 Loc loc = Loc::current());
 Tensor argmax(Tensor x, int64_t axis, Loc loc = Loc::current());
 
+// Gather and scatter (docs/ops.md): indices are i32 or i64, clamped into [0, rows).
+/// table [V, D...] at indices [B...] -> [B..., D...]: row indices[b] of the table for each b.
+Tensor gather(Tensor table, Tensor indices, Loc loc = Loc::current());
+/// updates [B..., D...] added at indices [B...] into `rows` zero rows -> [rows, D...]; the
+/// gradient of gather with respect to its table. f16/bf16 sums are kept in f32.
+Tensor scatterAdd(Tensor updates, Tensor indices, int64_t rows, Loc loc = Loc::current());
+
 // Contractions. Windows: strides {sh, sw}, padding {top, bottom, left, right}, dilation.
 using Pair = std::array<int64_t, 2>;
 using Quad = std::array<int64_t, 4>;

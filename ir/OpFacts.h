@@ -17,7 +17,8 @@ enum class FusionRole {
   None,        // a library call or an op no kernel renders (matmul, conv2d, rng, slice ...)
   Source,      // iota, splat constant: free to recompute in any kernel
   Elementwise, // unary, binary, compare, select, convert
-  Remap,       // broadcast_in_dim, reshape, transpose: only move indices
+  Remap,       // broadcast_in_dim, reshape, transpose, gather: only move elements (gather
+               // to a row it reads from its indices)
   Reduce,      // reduce: the root of a reduction kernel, never inside another
 };
 

@@ -412,6 +412,61 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Gather and scatter
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The operand `indices` of a gather or scatter_add: i32 or i64 elements.
+LogicalResult checkIndices(std::optional<Location> location, StringRef opName,
+                           RankedTensorType indices) {
+  if (!indices.getElementType().isSignlessInteger(32) &&
+      !indices.getElementType().isSignlessInteger(64))
+    return fail(location, opName, "operand 'indices' must hold i32 or i64, got ", indices);
+  return success();
+}
+
+} // namespace
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType table = tensorOf(adaptor.getTable()), indices = tensorOf(adaptor.getIndices());
+  StringRef name = getOperationName();
+  if (failed(checkIndices(location, name, indices)))
+    return failure();
+  if (table.getRank() < 1 || table.getDimSize(0) < 1)
+    return fail(location, name, "operand 'table' must have at least one row to gather from, got ",
+                table);
+  SmallVector<int64_t> shape(indices.getShape());
+  llvm::append_range(shape, table.getShape().drop_front());
+  types.push_back(table.clone(shape));
+  return success();
+}
+
+LogicalResult ScatterAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType updates = tensorOf(adaptor.getUpdates()),
+                   indices = tensorOf(adaptor.getIndices());
+  StringRef name = getOperationName();
+  if (failed(checkIndices(location, name, indices)))
+    return failure();
+  if (!isa<FloatType>(updates.getElementType()))
+    return fail(location, name, "operand 'updates' must hold floats (it sums gradients), got ",
+                updates);
+  int64_t size = adaptor.getSize();
+  if (size < 1)
+    return fail(location, name, "size = ", size, " must be at least 1 (the result's rows)");
+  if (updates.getRank() < indices.getRank() ||
+      updates.getShape().take_front(indices.getRank()) != indices.getShape())
+    return fail(location, name, "operand 'updates' ", updates,
+                " must start with the shape of operand 'indices' ", indices);
+  SmallVector<int64_t> shape = {size};
+  llvm::append_range(shape, updates.getShape().drop_front(indices.getRank()));
+  types.push_back(updates.clone(shape));
+  return success();
+}
+
 LogicalResult ArgmaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> location,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType in = tensorOf(adaptor.getX());

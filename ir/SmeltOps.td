@@ -343,6 +343,51 @@ def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable, Smelt_Precision
 }
 
 //===----------------------------------------------------------------------===//
+// Gather and scatter: rows of a table picked by integer indices
+//===----------------------------------------------------------------------===//
+
+// Fusible as XLA's elemental emitter makes gathers: an element of the result reads its index
+// from `indices` and then one element of `table`, so it only moves elements (a Remap), with a
+// compare and a select or two to clamp the index.
+def Smelt_GatherOp : Smelt_InferredOp<"gather", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,
+    Smelt_ElementCost<2>, Smelt_Precision<"Infer">]> {
+  let summary = "rows of a table picked by indices (an embedding lookup)";
+  let description = [{
+    `table` is [V, D1..Dk] and `indices` [B1..Bm] (i32 or i64); the result is
+    [B1..Bm, D1..Dk] with result[b, d] = table[clamp(indices[b], 0, V - 1), d]. An index out
+    of [0, V) is clamped into it, as XLA and JAX do, so a kernel never reads out of bounds.
+
+    ```mlir
+    %e = smelt.gather %table[%ids] : tensor<1000x64xf32>, tensor<8x16xi32>   // tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Smelt_NumberTensor:$table, Smelt_Tensor:$indices);
+  let results = (outs Smelt_NumberTensor:$result);
+  let assemblyFormat = "$table `[` $indices `]` attr-dict `:` type($table) `,` type($indices)";
+}
+
+// Not fusible: several elements of `updates` add into one element of the result. A runtime
+// step (runtime/cpu/ScatterAdd.cpp) with no GPU kernel yet, so placement keeps it on cpu:0.
+def Smelt_ScatterAddOp : Smelt_InferredOp<"scatter_add", [Smelt_Differentiable]> {
+  let summary = "sums of rows added at indices (the gradient of gather)";
+  let description = [{
+    `updates` is [B1..Bm, D1..Dk] and `indices` [B1..Bm] (i32 or i64); the result is
+    [`size`, D1..Dk]: zeros, then result[clamp(indices[b], 0, size - 1)] += updates[b] for
+    every b in row-major order. Repeated indices add up; f16 and bf16 sums are kept in f32 and
+    rounded once.
+
+    ```mlir
+    %g = smelt.scatter_add %dy[%ids] size = 1000 : tensor<8x16x64xf32>, tensor<8x16xi32>
+    ```
+  }];
+  let arguments = (ins Smelt_FloatTensor:$updates, Smelt_Tensor:$indices, I64Attr:$size);
+  let results = (outs Smelt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $updates `[` $indices `]` `size` `=` $size attr-dict `:` type($updates) `,` type($indices)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
@@ -638,8 +683,8 @@ def Smelt_FusionOp : Smelt_Op<"fusion", [IsolatedFromAbove, SingleBlock,
   let summary = "a region of ops that becomes one kernel";
   let description = [{
     The body computes the results from the block arguments (the `inputs`) with elementwise,
-    convert, broadcast_in_dim, reshape, transpose, iota and scalar constant ops, and for a
-    `reduction` fusion with reduces as the roots. A `loop` fusion yields values of one shape
+    convert, broadcast_in_dim, reshape, transpose, gather, iota and scalar constant ops, and
+    for a `reduction` fusion with reduces as the roots. A `loop` fusion yields values of one shape
     (its iteration space; dtypes may differ); a `reduction` fusion yields only reduces, all
     over the same operand shape and axes. Codegen renders the body once per back end
     (codegen/FusionWalk.h): CUDA C++ for the GPU, LLVM through MLIR for the CPU.

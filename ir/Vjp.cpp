@@ -311,6 +311,22 @@ LogicalResult SliceOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads)
   return success();
 }
 
+// Each row of the table gets the sum of the gradients of the places that read it; an index
+// gets no gradient (it is piecewise constant).
+LogicalResult GatherOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  SMELT_FLOAT_ONLY(grads);
+  int64_t rows = getTable().getType().getDimSize(0);
+  grads.append({ScatterAddOp::create(b, getLoc(), g, getIndices(), rows), Value()});
+  return success();
+}
+
+// scatter_add is linear in `updates`: each update's gradient is the result's gradient at the
+// (clamped) row it was added to.
+LogicalResult ScatterAddOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  grads.append({GatherOp::create(b, getLoc(), g, getIndices()), Value()});
+  return success();
+}
+
 LogicalResult ConcatOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
   int64_t dim = getDimension(), offset = 0;
   auto gType = cast<RankedTensorType>(g.getType());

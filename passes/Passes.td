@@ -77,7 +77,7 @@ def BucketAllReduce : Pass<"smelt-bucket-all-reduce", "mlir::ModuleOp"> {
 def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
   let summary = "Producer-consumer and sibling fusion into smelt.fusion kernels";
   let description = [{
-    Groups elementwise, convert, broadcast_in_dim, reshape, transpose, iota and splat
+    Groups elementwise, convert, broadcast_in_dim, reshape, transpose, gather, iota and splat
     constant ops into their consumers, and into reduces as the roots of reduction kernels;
     merges sibling kernels that read the same value; outlines each group as a `smelt.fusion`
     that codegen renders as one kernel (CUDA C++ or LLVM). A cost model weighs the bytes a

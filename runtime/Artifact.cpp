@@ -41,7 +41,7 @@ std::string sectionPart(Section kind) {
 // A step's op is stored as its StepOp number and its parameters as the fields its op's params
 // struct lists (Executable.h): these pin the numbers the format was written with.
 static_assert(uint8_t(StepOp::Fusion) == 0 && uint8_t(StepOp::RngNormal) == 17 &&
-              kNumStepOps == 18);
+              uint8_t(StepOp::ScatterAdd) == 18 && kNumStepOps == 19);
 
 /// The values a parameter stored as one byte may take (bool, the enums); 0 for the other kinds.
 template <typename T> constexpr uint8_t kByteValues = 0;

@@ -36,6 +36,7 @@ const StepOpInfo &info(StepOp op) {
       {"replica_id", StepKind::Collective, NoParams{}},
       {"rng_uniform", StepKind::Random, UniformParams{}},
       {"rng_normal", StepKind::Random, NormalParams{}},
+      {"scatter_add", StepKind::Library, NoParams{}},
   };
   return table[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];
 }

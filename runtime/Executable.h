@@ -61,8 +61,9 @@ enum class StepOp : uint8_t {
   ReplicaId = 15,
   RngUniform = 16,
   RngNormal = 17,
+  ScatterAdd = 18,
 };
-inline constexpr uint8_t kNumStepOps = 18;
+inline constexpr uint8_t kNumStepOps = 19;
 
 StepKind stepKind(StepOp op);
 /// The dialect op's name without its prefix: "matmul", "conv2d_backward_input", "fusion".
@@ -165,7 +166,7 @@ struct NormalParams {
     f("stddev", stddev);
   }
 };
-/// Copy and replica_id take none.
+/// Copy, replica_id and scatter_add (whose result's type says how many rows) take none.
 struct NoParams {
   template <typename F> void fields(F &&) {}
 };

@@ -91,6 +91,9 @@ StepCost stepCost(const Executable &exe, const Step &step) {
                step.op == StepOp::AvgPool2D || step.op == StepOp::MaxPool2DBackward ||
                step.op == StepOp::AvgPool2DBackward) {
       cost.flops = double(touched); // a compare or add per element; slice, concat, pad move
+    } else if (step.op == StepOp::ScatterAdd && !operands.empty()) {
+      // An add per element of the updates; the result is zeroed first and written once.
+      cost.flops = double(operands[0].numElements());
     }
     if (Epilogue epilogue = step.epilogue(); epilogue.any()) {
       // The epilogue, as a fused kernel counts its ops: one FLOP per result element each.

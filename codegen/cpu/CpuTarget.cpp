@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <cstdint>
+
 using namespace mlir;
 
 namespace smelt::codegen::cpu {
@@ -254,6 +256,20 @@ Val CpuTarget::convert(Val x, DType from, DType to) {
 // iota's element is its index converted as the runtime does (fromCompute of an int64).
 Val CpuTarget::indexToElement(Val index, DType dtype) {
   return wrap(convertElement(b_, value(index), DType::i64, dtype));
+}
+
+// Clamped in the element's own width before widening, so an i64 past 2^63 - size cannot wrap
+// into range.
+Val CpuTarget::elementToIndex(Val element, DType dtype, int64_t size) {
+  Value x = value(element);
+  Type type = x.getType();
+  Value low = intConstant(b_, type, 0), high = intConstant(b_, type, size - 1);
+  if (dtype == DType::i32 && size - 1 > INT32_MAX) // every i32 is below the last row
+    high = intConstant(b_, type, INT32_MAX);
+  Value clamped = arith::MinSIOp::create(b_, arith::MaxSIOp::create(b_, x, low), high);
+  if (type == b_.getI64Type())
+    return wrap(clamped);
+  return wrap(arith::ExtSIOp::create(b_, b_.getI64Type(), clamped));
 }
 
 } // namespace smelt::codegen::cpu

@@ -40,6 +40,7 @@ public:
   Val select(Val pred, Val onTrue, Val onFalse, rt::DType dtype) override;
   Val convert(Val x, rt::DType from, rt::DType to) override;
   Val indexToElement(Val index, rt::DType dtype) override;
+  Val elementToIndex(Val element, rt::DType dtype, int64_t size) override;
 
 private:
   /// Records the first unknown op and returns a zero so the walk can finish.

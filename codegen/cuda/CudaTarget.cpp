@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -307,6 +308,16 @@ Val CudaTarget::indexToElement(Val index, DType dtype) {
     return define(computeType(dtype),
                   std::string("(") + computeType(dtype) + ")(" + expr(index) + ")");
   return convert(index, DType::i64, dtype);
+}
+
+// Clamped in the element's own type before the cast to the index type, so an i64 index past
+// int32_t cannot wrap into range.
+Val CudaTarget::elementToIndex(Val element, DType dtype, int64_t size) {
+  std::string type = computeType(dtype), x = expr(element);
+  int64_t last = dtype == DType::i32 ? std::min<int64_t>(size - 1, INT32_MAX) : size - 1;
+  std::string high = "(" + type + ")" + std::to_string(last);
+  return index("(" + indexType_ + ")(" + x + " < (" + type + ")0 ? (" + type + ")0 : " + x +
+               " > " + high + " ? " + high + " : " + x + ")");
 }
 
 } // namespace smelt::codegen::cuda

@@ -68,6 +68,7 @@ public:
   Val select(Val pred, Val onTrue, Val onFalse, rt::DType dtype) override;
   Val convert(Val x, rt::DType from, rt::DType to) override;
   Val indexToElement(Val index, rt::DType dtype) override;
+  Val elementToIndex(Val element, rt::DType dtype, int64_t size) override;
 
 private:
   /// A Val for an expression used in place (a literal), not declared.

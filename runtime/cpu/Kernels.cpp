@@ -33,6 +33,8 @@ Expected<Kernel> prepareKernel(const Step &step, const StepTypes &types) {
     return preparePooling(step, types);
   case StepOp::Argmax:
     return prepareArgmax(step, types);
+  case StepOp::ScatterAdd:
+    return prepareScatterAdd(step, types);
   case StepOp::Slice:
   case StepOp::Concat:
   case StepOp::Pad:

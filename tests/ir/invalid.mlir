@@ -720,3 +720,71 @@ func.func @operand_too_large(%x: tensor<65536x65536x65536xf32>) {
   %0 = smelt.neg %x : tensor<65536x65536x65536xf32>
   return
 }
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'smelt.gather' op operand 'indices' must hold i32 or i64, got 'tensor<3xf32>'}}
+  %0 = smelt.gather %t[%i] : tensor<10x4xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_empty_table(%t: tensor<0x4xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'smelt.gather' op operand 'table' must have at least one row to gather from, got 'tensor<0x4xf32>'}}
+  %0 = smelt.gather %t[%i] : tensor<0x4xf32>, tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @gather_scalar_table(%t: tensor<f32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'smelt.gather' op operand 'table' must have at least one row to gather from, got 'tensor<f32>'}}
+  %0 = smelt.gather %t[%i] : tensor<f32>, tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_shapes(%u: tensor<3x5x4xf32>, %i: tensor<3x2xi32>) {
+  // expected-error @+1 {{'smelt.scatter_add' op operand 'updates' 'tensor<3x5x4xf32>' must start with the shape of operand 'indices' 'tensor<3x2xi32>'}}
+  %0 = smelt.scatter_add %u[%i] size = 10 : tensor<3x5x4xf32>, tensor<3x2xi32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_rank(%u: tensor<3xf32>, %i: tensor<3x2xi32>) {
+  // expected-error @+1 {{'smelt.scatter_add' op operand 'updates' 'tensor<3xf32>' must start with the shape of operand 'indices' 'tensor<3x2xi32>'}}
+  %0 = smelt.scatter_add %u[%i] size = 10 : tensor<3xf32>, tensor<3x2xi32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_size(%u: tensor<3x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'smelt.scatter_add' op size = 0 must be at least 1 (the result's rows)}}
+  %0 = smelt.scatter_add %u[%i] size = 0 : tensor<3x4xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @scatter_add_integers(%u: tensor<3x4xi32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'smelt.scatter_add' op operand 'updates' must hold floats (it sums gradients), got 'tensor<3x4xi32>'}}
+  %0 = smelt.scatter_add %u[%i] size = 4 : tensor<3x4xi32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @scatter_add_in_fusion(%u: tensor<3x4xf32>, %i: tensor<3xi64>) -> tensor<5x4xf32> {
+  %0 = smelt.fusion loop (%u, %i) : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<3x4xf32>, %b: tensor<3xi64>):
+    // expected-error @+1 {{'smelt.scatter_add' op cannot be inside a fusion}}
+    %1 = smelt.scatter_add %a[%b] size = 5 : tensor<3x4xf32>, tensor<3xi64>
+    smelt.yield %1 : tensor<5x4xf32>
+  }
+  return %0 : tensor<5x4xf32>
+}

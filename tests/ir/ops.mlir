@@ -123,6 +123,15 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x3xf32>,
   return %0, %1, %2, %3 : tensor<3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<2x4xi64>
 }
 
+// CHECK-LABEL: func.func @gather_scatter
+func.func @gather_scatter(%t: tensor<10x4xbf16>, %i: tensor<3x2xi32>, %j: tensor<5xi64>, %u: tensor<5x4xf32>) -> (tensor<3x2x4xbf16>, tensor<7x4xf32>) {
+  // CHECK: smelt.gather %{{.*}}[%{{.*}}] : tensor<10x4xbf16>, tensor<3x2xi32>
+  %0 = smelt.gather %t[%i] : tensor<10x4xbf16>, tensor<3x2xi32>
+  // CHECK: smelt.scatter_add %{{.*}}[%{{.*}}] size = 7 : tensor<5x4xf32>, tensor<5xi64>
+  %1 = smelt.scatter_add %u[%j] size = 7 : tensor<5x4xf32>, tensor<5xi64>
+  return %0, %1 : tensor<3x2x4xbf16>, tensor<7x4xf32>
+}
+
 // CHECK-LABEL: func.func @contractions
 func.func @contractions(%a: tensor<5x8x16xf32>, %b: tensor<5x16x4xf32>, %c: tensor<5x4x16xf32>) -> (tensor<5x8x4xf32>, tensor<5x16x16xf32>) {
   // CHECK: smelt.matmul %{{.*}}, %{{.*}} : tensor<5x8x16xf32>, tensor<5x16x4xf32>

@@ -199,3 +199,32 @@ func.func @softmax(%x: tensor<8x10xf32>) -> tensor<8x10xf32> {
   %r = smelt.div %e, %tb : tensor<8x10xf32>
   return %r : tensor<8x10xf32>
 }
+
+// -----
+
+// An embedding lookup plus positions: both gathers, the broadcast and the add are one kernel
+// that reads each row from the index element (no gathered tensor is written). scatter_add (the
+// gather's gradient) is a runtime step of its own, reading the kernel's second result.
+// CHECK-LABEL: func.func @embedding_plus_positions
+// CHECK: %[[E:[0-9]+]]:2 = smelt.fusion loop(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: ^bb0(%[[T:.+]]: tensor<100x16xf32>, %[[I:.+]]: tensor<4x8xi32>, %[[P:.+]]: tensor<8x16xf32>, %[[J:.+]]: tensor<8xi64>):
+// CHECK-NEXT: %[[G:.+]] = smelt.gather %[[T]][%[[I]]] : tensor<100x16xf32>, tensor<4x8xi32>
+// CHECK-NEXT: %[[Q:.+]] = smelt.gather %[[P]][%[[J]]] : tensor<8x16xf32>, tensor<8xi64>
+// CHECK-NEXT: %[[QB:.+]] = smelt.broadcast_in_dim %[[Q]], dims = [1, 2]
+// CHECK-NEXT: %[[S:.+]] = smelt.add %[[G]], %[[QB]]
+// CHECK-NEXT: %[[N:.+]] = smelt.neg %[[S]]
+// CHECK-NEXT: smelt.yield %[[S]], %[[N]]
+// CHECK: smelt.scatter_add %[[E]]#1[%arg1] size = 100
+// REPORT-LABEL: report for @embedding_plus_positions
+// REPORT: fusion 0 (loop over 4x8x16, 2 results, 5 ops)
+// REPORT-DAG: fused: 'gather' {{.*}} tensor<4x8x16xf32>: only used here
+// REPORT-DAG: fused: 'gather' {{.*}} tensor<8x16xf32>: only used here
+func.func @embedding_plus_positions(%table: tensor<100x16xf32>, %ids: tensor<4x8xi32>, %positions: tensor<8x16xf32>, %steps: tensor<8xi64>) -> (tensor<4x8x16xf32>, tensor<100x16xf32>) {
+  %e = smelt.gather %table[%ids] : tensor<100x16xf32>, tensor<4x8xi32>
+  %p = smelt.gather %positions[%steps] : tensor<8x16xf32>, tensor<8xi64>
+  %pb = smelt.broadcast_in_dim %p, dims = [1, 2] : tensor<8x16xf32> -> tensor<4x8x16xf32>
+  %s = smelt.add %e, %pb : tensor<4x8x16xf32>
+  %n = smelt.neg %s : tensor<4x8x16xf32>
+  %g = smelt.scatter_add %n[%ids] size = 100 : tensor<4x8x16xf32>, tensor<4x8xi32>
+  return %s, %g : tensor<4x8x16xf32>, tensor<100x16xf32>
+}

@@ -107,3 +107,20 @@ func.func @keep(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
   %0 = smelt.matmul %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+// gather follows its table (infer): a bf16 table is gathered in bf16, an f32 master table in
+// f32. scatter_add stays f32 (deny): a bf16 gradient's sum is not rounded on every add.
+// CHECK-LABEL: func.func @gather_follows_its_table
+// CHECK: %[[G:.+]] = smelt.gather %arg0[%arg1] : tensor<10x4xbf16>, tensor<3xi32>
+// CHECK: smelt.gather %arg2[%arg1] : tensor<10x4xf32>, tensor<3xi32>
+// CHECK: smelt.scatter_add %{{.+}}[%arg1] size = 10 : tensor<3x4xf32>, tensor<3xi32>
+// CHECK-NOT: smelt.scatter_add {{.*}}bf16
+func.func @gather_follows_its_table(%low: tensor<10x4xbf16>, %ids: tensor<3xi32>, %master: tensor<10x4xf32> {smelt.param}) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<10x4xf32>) {
+  %t = smelt.convert %low : tensor<10x4xbf16> -> tensor<10x4xf32>
+  %0 = smelt.gather %t[%ids] : tensor<10x4xf32>, tensor<3xi32>
+  %1 = smelt.gather %master[%ids] : tensor<10x4xf32>, tensor<3xi32>
+  %2 = smelt.scatter_add %0[%ids] size = 10 : tensor<3x4xf32>, tensor<3xi32>
+  return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<10x4xf32>
+}

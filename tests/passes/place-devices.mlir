@@ -78,3 +78,25 @@ func.func @positions() -> tensor<4x8xi32> {
   %0 = smelt.iota dim = 1 : tensor<4x8xi32>
   return %0 : tensor<4x8xi32>
 }
+
+// -----
+
+// An embedding and its gradient: the gather runs on the GPU inside a kernel; scatter_add has no
+// GPU kernel yet and falls back to the CPU with the reason (docs/ops.md).
+// HASGPU-LABEL: func.func @embedding_gradient
+// HASGPU-SAME: smelt.placement = "2 ops on gpu:0, 1 op on cpu:0 (scatter_add: no GPU kernel for 'scatter_add'), 3 copies"
+// HASGPU: smelt.gather {{.*}}{smelt.device = "gpu:0"}
+// HASGPU: smelt.neg {{.*}}{smelt.device = "gpu:0"}
+// HASGPU: smelt.scatter_add {{.*}}{smelt.device = "cpu:0"}
+// FUSED-LABEL: func.func @embedding_gradient
+// FUSED: smelt.fusion loop({{.*}}) {smelt.device = "gpu:0"
+// FUSED-NEXT: ^bb0
+// FUSED-NEXT: smelt.gather
+// FUSED-NEXT: smelt.neg
+// FUSED: smelt.scatter_add {{.*}}{smelt.device = "cpu:0"}
+func.func @embedding_gradient(%table: tensor<100x16xf32>, %ids: tensor<4x8xi32>) -> tensor<100x16xf32> {
+  %0 = smelt.gather %table[%ids] : tensor<100x16xf32>, tensor<4x8xi32>
+  %1 = smelt.neg %0 : tensor<4x8x16xf32>
+  %2 = smelt.scatter_add %1[%ids] size = 100 : tensor<4x8x16xf32>, tensor<4x8xi32>
+  return %2 : tensor<100x16xf32>
+}

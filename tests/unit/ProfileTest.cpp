@@ -178,5 +178,25 @@ TEST(Profile, StepCostsCountBytesAndFlops) {
   EXPECT_EQ(epilogue.bytes, 4.0 * (16 * 32 + 32 * 8 + 8 + 16 * 8));
 }
 
+TEST(Profile, ScatterAddCostsAnAddPerUpdate) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+func.func @main(%u: tensor<6x5x16xbf16>, %i: tensor<6x5xi32>) -> tensor<100x16xbf16> {
+  %0 = smelt.scatter_add %u[%i] size = 100 : tensor<6x5x16xbf16>, tensor<6x5xi32>
+  return %0 : tensor<100x16xbf16>
+}
+)",
+                                                        mlir::ParserConfig(&context));
+  ASSERT_TRUE(module);
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, "main");
+  ASSERT_TRUE(mlir::succeeded(exe));
+  ASSERT_EQ(exe->steps.size(), 1u);
+  rt::StepCost cost = rt::stepCost(*exe, exe->steps[0]);
+  EXPECT_EQ(cost.name, "scatter_add");
+  EXPECT_EQ(cost.flops, 6.0 * 5 * 16);
+  EXPECT_EQ(cost.bytes, 2.0 * 6 * 5 * 16 + 4.0 * 6 * 5 + 2.0 * 100 * 16);
+}
+
 } // namespace
 } // namespace smelt::test

@@ -71,14 +71,14 @@ rt::HostTensor randomTensor(const std::vector<int64_t> &shape, DType dtype,
 }
 
 std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> &inputs,
-                                const std::string &function) {
+                                const std::string &function, const PipelineOptions &options) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler capture(&graph.context(), [&](mlir::Diagnostic &d) {
     diagnostics += d.str() + "\n";
     return mlir::success();
   });
   mlir::FailureOr<rt::Executable> exe =
-      codegen::compile(graph.module(), function.empty() ? graph.name() : function);
+      codegen::compile(graph.module(), function.empty() ? graph.name() : function, options);
   if (failed(exe)) {
     ADD_FAILURE() << "compile failed:\n" << diagnostics;
     return {};

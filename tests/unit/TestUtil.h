@@ -30,9 +30,11 @@ rt::DType toRt(DType dtype);
 rt::HostTensor randomTensor(const std::vector<int64_t> &shape, DType dtype,
                             const std::function<double()> &gen = {});
 
-/// Compiles `graph`'s function (default pipeline included) and runs it on `inputs`.
+/// Compiles `graph`'s function (default pipeline included, with `options`) and runs it on
+/// `inputs`.
 std::vector<rt::HostTensor> run(Graph &graph, const std::vector<rt::HostTensor> &inputs,
-                                const std::string &function = "");
+                                const std::string &function = "",
+                                const PipelineOptions &options = {});
 
 /// The real Fashion-MNIST `split` ("train" or "t10k") from Debian's dataset-fashion-mnist,
 /// its first `limit` examples when `limit` > 0.

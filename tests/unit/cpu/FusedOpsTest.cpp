@@ -186,6 +186,81 @@ TEST(FusedOps, SplatConstantsInEveryDType) {
   }
 }
 
+/// Indices of `dtype` into `rows` rows: repeats, and out of range on both sides (clamped).
+HostTensor gatherIndices(DType dtype, const std::vector<int64_t> &shape, int64_t rows) {
+  HostTensor indices =
+      randomTensor(dtype, shape, [rows] { return std::floor(draw(-3, double(rows) + 3, 0)); });
+  std::vector<double> values = indices.toDoubles();
+  values[0] = -1e9;
+  values[1] = 1e9;
+  return HostTensor::fromDoubles(indices.type(), values);
+}
+
+// An embedding plus a positional table: the gather reads its row from the index element, the
+// add broadcasts the positions; and a gather of a table the kernel computes itself (negated),
+// so the table is emitted at a data-dependent index too.
+const char *kGatherAdd = R"(
+func.func @f(%t: tensor<11x3x5x${T}>, %i: tensor<4x6x${I}>, %p: tensor<6x3x5x${T}>)
+    -> (tensor<4x6x3x5x${T}>, tensor<4x6x3x5x${T}>) {
+  %r:2 = smelt.fusion loop (%t, %i, %p) : (tensor<11x3x5x${T}>, tensor<4x6x${I}>, tensor<6x3x5x${T}>)
+      -> (tensor<4x6x3x5x${T}>, tensor<4x6x3x5x${T}>) {
+  ^bb0(%a: tensor<11x3x5x${T}>, %b: tensor<4x6x${I}>, %c: tensor<6x3x5x${T}>):
+    %g = smelt.gather %a[%b] : tensor<11x3x5x${T}>, tensor<4x6x${I}>
+    %pb = smelt.broadcast_in_dim %c, dims = [1, 2, 3] : tensor<6x3x5x${T}> -> tensor<4x6x3x5x${T}>
+    %s = smelt.add %g, %pb : tensor<4x6x3x5x${T}>
+    %n = smelt.neg %a : tensor<11x3x5x${T}>
+    %gn = smelt.gather %n[%b] : tensor<11x3x5x${T}>, tensor<4x6x${I}>
+    smelt.yield %s, %gn : tensor<4x6x3x5x${T}>, tensor<4x6x3x5x${T}>
+  }
+  return %r#0, %r#1 : tensor<4x6x3x5x${T}>, tensor<4x6x3x5x${T}>
+}
+)";
+
+TEST(FusedOps, GatherFeedingElementwiseInEveryDType) {
+  for (DType dtype : kAllDTypes) {
+    if (dtype == DType::i1)
+      continue;
+    for (DType index : {DType::i32, DType::i64}) {
+      std::string table(dtypeName(dtype)), indices(dtypeName(index));
+      std::string text = substitute(kGatherAdd, {{"T", table}, {"I", indices}});
+      std::vector<HostTensor> fused = expectFusedMatchesUnfused(
+          text,
+          {randomTensor(dtype, {11, 3, 5}), gatherIndices(index, {4, 6}, 11),
+           randomTensor(dtype, {6, 3, 5})},
+          "gather " + table + "[" + indices + "]");
+      EXPECT_EQ(fused.size(), 2u);
+    }
+  }
+}
+
+// A rank-1 table (the result has the indices' shape, read at the loop index), and a gather
+// inside a reduction kernel: the sum of each gathered row.
+const char *kGatherReduce = R"(
+func.func @f(%t: tensor<9xf32>, %m: tensor<9x33xf32>, %i: tensor<7x4xi64>)
+    -> (tensor<7x4xf32>, tensor<7x4xf32>) {
+  %r = smelt.fusion loop (%t, %i) : (tensor<9xf32>, tensor<7x4xi64>) -> tensor<7x4xf32> {
+  ^bb0(%a: tensor<9xf32>, %b: tensor<7x4xi64>):
+    %g = smelt.gather %a[%b] : tensor<9xf32>, tensor<7x4xi64>
+    %e = smelt.exp %g : tensor<7x4xf32>
+    smelt.yield %e : tensor<7x4xf32>
+  }
+  %s = smelt.fusion reduction (%m, %i) : (tensor<9x33xf32>, tensor<7x4xi64>) -> tensor<7x4xf32> {
+  ^bb0(%a: tensor<9x33xf32>, %b: tensor<7x4xi64>):
+    %g = smelt.gather %a[%b] : tensor<9x33xf32>, tensor<7x4xi64>
+    %sum = smelt.reduce sum %g axes = [2] : tensor<7x4x33xf32>
+    smelt.yield %sum : tensor<7x4xf32>
+  }
+  return %r, %s : tensor<7x4xf32>, tensor<7x4xf32>
+}
+)";
+
+TEST(FusedOps, GatherOfAVectorAndInsideAReduction) {
+  expectFusedMatchesUnfused(kGatherReduce,
+                            {randomTensor(DType::f32, {9}), randomTensor(DType::f32, {9, 33}),
+                             gatherIndices(DType::i64, {7, 4}, 9)},
+                            "gather of a vector, and summed");
+}
+
 const char *kPowByConstant = R"(
 func.func @f(%x: ${T}) -> ${T} {
   %r = smelt.fusion loop (%x) : (${T}) -> ${T} {

@@ -223,6 +223,20 @@ func.func @main(%x: tensor<301xf64>, %y: tensor<301xf64>) -> tensor<301xf64> {
   return %r : tensor<301xf64>
 }
 )mlir"},
+      // An embedding plus positions: the row is read from the index element and clamped into
+      // the table's 50 rows; ids drawn from [-5, 55] fall outside on both sides.
+      {"EmbeddingPlusPositions", R"mlir(
+func.func @main(%t: tensor<50x64xf32>, %i: tensor<8x12xi32>, %p: tensor<12x64xf32>) -> tensor<8x12x64xf32> {
+  %r = smelt.fusion loop (%t, %i, %p) : (tensor<50x64xf32>, tensor<8x12xi32>, tensor<12x64xf32>) -> tensor<8x12x64xf32> {
+  ^bb0(%a: tensor<50x64xf32>, %b: tensor<8x12xi32>, %c: tensor<12x64xf32>):
+    %0 = smelt.gather %a[%b] : tensor<50x64xf32>, tensor<8x12xi32>
+    %1 = smelt.broadcast_in_dim %c, dims = [1, 2] : tensor<12x64xf32> -> tensor<8x12x64xf32>
+    %2 = smelt.add %0, %1 : tensor<8x12x64xf32>
+    smelt.yield %2 : tensor<8x12x64xf32>
+  }
+  return %r : tensor<8x12x64xf32>
+}
+)mlir", -5, 55, 0},
       // A middle axis reduced: the innermost is kept, results of one row are consecutive.
       {"ReduceMiddleAxis", R"mlir(
 func.func @main(%x: tensor<6x50x40xbf16>) -> tensor<6x40xbf16> {

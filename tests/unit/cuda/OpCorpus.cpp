@@ -1,5 +1,6 @@
 // The op x dtype corpus: every op that can sit in a fusion, in every dtype it accepts (and every
-// layout a reduce can get), each as its own fusion of one module's @main.
+// layout a reduce can get; gather with i32 and i64 indices), each as its own fusion of one
+// module's @main.
 #include "CudaCorpus.h"
 
 #include "runtime/DType.h"
@@ -88,6 +89,22 @@ OpCorpus everyOpInEveryDtype() {
     if (t != "i1")
       corpus.add({}, "%r = smelt.iota dim = 1 : " + tensor(t), tensor(t));
   }
+  // gather: every table type with each index type, reading the row from the index element;
+  // a rank-1 table (read at the loop index) and a gather summed inside a reduction.
+  for (const std::string &t : kNumbers)
+    for (const char *index : {"i32", "i64"}) {
+      corpus.add({tensor(t, "9x7"), tensor(index, "5")},
+                 "%r = smelt.gather %in0[%in1] : " + tensor(t, "9x7") + ", " + tensor(index, "5"),
+                 tensor(t));
+      corpus.add({tensor(t, "9"), tensor(index)},
+                 "%r = smelt.gather %in0[%in1] : " + tensor(t, "9") + ", " + tensor(index),
+                 tensor(t));
+    }
+  for (const std::string &t : kFloats)
+    corpus.add({tensor(t, "9x7"), tensor("i64", "5")},
+               "%g = smelt.gather %in0[%in1] : " + tensor(t, "9x7") + ", " + tensor("i64", "5") +
+                   "\n    %r = smelt.reduce sum %g axes = [1] : " + tensor(t),
+               tensor(t, "5"), "reduction");
   // Each layout of the reduction emitter: a warp per row, a block per row, columns.
   struct Reduction {
     const char *shape, *axes, *result;

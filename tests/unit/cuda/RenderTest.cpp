@@ -223,6 +223,17 @@ TEST(CudaRender, IotaUsesCoordinatesAndReshapeKeepsTheLinearIndex) {
                  R"(const int32_t (v\d+) = v\d+ % 8;[\s\S]*const float v\d+ = \(float\)\(\1\);)");
 }
 
+TEST(CudaRender, GatherClampsTheIndexElementAndReadsThatRow) {
+  Rendered r = renderCase("EmbeddingPlusPositions");
+  // The index element at the result's leading coordinates, clamped in its own type into
+  // [0, 49], times the row's 64 elements, plus the column.
+  EXPECT_MATCHES(r.kernel, R"(const int32_t (v\d+) = in1\[v\d+\];)");
+  EXPECT_MATCHES(r.kernel, R"(const int32_t (v\d+) = \(int32_t\)\((v\d+) < \(int32_t\)0 \? )"
+                           R"(\(int32_t\)0 : \2 > \(int32_t\)49 \? \(int32_t\)49 : \2\);)"
+                           R"([\s\S]*const int32_t v\d+ = \1 \* 64;)");
+  EXPECT_LACKS(r.kernel, "(in0)[vi]") << "the table is never read at the loop index";
+}
+
 TEST(CudaRender, DoublesUseDoubleMath) {
   Rendered r = renderCase("DoubleChain");
   EXPECT_HAS(r.kernel, "SmeltVec<double, 2>");

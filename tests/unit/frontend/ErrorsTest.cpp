@@ -246,5 +246,30 @@ TEST_F(BuildErrors, AFailedLayerIsUndoneWhole) {
   EXPECT_EQ(g.parameters().size(), 2u);
 }
 
+TEST_F(BuildErrors, GatherScatterAndEmbedding) {
+  Tensor table = g.input("table", {10, 4});
+  Tensor ids = g.input("ids", {2, 3}, DType::i32);
+  expectFailure(FAILS_AT(gather(table, x)),
+                {"'smelt.gather' op operand 'indices' must hold i32 or i64", "tensor<8x784xf32>"});
+  Tensor empty = g.input("empty", {0, 4});
+  expectFailure(FAILS_AT(gather(empty, ids)),
+                {"operand 'table' must have at least one row", "tensor<0x4xf32>"});
+  Tensor updates = g.input("updates", {2, 4, 4});
+  expectFailure(FAILS_AT(scatterAdd(updates, ids, 10)),
+                {"'smelt.scatter_add' op operand 'updates' 'tensor<2x4x4xf32>' must start with "
+                 "the shape of operand 'indices' 'tensor<2x3xi32>'"});
+  expectFailure(FAILS_AT(scatterAdd(g.input("u", {2, 3, 4}), ids, 0)),
+                {"'smelt.scatter_add' op size = 0 must be at least 1"});
+  expectFailure(FAILS_AT(scatterAdd(g.input("ui", {2, 3}, DType::i32), ids, 4)),
+                {"'smelt.scatter_add' op operand 'updates' must hold floats", "tensor<2x3xi32>"});
+  expectFailure(FAILS_AT(embedding(x, 100, 8, "tokens")),
+                {"embedding layer 'tokens' needs i32 or i64 ids, got f32"});
+  expectFailure(FAILS_AT(embedding(ids, 0, 8, "tokens")),
+                {"embedding layer 'tokens' needs vocab >= 1 and width >= 1, got vocab 0"});
+  expectFailure(FAILS_AT(embedding(ids, 100, 8, "tokens", Initializer::uniform(1, -1))),
+                {"parameter 'tokens/embeddings': a uniform initializer needs low < high"});
+  EXPECT_TRUE(g.parameters().empty()) << "a failed layer leaves no parameter behind";
+}
+
 } // namespace
 } // namespace smelt::frontend_test

@@ -99,6 +99,19 @@ TEST(Initializers, InitFunctionReturnsParametersInOrder) {
   EXPECT_TRUE(loc.getFilename().getValue().ends_with("InitializerTest.cpp"));
 }
 
+TEST(Initializers, UniformDrawsInItsRangeWhateverTheShape) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor table = g.parameter("table", {1000, 16}, Initializer::uniform(-0.05, 0.05));
+  g.setOutputs({exp(table)});
+  g.buildInitializer();
+  auto init = g.module().lookupSymbol<mlir::func::FuncOp>("f_init");
+  ASSERT_TRUE(init);
+  std::string ir = print(init);
+  EXPECT_NE(ir.find("low = -5.000000e-02, high = 5.000000e-02"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("seed = " + std::to_string(g.parameters()[0].seed)), std::string::npos);
+}
+
 TEST(Initializers, InitFunctionOfAGraphWithoutParameters) {
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");

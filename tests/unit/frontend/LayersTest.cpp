@@ -179,5 +179,27 @@ TEST(Models, MlpClassifier) {
                                       "dense2/bias", "logits/kernel", "logits/bias"}));
 }
 
+TEST(Layers, EmbeddingGathersRowsOfItsTable) {
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f");
+  Tensor ids = g.input("ids", {4, 7}, DType::i32);
+  Tensor tokens = embedding(ids, 1000, 16, "tokens");
+  Tensor positions = embedding(g, ids, 7, 16, "positions", Initializer::uniform(-0.02, 0.02));
+  EXPECT_EQ(tokens.shape(), (Shape{4, 7, 16}));
+  g.setOutputs({tokens + positions});
+  ASSERT_TRUE(verifies(g)) << print(g.module());
+  EXPECT_EQ(parameterNames(g),
+            (std::vector<std::string>{"tokens/embeddings", "positions/embeddings"}));
+  EXPECT_EQ(g.parameters()[0].shape, (Shape{1000, 16}));
+  EXPECT_EQ(g.parameters()[0].dtype, DType::f32);
+  // Keras' default: uniform in [-0.05, 0.05).
+  EXPECT_EQ(g.parameters()[0].init.kind, Initializer::Kind::Uniform);
+  EXPECT_EQ(g.parameters()[0].init.value, -0.05);
+  EXPECT_EQ(g.parameters()[0].init.high, 0.05);
+  EXPECT_EQ(g.parameters()[1].init.high, 0.02);
+  EXPECT_EQ(countOps(g.function(), "smelt.gather"), 2);
+  EXPECT_EQ(countOps(g.function(), "smelt.matmul"), 0) << "no one-hot product";
+}
+
 } // namespace
 } // namespace smelt::frontend_test

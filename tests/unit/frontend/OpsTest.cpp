@@ -113,6 +113,16 @@ TEST_F(Ops, Reductions) {
   EXPECT_NE(ir.find("smelt.reduce max"), std::string::npos) << ir;
 }
 
+TEST_F(Ops, GatherAndScatterAdd) {
+  Tensor table = g.input("table", {10, 3, 4}, DType::bf16);
+  Tensor ids = g.input("ids", {2, 5}, DType::i64);
+  expectOp(gather(table, ids), "smelt.gather", "tensor<2x5x3x4xbf16>");
+  Tensor updates = g.input("updates", {2, 5, 3, 4});
+  expectOp(scatterAdd(updates, ids, 7), "smelt.scatter_add", "tensor<7x3x4xf32>");
+  EXPECT_EQ(outputs.back().value().getDefiningOp()->getAttrOfType<mlir::IntegerAttr>("size").getInt(),
+            7);
+}
+
 TEST_F(Ops, Contractions) {
   Tensor a = g.input("a", {5, 2, 3}), b = g.input("b", {5, 3, 4});
   expectOp(matmul(x, g.input("w", {3, 4})), "smelt.matmul", "tensor<2x4xf32>");

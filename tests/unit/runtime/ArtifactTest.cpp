@@ -201,8 +201,8 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
 }
 
 /// A program of library calls the CpuExecutor runs, parameters of every kind and constants of
-/// five dtypes: s = slice(concat(x @ w^T, uniform)), its argmax and pads of the constants; also
-/// returns an input and a constant.
+/// five dtypes: s = slice(concat(x @ w^T, uniform)), its argmax, x @ w^T's rows added at the
+/// argmax (scatter_add) and pads of the constants; also returns an input and a constant.
 Executable plainProgram(uint64_t seed) {
   Executable exe;
   exe.name = "plain";
@@ -227,6 +227,7 @@ Executable plainProgram(uint64_t seed) {
                     {{"start_indices", Ints{1, 0}}, {"limit_indices", Ints{8, 5}},
                      {"strides", Ints{2, 2}}});
   BufferId a = step("argmax", {s}, {DType::i64, {4}}, {{"axis", int64_t(1)}});
+  BufferId sa = step("scatter_add", {m, a}, {DType::f32, {3, 5}});
   BufferId b = step("slice", {bias}, {DType::f64, {4}},
                     {{"start_indices", Ints{1}}, {"limit_indices", Ints{5}}, {"strides", Ints{1}}});
   BufferId pb = step("pad", {b}, {DType::f64, {7}},
@@ -236,7 +237,7 @@ Executable plainProgram(uint64_t seed) {
   BufferId ph = step("pad", {h}, {DType::bf16, {6}},
                      {{"low", Ints{2}}, {"high", Ints{0}}, {"value", 1.5}});
   BufferId mm = step("copy", {mask}, {DType::i1, {4, 5}});
-  exe.outputs = {pb, s, a, x, w, pk, ph, mm};
+  exe.outputs = {pb, s, a, x, w, pk, ph, mm, sa};
   return exe;
 }
 
@@ -602,13 +603,13 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
-  // A file of the previous format (kernels with buffer counts instead of types, CPU code with
-  // constructors) is told apart before anything else in it is read.
+  // A file of the previous format (no scatter_add step) is told apart before anything else in
+  // it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 5, 4);
+  storeLE(older, 8, 6, 4);
   reseal(older);
-  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 5; "
-                              "this runtime reads version 6 (compile the model again with a "
+  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 6; "
+                              "this runtime reads version 7 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
@@ -682,10 +683,10 @@ TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
   ASSERT_NE(found, encoded->end());
   size_t op = size_t(found - encoded->begin()) - 5;
   ASSERT_EQ((*encoded)[op], uint8_t(StepOp::Matmul));
-  EXPECT_EQ(errorAfterPatch(*encoded, op, 18, 1),
-            fmt::format("bad.smelt: plan section, byte {}: step #0 has op #18; this runtime "
-                        "knows ops 0..17",
-                        op));
+  EXPECT_EQ(errorAfterPatch(*encoded, op, kNumStepOps, 1),
+            fmt::format("bad.smelt: plan section, byte {}: step #0 has op #{}; this runtime "
+                        "knows ops 0..{}",
+                        op, kNumStepOps, kNumStepOps - 1));
   // transpose_lhs, a flag, is the first byte after the step's two buffer-id lists (1 and 2
   // ids of 4 bytes, each list after a 4-byte count).
   size_t flag = op + 5 + key.size() + 4 + std::string("cpu:0").size() + 4 + 8 + 4 + 4;

@@ -281,6 +281,13 @@ TEST(Executor, CreateRejectsParametersThatDoNotFitTheOperands) {
                                     {"strides", Ints{2, 2}},
                                     {"padding", Ints{0, 0, 0, 0}}});
   EXPECT_NE(window.find("window = [2, 2, 2] needs 2 values"), std::string::npos) << window;
+  // A scatter_add whose result's trailing shape is not its updates' (a damaged artifact).
+  std::string scatter = createError("scatter_add", {{DType::f32, {4, 5}}, {DType::i32, {4}}},
+                                    {DType::f32, {3, 6}});
+  EXPECT_NE(scatter.find("'scatter_add' (test.mlir:1:1): result tensor<3x6xf32> is not a "
+                         "scatter_add of updates tensor<4x5xf32> at indices tensor<4xi32>"),
+            std::string::npos)
+      << scatter;
 }
 
 TEST(Executor, ABufferPastTheMemoryLimitIsAnErrorNamingIt) {
