@@ -7,7 +7,7 @@
 # but not the CUDA toolkit: `pip install --target DIR` (no root, nothing outside DIR), then
 # DIR/smelt-cuda.sh to source. The runtime finds them through SMELT_CUDA_LIBRARY_PATH
 # (runtime/cuda/DynamicLibrary.h); NVRTC, which the binaries link, through LD_LIBRARY_PATH.
-# About 1.0 GiB of downloads and 1.9 GiB installed (docs/gpu.md); SMELT_CUDA_WHEELS replaces
+# About 1.08 GB of downloads and 1.5 GB installed (docs/gpu.md); SMELT_CUDA_WHEELS replaces
 # the list below.
 set -euo pipefail
 

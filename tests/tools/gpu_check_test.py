@@ -29,6 +29,8 @@ def run_check(repo, out, bin_dir, *extra):
                              str(bin_dir), *extra], env=env, capture_output=True, text=True,
                             timeout=300)
     seconds = time.monotonic() - start
+    if not (out / "summary.json").exists():
+        fail(f"no summary.json (exit {result.returncode})", result)
     summary = json.loads((out / "summary.json").read_text())
     return result, summary, seconds
 
