@@ -166,7 +166,8 @@ def main():
         binaries.append(entry)
 
     summary = {key: facts.get(key, "") for key in
-               ("date", "host", "device", "driver", "cuda_toolkit", "binaries")}
+               ("date", "host", "device", "driver", "cuda_toolkit", "cuda_include", "ptxas",
+                "binaries")}
     summary["gpu"] = have_gpu
     summary["libraries"] = {name: facts.get(name, "") for name in
                             ("CUDA driver", "NVRTC", "cuBLASLt", "cuDNN", "NCCL")}
@@ -179,6 +180,8 @@ def main():
     print(f"\ngpu-check {summary['date']} on {summary['host']}: {summary['device']}")
     print(f"driver {summary['driver'] or '-'}; toolkit {summary['cuda_toolkit'] or '-'}; " +
           "; ".join(f"{k} {v or '-'}" for k, v in summary["libraries"].items()))
+    print(f"binaries {summary['binaries']}; cuda_fp16.h {summary['cuda_include']}; "
+          f"ptxas {summary['ptxas']}")
     print(f"{'binary':<26} {'status':<8} {'tests':>5} {'passed':>6} {'failed':>6} "
           f"{'skipped':>7} {'seconds':>8}  note")
     for b in binaries:

@@ -186,6 +186,8 @@ done
   toolkit=$(nvcc --version | grep -oE 'release [0-9.]+' | cut -d' ' -f2)
 fact cuda_toolkit "${toolkit:-not found (the runtime uses the CUDA libraries it finds: docs/gpu.md)}"
 fact binaries "$BIN_DIR"
+fact cuda_include "${SMELT_CUDA_INCLUDE:-not found}"
+fact ptxas "${SMELT_PTXAS:-not found}"
 echo "gpu-check: binaries in $BIN_DIR, output in $OUT_DIR, budget ${budget}s"
 echo "device: $device"
 
@@ -206,7 +208,10 @@ if [[ -x $BIN_DIR/smelt ]]; then
   done <"$OUT_DIR/smelt-devices.log"
   fact smelt_devices "$(awk '{printf "%s\\n", $0}' "$OUT_DIR/smelt-devices.log")"
 else
-  echo "smelt: not found at $BIN_DIR/smelt (the versions come from ldd alone)"
+  # Without smelt, at least the NVRTC that the test binaries link, as the loader resolves it.
+  nvrtc=$(ldd "$BIN_DIR/${BINARIES[0]}" 2>/dev/null | awk '/libnvrtc/ {sub(/^[ \t]+/, ""); sub(/ \(0x.*/, ""); print; exit}')
+  echo "smelt: not found at $BIN_DIR/smelt; NVRTC: ${nvrtc:-not found}"
+  fact NVRTC "${nvrtc:-not found}"
 fi
 
 # --- 2. the test binaries, 3. the benchmarks ------------------------------------------------
