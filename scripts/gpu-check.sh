@@ -36,7 +36,6 @@
 # Exit status: 0 when every binary ran and no test failed (or was skipped beside a GPU).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/.." # the repository root, from scripts/ or from gpu-bundle/
 
 OUT_DIR=${OUT:-/tmp}/gpu-check
 BIN_DIR=${SMELT_GPU_BIN:-}
@@ -56,6 +55,11 @@ while (($#)); do
   esac
 done
 deadline=$((SECONDS + budget))
+# Folders given relative to where it was started, before it moves to the repository root
+# (from scripts/ or from gpu-bundle/), where the default bin/ folders are looked for.
+OUT_DIR=$(realpath -m "$OUT_DIR")
+[[ -n $BIN_DIR ]] && BIN_DIR=$(realpath -m "$BIN_DIR")
+cd "$here/.."
 
 # nccl-gpu-tests: NCCL all-reduce on the GPU(s); libnccl.so.2 comes from the machine (a pip
 # wheel's nvidia/nccl/lib or /usr/local/cuda/lib64, both searched below), never the bundle.
