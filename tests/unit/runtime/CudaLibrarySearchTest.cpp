@@ -3,13 +3,12 @@
 // small real shared library under a made-up soname, so the order is checked, and a dlopen
 // through it, with no GPU and no CUDA library.
 #include "runtime/cuda/DynamicLibrary.h"
+#include "tests/unit/ScopedEnvironment.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <string>
 
 #include <unistd.h>
@@ -19,25 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Sets an environment variable for one test and puts the old value back.
-class ScopedEnvironment {
-public:
-  ScopedEnvironment(const char *name, const std::string &value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using smelt::test::ScopedEnvironment;
 
 /// A temporary folder; `install` copies the test library into it under `relative` (a path
 /// ending in the soname), as a wheel or the toolkit would have put a CUDA library there.
