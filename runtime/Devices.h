@@ -21,7 +21,7 @@ struct DeviceInfo {
 /// A library's version as it reports it ("13.0.2"), or why it could not be asked.
 struct LibraryInfo {
   std::string name;    // "cuBLASLt"
-  std::string file;    // the file dlopen was given
+  std::string file;    // the file loaded (its soname when it was not found)
   std::string version; // empty when not loaded
   std::string problem; // why not
 };

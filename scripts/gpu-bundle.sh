@@ -9,12 +9,13 @@
 #     when it builds; libnccl is dlopen'ed from the GPU machine's own CUDA or pip install),
 #   - gpu-bundle/lib/ every shared library they load that is not libc/libm/libdl/libpthread/
 #     librt or CUDA's (oneDNN, fmt, libgomp, OpenCL loader, zstd, libstdc++ for oneDNN ...),
-#   - gpu-bundle/gpu-check.sh, a copy of scripts/gpu-check.sh, which finds bin/ beside itself;
+#   - gpu-bundle/gpu-check.sh, a copy of scripts/gpu-check.sh, which finds bin/ beside itself,
+#     and gpu-check-summary.py, which writes its summary.json and table;
 #   - what does not fit 64 MiB uncompressed travels compressed: the MLIR-linked binaries in one
 #     solid bin/large-binaries.tar.xz, then oneDNN and the rest as NAME.xz; gpu-check.sh
 #     unpacks them there (with tar and xz, or Python's tarfile and lzma where those are missing).
 # Then, in a session that has the GPU machine (see the top of scripts/gpu-check.sh):
-#   run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"])
+#   run(command="gpu-bundle/gpu-check.sh --budget 570", carry=["gpu-bundle"])
 #
 # Usage: scripts/gpu-bundle.sh            (JOBS=2 by default; SMELT_BUNDLE_SMELT=0 skips smelt)
 set -euo pipefail
@@ -46,6 +47,7 @@ for name in "${targets[@]}"; do
   strip -o "$BUNDLE/bin/$name" "$BUILD/bin/$name"
 done
 cp scripts/gpu-check.sh "$BUNDLE/gpu-check.sh"
+cp scripts/gpu-check-summary.py "$BUNDLE/gpu-check-summary.py"
 # The first 12800 training examples of Fashion-MNIST (what the GPU training test and
 # benchmark read; the GPU machine has no dataset package), as gzip'd IDX files.
 mkdir -p "$BUNDLE/fashion-mnist"
@@ -154,5 +156,5 @@ if ((size + tree >= LIMIT)); then
   echo "gpu-bundle: too large to carry" >&2
   status=1
 fi
-echo 'next: run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"]) in a session with the GPU machine'
+echo 'next: run(command="gpu-bundle/gpu-check.sh --budget 570", carry=["gpu-bundle"]) in a session with the GPU machine'
 exit $status

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <vector>
 
 namespace smelt::codegen {
@@ -67,6 +68,12 @@ rt::Expected<std::string> cudaIncludeDir() {
   for (const char *root : {"CUDA_HOME", "CUDA_PATH"})
     if (const char *dir = std::getenv(root))
       candidates.push_back(std::string(dir) + "/include");
+  if (const char *path = std::getenv("SMELT_CUDA_LIBRARY_PATH")) {
+    std::stringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      if (!dir.empty())
+        candidates.push_back(dir + "/nvidia/cu13/include");
+  }
 #ifdef SMELT_CUDA_INCLUDE_DIR
   candidates.push_back(SMELT_CUDA_INCLUDE_DIR);
 #endif

@@ -22,8 +22,9 @@ rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source,
 std::string nvrtcVersionString();
 
 /// The folder holding cuda_fp16.h, which NVRTC needs on its include path: $SMELT_CUDA_INCLUDE,
-/// else $CUDA_HOME/include, else $CUDA_PATH/include, else the toolkit CMake found. An error
-/// lists the places tried.
+/// else $CUDA_HOME/include, else $CUDA_PATH/include, else D/nvidia/cu13/include for each D of
+/// $SMELT_CUDA_LIBRARY_PATH (the nvidia-cuda-runtime wheel that scripts/setup.sh --cuda-wheels
+/// installs there), else the toolkit CMake found. An error lists the places tried.
 rt::Expected<std::string> cudaIncludeDir();
 
 } // namespace smelt::codegen

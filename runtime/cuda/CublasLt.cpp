@@ -54,11 +54,9 @@ struct Library {
 };
 
 Expected<const Library *> openLibrary() {
-  // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
-  // nvidia/cublas/lib), then where the CUDA toolkit installs it.
-  Expected<void *> opened = openDynamicLibrary(
-      "cuBLASLt", {"libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
-                   "/usr/local/cuda/lib/libcublasLt.so.13"});
+  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+  // a pip wheel's nvidia/cu13/lib, the CUDA toolkit, then the loader's path.
+  Expected<void *> opened = openCudaLibrary("cuBLASLt", "libcublasLt.so.13");
   if (!opened)
     return opened.status();
   void *library = *opened;

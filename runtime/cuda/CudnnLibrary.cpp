@@ -9,10 +9,9 @@ namespace smelt::rt::cuda {
 namespace {
 
 Expected<const CudnnLibrary *> openLibrary() {
-  // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
-  // nvidia/cudnn/lib), then where the CUDA toolkit installs it.
-  Expected<void *> opened =
-      openDynamicLibrary("cuDNN", {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"});
+  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+  // a pip wheel's nvidia/cudnn/lib, the CUDA toolkit, then the loader's path.
+  Expected<void *> opened = openCudaLibrary("cuDNN", "libcudnn.so.9");
   if (!opened)
     return opened.status();
   void *handle = *opened;

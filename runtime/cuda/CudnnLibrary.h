@@ -62,8 +62,8 @@ struct CudnnLibrary {
   }
 };
 
-/// The library, opened once per process: libcudnn.so.9 from the loader's path, else from
-/// /usr/local/cuda/lib64. The error names the library or the symbol that is missing, or a
+/// The library, opened once per process: libcudnn.so.9, found as cudaLibraryCandidates
+/// (DynamicLibrary.h) says. The error names the library or the symbol that is missing, or a
 /// version other than 9.
 const Expected<const CudnnLibrary *> &cudnnLibrary();
 

@@ -23,11 +23,9 @@
 namespace smelt::rt::cuda {
 
 Expected<const Nccl *> Nccl::open() {
-  // Never closed, like the driver. The loader's path first (LD_LIBRARY_PATH, a pip wheel's
-  // nvidia/nccl/lib), then where the CUDA toolkit installs it.
-  Expected<void *> opened = openDynamicLibrary(
-      "NCCL", {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
-               "/usr/local/cuda/lib/libnccl.so.2"});
+  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+  // a pip wheel's nvidia/nccl/lib, the CUDA toolkit, then the loader's path.
+  Expected<void *> opened = openCudaLibrary("NCCL", "libnccl.so.2");
   if (!opened)
     return opened.status();
   void *library = *opened;

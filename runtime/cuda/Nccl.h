@@ -39,8 +39,8 @@ namespace smelt::rt::cuda {
 
 class Nccl {
 public:
-  /// The library, opened once per process: libnccl.so.2 from the loader's path, else from
-  /// /usr/local/cuda/lib64. The error names the library or the symbol that is missing.
+  /// The library, opened once per process: libnccl.so.2, found as cudaLibraryCandidates
+  /// (DynamicLibrary.h) says. The error names the library or the symbol that is missing.
   static Expected<const Nccl *> get();
 
   /// Success, or "<call> failed: <ncclGetErrorString> (<ncclGetLastError>)".

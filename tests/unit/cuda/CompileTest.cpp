@@ -4,8 +4,14 @@
 
 #include "codegen/cuda/Nvrtc.h"
 #include "passes/Passes.h"
+#include "tests/unit/ScopedEnvironment.h"
 
 #include "mlir/Pass/PassManager.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace smelt::cuda_test {
 namespace {
@@ -136,6 +142,27 @@ TEST(CudaCompile, AFailedCompileShowsNvrtcsLogAndTheNumberedSource) {
       << code.message();
   EXPECT_NE(code.message().find("    2    out[0] = undeclared;"), std::string::npos)
       << code.message();
+}
+
+// A machine with the wheels of scripts/setup.sh --cuda-wheels D and no toolkit: NVRTC's headers
+// come from D/nvidia/cu13/include (the nvidia-cuda-runtime wheel), D named in
+// SMELT_CUDA_LIBRARY_PATH.
+TEST(CudaCompile, HeadersFromTheWheelsInSmeltCudaLibraryPath) {
+  namespace fs = std::filesystem;
+  fs::path wheels = fs::temp_directory_path() / ("smelt-wheels-" + std::to_string(getpid()));
+  fs::create_directories(wheels / "nvidia/cu13/include");
+  std::ofstream(wheels / "nvidia/cu13/include/cuda_fp16.h") << "// stand-in\n";
+  {
+    test::ScopedEnvironment include("SMELT_CUDA_INCLUDE", std::nullopt);
+    test::ScopedEnvironment home("CUDA_HOME", std::nullopt);
+    test::ScopedEnvironment path("CUDA_PATH", std::nullopt);
+    test::ScopedEnvironment libraries("SMELT_CUDA_LIBRARY_PATH",
+                                      "/nonexistent/smelt:" + wheels.string());
+    rt::Expected<std::string> dir = codegen::cudaIncludeDir();
+    ASSERT_TRUE(dir.ok()) << dir.message();
+    EXPECT_EQ(*dir, (wheels / "nvidia/cu13/include").string());
+  }
+  fs::remove_all(wheels);
 }
 
 TEST(CudaCompile, NoFusionsGiveEmptyCode) {
