@@ -138,7 +138,7 @@ rt::Expected<History> fit(Trainer &trainer, const data::Dataset &data,
       logs.validation = std::move(*val);
     }
     if (out) {
-      int64_t steps = data.batchCount(trainer.config().batch, /*dropRemainder=*/false);
+      int64_t steps = logs.train.steps;
       std::string line = fmt::format("{}/{} - {:.1f}s{}", steps, steps, logs.seconds,
                                      metricsText(logs.train, ""));
       if (logs.validation)

@@ -545,7 +545,8 @@ Trainer::trainEpoch(const data::Dataset &data, int64_t epoch,
       if (!s.ok())
         return s;
   }
-  step_ += steps + (lastBatch > 0);
+  running.steps = steps + (lastBatch > 0);
+  step_ += running.steps;
   return running;
 }
 

@@ -79,6 +79,8 @@ struct Metrics {
   /// The model's metrics (ModelOutputs::metrics), by name, in its order.
   std::vector<std::pair<std::string, double>> values;
   int64_t examples = 0;
+  /// Training steps the epoch ran (the short last batch's included).
+  int64_t steps = 0;
   /// Examples of the epoch's last partial batch that did not train (TrainConfig::dropRemainder).
   int64_t droppedExamples = 0;
   /// Steps skipped for non-finite gradients (mixed_f16), and the loss scale after the last.

@@ -77,6 +77,7 @@ TEST(Fit, UserModelTrainsWithItsMetricsAndTheShortLastBatch) {
   ASSERT_TRUE(history.ok()) << history.message();
   const train::EpochLogs &last = history->epochs.back();
   EXPECT_EQ(last.train.examples, 100);
+  EXPECT_EQ(last.train.steps, 4);
   EXPECT_EQ(last.train.droppedExamples, 0);
   EXPECT_EQ((*trainer)->globalStep(), 12 * 4);
   EXPECT_LT(last.value("loss"), history->epochs.front().value("loss"));
@@ -94,6 +95,7 @@ TEST(Fit, UserModelTrainsWithItsMetricsAndTheShortLastBatch) {
   rt::Expected<train::Metrics> epoch = (*dropping)->trainEpoch(data, 0);
   ASSERT_TRUE(epoch.ok()) << epoch.message();
   EXPECT_EQ(epoch->examples, 96);
+  EXPECT_EQ(epoch->steps, 3);
   EXPECT_EQ(epoch->droppedExamples, 4);
   EXPECT_EQ((*dropping)->globalStep(), 3);
 }
