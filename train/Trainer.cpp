@@ -1,5 +1,5 @@
-// The trainer: graph construction for the two models, compilation, the epoch loop, evaluation
-// and checkpoints.
+// The trainer: the train and eval steps built around a ModelSpec, compilation, the epoch loop,
+// evaluation and checkpoints.
 #include "train/Trainer.h"
 
 #include "codegen/Compile.h"
@@ -221,11 +221,16 @@ double Trainer::learningRate() const {
   return config_.optimizer.schedule.at(config_.optimizer.learningRate, step_);
 }
 
-rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config) {
-  if (!config.model.build)
-    if (rt::Expected<ModelSpec> builtin = builtinModel(config.model.name, config.dropout);
-        !builtin)
+rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &requested) {
+  // A built-in model is resolved here, once: every step built later (the short last batch's,
+  // each evaluation batch size's) uses the ModelSpec itself.
+  TrainConfig config = requested;
+  if (!config.model.build) {
+    rt::Expected<ModelSpec> builtin = builtinModel(config.model.name, config.dropout);
+    if (!builtin)
       return builtin.status();
+    config.model = std::move(*builtin);
+  }
   if (std::string why = config.optimizer.schedule.check(); !why.empty())
     return rt::Status::error("the learning-rate schedule needs " + why);
   if (config.batch < 1 || config.evalBatch < 1)
@@ -308,9 +313,7 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &config
     if (rt::Status s = trainer->placeReplicas(*step); !s.ok())
       return s;
     for (Replica &r : trainer->replicas_) {
-      // A step on the CPU has nothing on gpu:0 to move.
-      auto executor =
-          makeExecutor(rt::movedToDevice(*step, "gpu:0", r.device), config, r.communicator);
+      auto executor = trainer->replicaExecutor(*step, r);
       if (!executor)
         return executor.status();
       r.trainStep = std::move(*executor);
@@ -407,6 +410,12 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
   }
 }
 
+rt::Expected<std::unique_ptr<rt::Executor>>
+Trainer::replicaExecutor(const rt::Executable &step, const Replica &r) const {
+  // A step on the CPU has nothing on gpu:0 to move.
+  return makeExecutor(rt::movedToDevice(step, "gpu:0", r.device), config_, r.communicator);
+}
+
 rt::Expected<rt::Executor *> Trainer::trainExecutor(Replica &r, int64_t share) {
   if (share == config_.batch / config_.replicas)
     return r.trainStep.get();
@@ -430,8 +439,7 @@ rt::Status Trainer::compileShortSteps(int64_t share) {
   if (!exe)
     return exe.status();
   for (Replica &r : replicas_) {
-    auto executor = makeExecutor(rt::movedToDevice(*exe, "gpu:0", r.device), config_,
-                                 r.communicator);
+    auto executor = replicaExecutor(*exe, r);
     if (!executor)
       return executor.status();
     r.shortStep = std::move(*executor);

@@ -106,7 +106,7 @@ std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConf
 class Trainer {
 public:
   /// Builds and compiles the init, training and evaluation functions; errors name the step.
-  static rt::Expected<std::unique_ptr<Trainer>> create(const TrainConfig &config);
+  static rt::Expected<std::unique_ptr<Trainer>> create(const TrainConfig &requested);
 
   /// One epoch over `data` in the order drawn from (seed, epoch); the last partial global
   /// batch as TrainConfig::dropRemainder says. `progress(step, steps, runningMetrics)` is
@@ -188,6 +188,10 @@ private:
   /// Replica `r`'s step for a batch of `share` examples: its usual one, or one compiled for
   /// the epoch's short last batch.
   rt::Expected<rt::Executor *> trainExecutor(Replica &r, int64_t share);
+  /// An executor of a training step for replica `r`: moved to its GPU, reducing over its
+  /// communicator.
+  rt::Expected<std::unique_ptr<rt::Executor>> replicaExecutor(const rt::Executable &step,
+                                                              const Replica &r) const;
   /// Compiles every replica's step for a short last batch of `share` examples each.
   rt::Status compileShortSteps(int64_t share);
   /// Runs replica `r`'s share of the epoch's global batches in `order`: `steps` full ones,
