@@ -26,14 +26,8 @@ TEST(Gpt, LossGradientsMatchFiniteDifferences) {
   Tensor labels = g.input("labels", {2, 4}, DType::i32);
   Tensor loss = sparseSoftmaxCrossEntropy(gptLogits(tokens, config, false), labels);
   std::vector<Tensor> params = g.parameterTensors();
-  std::vector<Tensor> outputs = {loss};
-  std::vector<Tensor> grads = g.gradients(loss, params);
-  outputs.insert(outputs.end(), grads.begin(), grads.end());
-  g.setOutputs(outputs);
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(g.module(), "f");
-  ASSERT_TRUE(succeeded(exe));
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
-  ASSERT_TRUE(cpu.ok()) << cpu.message();
+  std::optional<rt::CpuExecutor> cpu = compileLossAndGradients(g, loss, params);
+  ASSERT_TRUE(cpu);
 
   std::mt19937_64 rng(rngSeed());
   std::vector<double> ids(8), next(8);
@@ -66,16 +60,10 @@ TEST(Attention, MatchesFloat64AndFiniteDifferences) {
     options.causal = causal;
     Tensor out = scaledDotProductAttention(q, k, v, options);
     Tensor r = g.input("r", out.shape(), DType::f64);
-    Tensor loss = reduceSum(mul(out, r), {0, 1, 2, 3});
-    std::vector<Tensor> outputs = {loss};
-    std::vector<Tensor> grads = g.gradients(loss, {q, k, v});
-    outputs.insert(outputs.end(), grads.begin(), grads.end());
-    outputs.push_back(out); // after what expectGradientsMatchDifferences reads
-    g.setOutputs(outputs);
-    mlir::FailureOr<rt::Executable> exe = codegen::compile(g.module(), "f");
-    ASSERT_TRUE(succeeded(exe));
-    rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
-    ASSERT_TRUE(cpu.ok()) << cpu.message();
+    // `out` after what expectGradientsMatchDifferences reads.
+    std::optional<rt::CpuExecutor> cpu =
+        compileLossAndGradients(g, reduceSum(mul(out, r), {0, 1, 2, 3}), {q, k, v}, {out});
+    ASSERT_TRUE(cpu);
     std::vector<rt::HostTensor> args = {randomTensor({2, 3, T, D}, DType::f64),
                                         randomTensor({2, 3, T, D}, DType::f64),
                                         randomTensor({2, 3, T, E}, DType::f64),

@@ -31,16 +31,8 @@ void checkGradients(const std::string &name, const std::vector<InputSpec> &specs
   Tensor r = g.input("r", y.shape(), DType::f64);
   std::vector<int64_t> all(size_t(y.rank()));
   std::iota(all.begin(), all.end(), 0);
-  Tensor loss = reduceSum(y * r, all);
-  std::vector<Tensor> grads = g.gradients(loss, inputs);
-  std::vector<Tensor> outputs = {loss};
-  outputs.insert(outputs.end(), grads.begin(), grads.end());
-  g.setOutputs(outputs);
-
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(g.module(), "f");
-  ASSERT_TRUE(succeeded(exe));
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
-  ASSERT_TRUE(cpu.ok()) << cpu.message();
+  std::optional<rt::CpuExecutor> cpu = compileLossAndGradients(g, reduceSum(y * r, all), inputs);
+  ASSERT_TRUE(cpu);
 
   std::vector<rt::HostTensor> args;
   for (const InputSpec &s : specs)

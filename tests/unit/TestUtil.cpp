@@ -109,6 +109,25 @@ std::vector<double> centralDifferences(double *x, int64_t count,
   return numeric;
 }
 
+std::optional<rt::CpuExecutor> compileLossAndGradients(Graph &graph, Tensor loss,
+                                                       const std::vector<Tensor> &wrt,
+                                                       const std::vector<Tensor> &extra) {
+  std::vector<Tensor> outputs = {loss};
+  std::vector<Tensor> grads = graph.gradients(loss, wrt);
+  outputs.insert(outputs.end(), grads.begin(), grads.end());
+  outputs.insert(outputs.end(), extra.begin(), extra.end());
+  graph.setOutputs(outputs);
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), graph.name());
+  EXPECT_TRUE(mlir::succeeded(exe)) << "compiling @" << graph.name();
+  if (mlir::failed(exe))
+    return std::nullopt;
+  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
+  EXPECT_TRUE(cpu.ok()) << cpu.message();
+  if (!cpu)
+    return std::nullopt;
+  return std::move(*cpu);
+}
+
 void expectGradientsMatchDifferences(rt::CpuExecutor &cpu, std::vector<rt::HostTensor> &args,
                                      const std::vector<size_t> &wrt, double tolerance,
                                      const std::vector<std::string> &names) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <random>
 
 namespace smelt::test {
@@ -44,6 +45,13 @@ data::Dataset fashion(const char *split, int64_t limit = 0);
 /// them, by central differences with step 1e-6 * max(1, |x[k]|); `x` is left as it was.
 std::vector<double> centralDifferences(double *x, int64_t count,
                                        const std::function<double()> &loss);
+
+/// Ends `graph` with (loss, the gradient of `loss` with respect to each of `wrt`, `extra`...)
+/// and compiles it for the CPU: the executor expectGradientsMatchDifferences runs. A failure
+/// is a test failure and gives nullopt.
+std::optional<rt::CpuExecutor> compileLossAndGradients(Graph &graph, Tensor loss,
+                                                       const std::vector<Tensor> &wrt,
+                                                       const std::vector<Tensor> &extra = {});
 
 /// Runs `cpu` on `args` (its first output the loss, then the gradients of the arguments in
 /// `wrt`, in that order; any outputs after them are not read) and checks each gradient against centralDifferences of the loss over
