@@ -147,8 +147,8 @@ FailureOr<rt::Executable> compile(ModuleOp module, llvm::StringRef entry,
     std::string what =
         options.cpuObject ? "codegen and LLVM object code @" : "codegen and LLVM JIT @";
     rt::Trace::Scope span(options.trace, {"compiler", "phases"}, what + name, "compile");
-    TargetOptions targetOptions{options.cudaArch, options.cudaFmad, options.hostFallback,
-                                options.cpuObject, options.trace};
+    TargetOptions targetOptions{options.cudaArch, options.cudaFmad,  options.hostFallback,
+                                options.cpuObject, options.trace, /*keepLlvmIR=*/dump != nullptr};
     if (failed(compileKernels(function, targetOptions, *exe, dump.get())))
       return failure();
   }

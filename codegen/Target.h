@@ -31,6 +31,9 @@ struct TargetOptions {
   /// Where the CPU target puts its kernels as a shared library for an artifact (null: JIT).
   std::vector<uint8_t> *cpuObject = nullptr;
   rt::Trace *trace = nullptr;
+  /// The CPU target keeps its optimized LLVM IR in rt::CpuCode::llvmIR (dumps and tests read
+  /// it; printing it is a few percent of a compile).
+  bool keepLlvmIR = true;
 };
 
 class Target {

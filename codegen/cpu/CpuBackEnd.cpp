@@ -30,7 +30,7 @@ public:
     std::string llvmIR;
     if (options.cpuObject) {
       mlir::FailureOr<std::vector<uint8_t>> bytes =
-          compileCpuSharedLibrary(fusions, names, &llvmIR);
+          compileCpuSharedLibrary(fusions, names, options.keepLlvmIR ? &llvmIR : nullptr, options.trace);
       if (failed(bytes))
         return mlir::failure();
       // What is written to an artifact is what the Executable runs.
@@ -42,7 +42,7 @@ public:
       *options.cpuObject = std::move(*bytes);
     } else {
       mlir::FailureOr<std::shared_ptr<const rt::CpuCode>> code =
-          compileCpuKernels(fusions, names);
+          compileCpuKernels(fusions, names, options.keepLlvmIR, options.trace);
       if (failed(code))
         return mlir::failure();
       compiled = std::move(*code);

@@ -15,8 +15,7 @@
 
 namespace smelt::codegen::cpu {
 
-std::unique_ptr<llvm::TargetMachine>
-hostTargetMachine(std::string &error, std::optional<llvm::Reloc::Model> relocation) {
+std::optional<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder(std::string &error) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     llvm::InitializeNativeTarget();
@@ -27,11 +26,18 @@ hostTargetMachine(std::string &error, std::optional<llvm::Reloc::Model> relocati
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) {
     error = "cannot describe the host CPU: " + llvm::toString(builder.takeError());
-    return nullptr;
+    return std::nullopt;
   }
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  if (relocation)
-    builder->setRelocationModel(relocation);
+  // Position-independent: the same object is JIT-linked or linked into a shared library.
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  return std::move(*builder);
+}
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+  std::optional<llvm::orc::JITTargetMachineBuilder> builder = hostMachineBuilder(error);
+  if (!builder)
+    return nullptr;
   auto machine = builder->createTargetMachine();
   if (!machine) {
     error = "no code generator for the host CPU: " + llvm::toString(machine.takeError());

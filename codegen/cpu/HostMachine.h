@@ -2,6 +2,7 @@
 // both generate the same instructions (same CPU, features and optimization level).
 #pragma once
 
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CodeGen.h"
 
 #include <memory>
@@ -15,10 +16,12 @@ class TargetMachine;
 
 namespace smelt::codegen::cpu {
 
-/// A TargetMachine for the host CPU with all its features, at -O3; `relocation` set for code
-/// that goes into a shared library (PIC). Null with `error` set when the host is not supported.
-std::unique_ptr<llvm::TargetMachine>
-hostTargetMachine(std::string &error, std::optional<llvm::Reloc::Model> relocation = {});
+/// The host CPU with all its features, code generation at -O3, position-independent code.
+/// Nothing with `error` set when the host is not supported.
+std::optional<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder(std::string &error);
+/// A TargetMachine made by hostMachineBuilder(). Null with `error` set when the host is not
+/// supported.
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error);
 
 /// Optimizes `module` at -O3 for `machine` (the pipeline of mlir::makeOptimizingTransformer)
 /// and, when `printed` is given, prints the result there for dumps. Returns an error message,

@@ -1,20 +1,21 @@
-// JIT compilation of the kernel module (codegen/cpu/Jit.cpp): the one translation unit that
-// includes LLVM's JIT, kept apart because it is slow to compile.
+// The CPU kernels' object files loaded in process (codegen/cpu/Jit.cpp): the one translation unit
+// that includes LLVM's JIT, kept apart because it is slow to compile.
 #pragma once
 
 #include "runtime/Executable.h"
 
-#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace smelt::codegen::cpu {
 
-/// Translates `module` (LLVM dialect) to LLVM IR, optimizes it at -O3 for the host CPU (its
-/// features included, so the loop vectorizer uses the widest vectors the CPU has), JIT-compiles
-/// it and looks up `names`. On failure, `error` says what failed; a missing symbol is named.
-std::shared_ptr<rt::CpuCode> jitCompile(mlir::ModuleOp module, llvm::ArrayRef<std::string> names,
-                                        std::string &error);
+/// Links `objects` (ObjectCode.h's) into this process with ORC's LLJIT, resolving their libm
+/// calls against the process, and looks up `names`: the result's entries follow `names`. On
+/// failure, `error` says what failed; a missing symbol is named.
+std::shared_ptr<rt::CpuCode> jitLink(const std::vector<std::vector<char>> &objects,
+                                     llvm::ArrayRef<std::string> names, std::string &error);
 
 } // namespace smelt::codegen::cpu

@@ -15,8 +15,10 @@
 namespace smelt::codegen::cpu {
 
 /// Appends kernel `name` computing `fusion` to `module` (a module of the kernels' own
-/// context). Fails with a diagnostic at the fusion op.
-mlir::LogicalResult emitKernel(mlir::ModuleOp module, FusionOp fusion, llvm::StringRef name);
+/// context) and returns the CPU target's error ("" when none). It only reads `fusion`, and
+/// reports nothing in its context: kernels are emitted on several threads at once, and the
+/// caller reports errors at the fusion afterwards.
+std::string emitKernel(mlir::ModuleOp module, FusionOp fusion, llvm::StringRef name);
 
 /// What a kernel body works with: its buffer pointers and its range of units [begin, end).
 struct KernelBody {

@@ -1,6 +1,6 @@
-// Kernel module -> object file through LLVM's TargetMachine: the JIT's pipeline (same target
-// machine, same optimization), with position-independent code so that the object can be linked
-// into a shared library. Its own translation unit: LLVM's code generator headers are slow.
+// Kernel module -> object file through LLVM's TargetMachine, with position-independent code so
+// that the same object can be JIT-linked or linked into a shared library. Its own translation
+// unit: LLVM's code generator headers are slow.
 #include "codegen/cpu/HostMachine.h"
 #include "codegen/cpu/ObjectCode.h"
 
@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/IR/GlobalAlias.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -18,11 +19,12 @@ using namespace mlir;
 
 namespace smelt::codegen::cpu {
 
-std::optional<std::vector<char>> emitObjectFile(ModuleOp module, std::string &error,
-                                                std::string *llvmIR) {
+std::optional<std::vector<char>> emitObjectFile(ModuleOp module, ArrayRef<KernelAlias> aliases,
+                                                std::string &error, std::string *llvmIR,
+                                                rt::Trace *trace, const rt::Trace::Track &track) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
-  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error, llvm::Reloc::PIC_);
+  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
   if (!machine)
     return std::nullopt;
   llvm::LLVMContext context;
@@ -31,15 +33,26 @@ std::optional<std::vector<char>> emitObjectFile(ModuleOp module, std::string &er
     error = "translation to LLVM IR failed";
     return std::nullopt;
   }
-  // What the JIT's engine sets before its transformer runs, so the optimizer sees the same
-  // module in both.
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple());
-  if (std::string e = optimizeForHost(*llvmModule, *machine, llvmIR); !e.empty()) {
-    error = "optimizing the kernels failed: " + e;
-    return std::nullopt;
+  for (const KernelAlias &alias : aliases) {
+    llvm::Function *kernel = llvmModule->getFunction(alias.kernel);
+    if (!kernel) {
+      error = "kernel '" + alias.kernel + "' (which '" + alias.name +
+              "' is another name of) is not in its module";
+      return std::nullopt;
+    }
+    llvm::GlobalAlias::create(alias.name, kernel);
+  }
+  {
+    rt::Trace::Scope span(trace, track, "LLVM optimization", "compile");
+    if (std::string e = optimizeForHost(*llvmModule, *machine, llvmIR); !e.empty()) {
+      error = "optimizing the kernels failed: " + e;
+      return std::nullopt;
+    }
   }
 
+  rt::Trace::Scope span(trace, track, "machine code", "compile");
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager codegen;

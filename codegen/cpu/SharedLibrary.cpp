@@ -1,4 +1,4 @@
-// Object file -> shared library bytes with the system linker, run as `c++ -shared` (the driver
+// Object files -> shared library bytes with the system linker, run as `c++ -shared` (the driver
 // knows where the C library's startup files and libm are; LLVM has no linker of its own here).
 #include "codegen/cpu/ObjectCode.h"
 
@@ -11,7 +11,7 @@
 
 namespace smelt::codegen::cpu {
 
-std::optional<std::vector<uint8_t>> linkSharedLibrary(const std::vector<char> &object,
+std::optional<std::vector<uint8_t>> linkSharedLibrary(const std::vector<std::vector<char>> &objects,
                                                       std::string &error) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
   if (!driver) {
@@ -24,14 +24,16 @@ std::optional<std::vector<uint8_t>> linkSharedLibrary(const std::vector<char> &o
     error = "cannot create a temporary directory to link the CPU kernels: " + ec.message();
     return std::nullopt;
   }
-  auto removeDir = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
-  auto in = [&](llvm::StringRef name) {
+  llvm::scope_exit removeDir([&] { llvm::sys::fs::remove_directories(dir); });
+  auto in = [&](const std::string &name) {
     llvm::SmallString<128> path(dir);
     llvm::sys::path::append(path, name);
     return std::string(path);
   };
-  std::string objectPath = in("kernels.o"), libraryPath = in("kernels.so"), log = in("link.log");
-  {
+  std::string libraryPath = in("kernels.so"), log = in("link.log");
+  std::vector<std::string> objectPaths;
+  for (const std::vector<char> &object : objects) {
+    std::string objectPath = in("kernels-" + std::to_string(objectPaths.size()) + ".o");
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec);
     if (!ec) {
@@ -45,14 +47,18 @@ std::optional<std::vector<uint8_t>> linkSharedLibrary(const std::vector<char> &o
       error = objectPath + ": cannot write the object file: " + ec.message();
       return std::nullopt;
     }
+    objectPaths.push_back(std::move(objectPath));
   }
   // --as-needed keeps libstdc++ (which the driver adds) out of the library's dependencies; a
   // non-executable stack, because glibc refuses to dlopen a library that asks for one; no
   // startup files, so the library has no constructors or destructors: loading it runs none of
   // its code (the runtime's ELF checks refuse one that would, see runtime/ElfImage.h).
-  llvm::SmallVector<llvm::StringRef> args = {
-      *driver, "-shared",    "-nostartfiles", "-Wl,--as-needed", "-Wl,-z,noexecstack",
-      "-o",    libraryPath, objectPath,      "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {*driver,         "-shared",
+                                             "-nostartfiles", "-Wl,--as-needed",
+                                             "-Wl,-z,noexecstack", "-o",
+                                             libraryPath};
+  args.append(objectPaths.begin(), objectPaths.end());
+  args.push_back("-lm");
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
                                                 llvm::StringRef(log)};
   std::string why;

@@ -72,7 +72,8 @@ using Build = std::function<std::vector<Tensor>(Graph &, DType)>;
 
 /// Builds `build` in `dtype` and in f64; runs the dtype graph with epilogues folded (expecting
 /// `folded` steps with one) and without, and the f64 graph without, on the same fresh inputs
-/// (drawn in `dtype`, so all three read the same values); compares each output.
+/// (drawn in `dtype`, so all three read the same values); compares each output with float64,
+/// and in f32 with the unfolded pipeline too.
 void expectFoldedMatches(const std::string &what, DType dtype, int folded, Build build,
                          const std::vector<std::vector<int64_t>> &shapes, double tol = 0) {
   tol = tol > 0 ? tol : tolerance(dtype);
@@ -95,8 +96,14 @@ void expectFoldedMatches(const std::string &what, DType dtype, int folded, Build
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_LE(relError(got[i].toDoubles(), want[i].toDoubles()), tol)
         << "output #" << i << " against float64";
-    EXPECT_LE(relError(got[i].toDoubles(), unfolded[i].toDoubles()), 2 * tol)
-        << "output #" << i << " against the unfolded pipeline";
+    // In bf16 the unfolded pipeline rounds the matmul, the bias add and the activation each to
+    // bf16 where the fold rounds once, so it can be the further of the two from float64, by
+    // more than `tol`: for the MLP's bias gradients (tanh's derivative 1 - y^2 cancels), seed
+    // 9548760213660388748 put the unfolded 18% from float64 and the folded 4.7%. Float64 is
+    // the reference there; in f32 both round alike and must agree closely.
+    if (dtype == DType::f32)
+      EXPECT_LE(relError(got[i].toDoubles(), unfolded[i].toDoubles()), 2 * tol)
+          << "output #" << i << " against the unfolded pipeline";
   }
 }
 
