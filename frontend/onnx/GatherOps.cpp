@@ -1,8 +1,10 @@
-// Converters of Gather, GatherElements, GatherND, ScatterElements and ScatterND. Smelt has no
-// gather or scatter op: indices known at import time become a concat of one-wide slices;
-// indices only known at run time become a one-hot mask over the gathered axis, multiplied out
-// and summed (out * K work for an axis of K entries: right for the small tables of label picks
-// and shape arithmetic, slow for large embeddings).
+// Converters of Gather, GatherElements, GatherND, ScatterElements and ScatterND. Indices known
+// at import time become a concat of one-wide slices; indices known only at run time become
+// smelt.gather and smelt.scatter_add (docs/ops.md) on a view of the data whose rows are what
+// an index picks: the gathered axis moved first, or the data flattened and each index made a
+// linear position. Their work grows with the output, not with the axis (a one-hot mask would
+// be out * K for an axis of K entries: an embedding table of 30k rows), and gather's gradient
+// is scatter_add, so imported models train.
 #include "frontend/onnx/NodeImporter.h"
 
 
@@ -18,12 +20,63 @@ Tensor wrapped(Tensor indices, int64_t size) {
                 add(i, constant(g, double(size), {}, DType::i64)), i);
 }
 
-/// sum over k of `table`[..., k] where `index`[...] == k: `table` [..., K] and `index` [...]
-/// of one shape but the last dimension.
-Tensor pickByMask(Tensor table, Tensor index) {
-  std::vector<int64_t> shape = table.shape();
-  Tensor mask = indexMask(index, shape, int64_t(shape.size()) - 1);
-  return reduceSum(select(mask, table, scalarLike(table, 0)), {int64_t(shape.size()) - 1});
+/// `table` [V, D...] at row indices `index` (i64, in range) -> [index dims..., D...]. i1 tables
+/// go through i32: smelt.gather takes numbers.
+Tensor gatherRows(Tensor table, Tensor index) {
+  if (table.dtype() != DType::i1)
+    return smelt::gather(table, index);
+  Tensor rows = smelt::gather(convert(table, DType::i32), index);
+  return compare(rows, scalarLike(rows, 0), CompareDirection::ne);
+}
+
+/// `data` [P, D...] with `updates` [U, D...] landed at rows `index` [U] (i64, in range): added
+/// to the rows, or replacing the rows some update lands on (several landing on one row add up,
+/// which ONNX leaves undefined). scatter_add sums floats, so integers and booleans go through
+/// f64 (exact to 2^53).
+Tensor scatterRows(Tensor data, Tensor updates, Tensor index, bool adds) {
+  DType dtype = data.dtype();
+  bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 ||
+                  dtype == DType::bf16;
+  DType work = floating ? dtype : DType::f64;
+  int64_t rows = data.dim(0);
+  Tensor landed = scatterAdd(convert(updates, work), index, rows);
+  Tensor base = convert(data, work), result;
+  if (adds) {
+    result = add(base, landed);
+  } else {
+    Tensor hits = scatterAdd(broadcastTo(constant(data.graph(), 1.0, {}, work), updates.shape()),
+                             index, rows);
+    result = select(compare(hits, scalarLike(hits, 0), CompareDirection::gt), landed, base);
+  }
+  return convert(result, dtype);
+}
+
+/// The row-major position in a tensor of `shape` of each element of `index` (i64, in range),
+/// taken as the coordinate along `axis` while the element's own position gives the others:
+/// [index's shape].
+Tensor positionsAlong(Tensor index, const std::vector<int64_t> &shape, int64_t axis) {
+  Graph &g = index.graph();
+  Tensor position = index;
+  double stride = 1;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    Tensor coordinate = d == axis ? index : iota(g, index.shape(), d, DType::i64);
+    Tensor term = stride == 1 ? coordinate : mul(coordinate, scalarLike(coordinate, stride));
+    position = d == int64_t(shape.size()) - 1 ? term : add(position, term);
+    stride *= double(shape[size_t(d)]);
+  }
+  return position;
+}
+
+/// GatherElements' and ScatterElements' indices: of the data's rank, at most as long as the
+/// data on the other axes.
+void checkElementIndices(const NodeImporter &n, Tensor data, Tensor indices, int64_t axis) {
+  if (indices.rank() != data.rank())
+    fail(ImportErrorKind::BadFile, "data and indices must have one rank");
+  for (int64_t d = 0; d < data.rank(); ++d)
+    if (d != axis && indices.dim(d) > data.dim(d))
+      fail(ImportErrorKind::BadFile,
+           "indices dimension " + std::to_string(d) + " (" + std::to_string(indices.dim(d)) +
+               ") is longer than the data's (" + std::to_string(data.dim(d)) + ")");
 }
 
 void gather(NodeImporter &n) {
@@ -49,41 +102,34 @@ void gather(NodeImporter &n) {
     n.setOutput(0, reshape(pickAlong(x, axis, picks), shape));
     return;
   }
-  // out[pre, j..., post] = x[pre, indices[j...], post]: the table x with the axis last,
-  // broadcast over the index dimensions, picked by the one-hot mask of the indices.
-  Tensor indices = n.input(1);
-  std::vector<int64_t> idxShape = indices.shape();
-  shape.assign(dataShape.begin(), dataShape.begin() + axis);
-  shape.insert(shape.end(), idxShape.begin(), idxShape.end());
-  shape.insert(shape.end(), dataShape.begin() + axis + 1, dataShape.end());
-  std::vector<int64_t> tableShape = shape, tableDims, indexDims;
-  tableShape.push_back(size);
-  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
-    bool isIndexDim = d >= axis && d < axis + int64_t(idxShape.size());
-    (isIndexDim ? indexDims : tableDims).push_back(d);
+  // out[pre, j..., post] = x[pre, indices[j...], post]: the axis moved first, its rows
+  // gathered ([j..., pre..., post...]), then the index dimensions moved to where it was.
+  Tensor indices = wrapped(n.input(1), size);
+  if (axis == 0) {
+    n.setOutput(0, gatherRows(x, indices));
+    return;
   }
-  tableDims.push_back(int64_t(shape.size()));
-  Tensor table = broadcastInDim(axisLast(x, axis), tableShape, tableDims);
-  Tensor index = broadcastInDim(wrapped(indices, size), shape, indexDims);
-  n.setOutput(0, pickByMask(table, index));
+  int64_t rank = x.rank(), m = indices.rank();
+  std::vector<int64_t> toFront = {axis}, back;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      toFront.push_back(d);
+  for (int64_t d = 0; d < axis; ++d)
+    back.push_back(m + d);
+  for (int64_t j = 0; j < m; ++j)
+    back.push_back(j);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    back.push_back(m + d - 1);
+  n.setOutput(0, transpose(gatherRows(transpose(x, toFront), indices), back));
 }
 
+/// GatherElements: out[p] = x[p with p[axis] = indices[p]], each a linear position in x.
 void gatherElements(NodeImporter &n) {
   Tensor x = n.input(0), indices = n.input(1);
-  if (indices.rank() != x.rank())
-    fail(ImportErrorKind::BadFile, "data and indices must have one rank");
-  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis"), size = x.dim(axis);
-  // out[p] = x[p with p[axis] = indices[p]]: x cut to the indices' extent on the other axes,
-  // the axis last and broadcast over the indices' positions along it.
-  std::vector<int64_t> start(size_t(x.rank()), 0), limit = indices.shape();
-  limit[size_t(axis)] = size;
-  Tensor table = axisLast(slice(x, start, limit), axis);
-  std::vector<int64_t> shape = indices.shape(), tableShape = shape, dims;
-  tableShape.push_back(size);
-  for (int64_t d = 0; d <= x.rank(); ++d)
-    if (d != axis)
-      dims.push_back(d);
-  n.setOutput(0, pickByMask(broadcastInDim(table, tableShape, dims), wrapped(indices, size)));
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis");
+  checkElementIndices(n, x, indices, axis);
+  Tensor positions = positionsAlong(wrapped(indices, x.dim(axis)), x.shape(), axis);
+  n.setOutput(0, gatherRows(reshape(x, {x.numElements()}), positions));
 }
 
 /// The reduction of a scatter: "none" replaces, "add" adds; "mul" and others are unsupported.
@@ -94,35 +140,20 @@ bool scatterAdds(const NodeImporter &n) {
   return reduction == "add";
 }
 
-/// data where no update lands, else the updates landing there (replaced, or added to data).
-Tensor combine(Tensor data, Tensor landed, Tensor hits, bool adds) {
-  return adds ? add(data, landed)
-              : select(compare(hits, scalarLike(hits, 0), CompareDirection::gt), landed, data);
-}
-
-/// ScatterElements: out[p with p[axis] = indices[p]] = updates[p], through a mask over the
-/// data's axis and the indices' positions along it.
+/// ScatterElements: out[p with p[axis] = indices[p]] = updates[p] (or += with reduction add),
+/// each a linear position in the data.
 void scatterElements(NodeImporter &n) {
   Tensor data = n.input(0), indices = n.input(1), updates = n.input(2);
-  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), data.rank(), "axis"), size = data.dim(axis);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), data.rank(), "axis");
   bool adds = scatterAdds(n);
-  for (int64_t d = 0; d < data.rank(); ++d)
-    if (d != axis && indices.dim(d) != data.dim(d))
-      n.unsupported("indices narrower than the data along a non-scatter axis");
-  Tensor dataLast = axisLast(data, axis), index = axisLast(wrapped(indices, size), axis);
-  Tensor update = axisLast(updates, axis);
-  std::vector<int64_t> shape = dataLast.shape(), dims;
-  int64_t r = data.rank();
-  shape.push_back(indices.dim(axis)); // [others..., K, J]
-  for (int64_t d = 0; d < r - 1; ++d)
-    dims.push_back(d);
-  dims.push_back(r); // J
-  Tensor mask = compare(broadcastInDim(index, shape, dims), iota(n.g, shape, r - 1),
-                        CompareDirection::eq);
-  Tensor spread = broadcastInDim(update, shape, dims);
-  Tensor landed = reduceSum(select(mask, spread, scalarLike(spread, 0)), {r});
-  Tensor hits = reduceSum(convert(mask, DType::i32), {r});
-  n.setOutput(0, axisBack(combine(dataLast, landed, hits, adds), axis));
+  checkElementIndices(n, data, indices, axis);
+  if (updates.shape() != indices.shape())
+    fail(ImportErrorKind::BadFile, "updates and indices must have one shape");
+  int64_t count = indices.numElements();
+  Tensor positions = positionsAlong(wrapped(indices, data.dim(axis)), data.shape(), axis);
+  Tensor scattered = scatterRows(reshape(data, {data.numElements()}), reshape(updates, {count}),
+                                 reshape(positions, {count}), adds);
+  n.setOutput(0, reshape(scattered, data.shape()));
 }
 
 /// The row-major linear index into `shape`'s leading dims of each k-tuple of `indices`
@@ -145,52 +176,40 @@ Tensor linearIndex(const NodeImporter &n, Tensor indices, const std::vector<int6
   return reduceSum(mul(positive, constant(n.g, strides, {k}, DType::i64)), {1});
 }
 
-/// [P, U] one-hot of where each of U tuples points among the P leading positions.
-Tensor tupleMask(const NodeImporter &n, Tensor linear, int64_t positions) {
-  int64_t tuples = linear.dim(0);
-  return compare(iota(n.g, {positions, tuples}, 0),
-                 broadcastInDim(linear, {positions, tuples}, {1}), CompareDirection::eq);
+/// The data's [P, D...] view for index tuples of length k: its first k dimensions as one.
+Tensor tupleRows(Tensor data, int64_t k) {
+  std::vector<int64_t> shape = data.shape(), rows = {1};
+  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
+    i < k ? void(rows[0] *= shape[size_t(i)]) : rows.push_back(shape[size_t(i)]);
+  return reshape(data, rows);
 }
 
-/// GatherND (batch_dims 0): each index tuple picks a slice of the data, as a one-hot matmul.
+/// GatherND (batch_dims 0): each index tuple picks a slice of the data, a row of its
+/// tupleRows view.
 void gatherND(NodeImporter &n) {
   Tensor data = n.input(0), indices = n.input(1);
   if (n.attrInt("batch_dims", 0) != 0)
     n.unsupported("batch_dims other than 0");
   std::vector<int64_t> shape = data.shape(), idxShape = indices.shape();
   int64_t k = indices.dim(-1);
-  Tensor linear = linearIndex(n, indices, shape);
-  int64_t positions = 1, rest = 1;
-  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
-    (i < k ? positions : rest) *= shape[size_t(i)];
-  DType d = data.dtype();
-  DType work = d == DType::f32 || d == DType::f64 ? d : DType::f64;
-  Tensor picks = convert(tupleMask(n, linear, positions), work); // [P, U]
-  Tensor rows = matmul(picks, convert(reshape(data, {positions, rest}), work), true, false);
+  Tensor rows = gatherRows(tupleRows(data, k), linearIndex(n, indices, shape)); // [U, D...]
   std::vector<int64_t> out(idxShape.begin(), idxShape.end() - 1);
   out.insert(out.end(), shape.begin() + k, shape.end());
-  n.setOutput(0, convert(reshape(rows, out), d));
+  n.setOutput(0, reshape(rows, out));
 }
 
 /// ScatterND: each index tuple's slice of the data replaced by (or added to) its update.
 void scatterND(NodeImporter &n) {
   Tensor data = n.input(0), indices = n.input(1), updates = n.input(2);
   bool adds = scatterAdds(n);
-  std::vector<int64_t> shape = data.shape();
   int64_t k = indices.dim(-1);
-  Tensor linear = linearIndex(n, indices, shape);
-  int64_t positions = 1, rest = 1, tuples = linear.dim(0);
-  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
-    (i < k ? positions : rest) *= shape[size_t(i)];
-  DType d = data.dtype();
-  DType work = d == DType::f32 || d == DType::f64 ? d : DType::f64;
-  Tensor mask = convert(tupleMask(n, linear, positions), work); // [P, U]
-  Tensor landed = matmul(mask, convert(reshape(updates, {tuples, rest}), work));
-  Tensor hits = reduceSum(mask, {1}, KeepDims::yes);
-  Tensor flatData = convert(reshape(data, {positions, rest}), work);
-  n.setOutput(0, convert(reshape(combine(flatData, landed, broadcastTo(hits, {positions, rest}), adds),
-                                 shape),
-                         d));
+  Tensor linear = linearIndex(n, indices, data.shape()), rows = tupleRows(data, k);
+  std::vector<int64_t> updateRows = rows.shape();
+  updateRows[0] = linear.dim(0);
+  if (updates.numElements() != rows.numElements() / rows.dim(0) * linear.dim(0))
+    fail(ImportErrorKind::BadFile, "updates do not match the indices and the data");
+  n.setOutput(0, reshape(scatterRows(rows, reshape(updates, updateRows), linear, adds),
+                         data.shape()));
 }
 
 } // namespace

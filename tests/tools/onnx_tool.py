@@ -115,6 +115,35 @@ def grouped_conv(out, groups):
     np.save(f"{out}/expected.npy", y)
 
 
+def gather_embedding(out):
+    """Two Gathers with run-time indices, some negative: rows of a [5000, 16] embedding table
+    at ids [4, 16] (axis 0), and entries of x [3, 50, 5] at idx [2, 7] along axis 1; fresh
+    random data, expected outputs from numpy's take: out/model.onnx, out/{table,ids,x,idx}.npy,
+    out/{emb,picked}.expected.npy."""
+    rng = np.random.default_rng()
+    table = rng.uniform(-1, 1, (5000, 16)).astype(np.float32)
+    ids = rng.integers(-5000, 5000, (4, 16)).astype(np.int64)
+    x = rng.uniform(-1, 1, (3, 50, 5)).astype(np.float32)
+    idx = rng.integers(-50, 50, (2, 7)).astype(np.int64)
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["emb"], axis=0, name="embed"),
+             helper.make_node("Gather", ["x", "idx"], ["picked"], axis=1, name="pick")]
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "g",
+        [info("table", onnx.TensorProto.FLOAT, table.shape),
+         info("ids", onnx.TensorProto.INT64, ids.shape),
+         info("x", onnx.TensorProto.FLOAT, x.shape),
+         info("idx", onnx.TensorProto.INT64, idx.shape)],
+        [info("emb", onnx.TensorProto.FLOAT, [4, 16, 16]),
+         info("picked", onnx.TensorProto.FLOAT, [3, 2, 7, 5])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{out}/model.onnx")
+    for name, value in [("table", table), ("ids", ids), ("x", x), ("idx", idx),
+                        ("emb.expected", np.take(table, ids, axis=0)),
+                        ("picked.expected", np.take(x, idx, axis=1))]:
+        np.save(f"{out}/{name}.npy", value)
+
+
 def compare_npy(got, expected):
     """`smelt run`'s result against an expected .npy at ONNX's tolerance."""
     g, e = np.load(got).astype(np.float64), np.load(expected)
@@ -150,5 +179,5 @@ if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
      "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
-     "compare-npy": compare_npy,
+     "compare-npy": compare_npy, "gather-embedding": gather_embedding,
      "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate}[command](*args)
