@@ -22,10 +22,17 @@ struct KernelSource {
   int64_t grid = 0;
 };
 
+/// What a rendered kernel is: an `extern "C" __global__` entry the runtime launches, or the body
+/// that the entries of equivalent fusions share (SMELT_SHARED_BODY: a device function they
+/// call, compiled once).
+enum class KernelForm { Entry, SharedBody };
+
 /// Grid-stride loops over the elements, 16 bytes per access where reads are contiguous.
-KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name);
+KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name,
+                              KernelForm form = KernelForm::Entry);
 /// Threads striding over the reduced elements, then warp shuffles and shared memory.
-KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name);
+KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name,
+                                   KernelForm form = KernelForm::Entry);
 
 /// Includes, stdint names and the smelt_* helpers the kernels call.
 llvm::StringRef cudaPrelude();
@@ -34,7 +41,11 @@ llvm::StringRef cudaPrelude();
 /// plus a grid's stride cannot overflow), else "int64_t".
 std::string indexTypeFor(FusionOp fusion);
 /// The comment naming what the kernel computes, its signature and the opening brace.
-std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block);
+std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block,
+                         KernelForm form = KernelForm::Entry);
+/// The entry `name` of `fusion` whose whole work is a call of the shared body `body`.
+std::string entryCallingBody(FusionOp fusion, llvm::StringRef name, int64_t block,
+                             llvm::StringRef body);
 int64_t elementCount(llvm::ArrayRef<int64_t> shape);
 
 } // namespace smelt::codegen::cuda

@@ -40,7 +40,7 @@ std::string vectorType(rt::DType dtype, int64_t width) {
 
 } // namespace
 
-KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name) {
+KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name, KernelForm form) {
   ArrayRef<int64_t> shape = fusion.getIterationShape();
   int64_t n = elementCount(shape);
   CudaTarget target(fusion, indexTypeFor(fusion));
@@ -62,7 +62,7 @@ KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name) {
   int64_t width = vectorWidth(fusion, contiguous, n);
   int64_t vectors = width > 1 ? n / width : 0;
 
-  std::string text = kernelHeader(fusion, name, kBlock);
+  std::string text = kernelHeader(fusion, name, kBlock, form);
   text += llvm::formatv("  const {0} first = ({0})(blockIdx.x * blockDim.x + threadIdx.x);\n"
                         "  const {0} stride = ({0})(gridDim.x * blockDim.x);\n",
                         index);

@@ -27,6 +27,11 @@ typedef unsigned long long uint64_t;
 template <typename T, int W> struct alignas(sizeof(T) * W) SmeltVec { T v[W]; };
 
 #define SMELT_FN __device__ __forceinline__
+// The body equivalent fusions' kernels share: a device function each of their entries calls,
+// compiled once (a host build of these kernels defines it first).
+#ifndef SMELT_SHARED_BODY
+#define SMELT_SHARED_BODY static __device__ __noinline__
+#endif
 
 // Integer + - * and negation wrap: they are computed unsigned, where signed overflow's undefined
 // behaviour cannot reach them. Floats compute in their own type.

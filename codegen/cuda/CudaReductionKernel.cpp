@@ -80,7 +80,7 @@ Plan planOf(bool innermostReduced, int64_t results, int64_t length, int64_t byte
 
 } // namespace
 
-KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name) {
+KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name, KernelForm form) {
   SmallVector<ReduceOp> reduces;
   for (Value value : fusion.getYield().getValues())
     reduces.push_back(value.getDefiningOp<ReduceOp>());
@@ -168,7 +168,7 @@ KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name) {
                               narrow(dtype, llvm::formatv("({0})(a{1})", computeType(dtype), j))));
   }
   target.close();
-  std::string text = kernelHeader(fusion, name, block) + target.take() + "}\n";
+  std::string text = kernelHeader(fusion, name, block, form) + target.take() + "}\n";
   return {std::move(text), block, std::max<int64_t>(grid, 1)};
 }
 

@@ -3,6 +3,7 @@
 #include "codegen/cuda/CudaRenderer.h"
 
 #include "codegen/BuildExecutable.h"
+#include "codegen/EquivalentFusions.h"
 #include "codegen/cuda/CudaKernels.h"
 #include "codegen/cuda/CudaTarget.h"
 
@@ -34,39 +35,82 @@ std::string indexTypeFor(FusionOp fusion) {
   return largest < (int64_t(1) << 30) ? "int32_t" : "int64_t";
 }
 
-std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block) {
+/// The kernel's parameters: (const T *__restrict__ in0, ..., T *__restrict__ out0, ...), or
+/// their names alone for a call.
+static std::string parameters(FusionOp fusion, bool typed) {
+  std::string text, separator;
+  for (auto [i, input] : llvm::enumerate(fusion.getInputs())) {
+    text += separator +
+            (typed ? "const " + std::string(storageType(elementDType(input))) + " *__restrict__ "
+                   : std::string()) +
+            "in" + std::to_string(i);
+    separator = ", ";
+  }
+  for (auto [i, result] : llvm::enumerate(fusion.getResults())) {
+    text += separator +
+            (typed ? std::string(storageType(elementDType(result))) + " *__restrict__ "
+                   : std::string()) +
+            "out" + std::to_string(i);
+    separator = ", ";
+  }
+  return text;
+}
+
+std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block, KernelForm form) {
   std::string shape;
   for (int64_t size : fusion.getIterationShape())
     shape += (shape.empty() ? "" : "x") + std::to_string(size);
   std::string text = "// " + name.str() + ": " + stringifyFusionKind(fusion.getKind()).str() +
                      " over " + (shape.empty() ? "a scalar" : shape) + ": " +
-                     describeKernel(fusion, name.str()).ops + "\n";
-  text += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " +
-          name.str() + "(";
-  std::string separator;
-  for (auto [i, input] : llvm::enumerate(fusion.getInputs())) {
-    text += separator + "const " + storageType(elementDType(input)) + " *__restrict__ in" +
-            std::to_string(i);
-    separator = ", ";
-  }
-  for (auto [i, result] : llvm::enumerate(fusion.getResults())) {
-    text +=
-        separator + storageType(elementDType(result)) + " *__restrict__ out" + std::to_string(i);
-    separator = ", ";
-  }
-  return text + ") {\n";
+                     describeKernel(fusion, name.str()).ops +
+                     (form == KernelForm::SharedBody ? " (the body equivalent fusions share)" : "") +
+                     "\n";
+  text += form == KernelForm::SharedBody
+              ? "SMELT_SHARED_BODY void " + name.str() + "("
+              : "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " +
+                    name.str() + "(";
+  return text + parameters(fusion, /*typed=*/true) + ") {\n";
+}
+
+std::string entryCallingBody(FusionOp fusion, llvm::StringRef name, int64_t block,
+                             llvm::StringRef body) {
+  return kernelHeader(fusion, name, block) + "  " + body.str() + "(" +
+         parameters(fusion, /*typed=*/false) + ");\n}\n";
 }
 
 } // namespace cuda
 
 std::string renderCudaModule(ArrayRef<FusionOp> fusions, MutableArrayRef<rt::FusedKernel> kernels) {
   assert(fusions.size() == kernels.size() && "one kernel entry per fusion");
+  // Equivalent fusions' kernels are one body, rendered with the first of them, that each of
+  // their entries calls: NVRTC optimizes and ptxas compiles it once (a transformer's layers
+  // repeat their kernels).
+  std::vector<size_t> first = firstEquivalentFusions(fusions);
+  std::vector<size_t> members(fusions.size(), 0);
+  for (size_t f : first)
+    ++members[f];
+  std::vector<cuda::KernelSource> shared(fusions.size());
   std::string source = cuda::cudaPrelude().str();
   for (auto [i, kernel] : llvm::enumerate(kernels)) {
     FusionOp fusion = fusions[i];
-    cuda::KernelSource rendered = fusion.getKind() == FusionKind::loop
-                                      ? cuda::renderLoopKernel(fusion, kernel.name)
-                                      : cuda::renderReductionKernel(fusion, kernel.name);
+    auto render = [&](const std::string &name, cuda::KernelForm form) {
+      return fusion.getKind() == FusionKind::loop
+                 ? cuda::renderLoopKernel(fusion, name, form)
+                 : cuda::renderReductionKernel(fusion, name, form);
+    };
+    cuda::KernelSource rendered;
+    if (members[first[i]] == 1) {
+      rendered = render(kernel.name, cuda::KernelForm::Entry);
+    } else {
+      std::string body = kernels[first[i]].name + "_body";
+      if (first[i] == i) {
+        shared[i] = render(body, cuda::KernelForm::SharedBody);
+        source += "\n" + shared[i].text;
+      }
+      const cuda::KernelSource &bodySource = shared[first[i]];
+      rendered = {cuda::entryCallingBody(fusion, kernel.name, bodySource.block, body),
+                  bodySource.block, bodySource.grid};
+    }
     kernel.cudaBlock = rendered.block;
     kernel.cudaGrid = rendered.grid;
     source += "\n" + rendered.text;

@@ -1,6 +1,7 @@
 // Renders the fusions of a module as one CUDA C++ source for NVRTC: a prelude, then one
 // `extern "C" __global__` kernel per fusion, named like its rt::FusedKernel ("main_fusion3"),
-// with every shape baked in as a constant.
+// with every shape baked in as a constant. The kernels of equivalent fusions
+// (codegen/EquivalentFusions.h) each call one body they share, so it is compiled once.
 //
 // A kernel takes (const T *in0, ..., T *out0, ...): the fusion's inputs, then its results,
 // which is the order of a fused step's buffers. Every buffer must be 16-byte aligned (cuMemAlloc

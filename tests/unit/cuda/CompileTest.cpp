@@ -35,6 +35,53 @@ TEST_P(CudaCompile, NvrtcBuildsCubinAndPtxasAcceptsThePtx) {
   EXPECT_EQ(ptxasErrors(code->ptx, "sm_90"), "");
 }
 
+// #0 and #1 compute one body on other inputs, #2 another (its constant): #0's body is
+// rendered once as a device function, #0's and #1's entries call it, #2 is a kernel as usual;
+// all three entries are in the PTX, with the launch their body was written for.
+TEST(CudaCompile, EquivalentFusionsShareOneBody) {
+  const char *body = R"(
+  ^bb0(%a: tensor<4096xf32>, %b: tensor<4096xf32>):
+    %c = smelt.constant dense<C> : tensor<4096xf32>
+    %m = smelt.mul %a, %b : tensor<4096xf32>
+    %s = smelt.add %m, %c : tensor<4096xf32>
+    smelt.yield %s : tensor<4096xf32>
+  })";
+  auto fusion = [&](const std::string &result, const std::string &inputs, const char *c) {
+    std::string text = body;
+    text.replace(text.find("C>"), 1, c);
+    return "  " + result + " = smelt.fusion loop (" + inputs +
+           ") : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32> {" + text + "\n";
+  };
+  ParsedModule parsed = parseModule(
+      "func.func @main(%x: tensor<4096xf32>, %y: tensor<4096xf32>) -> (tensor<4096xf32>, "
+      "tensor<4096xf32>, tensor<4096xf32>) {\n" +
+      fusion("%0", "%x, %y", "1.5") + fusion("%1", "%y, %0", "1.5") + fusion("%2", "%x, %1", "2.5") +
+      "  return %0, %1, %2 : tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>\n}\n");
+  ASSERT_TRUE(parsed.main);
+  std::string source = render(parsed);
+  auto count = [&](const std::string &part) {
+    size_t n = 0;
+    for (size_t at = source.find(part); at != std::string::npos; at = source.find(part, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("SMELT_SHARED_BODY void "), 1u) << source;
+  EXPECT_EQ(count("SMELT_SHARED_BODY void main_fusion0_body("), 1u) << source;
+  EXPECT_EQ(count("  main_fusion0_body(in0, in1, out0);\n"), 2u) << source;
+  EXPECT_EQ(count("__global__ void __launch_bounds__("), 3u) << source;
+  EXPECT_EQ(parsed.kernels[0].cudaGrid, parsed.kernels[1].cudaGrid);
+  EXPECT_EQ(parsed.kernels[0].cudaBlock, parsed.kernels[1].cudaBlock);
+
+  mlir::FailureOr<rt::CudaCode> code =
+      codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90");
+  ASSERT_TRUE(mlir::succeeded(code));
+  for (const rt::FusedKernel &kernel : parsed.kernels)
+    EXPECT_NE(code->ptx.find(".entry " + kernel.name + "("), std::string::npos)
+        << kernel.name << " is missing from the PTX";
+  EXPECT_NE(code->ptx.find("main_fusion0_body"), std::string::npos) << code->ptx;
+  EXPECT_EQ(ptxasErrors(code->ptx, "sm_90"), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, CudaCompile, testing::ValuesIn(fusionCases()),
                          [](const testing::TestParamInfo<FusionCase> &info) {
                            return std::string(info.param.name);

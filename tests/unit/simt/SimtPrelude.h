@@ -26,6 +26,8 @@
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+// The CUDA prelude's shared kernel body: __noinline__ is a CUDA keyword, not GNU C++.
+#define SMELT_SHARED_BODY static __attribute__((noinline))
 // A block's threads are fibers of one OS thread that runs the whole block before the next, so
 // a thread_local static is one array per running block, as shared memory is. It is not cleared
 // between blocks: neither is shared memory. The barriers below are calls into Simt.cpp, which
