@@ -3,6 +3,7 @@
 // the CPU kernels as a shared library and, for a CUDA target, the kernels' CUDA code too.
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
+#include "tools/smelt/Inspect.h"
 #include "tools/smelt/ModuleFile.h"
 
 #include "llvm/Support/Format.h"
@@ -44,6 +45,9 @@ static cl::opt<bool> cudaFmad(
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to compile (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(compileSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
+                                        cl::value_desc("trace.json"), cl::sub(compileSubcommand),
+                                        cl::cat(smeltCategory()));
 static CacheFlags cacheFlags(compileSubcommand);
 
 int compileCommand() {
@@ -71,12 +75,19 @@ int compileCommand() {
   // Before compiling: -o /dev/full or a directory fails now, not after the work.
   if (rt::Status s = rt::checkReplaceable(outputPath); !s.ok())
     return fail(s.message());
+  if (rt::Status s = rt::checkReplaceable(profilePath); !s.ok())
+    return fail(s.message());
+  // A profile shows the compile itself: a cache hit would show none, so it compiles again.
+  rt::Trace trace;
+  if (!profilePath.empty())
+    options.trace = &trace;
   ModuleFile file(modelPath);
   if (!file.module)
     return 1;
   // A cache entry is the artifact this command writes, for the same target and options.
   mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
-      *file.module, entryName, cacheFlags.options(options, target, /*inspecting=*/false));
+      *file.module, entryName,
+      cacheFlags.options(options, target, /*inspecting=*/!profilePath.empty()));
   if (failed(artifact))
     return 1;
   rt::Expected<std::vector<uint8_t>> bytes =
@@ -99,6 +110,8 @@ int compileCommand() {
   // The artifact is native code: this hash lets whoever runs it pin exactly this file.
   llvm::outs() << "sha256 " << rt::sha256Hex(*bytes) << " (smelt run --expect-sha256=... loads "
                << "only this file)\n";
+  if (!profilePath.empty() && !writeProfile(trace, profilePath))
+    return 1;
   return 0;
 }
 
