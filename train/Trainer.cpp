@@ -626,30 +626,50 @@ rt::Status Trainer::setParameters(const std::vector<rt::HostTensor> &params) {
   return rt::Status();
 }
 
+/// Moves each tensor names[i] of a file's `byName` into into[i], taking it out of `byName`; one
+/// missing or of another type than into[i] is an error naming it as the model's `what`
+/// ("parameter", "optimizer state").
+static rt::Status takeByName(std::map<std::string, rt::HostTensor *> &byName,
+                             const std::string &path, const std::string &model, const char *what,
+                             const std::vector<std::string> &names,
+                             std::vector<rt::HostTensor> &into) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = byName.find(names[i]);
+    if (it == byName.end())
+      return rt::Status::error(
+          fmt::format("{}: {} '{}' of model '{}' is missing", path, what, names[i], model));
+    if (it->second->type() != into[i].type())
+      return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the {} is {}", path, names[i],
+                                           it->second->type().str(), what,
+                                           into[i].type().str()));
+    into[i] = std::move(*it->second);
+    byName.erase(it);
+  }
+  return rt::Status();
+}
+
+/// A file's tensors by name.
+static std::map<std::string, rt::HostTensor *> byName(std::vector<data::NamedTensor> &tensors) {
+  std::map<std::string, rt::HostTensor *> map;
+  for (data::NamedTensor &t : tensors)
+    map[t.name] = &t.tensor;
+  return map;
+}
+
 rt::Status Trainer::initParameters(const std::string &path) {
   rt::Expected<data::Checkpoint> file = data::readSafetensors(path);
   if (!file)
     return file.status();
-  std::map<std::string, rt::HostTensor *> byName;
-  for (data::NamedTensor &t : file->tensors)
-    byName[t.name] = &t.tensor;
+  std::map<std::string, rt::HostTensor *> tensors = byName(file->tensors);
   std::vector<rt::HostTensor> params = replicas_[0].params;
-  for (size_t i = 0; i < paramNames_.size(); ++i) {
-    auto it = byName.find(paramNames_[i]);
-    if (it == byName.end())
-      return rt::Status::error(fmt::format("{}: parameter '{}' of model '{}' is missing", path,
-                                           paramNames_[i], config_.model.name));
-    if (it->second->type() != params[i].type())
-      return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the parameter is {}", path,
-                                           paramNames_[i], it->second->type().str(),
-                                           params[i].type().str()));
-    params[i] = std::move(*it->second);
-    byName.erase(it);
-  }
-  if (!byName.empty())
+  if (rt::Status s =
+          takeByName(tensors, path, config_.model.name, "parameter", paramNames_, params);
+      !s.ok())
+    return s;
+  if (!tensors.empty())
     return rt::Status::error(fmt::format("{}: tensor '{}' is not a parameter of model '{}' (its "
                                          "parameters: {})",
-                                         path, byName.begin()->first, config_.model.name,
+                                         path, tensors.begin()->first, config_.model.name,
                                          fmt::join(paramNames_, ", ")));
   return setParameters(params);
 }
@@ -661,33 +681,18 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
   if (checkpoint->info.model != config_.model.name)
     return rt::Status::error(fmt::format("{}: a checkpoint of model '{}', this run trains '{}'",
                                          path, checkpoint->info.model, config_.model.name));
-  std::map<std::string, rt::HostTensor *> byName;
-  for (data::NamedTensor &t : checkpoint->tensors)
-    byName[t.name] = &t.tensor;
-  auto restore = [&](const std::vector<std::string> &names,
-                     std::vector<rt::HostTensor> &into) -> rt::Status {
-    for (size_t i = 0; i < names.size(); ++i) {
-      auto it = byName.find(names[i]);
-      if (it == byName.end())
-        return rt::Status::error(fmt::format("{}: tensor '{}' is missing", path, names[i]));
-      if (it->second->type() != into[i].type())
-        return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the model needs {}", path,
-                                             names[i], it->second->type().str(),
-                                             into[i].type().str()));
-      into[i] = std::move(*it->second);
-    }
-    return rt::Status();
-  };
-  Replica &first = replicas_[0];
-  if (rt::Status s = restore(paramNames_, first.params); !s.ok())
+  std::map<std::string, rt::HostTensor *> tensors = byName(checkpoint->tensors);
+  // Restored into copies, so a checkpoint that fails half way leaves the run as it was.
+  std::vector<rt::HostTensor> params = replicas_[0].params, state = replicas_[0].state;
+  const std::string &model = config_.model.name;
+  if (rt::Status s = takeByName(tensors, path, model, "parameter", paramNames_, params); !s.ok())
     return s;
-  if (rt::Status s = restore(stateNames_, first.state); !s.ok())
+  if (rt::Status s = takeByName(tensors, path, model, "optimizer state", stateNames_, state);
+      !s.ok())
     return s;
-  for (size_t i = 1; i < replicas_.size(); ++i) {
-    for (size_t k = 0; k < first.params.size(); ++k)
-      replicas_[i].params[k] = first.params[k];
-    for (size_t k = 0; k < first.state.size(); ++k)
-      replicas_[i].state[k] = first.state[k];
+  for (Replica &replica : replicas_) {
+    replica.params = params;
+    replica.state = state;
   }
   step_ = checkpoint->info.globalStep;
   return checkpoint->info.epochsDone;

@@ -3,6 +3,7 @@
 #include "TestUtil.h"
 
 #include "data/Safetensors.h"
+#include "train/Checkpoint.h"
 #include "train/Trainer.h"
 
 #include <atomic>
@@ -166,6 +167,26 @@ TEST(Training, ResumedRunEqualsUninterruptedRunBitForBit) {
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].byteSize()), 0)
         << (*resumed)->parameterNames()[i];
+
+  // A checkpoint that lacks one of the optimizer's state tensors is refused, naming it, and
+  // leaves the run as it was: its parameters are not half restored.
+  rt::Expected<train::LoadedCheckpoint> saved = train::loadCheckpoint(path);
+  ASSERT_TRUE(saved.ok()) << saved.message();
+  std::string lost = saved->tensors.back().name;
+  saved->tensors.pop_back();
+  ASSERT_TRUE(train::saveCheckpoint(path, saved->tensors, saved->info).ok());
+  auto fresh = train::Trainer::create(config);
+  ASSERT_TRUE(fresh.ok());
+  std::vector<rt::HostTensor> before = (*fresh)->parameters();
+  rt::Expected<int64_t> refused = (*fresh)->load(path);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("optimizer state '" + lost + "' of model 'mlp' is missing"),
+            std::string::npos)
+      << refused.message();
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_EQ(std::memcmp(before[i].raw(), (*fresh)->parameters()[i].raw(), before[i].byteSize()),
+              0)
+        << (*fresh)->parameterNames()[i] << " changed";
 
   // The same seed gives the same loss curve.
   auto again = train::Trainer::create(config);

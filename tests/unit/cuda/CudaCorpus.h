@@ -45,6 +45,8 @@ struct ModelCase {
 const std::vector<ModelCase> &modelCases();
 /// "mlp_mixed_bf16": a name for test listings and symbols.
 std::string modelCaseName(const ModelCase &c);
+/// How GoogleTest prints a case (its listings' "GetParam() = ..."): by name, not its bytes.
+inline void PrintTo(const ModelCase &c, std::ostream *os) { *os << modelCaseName(c); }
 /// The case's steps after the default pipeline: the training step's module (@train_step and
 /// @train_step_init), then the evaluation step's (@eval_step, at the training batch size).
 /// Empty when the pipeline fails (the diagnostics went to the context's handler).
