@@ -107,6 +107,22 @@ std::optional<Compiled> compileBoth(const std::string &mlir) {
   return Compiled{std::move(*fused), std::move(*unfused)};
 }
 
+/// Inputs of the training step: images in [0, 1], labels (and tokens) 0..9, step 1, positive
+/// parameters and optimizer state (Adam's second moment must be).
+std::vector<HostTensor> trainInputs(const Executable &exe) {
+  std::vector<HostTensor> inputs;
+  for (BufferId id : exe.inputs) {
+    const TensorType &type = exe.buffers[id].type;
+    if (type.dtype == DType::i32)
+      inputs.push_back(randomTensor(type.dtype, type.shape, [] { return draw(0, 9.49, 0); }));
+    else if (type.dtype == DType::i64)
+      inputs.push_back(HostTensor::fromDoubles(type, {1}));
+    else
+      inputs.push_back(randomTensor(type.dtype, type.shape, [] { return draw(0.01, 0.2); }));
+  }
+  return inputs;
+}
+
 std::vector<HostTensor> runExecutable(const Executable &exe,
                                       const std::vector<HostTensor> &inputs) {
   Expected<CpuExecutor> executor = CpuExecutor::create(exe);

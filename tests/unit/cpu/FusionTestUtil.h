@@ -47,6 +47,10 @@ std::vector<HostTensor> expectFusedMatchesUnfused(const std::string &mlir,
                                                   const std::vector<HostTensor> &inputs,
                                                   const std::string &what = "");
 
+/// Inputs of a model's training step `exe`: images in [0, 1), labels (and tokens) 0..9, step 1,
+/// positive parameters and optimizer state (Adam's second moment must be).
+std::vector<HostTensor> trainInputs(const Executable &exe);
+
 /// Every dtype, and the float ones.
 extern const DType kAllDTypes[7];
 extern const DType kFloatDTypes[4];

@@ -1,8 +1,8 @@
 // Kernels shared between equivalent fusions and compiled on several threads at once
 // (codegen/EquivalentFusions.h, codegen/cpu/CpuKernels.cpp): which fusions are equivalent; that
 // each fusion still computes its own inputs through a shared kernel (against float64); that one
-// compile thread and three give the same bits, JIT-linked and as a shared library; and that the
-// profile shows each thread's phases.
+// compile thread and three give the same bits, JIT-linked and as a shared library, for a
+// transformer's whole training step too; and that the profile shows each thread's phases.
 #include "FusionTestUtil.h"
 
 #include "codegen/BuildExecutable.h"
@@ -10,6 +10,8 @@
 #include "codegen/EquivalentFusions.h"
 #include "codegen/Target.h"
 #include "runtime/CpuThreads.h"
+#include "train/BuiltinModels.h"
+#include "train/Trainer.h"
 #include "runtime/Trace.h"
 
 #include "mlir/Parser/Parser.h"
@@ -158,6 +160,30 @@ TEST_F(SharedKernels, EveryFusionComputesItsOwnInputsOnAnyNumberOfThreads) {
       EXPECT_EQ(std::memcmp(results[run][r].raw(), results[0][r].raw(), results[0][r].byteSize()),
                 0)
           << "run " << run << ", result #" << r;
+}
+
+// A two-layer GPT's training step repeats its layers' kernels: compiled on one thread and on
+// three (other parts, other modules), every output is the same to the bit.
+TEST_F(SharedKernels, AGptStepIsTheSameBitsOnOneThreadAndThree) {
+  train::TrainConfig config;
+  config.model =
+      train::gptModel(GptConfig{.vocab = 10, .context = 16, .width = 32, .layers = 2, .heads = 4});
+  config.batch = 8;
+  std::unique_ptr<Graph> graph = train::buildTrainStep(context_, config);
+  std::vector<Executable> exes;
+  for (int threads : {1, 3}) {
+    setCpuThreads(threads);
+    mlir::FailureOr<Executable> exe = codegen::compile(graph->module(), "train_step");
+    ASSERT_TRUE(mlir::succeeded(exe));
+    exes.push_back(std::move(*exe));
+  }
+  std::vector<HostTensor> inputs = trainInputs(exes[0]);
+  std::vector<HostTensor> one = runExecutable(exes[0], inputs), three = runExecutable(exes[1], inputs);
+  ASSERT_EQ(one.size(), three.size());
+  ASSERT_FALSE(one.empty());
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_EQ(std::memcmp(one[i].raw(), three[i].raw(), one[i].byteSize()), 0)
+        << exes[0].buffers[exes[0].outputs[i]].name;
 }
 
 TEST_F(SharedKernels, TheProfileShowsEachCompileThreadsPhases) {
