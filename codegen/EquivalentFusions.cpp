@@ -30,6 +30,7 @@ llvm::hash_code bodyHash(FusionOp fusion) {
 
 bool equivalent(FusionOp a, FusionOp b) {
   return a.getKind() == b.getKind() &&
+         a.getBody().front().getArgumentTypes() == b.getBody().front().getArgumentTypes() &&
          OperationEquivalence::isRegionEquivalentTo(&a.getBody(), &b.getBody(),
                                                     OperationEquivalence::IgnoreLocations);
 }

@@ -111,6 +111,34 @@ TEST_F(SharedKernels, EquivalentFusionsAreTheSameBodyOnAnyInputs) {
   auto function = *module->getOps<mlir::func::FuncOp>().begin();
   EXPECT_EQ(codegen::firstEquivalentFusions(codegen::fusionsInOrder(function)),
             (std::vector<size_t>{0, 0, 2, 3, 0}));
+
+  // Bodies whose ops give the same result types but read arguments of other types (a convert
+  // from f32 or from f16) are different kernels.
+  auto converts = mlir::parseSourceString<mlir::ModuleOp>(R"(
+func.func @g(%x: tensor<8xf32>, %h: tensor<8xf16>, %y: tensor<8xf32>) -> (tensor<8xf64>, tensor<8xf64>, tensor<8xf64>) {
+  %0 = smelt.fusion loop (%x) : (tensor<8xf32>) -> tensor<8xf64> {
+  ^bb0(%a: tensor<8xf32>):
+    %c = smelt.convert %a : tensor<8xf32> -> tensor<8xf64>
+    smelt.yield %c : tensor<8xf64>
+  }
+  %1 = smelt.fusion loop (%h) : (tensor<8xf16>) -> tensor<8xf64> {
+  ^bb0(%a: tensor<8xf16>):
+    %c = smelt.convert %a : tensor<8xf16> -> tensor<8xf64>
+    smelt.yield %c : tensor<8xf64>
+  }
+  %2 = smelt.fusion loop (%y) : (tensor<8xf32>) -> tensor<8xf64> {
+  ^bb0(%a: tensor<8xf32>):
+    %c = smelt.convert %a : tensor<8xf32> -> tensor<8xf64>
+    smelt.yield %c : tensor<8xf64>
+  }
+  return %0, %1, %2 : tensor<8xf64>, tensor<8xf64>, tensor<8xf64>
+}
+)",
+                                                          mlir::ParserConfig(&context_));
+  ASSERT_TRUE(converts);
+  auto g = *converts->getOps<mlir::func::FuncOp>().begin();
+  EXPECT_EQ(codegen::firstEquivalentFusions(codegen::fusionsInOrder(g)),
+            (std::vector<size_t>{0, 1, 0}));
 }
 
 TEST_F(SharedKernels, EveryFusionComputesItsOwnInputsOnAnyNumberOfThreads) {
