@@ -146,6 +146,8 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
         coords.push_back(from[i] == 1 ? target_.indexConstant(0) : outer[dims[i]]);
       result = coordIndex(from, coords);
     }
+  } else if (isa<RngUniformOp>(op)) {
+    result = linearIndex(from, target_.indexConstant(0)); // the rank-0 offset
   } else if (auto gather = dyn_cast<GatherOp>(op)) {
     // The row is data: the index element read for this result element, clamped into the
     // table (emit() emitted it first); the other coordinates are the result's trailing ones.
@@ -214,7 +216,9 @@ FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
     if (!emitted_.contains(indices))
       return indices;
   }
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp>(op)) {
+  if (auto rng = dyn_cast<RngUniformOp>(op); rng && !rng.getOffset())
+    return std::nullopt; // computed in place, from its element index alone
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp, RngUniformOp>(op)) {
     std::pair<Value, IndexRef> operand{op->getOperand(0), operandIndex(op, at)};
     return emitted_.contains(operand) ? std::nullopt : std::optional(operand);
   }
@@ -240,6 +244,13 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
     return target_.indexToElement(coords(at)[iota.getDimension()], dtype);
   if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp>(op))
     return emitted_.lookup({op->getOperand(0), operandIndex(op, at)});
+  if (auto rng = dyn_cast<RngUniformOp>(op)) {
+    Val offset = rng.getOffset()
+                     ? emitted_.lookup({rng.getOffset(), operandIndex(op, at)})
+                     : target_.integerConstant(0, rt::DType::i64);
+    return target_.uniform(linear(at), offset, rng.getSeed(), rng.getLow().convertToDouble(),
+                           rng.getHigh().convertToDouble(), dtype);
+  }
   SmallVector<Val, 3> operands;
   for (Value operand : op->getOperands())
     operands.push_back(emitted_.lookup({operand, at}));

@@ -65,6 +65,12 @@ public:
   /// An i32 or i64 element (`dtype`) as an index clamped into [0, size): the row a gather
   /// reads, which is data, so it must be kept inside the table.
   virtual Val elementToIndex(Val element, rt::DType dtype, int64_t size) = 0;
+  /// Element `index` (row-major) of smelt.rng_uniform (docs/ops.md): Philox4x32-10 of the
+  /// counter (index, offset) under key `seed`; for f32, f16 and bf16 low + (high - low) * u in
+  /// f32 arithmetic with u from the first word's top 24 bits, for f64 in f64 with u from 53
+  /// bits of the first two words. `offset` is an i64 element. Bit for bit the runtime's step.
+  virtual Val uniform(Val index, Val offset, uint64_t seed, double low, double high,
+                      rt::DType dtype) = 0;
 };
 
 class FusionWalk {

@@ -50,7 +50,7 @@ LogicalResult FusionOp::verify() {
   for (Operation &op : body.without_terminator()) {
     if (!isFusibleBodyOp(&op))
       return op.emitOpError("cannot be inside a fusion: a fusion body holds elementwise, convert, "
-                            "broadcast_in_dim, reshape, transpose, gather, iota, splat constant "
+                            "broadcast_in_dim, reshape, transpose, gather, iota, rng_uniform, splat constant "
                             "and reduce ops");
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       if (getKind() != FusionKind::reduction)

@@ -58,7 +58,11 @@ def Smelt_IotaOp : Smelt_Op<"iota", [Smelt_FusionRole<"Source">, Smelt_NoGradien
   let hasVerifier = 1;
 }
 
-def Smelt_RngUniformOp : Smelt_Op<"rng_uniform", [Smelt_NoGradient]> {
+// Fusible: a kernel draws each element where it is used (a dropout mask inside the kernel that
+// applies it), on the CPU and the GPU alike; unfused it is a runtime step, bit for bit the same.
+def Smelt_RngUniformOp : Smelt_Op<"rng_uniform", [Smelt_NoGradient,
+    Smelt_FusionRole<"Elementwise">, Smelt_ElementCost<32>,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64">]> {
   let summary = "counter-based uniform random numbers";
   let description = [{
     Uniform numbers in [`low`, `high`) from Philox4x32-10 keyed by `seed` and counted by element
@@ -683,7 +687,8 @@ def Smelt_FusionOp : Smelt_Op<"fusion", [IsolatedFromAbove, SingleBlock,
   let summary = "a region of ops that becomes one kernel";
   let description = [{
     The body computes the results from the block arguments (the `inputs`) with elementwise,
-    convert, broadcast_in_dim, reshape, transpose, gather, iota and scalar constant ops, and
+    convert, broadcast_in_dim, reshape, transpose, gather, iota, rng_uniform and scalar constant
+    ops, and
     for a `reduction` fusion with reduces as the roots. A `loop` fusion yields values of one shape
     (its iteration space; dtypes may differ); a `reduction` fusion yields only reduces, all
     over the same operand shape and axes. Codegen renders the body once per back end

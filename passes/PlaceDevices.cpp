@@ -53,9 +53,11 @@ std::string whyNotOnGpu(Operation *op) {
     return "";
   if (!types)
     return "no GPU kernel for '" + name + "'";
-  Type operand = op->getOperand(0).getType();
-  return types & elementBit(operand) ? ""
-                                     : "no GPU kernel for '" + name + "' in " + elementName(operand);
+  // The kernels are by the dtype they compute in, the result's (rng_uniform's only operand is
+  // its i64 offset; the library ops' results have their operands' dtype).
+  Type result = op->getResult(0).getType();
+  return types & elementBit(result) ? ""
+                                    : "no GPU kernel for '" + name + "' in " + elementName(result);
 }
 
 std::string describe(Operation *op) {

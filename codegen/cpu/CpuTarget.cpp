@@ -258,6 +258,60 @@ Val CpuTarget::indexToElement(Val index, DType dtype) {
   return wrap(convertElement(b_, value(index), DType::i64, dtype));
 }
 
+// Philox4x32-10 as runtime/cpu/Random.cpp computes it, in i32 words with each 32x32-bit
+// product taken whole in i64 (its high and low halves; LLVM vectorizes the widening multiply).
+// The key schedule depends on the seed alone, so its words are constants. The draw's
+// multiply and add carry no fast-math flags, so LLVM never contracts them into an FMA: the
+// runtime rounds each.
+Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double high,
+                       DType dtype) {
+  Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+  auto word = [&](Value x, int shift) -> Value {
+    if (shift)
+      x = arith::ShRUIOp::create(b_, x, intConstant(b_, i64, shift));
+    return arith::TruncIOp::create(b_, i32, x);
+  };
+  Value i = value(index), o = value(offset);
+  Value c[4] = {word(i, 0), word(i, 32), word(o, 0), word(o, 32)};
+  uint32_t key[2] = {uint32_t(seed), uint32_t(seed >> 32)};
+  Value mul0 = intConstant(b_, i64, 0xD2511F53), mul1 = intConstant(b_, i64, 0xCD9E8D57);
+  for (int round = 0; round < 10; ++round) {
+    Value p0 = arith::MulIOp::create(b_, arith::ExtUIOp::create(b_, i64, c[0]), mul0);
+    Value p1 = arith::MulIOp::create(b_, arith::ExtUIOp::create(b_, i64, c[2]), mul1);
+    auto mix = [&](Value product, Value other, uint32_t k) -> Value {
+      Value x = arith::XOrIOp::create(b_, word(product, 32), other);
+      return arith::XOrIOp::create(b_, x, intConstant(b_, i32, int32_t(k)));
+    };
+    Value n0 = mix(p1, c[1], key[0]), n2 = mix(p0, c[3], key[1]);
+    c[1] = word(p1, 0);
+    c[3] = word(p0, 0);
+    c[0] = n0;
+    c[2] = n2;
+    key[0] += 0x9E3779B9u;
+    key[1] += 0xBB67AE85u;
+  }
+  if (dtype == DType::f64) {
+    Value bits = arith::XOrIOp::create(
+        b_,
+        arith::ShLIOp::create(b_, arith::ExtUIOp::create(b_, i64, c[0]), intConstant(b_, i64, 21)),
+        arith::ShRUIOp::create(b_, arith::ExtUIOp::create(b_, i64, c[1]),
+                               intConstant(b_, i64, 11)));
+    Type f64 = b_.getF64Type();
+    Value u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, f64, bits),
+                                    cpu::floatConstant(b_, f64, 0x1p-53));
+    Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f64, high - low), u);
+    return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f64, low), scaled));
+  }
+  Type f32 = b_.getF32Type();
+  Value top = arith::ShRUIOp::create(b_, c[0], intConstant(b_, i32, 8));
+  Value u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, f32, top),
+                                  cpu::floatConstant(b_, f32, 0x1p-24));
+  // The runtime's float(high) - float(low), in float arithmetic.
+  float range = float(high) - float(low);
+  Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f32, range), u);
+  return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f32, float(low)), scaled));
+}
+
 // Clamped in the element's own width before widening, so an i64 past 2^63 - size cannot wrap
 // into range.
 Val CpuTarget::elementToIndex(Val element, DType dtype, int64_t size) {

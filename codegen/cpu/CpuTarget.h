@@ -41,6 +41,8 @@ public:
   Val convert(Val x, rt::DType from, rt::DType to) override;
   Val indexToElement(Val index, rt::DType dtype) override;
   Val elementToIndex(Val element, rt::DType dtype, int64_t size) override;
+  Val uniform(Val index, Val offset, uint64_t seed, double low, double high,
+              rt::DType dtype) override;
 
 private:
   /// Records the first unknown op and returns a zero so the walk can finish.

@@ -61,6 +61,50 @@ template <typename T> SMELT_FN T smelt_max(T a, T b) { return (a > b || a != a) 
 template <typename T> SMELT_FN T smelt_min(T a, T b) { return (a < b || a != a) ? a : b; }
 template <typename T> SMELT_FN T smelt_relu(T x) { return x < (T)0 ? (T)0 : x; }
 SMELT_FN float smelt_logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
+// smelt.rng_uniform (docs/ops.md): Philox4x32-10 of the counter (index, offset) under the key
+// seed, as runtime/cpu/Random.cpp computes it; the draw low + range * u rounds its product and
+// its sum each (no FMA, whatever --fmad says), as the CPU does. A host build of these kernels
+// has no __fmul_rn and contracts nothing.
+#if defined(__CUDA_ARCH__)
+#define SMELT_MUL_RN(a, b) __fmul_rn(a, b)
+#define SMELT_ADD_RN(a, b) __fadd_rn(a, b)
+#define SMELT_DMUL_RN(a, b) __dmul_rn(a, b)
+#define SMELT_DADD_RN(a, b) __dadd_rn(a, b)
+#else
+#define SMELT_MUL_RN(a, b) ((a) * (b))
+#define SMELT_ADD_RN(a, b) ((a) + (b))
+#define SMELT_DMUL_RN(a, b) ((a) * (b))
+#define SMELT_DADD_RN(a, b) ((a) + (b))
+#endif
+struct SmeltWords { uint32_t w0, w1; };
+SMELT_FN SmeltWords smelt_philox(uint64_t index, uint64_t offset, uint64_t seed) {
+  uint32_t c0 = (uint32_t)index, c1 = (uint32_t)(index >> 32);
+  uint32_t c2 = (uint32_t)offset, c3 = (uint32_t)(offset >> 32);
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (uint32_t)p1;
+    c3 = (uint32_t)p0;
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  SmeltWords words = {c0, c1};
+  return words;
+}
+SMELT_FN float smelt_uniform_f32(uint64_t index, int64_t offset, uint64_t seed, float low,
+                                 float range) {
+  SmeltWords w = smelt_philox(index, (uint64_t)offset, seed);
+  return SMELT_ADD_RN(low, SMELT_MUL_RN(range, (float)(w.w0 >> 8) * 0x1p-24f));
+}
+SMELT_FN double smelt_uniform_f64(uint64_t index, int64_t offset, uint64_t seed, double low,
+                                  double range) {
+  SmeltWords w = smelt_philox(index, (uint64_t)offset, seed);
+  double u = (double)(((uint64_t)w.w0 << 21) ^ (uint64_t)(w.w1 >> 11)) * 0x1p-53;
+  return SMELT_DADD_RN(low, SMELT_DMUL_RN(range, u));
+}
 SMELT_FN double smelt_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // Float to integer truncates toward zero and saturates; NaN gives 0.

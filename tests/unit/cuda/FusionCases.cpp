@@ -25,6 +25,35 @@ func.func @main(%x: tensor<33x65xf32>, %y: tensor<33x65xf32>) -> tensor<33x65xf3
   return %r : tensor<33x65xf32>
 }
 )mlir"},
+      // Dropout as a training step fuses it: the mask drawn in the kernel from the step's
+      // offset (Philox, bit for bit the CPU's), compared, applied; 2145 elements, a tail.
+      {"DropoutWithOffset", R"mlir(
+func.func @main(%x: tensor<33x65xf32>, %step: tensor<i64>) -> (tensor<33x65xf32>, tensor<33x65xi1>) {
+  %r:2 = smelt.fusion loop (%x, %step) : (tensor<33x65xf32>, tensor<i64>) -> (tensor<33x65xf32>, tensor<33x65xi1>) {
+  ^bb0(%a: tensor<33x65xf32>, %s: tensor<i64>):
+    %u = smelt.rng_uniform seed = 1234567890123, low = 0.0, high = 1.0 offset %s : tensor<33x65xf32>
+    %rate = smelt.constant dense<0.25> : tensor<33x65xf32>
+    %keep = smelt.compare ge, %u, %rate : tensor<33x65xf32>
+    %scale = smelt.constant dense<1.3333334> : tensor<33x65xf32>
+    %zero = smelt.constant dense<0.0> : tensor<33x65xf32>
+    %0 = smelt.mul %a, %scale : tensor<33x65xf32>
+    %1 = smelt.select %keep, %0, %zero : tensor<33x65xi1>, tensor<33x65xf32>
+    smelt.yield %1, %keep : tensor<33x65xf32>, tensor<33x65xi1>
+  }
+  return %r#0, %r#1 : tensor<33x65xf32>, tensor<33x65xi1>
+}
+)mlir"},
+      // Draws in f64 (53 bits of two words) and bf16 (rounded from f32) over [-3, 5).
+      {"UniformF64AndBf16", R"mlir(
+func.func @main() -> (tensor<7x9xf64>, tensor<7x9xbf16>) {
+  %r:2 = smelt.fusion loop () : () -> (tensor<7x9xf64>, tensor<7x9xbf16>) {
+    %0 = smelt.rng_uniform seed = 7, low = -3.0, high = 5.0 : tensor<7x9xf64>
+    %1 = smelt.rng_uniform seed = 8, low = -3.0, high = 5.0 : tensor<7x9xbf16>
+    smelt.yield %0, %1 : tensor<7x9xf64>, tensor<7x9xbf16>
+  }
+  return %r#0, %r#1 : tensor<7x9xf64>, tensor<7x9xbf16>
+}
+)mlir"},
       {"BiasRelu", R"mlir(
 func.func @main(%x: tensor<256x512xf32>, %bias: tensor<512xf32>) -> tensor<256x512xf32> {
   %r = smelt.fusion loop (%x, %bias) : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32> {
