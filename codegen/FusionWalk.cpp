@@ -248,8 +248,13 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
     Val offset = rng.getOffset()
                      ? emitted_.lookup({rng.getOffset(), operandIndex(op, at)})
                      : target_.integerConstant(0, rt::DType::i64);
-    return target_.uniform(linear(at), offset, rng.getSeed(), rng.getLow().convertToDouble(),
-                           rng.getHigh().convertToDouble(), dtype);
+    // The runtime's low and high - low: float(high) - float(low) in float arithmetic, except
+    // for f64.
+    double low = rng.getLow().convertToDouble(), high = rng.getHigh().convertToDouble();
+    bool wide = dtype == rt::DType::f64;
+    double range = wide ? high - low : double(float(high) - float(low));
+    return target_.uniform(linear(at), offset, rng.getSeed(), wide ? low : double(float(low)),
+                           range, dtype);
   }
   SmallVector<Val, 3> operands;
   for (Value operand : op->getOperands())

@@ -66,10 +66,11 @@ public:
   /// reads, which is data, so it must be kept inside the table.
   virtual Val elementToIndex(Val element, rt::DType dtype, int64_t size) = 0;
   /// Element `index` (row-major) of smelt.rng_uniform (docs/ops.md): Philox4x32-10 of the
-  /// counter (index, offset) under key `seed`; for f32, f16 and bf16 low + (high - low) * u in
-  /// f32 arithmetic with u from the first word's top 24 bits, for f64 in f64 with u from 53
-  /// bits of the first two words. `offset` is an i64 element. Bit for bit the runtime's step.
-  virtual Val uniform(Val index, Val offset, uint64_t seed, double low, double high,
+  /// counter (index, offset) under key `seed`, as low + range * u with the product and the sum
+  /// each rounded: for f32, f16 and bf16 in f32 with u from the first word's top 24 bits (`low`
+  /// and `range` are floats then), for f64 in f64 with u from 53 bits of the first two words.
+  /// `offset` is an i64 element. Bit for bit the runtime's step.
+  virtual Val uniform(Val index, Val offset, uint64_t seed, double low, double range,
                       rt::DType dtype) = 0;
 };
 

@@ -88,6 +88,11 @@ const char *dtypeName(DType dtype) {
   return "i1";
 }
 
+bool isFloatType(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
+         dtype == DType::f64;
+}
+
 Type elementType(MLIRContext &context, DType dtype) {
   Builder b(&context);
   switch (dtype) {
@@ -225,9 +230,7 @@ Tensor Graph::parameter(const std::string &name, const std::vector<int64_t> &sha
   // Checked now rather than in buildInitializer, so the error points at this call.
   bool random = init.kind == Initializer::Kind::GlorotUniform ||
                 init.kind == Initializer::Kind::HeNormal || init.kind == Initializer::Kind::Uniform;
-  bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
-                 dtype == DType::f64;
-  if (random && !isFloat)
+  if (random && !isFloatType(dtype))
     fail(loc, "parameter '" + name + "' is " + dtypeName(dtype) +
                   ": a random initializer needs a float dtype");
   if (init.kind == Initializer::Kind::Uniform && !(init.value < init.high))

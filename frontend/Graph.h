@@ -53,6 +53,9 @@ using Loc = std::source_location;
 
 enum class DType { f32, f16, bf16, f64, i32, i64, i1 };
 
+/// f32, f16, bf16 or f64.
+bool isFloatType(DType dtype);
+
 /// A graph-building mistake (shape mismatch, bad axis, wrong dtype). The message starts with
 /// the user's "file:line: " and carries the dialect's description of the problem.
 class BuildError : public std::runtime_error {

@@ -105,9 +105,13 @@ Expected<int> cpuThreads() {
   return *chosen;
 }
 
-void applyCpuThreadsToOpenMp() {
+int cpuThreadsOrDefault() {
   Expected<int> threads = cpuThreads();
-  omp_set_num_threads(threads ? *threads : defaultCpuThreads());
+  return threads ? *threads : defaultCpuThreads();
+}
+
+void applyCpuThreadsToOpenMp() {
+  omp_set_num_threads(cpuThreadsOrDefault());
   toldOpenMp = true;
 }
 
@@ -124,8 +128,7 @@ bool cpuThreadsFollowLoad() {
 }
 
 int applyRunThreadsToOpenMp() {
-  Expected<int> chosenThreads = cpuThreads();
-  int threads = chosenThreads ? *chosenThreads : defaultCpuThreads();
+  int threads = cpuThreadsOrDefault();
   if (threads > 1 && cpuThreadsFollowLoad())
     threads = threadsForLoad(threads, CpuLoad::instance().othersCores());
   // Setting the count costs OpenMP nothing when it is unchanged.

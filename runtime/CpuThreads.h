@@ -40,6 +40,9 @@ void setCpuThreads(int threads);
 /// The process's count: setCpuThreads's, else SMELT_CPU_THREADS's, else defaultCpuThreads().
 /// An error when SMELT_CPU_THREADS is set but is not a count (CpuExecutor::create reports it).
 Expected<int> cpuThreads();
+/// cpuThreads(), or defaultCpuThreads() where SMELT_CPU_THREADS is not a count (for work that
+/// does not report that error itself: OpenMP, the compiler's threads).
+int cpuThreadsOrDefault();
 
 /// Tells OpenMP on the calling thread to use cpuThreads() threads (or the default when the
 /// environment's count is bad): oneDNN sizes its parallel regions by the calling thread's

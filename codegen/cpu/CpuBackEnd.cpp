@@ -30,7 +30,8 @@ public:
     std::string llvmIR;
     if (options.cpuObject) {
       mlir::FailureOr<std::vector<uint8_t>> bytes =
-          compileCpuSharedLibrary(fusions, names, options.keepLlvmIR ? &llvmIR : nullptr, options.trace);
+          compileCpuSharedLibrary(fusions, names, options.keepLlvmIR ? &llvmIR : nullptr,
+                                  options.trace);
       if (failed(bytes))
         return mlir::failure();
       // What is written to an artifact is what the Executable runs.

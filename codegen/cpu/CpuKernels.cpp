@@ -146,10 +146,9 @@ FailureOr<std::vector<std::vector<char>>> compileObjects(ArrayRef<FusionOp> fusi
     return FusionOp(fusions.front()).emitOpError("CPU codegen got ")
            << names.size() << " kernel names for " << fusions.size() << " fusions";
   // Threads read the fusions at once, which needs a context that locks its uniquing.
-  size_t threads = 1;
-  if (fusions.front()->getContext()->isMultithreadingEnabled())
-    if (rt::Expected<int> count = rt::cpuThreads())
-      threads = std::max(1, *count);
+  size_t threads = fusions.front()->getContext()->isMultithreadingEnabled()
+                       ? size_t(std::max(1, rt::cpuThreadsOrDefault()))
+                       : 1;
   std::vector<Part> parts = partition(fusions, names, firstEquivalentFusions(fusions), threads);
 
   std::vector<CompiledPart> compiled(parts.size());
@@ -187,9 +186,9 @@ compileCpuKernels(ArrayRef<FusionOp> fusions, ArrayRef<std::string> names, bool 
                   rt::Trace *trace) {
   if (fusions.empty())
     return std::shared_ptr<const rt::CpuCode>(std::make_shared<rt::CpuCode>());
-  auto code = std::make_shared<rt::CpuCode>();
+  std::string llvmIR;
   FailureOr<std::vector<std::vector<char>>> objects =
-      compileObjects(fusions, names, keepLlvmIR ? &code->llvmIR : nullptr, trace);
+      compileObjects(fusions, names, keepLlvmIR ? &llvmIR : nullptr, trace);
   if (failed(objects))
     return failure();
   rt::Trace::Scope span(trace, {"compiler", "cpu codegen 0"}, "JIT link", "compile");
@@ -197,7 +196,7 @@ compileCpuKernels(ArrayRef<FusionOp> fusions, ArrayRef<std::string> names, bool 
   std::shared_ptr<rt::CpuCode> linked = cpu::jitLink(*objects, names, error);
   if (!linked)
     return FusionOp(fusions.front()).emitOpError("CPU kernels failed to load: ") << error;
-  linked->llvmIR = std::move(code->llvmIR);
+  linked->llvmIR = std::move(llvmIR);
   return std::shared_ptr<const rt::CpuCode>(std::move(linked));
 }
 

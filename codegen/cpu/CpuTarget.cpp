@@ -263,7 +263,7 @@ Val CpuTarget::indexToElement(Val index, DType dtype) {
 // The key schedule depends on the seed alone, so its words are constants. The draw's
 // multiply and add carry no fast-math flags, so LLVM never contracts them into an FMA: the
 // runtime rounds each.
-Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double high,
+Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double range,
                        DType dtype) {
   Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
   auto word = [&](Value x, int shift) -> Value {
@@ -299,17 +299,15 @@ Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double 
     Type f64 = b_.getF64Type();
     Value u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, f64, bits),
                                     cpu::floatConstant(b_, f64, 0x1p-53));
-    Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f64, high - low), u);
+    Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f64, range), u);
     return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f64, low), scaled));
   }
   Type f32 = b_.getF32Type();
   Value top = arith::ShRUIOp::create(b_, c[0], intConstant(b_, i32, 8));
   Value u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, f32, top),
                                   cpu::floatConstant(b_, f32, 0x1p-24));
-  // The runtime's float(high) - float(low), in float arithmetic.
-  float range = float(high) - float(low);
   Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f32, range), u);
-  return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f32, float(low)), scaled));
+  return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f32, low), scaled));
 }
 
 // Clamped in the element's own width before widening, so an i64 past 2^63 - size cannot wrap

@@ -311,11 +311,10 @@ Val CudaTarget::indexToElement(Val index, DType dtype) {
 }
 
 // The prelude's smelt_uniform_*: the counter is the element's index as an unsigned 64-bit
-// number, the range the runtime's (float(high) - float(low) in float for f32, f16, bf16).
-Val CudaTarget::uniform(Val index, Val offset, uint64_t seed, double low, double high,
+// number.
+Val CudaTarget::uniform(Val index, Val offset, uint64_t seed, double low, double range,
                         DType dtype) {
   bool wide = dtype == DType::f64;
-  double range = wide ? high - low : double(float(high) - float(low));
   DType compute = wide ? DType::f64 : DType::f32;
   return define(computeType(dtype), std::string(wide ? "smelt_uniform_f64" : "smelt_uniform_f32") +
                                         "((uint64_t)(" + expr(index) + "), " + expr(offset) +

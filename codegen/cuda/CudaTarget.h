@@ -69,7 +69,7 @@ public:
   Val convert(Val x, rt::DType from, rt::DType to) override;
   Val indexToElement(Val index, rt::DType dtype) override;
   Val elementToIndex(Val element, rt::DType dtype, int64_t size) override;
-  Val uniform(Val index, Val offset, uint64_t seed, double low, double high,
+  Val uniform(Val index, Val offset, uint64_t seed, double low, double range,
               rt::DType dtype) override;
 
 private:

@@ -104,9 +104,9 @@ rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std
                                        fmad ? "--fmad=true" : "--fmad=false"};
   // NVRTC optimizes the kernels on the process's CPU threads (the GPT train step's module:
   // 5.4 s on one thread, 3.7 s on two); without it NVRTC uses one.
-  rt::Expected<int> threads = rt::cpuThreads();
-  std::string splitOption = "--split-compile=" + std::to_string(threads ? *threads : 1);
-  if (threads && *threads > 1)
+  int threads = rt::cpuThreadsOrDefault();
+  std::string splitOption = "--split-compile=" + std::to_string(threads);
+  if (threads > 1)
     options.push_back(splitOption.c_str());
   nvrtcResult compiled = nvrtcCompileProgram(program.handle, int(options.size()), options.data());
 

@@ -6,10 +6,7 @@
 namespace smelt::onnx {
 namespace {
 
-bool isFloat(Tensor x) {
-  DType d = x.dtype();
-  return d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f64;
-}
+bool isFloat(Tensor x) { return isFloatType(x.dtype()); }
 
 /// Input `i`, which must be a float tensor: Smelt's transcendental ops have no integer form.
 Tensor floatInput(const NodeImporter &n, int i) {

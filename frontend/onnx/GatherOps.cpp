@@ -35,9 +35,7 @@ Tensor gatherRows(Tensor table, Tensor index) {
 /// f64 (exact to 2^53).
 Tensor scatterRows(Tensor data, Tensor updates, Tensor index, bool adds) {
   DType dtype = data.dtype();
-  bool floating = dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 ||
-                  dtype == DType::bf16;
-  DType work = floating ? dtype : DType::f64;
+  DType work = isFloatType(dtype) ? dtype : DType::f64;
   int64_t rows = data.dim(0);
   Tensor landed = scatterAdd(convert(updates, work), index, rows);
   Tensor base = convert(data, work), result;

@@ -15,7 +15,7 @@ namespace {
 Tensor floatOperand(const NodeImporter &n, int i) {
   Tensor x = n.input(i);
   DType d = x.dtype();
-  if (d != DType::f32 && d != DType::f16 && d != DType::bf16 && d != DType::f64)
+  if (!isFloatType(d))
     fail(ImportErrorKind::UnsupportedDtype, "input " + std::to_string(i) + " is " +
                                                 dtypeName(d) + "; Smelt's " + n.node.op_type() +
                                                 " takes float tensors");

@@ -118,8 +118,7 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
   for (const ::onnx::TensorProto &init : graph.initializer()) {
     TensorValue v = tensorValue(init, "initializer '" + init.name() + "'");
     DType dtype = toDType(v.type);
-    bool isFloat = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
-                   dtype == DType::f64;
+    bool isFloat = isFloatType(dtype);
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
     if (!options.initializersAsConstants && isFloat) {

@@ -111,7 +111,7 @@ void resizeWith(NodeImporter &n, Tensor x, std::vector<double> scales, std::vect
     n.unsupported("mode '" + r.mode + "'");
   if (r.mode != "nearest") {
     DType d = x.dtype();
-    if (d != DType::f32 && d != DType::f16 && d != DType::bf16 && d != DType::f64)
+    if (!isFloatType(d))
       fail(ImportErrorKind::UnsupportedDtype, "linear and cubic resizing of integers");
   }
   std::vector<int64_t> shape = x.shape();
