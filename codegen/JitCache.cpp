@@ -3,6 +3,7 @@
 #include "codegen/JitCache.h"
 
 #include "codegen/CompileArtifact.h"
+#include "codegen/CudaSources.h"
 #include "runtime/CpuObject.h"
 #include "runtime/FileIO.h"
 
@@ -322,6 +323,9 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
   } else if (!artifact->executable.kernels.empty()) {
     return ignore("it has kernels but no CPU code");
   }
+  if (artifact->executable.cuda)
+    if (rt::Status kept = keepCudaSource(*artifact->executable.cuda); !kept.ok())
+      log() << "smelt: " << kept.message() << "\n";
   auto loaded = std::make_shared<CompiledArtifact>();
   loaded->executable = std::move(artifact->executable);
   loaded->executable.placement = std::move(sidecar->placement);

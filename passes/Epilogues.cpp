@@ -54,8 +54,13 @@ Value biasVector(Value operand, RankedTensorType result, OpBuilder *builder) {
     return source.getElementType() == result.getElementType() ? broadcast.getX() : Value();
   if (!builder)
     return broadcast.getX(); // it will do, once converted
-  return ConvertOp::create(*builder, convert.getLoc(),
-                           source.clone(result.getElementType()), broadcast.getX());
+  auto converted = ConvertOp::create(*builder, convert.getLoc(),
+                                     source.clone(result.getElementType()), broadcast.getX());
+  // On the device of the convert it replaces (the matmul's): an op with no device is placed on
+  // the CPU later, and a GPU step would go through the host for a bias.
+  if (Attribute device = convert->getAttr("smelt.device"))
+    converted->setAttr("smelt.device", device);
+  return converted;
 }
 
 /// The one user of `value` (`what` names it in the reason), on `op`'s device; else null, with

@@ -2,6 +2,8 @@
 // and the source it compiled, numbered so the log's line numbers can be followed.
 #include "codegen/cuda/Nvrtc.h"
 
+#include "codegen/CudaSources.h"
+
 #include "runtime/CpuThreads.h"
 
 #include <nvrtc.h>
@@ -134,6 +136,8 @@ rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std
     code.cubin.resize(cubinSize);
     SMELT_NVRTC_CHECK(nvrtcGetCUBIN(program.handle, reinterpret_cast<char *>(code.cubin.data())));
   }
+  if (rt::Status kept = keepCudaSource(code); !kept.ok())
+    return kept;
   return code;
 }
 

@@ -1,6 +1,8 @@
 // Opens libcuda with dlopen and resolves the driver table (CudaDriver.h), once per process.
 #include "runtime/cuda/CudaDriver.h"
 
+#include "runtime/cuda/DynamicLibrary.h"
+
 #include <dlfcn.h>
 
 #include <string>
@@ -8,13 +10,13 @@
 namespace smelt::rt::cuda {
 
 Expected<const CudaDriver *> CudaDriver::open() {
-  // Never closed: the driver stays loaded for the life of the process, as it would if linked.
-  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char *why = dlerror();
-    return Status::error(std::string("no CUDA driver: dlopen(\"libcuda.so.1\") failed: ") +
-                         (why ? why : "unknown reason"));
-  }
+  // Found as the CUDA libraries are (DynamicLibrary.h): a folder in SMELT_CUDA_LIBRARY_PATH comes
+  // first, so a test can name the emulated driver (tests/emucuda); otherwise the loader's search
+  // finds the system's. Never closed, as if linked.
+  Expected<void *> opened = openCudaLibrary("CUDA driver", "libcuda.so.1");
+  if (!opened)
+    return opened.status();
+  void *library = *opened;
   static CudaDriver driver;
 #define SMELT_CUDA_DRIVER_RESOLVE(symbol, member)                                                  \
   driver.member = reinterpret_cast<decltype(driver.member)>(dlsym(library, #symbol));              \

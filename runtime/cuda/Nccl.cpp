@@ -132,6 +132,9 @@ Status NcclCommunicator::openDevice(int ordinal) {
   return {};
 }
 
+thread_local int NcclCommunicator::groupDepth = 0;
+thread_local std::vector<NcclCommunicator::GroupEvent> NcclCommunicator::groupEvents;
+
 NcclCommunicator::~NcclCommunicator() {
   if (context_)
     cu_.ctxSetCurrent(context_);
@@ -160,7 +163,9 @@ void NcclCommunicator::release(Pending &p) {
 }
 
 void NcclCommunicator::breakWith(const std::string &why) {
-  broken_ = why;
+  std::lock_guard<std::mutex> guard(lock_);
+  if (!broken_)
+    broken_ = why;
   if (comm_)
     nccl_.commAbort(comm_); // ends this rank's kernels in flight, so the GPU is not held
   comm_ = nullptr;
@@ -168,6 +173,7 @@ void NcclCommunicator::breakWith(const std::string &why) {
 
 Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                           std::string what) {
+  std::lock_guard<std::mutex> guard(lock_);
   if (broken_)
     return Status::error(fmt::format("{}: the communicator is unusable: {}",
                                      name(what, count, dtype, kind), *broken_));
@@ -220,9 +226,15 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
         !status.ok())
       return fail(status);
   }
-  if (Status status = cu_.check(cu_.eventRecord(p.done, stream_), "cuEventRecord"); !status.ok())
-    return fail(status);
   int64_t ticket = nextTicket_++;
+  // Inside ncclGroupStart/End the collective reaches the stream only at ncclGroupEnd (NCCL's
+  // group semantics): an event recorded now would complete before it. groupEnd records it.
+  if (groupDepth > 0) {
+    groupEvents.push_back({p.done, stream_, context_});
+  } else if (Status status = cu_.check(cu_.eventRecord(p.done, stream_), "cuEventRecord");
+             !status.ok()) {
+    return fail(status);
+  }
   pending_.emplace(ticket, std::move(p));
   return ticket;
 }
@@ -247,7 +259,7 @@ Status NcclCommunicator::reduceGathered(Pending &p) {
 }
 
 Status NcclCommunicator::wait(int64_t ticket) {
-  if (broken_)
+  if (std::lock_guard<std::mutex> guard(lock_); broken_)
     return Status::error(fmt::format("{}: the communicator is unusable: {}", describe(), *broken_));
   auto it = pending_.find(ticket);
   if (it == pending_.end())
@@ -280,10 +292,16 @@ Status NcclCommunicator::wait(int64_t ticket) {
     // A peer that failed shows up here (with NCCL_ASYNC_ERROR_HANDLING, or a network error)
     // long before the timeout.
     ncclResult_t async = ncclSuccess;
-    nccl_.commGetAsyncError(comm_, &async);
-    if (async != ncclSuccess && async != ncclInProgress) {
-      std::string message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,
-                                        nccl_.check(async, "the collective", comm_).message());
+    std::string message;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      if (broken_) // aborted from another thread: its reason, not what the aborted comm says
+        message = fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
+      else if (nccl_.commGetAsyncError(comm_, &async), async != ncclSuccess && async != ncclInProgress)
+        message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,
+                              nccl_.check(async, "the collective", comm_).message());
+    }
+    if (!message.empty()) {
       breakWith(message);
       return finish(Status::error(std::move(message)));
     }
@@ -315,14 +333,33 @@ Status NcclCommunicator::groupStart() {
   Expected<const Nccl *> nccl = Nccl::get();
   if (!nccl.ok())
     return nccl.status();
-  return (*nccl)->check((*nccl)->groupStart(), "ncclGroupStart");
+  Status status = (*nccl)->check((*nccl)->groupStart(), "ncclGroupStart");
+  if (status.ok())
+    ++groupDepth;
+  return status;
 }
 
 Status NcclCommunicator::groupEnd() {
-  Expected<const Nccl *> nccl = Nccl::get();
-  if (!nccl.ok())
-    return nccl.status();
-  return (*nccl)->check((*nccl)->groupEnd(), "ncclGroupEnd");
+  auto both = openDriverAndNccl();
+  if (!both.ok())
+    return both.status();
+  auto [cu, nccl] = *both;
+  Status status = nccl->check(nccl->groupEnd(), "ncclGroupEnd");
+  if (groupDepth > 0 && --groupDepth > 0)
+    return status; // nested: the outermost end launches
+  std::vector<GroupEvent> events = std::move(groupEvents);
+  groupEvents.clear();
+  for (const GroupEvent &e : events) {
+    if (Status current = cu->check(cu->ctxSetCurrent(e.context), "cuCtxSetCurrent");
+        !current.ok() && status.ok())
+      status = current;
+    // Recorded even after a failed group end, so a wait() sees the stream's state, not a
+    // never-recorded event that reads as complete.
+    if (Status recorded = cu->check(cu->eventRecord(e.done, e.stream), "cuEventRecord");
+        !recorded.ok() && status.ok())
+      status = recorded;
+  }
+  return status;
 }
 
 Expected<std::pair<const CudaDriver *, const Nccl *>> openDriverAndNccl() {

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -99,6 +100,8 @@ public:
 
   /// One thread starting collectives on several communicators of one process (made by
   /// createNcclCommunicators) must bracket those start() calls with these, or NCCL deadlocks.
+  /// The collectives reach their streams at the outermost groupEnd, which records their
+  /// completion events then (wait() before it would see them complete early).
   static Status groupStart();
   static Status groupEnd();
 
@@ -108,6 +111,15 @@ private:
   friend Expected<std::unique_ptr<NcclCommunicator>>
   createNcclCommunicator(int rank, int size, const ncclUniqueId &id, int device,
                          CollectiveOptions options);
+
+  /// This thread's open groups, and the completion events their collectives record at the end.
+  struct GroupEvent {
+    CUevent done;
+    CUstream stream;
+    CUcontext context;
+  };
+  static thread_local int groupDepth;
+  static thread_local std::vector<GroupEvent> groupEvents;
 
   struct Pending {
     CUevent done = nullptr;
@@ -141,6 +153,10 @@ private:
   CUstream ownStream_ = nullptr, stream_ = nullptr;
   int64_t nextTicket_ = 0;
   std::map<int64_t, Pending> pending_;
+  /// Guards comm_ and broken_: abort() comes from another replica's thread (the Trainer aborts
+  /// every replica when one fails) while this one may be inside wait(). The first reason to
+  /// break the communicator is the one every later call reports.
+  std::mutex lock_;
   std::optional<std::string> broken_;
 };
 

@@ -3,6 +3,7 @@
 
 #include "tools/smelt/Commands.h"
 
+#include "codegen/CudaSources.h"
 #include "runtime/CpuObject.h"
 
 namespace smelt::tools {
@@ -29,6 +30,9 @@ std::optional<rt::LoadedArtifact> loadArtifactFile(const std::string &path,
   if (!artifact)
     return std::nullopt;
   rt::Executable &exe = artifact->executable;
+  if (exe.cuda)
+    if (rt::Status kept = codegen::keepCudaSource(*exe.cuda); !kept.ok())
+      return fail(path + ": " + kept.message()), std::nullopt;
   if (!exe.kernels.empty()) {
     if (artifact->extras.cpuObject.empty())
       return fail(path + ": the artifact has no CPU code (target " + artifact->extras.target +

@@ -2,6 +2,7 @@
 // device buffers (sum and mean, fast and deterministic modes) against a host reference, with
 // one rank on one GPU and, where there are several, one rank per GPU of this process. Skips when
 // the driver, a device or libnccl is missing; scripts/gpu-check.sh runs it on the GPU machine.
+#include "GpuSkip.h"
 #include "RuntimeTestUtil.h"
 
 #include "runtime/Collectives.h"
@@ -71,6 +72,10 @@ public:
       status_ = cu.check(cu.memAlloc(&pointer_, std::max<size_t>(bytes_, 1)), "cuMemAlloc");
     if (status_.ok())
       status_ = cu.check(cu.memcpyHtoD(pointer_, host.raw(), bytes_), "cuMemcpyHtoD");
+    // From pageable memory the copy may return before its DMA ends, on the legacy stream, which
+    // the communicators' non-blocking streams do not wait for.
+    if (status_.ok())
+      status_ = cu.check(cu.ctxSynchronize(), "cuCtxSynchronize");
   }
   ~DeviceCopy() {
     const CudaDriver &cu = *gpus()->cu;
@@ -167,7 +172,7 @@ constexpr int64_t kCount = (1 << 20) + 3; // not a multiple of anything NCCL lik
 
 TEST(NcclGpu, OneRankSumAndMeanOnOneGpu) {
   if (!gpus().ok())
-    GTEST_SKIP() << gpus().message();
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());
   for (const Case &c : cases()) {
     // The id travels through a one-replica LocalGroup, as it would through MPI.
     LocalGroup bootstrap(1);
@@ -192,7 +197,7 @@ TEST(NcclGpu, OneRankSumAndMeanOnOneGpu) {
 
 TEST(NcclGpu, SumAndMeanAcrossEveryGpuOfThisProcess) {
   if (!gpus().ok())
-    GTEST_SKIP() << gpus().message();
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());
   const int ranks = gpus()->count;
   if (ranks < 2) {
     // Not a skip: gpu-check.sh counts a skip beside a GPU as a failure, and one GPU is a

@@ -104,9 +104,7 @@ void checkMatmul(MatmulCall call, size_t offset = 0,
   const cuda::CudaDevice &gpu = **testGpu();
   auto upload = [&](const HostTensor &t) {
     auto memory = std::make_unique<DeviceMemory>(t.byteSize() + offset);
-    if (Status s = gpu.check(gpu.driver().memcpyHtoD(memory->ptr() + offset, t.raw(), t.byteSize()),
-                             "cuMemcpyHtoD");
-        !s.ok())
+    if (Status s = uploadAndWait(memory->ptr() + offset, t.raw(), t.byteSize()); !s.ok())
       throw std::runtime_error(s.message());
     return memory;
   };

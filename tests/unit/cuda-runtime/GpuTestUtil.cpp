@@ -23,9 +23,17 @@ DeviceMemory::DeviceMemory(size_t bytes) {
   require(gpu().check(gpu().driver().memAlloc(&ptr_, std::max<size_t>(bytes, 1)), "cuMemAlloc"));
 }
 
+Status uploadAndWait(CUdeviceptr destination, const void *source, size_t bytes) {
+  if (Status s = gpu().check(gpu().driver().memcpyHtoDAsync(destination, source, bytes,
+                                                            gpu().stream()),
+                             "cuMemcpyHtoDAsync");
+      !s.ok())
+    return s;
+  return gpu().synchronize("a test's upload");
+}
+
 DeviceMemory::DeviceMemory(const HostTensor &tensor) : DeviceMemory(tensor.byteSize()) {
-  require(gpu().check(gpu().driver().memcpyHtoD(ptr_, tensor.raw(), tensor.byteSize()),
-                      "cuMemcpyHtoD"));
+  require(uploadAndWait(ptr_, tensor.raw(), tensor.byteSize()));
 }
 
 DeviceMemory::~DeviceMemory() {

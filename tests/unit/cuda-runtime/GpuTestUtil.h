@@ -2,6 +2,7 @@
 // memory that frees itself, filled from and read back into HostTensors.
 #pragma once
 
+#include "GpuSkip.h"
 #include "runtime/HostTensor.h"
 #include "runtime/cuda/CudaDevice.h"
 
@@ -16,7 +17,7 @@ const Expected<std::shared_ptr<cuda::CudaDevice>> &testGpu();
 #define SMELT_REQUIRE_GPU()                                                                        \
   do {                                                                                             \
     if (!::smelt::rt::test::testGpu().ok())                                                        \
-      GTEST_SKIP() << ::smelt::rt::test::testGpu().message();                                      \
+      SMELT_SKIP_WITHOUT_GPU(::smelt::rt::test::testGpu().message());                              \
     ::smelt::rt::Status current_ = (*::smelt::rt::test::testGpu())->makeCurrent();                 \
     ASSERT_TRUE(current_.ok()) << current_.message();                                              \
   } while (0)
@@ -27,6 +28,12 @@ const Expected<std::shared_ptr<cuda::CudaDevice>> &testGpu();
     ::smelt::rt::Status status_ = (expr);                                                          \
     ASSERT_TRUE(status_.ok()) << status_.message();                                                \
   } while (0)
+
+/// Copies `bytes` from pageable host memory to `destination` and waits until they are there.
+/// A plain cuMemcpyHtoD is not enough: from pageable memory it may return before its DMA ends,
+/// on the legacy stream, which the device's non-blocking stream does not wait for. This copy
+/// goes on the device's stream, which then is synchronized.
+Status uploadAndWait(CUdeviceptr destination, const void *source, size_t bytes);
 
 /// `bytes` of device memory on gpu:0 (at least 1), freed on destruction.
 class DeviceMemory {

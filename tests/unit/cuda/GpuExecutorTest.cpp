@@ -3,6 +3,7 @@
 // memory fails a run and leaves the executor usable; steps without a GPU kernel are refused.
 // Validation needs no GPU and runs everywhere; the rest skips, saying why, without a device: it
 // runs on the GPU machine through scripts/gpu-check.sh.
+#include "GpuSkip.h"
 #include "CudaTestUtil.h"
 #include "RuntimeTestUtil.h"
 
@@ -59,7 +60,7 @@ const rt::Expected<std::shared_ptr<CudaDevice>> &gpu() {
 
 #define REQUIRE_GPU()                                                                              \
   if (!gpu().ok())                                                                                 \
-  GTEST_SKIP() << "needs a GPU: " << gpu().message()
+  SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message())
 
 /// `text`'s @main compiled for the CPU alone (empty `arch`), or placed on gpu:0 with its
 /// fusions compiled by NVRTC for `arch`.

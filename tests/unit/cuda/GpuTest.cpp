@@ -2,6 +2,7 @@
 // and compared with the same ops unfused on the CPU (the runtime's reference kernels, which
 // follow docs/ops.md exactly). Skips, saying why, without a driver or a device: it runs on the
 // GPU machine through scripts/gpu-check.sh.
+#include "GpuSkip.h"
 #include "CudaTestUtil.h"
 #include "RuntimeTestUtil.h"
 
@@ -123,7 +124,7 @@ rt::Expected<std::vector<rt::HostTensor>> runUnfusedOnCpu(FusionOp fusion,
 
 TEST(CudaGpu, DeviceIsThere) {
   if (!gpu().ok())
-    GTEST_SKIP() << gpu().message();
+    SMELT_SKIP_WITHOUT_GPU(gpu().message());
   std::cout << "GPU: " << gpu()->name << " (" << gpu()->arch << ")\n";
   EXPECT_FALSE(gpu()->name.empty()) << "cuDeviceGetName gave no name";
   EXPECT_TRUE(gpu()->context) << "no primary context";
@@ -143,7 +144,7 @@ class CudaGpuNumerics : public testing::TestWithParam<FusionCase> {};
 
 TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
   if (!gpu().ok())
-    GTEST_SKIP() << gpu().message();
+    SMELT_SKIP_WITHOUT_GPU(gpu().message());
   const CudaDriver &cu = *gpu()->cu;
   ASSERT_CU(cu.ctxSetCurrent(gpu()->context)); // this thread's, whichever ran the first test
   const FusionCase &c = GetParam();

@@ -4,6 +4,7 @@
 // CpuExecutor (the cut, the values passed between segments and the outputs are what is under
 // test); with one (scripts/gpu-check.sh) they run on the GPU executor and training on the GPU
 // tracks the CPU's loss curve.
+#include "GpuSkip.h"
 #include "CudaTestUtil.h"
 #include "RuntimeTestUtil.h"
 #include "TestUtil.h"
@@ -174,14 +175,14 @@ TEST(PlacedExecution, TrainingStepCutIntoSegmentsTracksTheCpu) {
 
 TEST(PlacedExecutionOnGpu, MixedFunctionMatchesTheCpu) {
   if (!gpu().ok())
-    GTEST_SKIP() << "needs a GPU: " << gpu().message();
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
   expectSameOutputs(compilePlaced(kMixed, /*withGpu=*/true, (*gpu())->arch()),
                     rt::cuda::gpuSegmentRunner);
 }
 
 TEST(PlacedExecutionOnGpu, MlpTrainingTracksTheCpuLossCurve) {
   if (!gpu().ok())
-    GTEST_SKIP() << "needs a GPU: " << gpu().message();
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
   // cuBLASLt and the fused kernels round differently from oneDNN; over two epochs of Adam the
   // losses stay within a percent.
   expectTrainingTracksTheCpu(rt::cuda::gpuSegmentRunner, (*gpu())->arch(), 1e-2);

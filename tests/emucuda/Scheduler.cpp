@@ -1,0 +1,514 @@
+// The emulated devices' streams, events and the schedule of queued work (EmuCuda.h). Work is a
+// node in a graph: it waits for the previous work of its stream, for the events its stream was
+// told to wait on, and for the legacy stream as CUDA's blocking streams do. Nothing runs when
+// it is queued (the "late" schedule): a host call that needs a result (a synchronize, a
+// synchronous copy, an event query) runs what that result depends on and nothing else, picking
+// among the ready work by a seeded random draw, so two streams interleave in any order their
+// dependencies allow. An event or stream query runs one piece of work and reports "not ready"
+// until its work is done: a polling loop makes progress, but never sees work finish early.
+// The "eager" schedule runs each piece of work as soon as it is ready instead.
+#include "Core.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace smelt::emucuda {
+
+struct Op;
+using OpPtr = std::shared_ptr<Op>;
+
+struct GroupState {
+  std::shared_ptr<GroupWork> work;
+  std::vector<Op *> parts; // queued so far
+  bool abandoned = false;  // each part completes alone, doing nothing
+};
+
+struct Op {
+  uint64_t id = 0;
+  int device = 0;
+  std::string what;
+  std::function<void()> run;
+  std::shared_ptr<GroupState> group; // a part of group work, else null
+  std::vector<OpPtr> deps;
+  bool running = false, done = false;
+};
+
+struct Stream {
+  int device = 0;
+  bool blocking = true; // not CU_STREAM_NON_BLOCKING: ordered with the legacy stream
+  OpPtr last;               // the newest work queued on it
+  std::vector<OpPtr> waits; // events waited on, joined into the next work's dependencies
+};
+
+struct Event {
+  OpPtr recorded; // the work it completes with; null: never recorded or already complete
+};
+
+namespace {
+
+struct State {
+  std::mutex lock;
+  std::condition_variable changed;
+  std::vector<OpPtr> pending;
+  std::set<Stream *> streams;
+  std::set<Event *> events;
+  Stream legacy[kMaxDevices];
+  CUresult sticky[kMaxDevices] = {};
+  std::string lastFault;
+  std::map<std::shared_ptr<GroupWork>, std::shared_ptr<GroupState>> groups;
+  uint64_t nextId = 1;
+  std::mt19937_64 random;
+  Schedule schedule = Schedule::Late;
+  uint64_t seed = 0;
+  State() {
+    for (int d = 0; d < kMaxDevices; ++d)
+      legacy[d].device = d;
+    const char *setting = std::getenv("SMELT_EMUCUDA_SCHEDULE");
+    std::string text = setting ? setting : "late";
+    if (text == "eager") {
+      schedule = Schedule::Eager;
+    } else if (text.rfind("late:", 0) == 0) {
+      seed = std::strtoull(text.c_str() + 5, nullptr, 10);
+    } else {
+      if (text != "late")
+        std::fprintf(stderr, "emulated CUDA: SMELT_EMUCUDA_SCHEDULE=%s is not eager, late or "
+                             "late:SEED; using late\n", text.c_str());
+      seed = std::random_device{}();
+      std::fprintf(stderr, "emulated CUDA: late schedule, seed %llu "
+                           "(SMELT_EMUCUDA_SCHEDULE=late:%llu replays it)\n",
+                   (unsigned long long)seed, (unsigned long long)seed);
+    }
+    random.seed(seed);
+  }
+};
+
+State &state() {
+  static State *s = new State; // never destroyed: work may be queued while the process exits
+  return *s;
+}
+
+Stream *streamOf(State &s, CUstream handle) {
+  if (isLegacy(handle)) {
+    Context *context = currentContext();
+    return context ? &s.legacy[context->device] : nullptr;
+  }
+  auto *stream = reinterpret_cast<Stream *>(handle);
+  return s.streams.count(stream) ? stream : nullptr;
+}
+
+bool depsDone(const Op &op) {
+  return std::all_of(op.deps.begin(), op.deps.end(), [](const OpPtr &d) { return d->done; });
+}
+
+bool ready(const Op &op) {
+  if (op.done || op.running)
+    return false;
+  if (!op.group || op.group->abandoned)
+    return depsDone(op);
+  const GroupState &g = *op.group;
+  return int(g.parts.size()) == g.work->parts &&
+         std::all_of(g.parts.begin(), g.parts.end(), [](Op *p) { return depsDone(*p); });
+}
+
+/// Runs `op` (a whole group for a part) with the lock released; marks it done.
+void execute(State &s, std::unique_lock<std::mutex> &held, Op &op) {
+  std::vector<Op *> members{&op};
+  bool abandoned = op.group && op.group->abandoned;
+  if (op.group && !abandoned)
+    members = op.group->parts;
+  for (Op *m : members)
+    m->running = true;
+  bool failed = std::any_of(members.begin(), members.end(),
+                            [&](Op *m) { return s.sticky[m->device] != CUDA_SUCCESS; });
+  std::function<void()> run = op.group ? (abandoned ? nullptr : op.group->work->run) : op.run;
+  held.unlock();
+  CUresult code = CUDA_SUCCESS;
+  std::string message;
+  if (!failed && run) { // after a fault the context is dead: later work does nothing
+    try {
+      run();
+    } catch (const Fault &fault) {
+      code = fault.code;
+      message = fault.what();
+    } catch (const std::exception &error) {
+      code = CUDA_ERROR_UNKNOWN;
+      message = op.what + ": " + error.what();
+    }
+  }
+  if (code != CUDA_SUCCESS)
+    diagnose(message);
+  held.lock();
+  if (code != CUDA_SUCCESS) {
+    s.lastFault = message;
+    for (Op *m : members)
+      if (s.sticky[m->device] == CUDA_SUCCESS)
+        s.sticky[m->device] = code;
+  }
+  for (Op *m : members) {
+    m->running = false;
+    m->done = true;
+    m->run = nullptr;
+    m->deps.clear(); // else every stream would keep its whole history alive
+  }
+  if (op.group && !abandoned)
+    s.groups.erase(op.group->work);
+  s.pending.erase(std::remove_if(s.pending.begin(), s.pending.end(),
+                                 [](const OpPtr &p) { return p->done; }),
+                  s.pending.end());
+  s.changed.notify_all();
+}
+
+/// The ready work among what `target` waits for (itself included), group siblings followed.
+std::vector<Op *> readyFor(Op *target) {
+  std::vector<Op *> found, stack{target};
+  std::set<Op *> seen{target};
+  while (!stack.empty()) {
+    Op *op = stack.back();
+    stack.pop_back();
+    if (op->done)
+      continue;
+    if (ready(*op))
+      found.push_back(op);
+    auto visit = [&](Op *next) {
+      if (!next->done && seen.insert(next).second)
+        stack.push_back(next);
+    };
+    for (const OpPtr &d : op->deps)
+      visit(d.get());
+    if (op->group && !op->group->abandoned)
+      for (Op *part : op->group->parts)
+        visit(part);
+  }
+  return found;
+}
+
+Op *pick(State &s, std::vector<Op *> &candidates) {
+  if (s.schedule == Schedule::Eager)
+    return *std::min_element(candidates.begin(), candidates.end(),
+                             [](Op *a, Op *b) { return a->id < b->id; });
+  return candidates[s.random() % candidates.size()];
+}
+
+/// Runs what `target` needs until it is done; `steps` > 0 stops after that many pieces of work.
+void demand(State &s, std::unique_lock<std::mutex> &held, const OpPtr &target, int steps = -1) {
+  while (!target->done && steps != 0) {
+    std::vector<Op *> candidates = readyFor(target.get());
+    if (candidates.empty()) { // running on another thread, or a group waiting for a part
+      if (steps > 0)
+        return;
+      s.changed.wait(held);
+      continue;
+    }
+    execute(s, held, *pick(s, candidates));
+    if (steps > 0)
+      --steps;
+  }
+}
+
+/// Eager schedule: runs whatever is ready, oldest first, without waiting for anything.
+void progress(State &s, std::unique_lock<std::mutex> &held) {
+  while (true) {
+    Op *next = nullptr;
+    for (const OpPtr &op : s.pending)
+      if (ready(*op) && (!next || op->id < next->id))
+        next = op.get();
+    if (!next)
+      return;
+    execute(s, held, *next);
+  }
+}
+
+/// Adds work to `stream` with the dependencies CUDA's stream semantics give it (s.lock held).
+OpPtr add(State &s, Stream &stream, std::string what, std::function<void()> run) {
+  auto op = std::make_shared<Op>();
+  op->id = s.nextId++;
+  op->device = stream.device;
+  op->what = std::move(what);
+  op->run = std::move(run);
+  if (stream.last && !stream.last->done)
+    op->deps.push_back(stream.last);
+  for (OpPtr &wait : stream.waits)
+    if (!wait->done)
+      op->deps.push_back(wait);
+  stream.waits.clear();
+  Stream &legacy = s.legacy[stream.device];
+  if (&stream == &legacy) {
+    for (Stream *other : s.streams) // the legacy stream waits for every blocking stream
+      if (other->device == stream.device && other->blocking && other->last && !other->last->done)
+        op->deps.push_back(other->last);
+  } else if (stream.blocking && legacy.last && !legacy.last->done) {
+    op->deps.push_back(legacy.last); // and every blocking stream for the legacy stream
+  }
+  stream.last = op;
+  s.pending.push_back(op);
+  return op;
+}
+
+} // namespace
+
+bool isLegacy(CUstream stream) {
+  return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
+
+Schedule schedule() { return state().schedule; }
+uint64_t scheduleSeed() { return state().seed; }
+
+void diagnose(const std::string &message) {
+  std::fprintf(stderr, "emulated CUDA: %s\n", message.c_str());
+}
+
+CUresult enqueue(CUstream handle, std::string what, std::function<void()> run) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  Stream *stream = streamOf(s, handle);
+  if (!stream)
+    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
+  if (s.sticky[stream->device] != CUDA_SUCCESS)
+    return s.sticky[stream->device];
+  add(s, *stream, std::move(what), std::move(run));
+  if (s.schedule == Schedule::Eager)
+    progress(s, held);
+  return CUDA_SUCCESS;
+}
+
+CUresult enqueueWaiting(CUstream handle, std::string what, std::function<void()> run) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  Stream *stream = streamOf(s, handle);
+  if (!stream)
+    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
+  if (s.sticky[stream->device] != CUDA_SUCCESS)
+    return s.sticky[stream->device];
+  OpPtr op = add(s, *stream, std::move(what), std::move(run));
+  demand(s, held, op);
+  return s.sticky[stream->device];
+}
+
+CUresult enqueuePart(const std::shared_ptr<GroupWork> &group, CUstream handle, std::string what) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  Stream *stream = streamOf(s, handle);
+  if (!stream)
+    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
+  if (s.sticky[stream->device] != CUDA_SUCCESS)
+    return s.sticky[stream->device];
+  std::shared_ptr<GroupState> &state = s.groups[group];
+  if (!state) {
+    state = std::make_shared<GroupState>();
+    state->work = group;
+  }
+  if (int(state->parts.size()) >= group->parts || state->abandoned)
+    return CUDA_ERROR_INVALID_VALUE;
+  OpPtr op = add(s, *stream, std::move(what), nullptr);
+  op->group = state;
+  state->parts.push_back(op.get());
+  s.changed.notify_all(); // a demand may be waiting for this part
+  if (s.schedule == Schedule::Eager)
+    progress(s, held);
+  return CUDA_SUCCESS;
+}
+
+bool abandonGroup(const std::shared_ptr<GroupWork> &group) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  auto it = s.groups.find(group);
+  if (it == s.groups.end()) { // ran already, or no part queued yet: refuse later parts
+    auto state = std::make_shared<GroupState>();
+    state->work = group;
+    state->abandoned = true;
+    s.groups[group] = state;
+    return true;
+  }
+  if (it->second->abandoned)
+    return true;
+  bool running = std::any_of(it->second->parts.begin(), it->second->parts.end(),
+                             [](Op *p) { return p->running || p->done; });
+  if (running)
+    return false;
+  it->second->abandoned = true;
+  s.changed.notify_all();
+  if (s.schedule == Schedule::Eager)
+    progress(s, held);
+  return true;
+}
+
+std::string lastFault() {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  return s.lastFault;
+}
+
+void clearFault() {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  s.lastFault.clear();
+  std::fill(std::begin(s.sticky), std::end(s.sticky), CUDA_SUCCESS);
+}
+
+CUresult stickyError(int device) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  return s.sticky[device];
+}
+
+int streamDevice(CUstream handle) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  Stream *stream = streamOf(s, handle);
+  return stream ? stream->device : -1;
+}
+
+CUresult createStream(unsigned flags, CUstream *handle) {
+  Context *context = currentContext();
+  if (!context)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (!handle || (flags & ~unsigned(CU_STREAM_NON_BLOCKING)))
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  auto *stream = new Stream; // freed never: queued work may still point at it
+  stream->device = context->device;
+  stream->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+  s.streams.insert(stream);
+  *handle = reinterpret_cast<CUstream>(stream);
+  return CUDA_SUCCESS;
+}
+
+CUresult destroyStream(CUstream handle) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  auto *stream = reinterpret_cast<Stream *>(handle);
+  // Queued work still runs (cuStreamDestroy returns at once and releases the stream later).
+  return s.streams.erase(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult synchronizeStream(CUstream handle) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  Stream *stream = streamOf(s, handle);
+  if (!stream)
+    return CUDA_ERROR_INVALID_HANDLE;
+  OpPtr last = stream->last;
+  if (last)
+    demand(s, held, last);
+  return s.sticky[stream->device];
+}
+
+CUresult queryStream(CUstream handle) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  Stream *stream = streamOf(s, handle);
+  if (!stream)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (s.sticky[stream->device] != CUDA_SUCCESS)
+    return s.sticky[stream->device];
+  OpPtr last = stream->last;
+  if (!last || last->done)
+    return CUDA_SUCCESS;
+  demand(s, held, last, 1);
+  return CUDA_ERROR_NOT_READY;
+}
+
+CUresult synchronizeDevice(int device) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  while (true) {
+    OpPtr next;
+    for (const OpPtr &op : s.pending)
+      if (op->device == device && !op->done) {
+        next = op;
+        break;
+      }
+    if (!next)
+      break;
+    demand(s, held, next);
+  }
+  return s.sticky[device];
+}
+
+CUresult createEvent(unsigned flags, CUevent *handle) {
+  if (!currentContext())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (!handle || (flags & ~known))
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  auto *event = new Event;
+  s.events.insert(event);
+  *handle = reinterpret_cast<CUevent>(event);
+  return CUDA_SUCCESS;
+}
+
+CUresult destroyEvent(CUevent handle) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  auto *event = reinterpret_cast<Event *>(handle);
+  if (!s.events.erase(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult recordEvent(CUevent handle, CUstream streamHandle) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  auto *event = reinterpret_cast<Event *>(handle);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  Stream *stream = streamOf(s, streamHandle);
+  if (!stream)
+    return CUDA_ERROR_INVALID_HANDLE;
+  // The event completes with the stream's work queued so far, and the legacy stream's for a
+  // blocking stream: a marker that waits for exactly that.
+  event->recorded = add(s, *stream, "event", nullptr);
+  return CUDA_SUCCESS;
+}
+
+CUresult queryEvent(CUevent handle) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  auto *event = reinterpret_cast<Event *>(handle);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  OpPtr recorded = event->recorded;
+  if (!recorded || recorded->done)
+    return recorded ? s.sticky[recorded->device] : CUDA_SUCCESS;
+  demand(s, held, recorded, 1);
+  return CUDA_ERROR_NOT_READY;
+}
+
+CUresult synchronizeEvent(CUevent handle) {
+  State &s = state();
+  std::unique_lock<std::mutex> held(s.lock);
+  auto *event = reinterpret_cast<Event *>(handle);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  OpPtr recorded = event->recorded;
+  if (!recorded)
+    return CUDA_SUCCESS;
+  demand(s, held, recorded);
+  return s.sticky[recorded->device];
+}
+
+CUresult waitEvent(CUstream streamHandle, CUevent handle) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  auto *event = reinterpret_cast<Event *>(handle);
+  Stream *stream = streamOf(s, streamHandle);
+  if (!s.events.count(event) || !stream)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (event->recorded && !event->recorded->done)
+    stream->waits.push_back(event->recorded);
+  return CUDA_SUCCESS;
+}
+
+} // namespace smelt::emucuda
