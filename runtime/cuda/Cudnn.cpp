@@ -178,14 +178,19 @@ public:
   Expected<cudnnTensorDescriptor_t> nhwc(int64_t n, int64_t h, int64_t w, int64_t c) {
     return tensor({n, c, h, w}, {h * w * c, 1, w * c, c});
   }
-  /// The filter as cuDNN convolves it: KRSC, i.e. NHWC-format [F, KH, KW, C].
-  Expected<cudnnFilterDescriptor_t> filterKrsc(const Geometry &g) {
+  /// Dense NCHW [n, c, h, w].
+  Expected<cudnnTensorDescriptor_t> nchw(int64_t n, int64_t h, int64_t w, int64_t c) {
+    return tensor({n, c, h, w}, {c * h * w, h * w, w, 1});
+  }
+  /// The filter as cuDNN convolves it: KRSC (NHWC-format [F, KH, KW, C]), or KCRS for NCHW.
+  Expected<cudnnFilterDescriptor_t> filter(const Geometry &g, bool nchw) {
     cudnnFilterDescriptor_t d = nullptr;
     SMELT_CUDNN_TRY(lib_.check(lib_.createFilterDescriptor(&d), "cudnnCreateFilterDescriptor"));
     filters_.push_back(d);
-    SMELT_CUDNN_TRY(lib_.check(lib_.setFilter4dDescriptor(d, type_, CUDNN_TENSOR_NHWC, int(g.f),
-                                                          int(g.c), int(g.kh), int(g.kw)),
-                               "cudnnSetFilter4dDescriptor"));
+    SMELT_CUDNN_TRY(lib_.check(
+        lib_.setFilter4dDescriptor(d, type_, nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
+                                   int(g.f), int(g.c), int(g.kh), int(g.kw)),
+        "cudnnSetFilter4dDescriptor"));
     return d;
   }
   Expected<cudnnConvolutionDescriptor_t> convolution(const Geometry &g) {
@@ -348,11 +353,35 @@ Status Cudnn::validate(const Pool2DCall &call, const std::string &what) {
   return verdict(what, poolShapeError(call), cudnnUnsupported(call));
 }
 
-/// The layout copies at the start of a convolution's workspace: the KRSC filter, then the
-/// padded input (when there is one).
+/// Whether cuDNN may offer no NHWC algorithm for `call`, which then runs on NCHW copies: f16
+/// and bf16 with channels (C or F) that are not a multiple of 8. The legacy API's NHWC
+/// half-precision kernels are tensor-core kernels, which need that alignment; its NCHW ones pad
+/// channels themselves (cuDNN's "Data and Filter Formats"). The CNN's first convolution (C = 1)
+/// in mixed precision is one.
+static bool mayNeedNchw(const Conv2DCall &call) {
+  DType dtype = call.input.dtype;
+  return (dtype == DType::f16 || dtype == DType::bf16) &&
+         (call.input.shape[3] % 8 != 0 || call.filter.shape[3] % 8 != 0);
+}
+
+/// The NCHW copies of the (padded) input and of the output.
+static std::array<size_t, 2> nchwBytes(const Conv2DCall &call) {
+  Geometry g = geometry(call);
+  size_t width = byteWidth(call.input.dtype);
+  return {align256(size_t(g.n * g.c * g.hp * g.wp) * width),
+          align256(size_t(g.n * g.f * g.oh() * g.ow()) * width)};
+}
+
+/// The layout copies at the start of a convolution's workspace: the filter (KRSC, or KCRS),
+/// then the padded NHWC input (when there is one) or, where NCHW may be needed, room for the
+/// NCHW copies instead when they are larger.
 static size_t convScratchBytes(const Conv2DCall &call) {
-  return align256(call.filter.byteSize()) +
-         align256(paddedBytes(geometry(call), call.input.dtype));
+  size_t copies = align256(paddedBytes(geometry(call), call.input.dtype));
+  if (mayNeedNchw(call)) {
+    std::array<size_t, 2> nchw = nchwBytes(call);
+    copies = std::max(copies, nchw[0] + nchw[1]);
+  }
+  return align256(call.filter.byteSize()) + copies;
 }
 
 size_t Cudnn::workspaceBytes(const Conv2DCall &call) {
@@ -422,11 +451,11 @@ std::optional<std::array<size_t, 3>> pick(const Perf *perf, int count, size_t li
 } // namespace
 
 Expected<Cudnn::Algorithm> Cudnn::algorithm(ConvPass pass, const Conv2DCall &call,
-                                            ConvDescriptors &d, size_t limit) {
+                                            ConvDescriptors &d, size_t limit, bool nchw) {
   const CudnnLibrary &lib = **cudnnLibrary();
   bool strictF32 = call.input.dtype == DType::f32 && !call.allowTf32;
-  std::string key = fmt::format("{} pass {} tf32 {} limit {}", describe(call), int(pass),
-                                call.allowTf32, limit);
+  std::string key = fmt::format("{} pass {} tf32 {} limit {} {}", describe(call), int(pass),
+                                call.allowTf32, limit, nchw ? "nchw" : "nhwc");
   if (auto it = algorithms_.find(key); it != algorithms_.end())
     return it->second;
   // The heuristic answers for the math type on the descriptor: FMA keeps f32 exact, tensor ops
@@ -478,6 +507,71 @@ Status Cudnn::locked(const std::string &what, const std::string &call,
   return {};
 }
 
+namespace {
+/// The tensors of one convolution in one layout. NHWC: the input (or its padded copy) and the
+/// output as they are, the filter as KRSC. NCHW: copies of all three in the workspace, the
+/// filter as KCRS. `interior` is where the input sits inside x (all of it when x is no copy).
+struct ConvViews {
+  cudnnTensorDescriptor_t x, y, interior, filterView;
+  cudnnFilterDescriptor_t w;
+  size_t interiorOffset; // bytes from x's start
+};
+
+Expected<ConvViews> convViews(Descriptors &make, const Geometry &g, DType dtype, bool nchw) {
+  ConvViews v{};
+  int64_t c = g.c, hp = g.hp, wp = g.wp;
+  SMELT_CUDNN_ASSIGN(x, nchw ? make.nchw(g.n, hp, wp, c) : make.nhwc(g.n, hp, wp, c));
+  SMELT_CUDNN_ASSIGN(y, nchw ? make.nchw(g.n, g.oh(), g.ow(), g.f)
+                             : make.nhwc(g.n, g.oh(), g.ow(), g.f));
+  SMELT_CUDNN_ASSIGN(interior, nchw ? make.tensor({g.n, c, g.h, g.w}, {c * hp * wp, hp * wp, wp, 1})
+                                    : make.tensor({g.n, c, g.h, g.w}, {hp * wp * c, 1, wp * c, c}));
+  // The filter in dims [F, C, KH, KW] as cuDNN convolves it.
+  SMELT_CUDNN_ASSIGN(filterView,
+                     nchw ? make.tensor({g.f, c, g.kh, g.kw}, {c * g.kh * g.kw, g.kh * g.kw, g.kw, 1})
+                          : make.tensor({g.f, c, g.kh, g.kw},
+                                        {g.kh * g.kw * c, 1, g.kw * c, c}));
+  SMELT_CUDNN_ASSIGN(w, make.filter(g, nchw));
+  v.x = x, v.y = y, v.interior = interior, v.filterView = filterView, v.w = w;
+  int64_t corner = g.extraTop * wp + g.extraLeft;
+  v.interiorOffset = size_t(nchw ? corner : corner * c) * byteWidth(dtype);
+  return v;
+}
+} // namespace
+
+Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, size_t limit) {
+  const CudnnLibrary &lib = **cudnnLibrary();
+  Geometry g = geometry(call);
+  Status nhwcError;
+  for (bool nchw : {false, true}) {
+    if (nchw && !mayNeedNchw(call))
+      break;
+    Descriptors make(lib, call.input.dtype);
+    SMELT_CUDNN_ASSIGN(views, convViews(make, g, call.input.dtype, nchw));
+    SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
+    ConvDescriptors d{views.x, views.y, views.w, conv};
+    Expected<Algorithm> algo = algorithm(pass, call, d, limit, nchw);
+    if (algo)
+      return Choice{*algo, nchw};
+    if (!nchw)
+      nhwcError = algo.status();
+    else
+      return Status::error(nhwcError.message() + "; in NCHW copies: " + algo.message());
+  }
+  return nhwcError;
+}
+
+Status Cudnn::prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceBytes,
+                      const std::string &what) {
+  SMELT_CUDNN_TRY(validate(call, what));
+  size_t scratch = convScratchBytes(call);
+  if (workspaceBytes < scratch)
+    return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of "
+                                  "layout copies (Cudnn::workspaceBytes)",
+                                  workspaceBytes, scratch));
+  return locked(what, describe(call),
+                [&]() { return choose(pass, call, workspaceBytes - scratch).status(); });
+}
+
 Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b,
                        void *out, void *workspace, size_t workspaceBytes,
                        const std::string &what) {
@@ -494,85 +588,98 @@ Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, con
     auto handle = static_cast<cudnnHandle_t>(handle_);
     Geometry g = geometry(call);
     DType dtype = call.input.dtype;
-    // Workspace: [KRSC filter][padded input, if any][algorithm workspace].
-    void *filterKrsc = workspace;
-    size_t filterBytes = align256(call.filter.byteSize());
-    void *padded = at(workspace, filterBytes);
+    SMELT_CUDNN_ASSIGN(choice, choose(pass, call, workspaceBytes - scratch));
+    bool nchw = choice.nchw;
+    // Workspace: [filter copy][x copy: the padded input, or the NCHW input][NCHW output]
+    // [algorithm workspace].
+    void *filterCopy = workspace;
+    void *xCopy = at(workspace, align256(call.filter.byteSize()));
+    void *yCopy = at(xCopy, nchw ? nchwBytes(call)[0] : 0);
     void *algoSpace = at(workspace, scratch);
+    bool copiesX = nchw || g.paddedCopy();
 
     Descriptors make(lib, dtype);
-    // The filter in two views of dims [F, C, KH, KW]: as stored (HWIO) and as convolved (KRSC).
+    // The filter as stored: HWIO, in dims [F, C, KH, KW]; input and output as stored: NHWC.
     SMELT_CUDNN_ASSIGN(hwio, make.tensor({g.f, g.c, g.kh, g.kw},
                                          {1, g.f, g.kw * g.c * g.f, g.c * g.f}));
-    SMELT_CUDNN_ASSIGN(krsc, make.tensor({g.f, g.c, g.kh, g.kw},
-                                         {g.kh * g.kw * g.c, 1, g.kw * g.c, g.c}));
     SMELT_CUDNN_ASSIGN(input, make.nhwc(g.n, g.h, g.w, g.c));
-    // The input's place inside the padded copy: its shape, the padded copy's strides.
-    SMELT_CUDNN_ASSIGN(interior, make.tensor({g.n, g.c, g.h, g.w},
-                                             {g.hp * g.wp * g.c, 1, g.wp * g.c, g.c}));
-    size_t interiorOffset = size_t((g.extraTop * g.wp + g.extraLeft) * g.c) * byteWidth(dtype);
-    ConvDescriptors d{};
-    SMELT_CUDNN_ASSIGN(x, make.nhwc(g.n, g.hp, g.wp, g.c));
-    SMELT_CUDNN_ASSIGN(y, make.nhwc(g.n, g.oh(), g.ow(), g.f));
-    SMELT_CUDNN_ASSIGN(w, make.filterKrsc(g));
+    SMELT_CUDNN_ASSIGN(output, make.nhwc(g.n, g.oh(), g.ow(), g.f));
+    SMELT_CUDNN_ASSIGN(views, convViews(make, g, dtype, nchw));
     SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
-    d.x = x, d.y = y, d.w = w, d.conv = conv;
-
-    SMELT_CUDNN_ASSIGN(algo, algorithm(pass, call, d, workspaceBytes - scratch));
-    SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(algo.mathType)),
+    SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(choice.algorithm.mathType)),
                               "cudnnSetConvolutionMathType"));
+    const Algorithm &algo = choice.algorithm;
 
-    auto toKrsc = [&](const void *filter) {
-      return lib.check(lib.transformTensor(handle, &kOne, hwio, filter, &kZero, krsc, filterKrsc),
-                       "cudnnTransformTensor (filter HWIO to KRSC)");
+    auto transform = [&](cudnnTensorDescriptor_t from, const void *source,
+                         cudnnTensorDescriptor_t to, void *target, const char *why) {
+      return lib.check(lib.transformTensor(handle, &kOne, from, source, &kZero, to, target), why);
     };
-    // The input, zero-padded into the workspace where cuDNN's symmetric padding falls short.
-    auto padInput = [&](const void *source) -> Expected<const void *> {
-      if (!g.paddedCopy())
+    // The input where cuDNN reads it: itself, or zero-padded and/or NCHW in the workspace.
+    auto loadX = [&](const void *source) -> Expected<const void *> {
+      if (!copiesX)
         return source;
-      SMELT_CUDNN_TRY(device_.check(
-          device_.driver().memsetD8Async(devicePointer(padded), 0,
-                                         paddedBytes(g, dtype), device_.stream()),
-          "cuMemsetD8Async (zero padding)"));
-      SMELT_CUDNN_TRY(lib.check(lib.transformTensor(handle, &kOne, input, source, &kZero,
-                                                    interior, at(padded, interiorOffset)),
-                                "cudnnTransformTensor (input into its padded copy)"));
-      return static_cast<const void *>(padded);
+      if (g.paddedCopy())
+        SMELT_CUDNN_TRY(device_.check(
+            device_.driver().memsetD8Async(devicePointer(xCopy), 0,
+                                           nchw ? nchwBytes(call)[0] : paddedBytes(g, dtype),
+                                           device_.stream()),
+            "cuMemsetD8Async (zero padding)"));
+      SMELT_CUDNN_TRY(transform(input, source, views.interior, at(xCopy, views.interiorOffset),
+                                "cudnnTransformTensor (input into its copy)"));
+      return static_cast<const void *>(xCopy);
+    };
+    // An output-shaped operand where cuDNN reads it: itself, or its NCHW copy.
+    auto loadY = [&](const void *source) -> Expected<const void *> {
+      if (!nchw)
+        return source;
+      SMELT_CUDNN_TRY(transform(output, source, views.y, yCopy,
+                                "cudnnTransformTensor (output gradient to NCHW)"));
+      return static_cast<const void *>(yCopy);
+    };
+    auto loadFilter = [&](const void *filter) {
+      return transform(hwio, filter, views.filterView, filterCopy,
+                       "cudnnTransformTensor (filter from HWIO)");
     };
 
     switch (pass) {
     case ConvPass::Forward: {
-      SMELT_CUDNN_TRY(toKrsc(b));
-      SMELT_CUDNN_ASSIGN(xp, padInput(a));
-      return lib.check(lib.convolutionForward(handle, &kOne, x, xp, w, filterKrsc, conv,
-                                              cudnnConvolutionFwdAlgo_t(algo.algo), algoSpace,
-                                              algo.memory, &kZero, y, out),
-                       "cudnnConvolutionForward");
+      SMELT_CUDNN_TRY(loadFilter(b));
+      SMELT_CUDNN_ASSIGN(xp, loadX(a));
+      void *y = nchw ? yCopy : out;
+      SMELT_CUDNN_TRY(lib.check(lib.convolutionForward(handle, &kOne, views.x, xp, views.w,
+                                                       filterCopy, conv,
+                                                       cudnnConvolutionFwdAlgo_t(algo.algo),
+                                                       algoSpace, algo.memory, &kZero, views.y, y),
+                                "cudnnConvolutionForward"));
+      if (!nchw)
+        return {};
+      return transform(views.y, yCopy, output, out, "cudnnTransformTensor (output to NHWC)");
     }
     case ConvPass::BackwardInput: {
-      SMELT_CUDNN_TRY(toKrsc(b));
-      void *dx = g.paddedCopy() ? padded : out;
+      SMELT_CUDNN_TRY(loadFilter(b));
+      SMELT_CUDNN_ASSIGN(dy, loadY(a));
+      void *dx = copiesX ? xCopy : out;
       SMELT_CUDNN_TRY(lib.check(lib.convolutionBackwardData(
-                                    handle, &kOne, w, filterKrsc, y, a, conv,
+                                    handle, &kOne, views.w, filterCopy, views.y, dy, conv,
                                     cudnnConvolutionBwdDataAlgo_t(algo.algo), algoSpace,
-                                    algo.memory, &kZero, x, dx),
+                                    algo.memory, &kZero, views.x, dx),
                                 "cudnnConvolutionBackwardData"));
-      if (!g.paddedCopy())
+      if (!copiesX)
         return {};
       // The gradient of the padding is dropped: only the interior is the input's.
-      return lib.check(lib.transformTensor(handle, &kOne, interior, at(padded, interiorOffset),
-                                           &kZero, input, out),
-                       "cudnnTransformTensor (input gradient out of its padded copy)");
+      return transform(views.interior, at(xCopy, views.interiorOffset), input, out,
+                       "cudnnTransformTensor (input gradient out of its copy)");
     }
     case ConvPass::BackwardFilter: {
-      SMELT_CUDNN_ASSIGN(xp, padInput(a));
+      SMELT_CUDNN_ASSIGN(xp, loadX(a));
+      SMELT_CUDNN_ASSIGN(dy, loadY(b));
       SMELT_CUDNN_TRY(lib.check(lib.convolutionBackwardFilter(
-                                    handle, &kOne, x, xp, y, b, conv,
+                                    handle, &kOne, views.x, xp, views.y, dy, conv,
                                     cudnnConvolutionBwdFilterAlgo_t(algo.algo), algoSpace,
-                                    algo.memory, &kZero, w, filterKrsc),
+                                    algo.memory, &kZero, views.w, filterCopy),
                                 "cudnnConvolutionBackwardFilter"));
-      return lib.check(lib.transformTensor(handle, &kOne, krsc, filterKrsc, &kZero, hwio, out),
-                       "cudnnTransformTensor (filter gradient KRSC to HWIO)");
+      return transform(views.filterView, filterCopy, hwio, out,
+                       "cudnnTransformTensor (filter gradient to HWIO)");
     }
     }
     return {};

@@ -8,6 +8,9 @@
 // - filters are HWIO [KH, KW, C, F], which is no cuDNN filter layout (those are KCRS and KRSC,
 //   and cudnnSetFilter4dDescriptor takes no strides): each call transposes the filter to KRSC
 //   in the workspace with cudnnTransformTensor (and the filter gradient back).
+// - f16/bf16 with channels that are not a multiple of 8: cuDNN may have no NHWC algorithm; the
+//   call then runs on NCHW copies of its tensors in the workspace (prepare() finds out when an
+//   executor is created).
 // - asymmetric padding: the legacy convolution descriptor pads symmetrically, so cuDNN pads by
 //   min(top, bottom) (min(left, right)) and the rest is an explicitly zero-padded copy of the
 //   input in the workspace (for the input gradient, a padded gradient cropped afterwards).
@@ -121,23 +124,39 @@ public:
                         void *gradInput, void *workspace, size_t workspaceBytes,
                         const std::string &what);
 
+  enum class ConvPass { Forward, BackwardInput, BackwardFilter };
+  /// Chooses the algorithm of `pass` now, with no memory touched, for a call given
+  /// `workspaceBytes` of workspace: an executor calls it at creation, so that a convolution
+  /// cuDNN cannot run fails there, naming the step, instead of in the middle of a run. Where
+  /// cuDNN offers no NHWC algorithm (unaligned f16/bf16 channels: mayNeedNchw in Cudnn.cpp),
+  /// the call runs on NCHW copies in the workspace, which workspaceBytes() leaves room for.
+  Status prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceBytes,
+                 const std::string &what);
+
   /// The library's version (91900 for 9.19.0).
   size_t version() const;
 
 private:
-  enum class ConvPass { Forward, BackwardInput, BackwardFilter };
   struct Algorithm {
     int algo = 0;     // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
     int mathType = 0; // cudnnMathType_t
     size_t memory = 0;
+  };
+  /// An algorithm and the layout it runs in.
+  struct Choice {
+    Algorithm algorithm;
+    bool nchw = false;
   };
   struct ConvDescriptors; // defined in Cudnn.cpp
 
   explicit Cudnn(const CudaDevice &device) : device_(device) {}
   Status convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b, void *out,
                   void *workspace, size_t workspaceBytes, const std::string &what);
+  /// cuDNN's heuristic for `pass` in one layout (NHWC, or NCHW copies), cached per call.
   Expected<Algorithm> algorithm(ConvPass pass, const Conv2DCall &call, ConvDescriptors &d,
-                                size_t limit);
+                                size_t limit, bool nchw);
+  /// NHWC's algorithm, else NCHW's where that may help; the error says what each offered.
+  Expected<Choice> choose(ConvPass pass, const Conv2DCall &call, size_t limit);
   /// Runs `work` holding the lock with the device's context current; its error begins with
   /// `what` and ends with the device and `call` (describe()).
   Status locked(const std::string &what, const std::string &call,

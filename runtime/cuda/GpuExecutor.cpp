@@ -293,7 +293,9 @@ void GpuExecutor::Unload::operator()(CUmod_st *module) const {
 }
 
 void GpuExecutor::FreeHost::operator()(void *pinned) const {
-  if (device->makeCurrent().ok())
+  // A failed run (out of memory half way) may have left copies through it queued; freeing
+  // pinned memory a queued copy still reads is undefined (the emulated driver faults).
+  if (device->makeCurrent().ok() && device->synchronize("freeing the staging buffer").ok())
     device->driver().memFreeHost(pinned);
 }
 
@@ -402,6 +404,17 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
       if (!dnn)
         return inStep(plan.what, dnn.status());
       cudnn = *dnn;
+    }
+    // A convolution's algorithm (and layout) is chosen now: one cuDNN cannot run fails the
+    // creation, naming the step, not a run half way through.
+    if (plan.kind == Plan::ConvForward || plan.kind == Plan::ConvBackwardInput ||
+        plan.kind == Plan::ConvBackwardFilter) {
+      Cudnn::ConvPass pass = plan.kind == Plan::ConvForward ? Cudnn::ConvPass::Forward
+                             : plan.kind == Plan::ConvBackwardInput
+                                 ? Cudnn::ConvPass::BackwardInput
+                                 : Cudnn::ConvPass::BackwardFilter;
+      if (Status st = cudnn->prepare(pass, plan.conv, wsBytes, plan.what); !st.ok())
+        return st;
     }
     Launch launch;
     switch (plan.kind) {

@@ -181,6 +181,14 @@ CUresult cuInit(unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+// The driver's private tables, which NVRTC asks for when a libcuda.so.1 is loaded in the process
+// (it dlopens the soname, so it finds this one): an emulated driver has none to give.
+CUresult cuGetExportTable(const void **table, const CUuuid *id) {
+  if (table)
+    *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult cuDriverGetVersion(int *version) {
   if (!version)
     return CUDA_ERROR_INVALID_VALUE;
@@ -391,10 +399,17 @@ CUresult cuMemAlloc(CUdeviceptr *pointer, size_t bytes) {
   return allocateDevice(currentDevice(), bytes, pointer);
 }
 
+// cuMemFree "may perform implicit synchronization", and the Programming Guide says cudaFree
+// "causes the GPU to synchronize across all executing CUDA streams": the device's queued work
+// finishes first. (Work queued later with the stale pointer faults when it runs.)
 CUresult cuMemFree(CUdeviceptr pointer) {
   if (!currentContext())
     return CUDA_ERROR_INVALID_CONTEXT;
-  return pointer ? freeDevice(pointer) : CUDA_SUCCESS;
+  if (!pointer)
+    return CUDA_SUCCESS;
+  if (int device = deviceOf(reinterpret_cast<const void *>(uintptr_t(pointer))); device >= 0)
+    synchronizeDevice(device);
+  return freeDevice(pointer);
 }
 
 CUresult cuMemGetInfo(size_t *free, size_t *total) {
@@ -415,7 +430,12 @@ CUresult cuMemAllocHost(void **pointer, size_t bytes) {
   return allocatePinned(bytes, pointer);
 }
 
-CUresult cuMemFreeHost(void *pointer) { return freePinned(pointer); }
+// As cuMemFree: pinned memory may feed copies queued on any device, which finish first.
+CUresult cuMemFreeHost(void *pointer) {
+  for (int device = 0; device < deviceCount(); ++device)
+    synchronizeDevice(device);
+  return freePinned(pointer);
+}
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr destination, const void *source, size_t bytes,
                            CUstream stream) {

@@ -7,12 +7,15 @@
 #include "RuntimeTestUtil.h"
 
 #include "codegen/BuildExecutable.h"
+#include "codegen/Compile.h"
 #include "codegen/FusionWalk.h"
+#include "passes/Passes.h"
 #include "runtime/CpuExecutor.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <deque>
 
@@ -110,7 +113,12 @@ rt::Expected<std::vector<rt::HostTensor>> runUnfusedOnCpu(FusionOp fusion,
   for (mlir::Value value : fusion.getYield().getValues())
     results.push_back(mapping.lookup(value));
   mlir::func::ReturnOp::create(b, loc, results);
-  mlir::FailureOr<rt::Executable> exe = codegen::buildExecutable(function);
+  // Each op a kernel of its own: codegen runs nothing outside a fusion.
+  mlir::PassManager pm(fusion.getContext());
+  pm.addPass(createFuse(FuseOptions{/*reportPath=*/"", /*oneOpPerKernel=*/true}));
+  if (mlir::failed(pm.run(*module)))
+    return rt::Status::error("smelt-fuse{one-op-per-kernel} fails on the unfused reference");
+  mlir::FailureOr<rt::Executable> exe = codegen::buildWithKernels(function);
   if (mlir::failed(exe))
     return rt::Status::error("the unfused reference does not build");
   rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
