@@ -6,8 +6,10 @@
 //     bytes the GPU segments held at once (activations, gradients and the parameters).
 // A step is Executor::run: it includes uploading the parameters and downloading the updated
 // ones (rt::Executor passes values through the host), which the ratio pays for.
-//   ninja -C build smelt-bench-gpu-train && build/bin/smelt-bench-gpu-train
+//   ninja -C build smelt-bench-gpu-train && build/bin/smelt-bench-gpu-train [--small]
 // Without a GPU it prints why and exits 77, the skip code. Numbers go in bench/RESULTS.md.
+// --small runs the same steps on small sizes (3 measured steps, the wide MLP 256 wide): what
+// ctest runs on the emulated GPU (tests/emucuda), and a quick first look on a real one.
 #include "codegen/Compile.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "frontend/Layers.h"
@@ -24,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -116,7 +119,12 @@ rt::Expected<std::unique_ptr<rt::Executor>> wideMlpStep(mlir::MLIRContext &conte
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  bool small = argc == 2 && std::string(argv[1]) == "--small";
+  if (argc > 2 || (argc == 2 && !small)) {
+    fmt::print(stderr, "usage: smelt-bench-gpu-train [--small]\n");
+    return 2;
+  }
   auto gpu = rt::cuda::CudaDevice::open(0);
   if (!gpu) {
     fmt::print("skipped: needs a GPU: {}\n", gpu.message());
@@ -127,7 +135,7 @@ int main() {
              double((*gpu)->totalMemory()) / (1 << 30));
 
   // 1. The seed MLP, CPU against GPU.
-  const int warmup = 10, measured = 40;
+  const int warmup = small ? 1 : 10, measured = small ? 3 : 40;
   train::TrainConfig config;
   config.batch = 256;
   auto split = data::loadMnist(data::fashionMnistDir(), "train");
@@ -157,7 +165,8 @@ int main() {
              *cpuMs, *gpuMs, *cpuMs / *gpuMs);
 
   // 2. Compute-bound: f32 against mixed_bf16 on the GPU.
-  const int64_t width = 4096, batch = 4096;
+  const int64_t width = small ? 256 : 4096, batch = small ? 256 : 4096;
+  const int wideWarmup = small ? 1 : 3, wideSteps = small ? 4 : 13;
   double f32Ms = 0;
   for (PrecisionPolicy precision : {PrecisionPolicy::f32, PrecisionPolicy::mixed_bf16}) {
     mlir::MLIRContext context;
@@ -169,13 +178,13 @@ int main() {
     }
     std::vector<double> ms;
     std::vector<rt::HostTensor> outputs;
-    for (int i = 0; i < 13; ++i) {
+    for (int i = 0; i < wideSteps; ++i) {
       auto start = Clock::now();
       if (rt::Status s = (*exec)->run(inputs, outputs); !s.ok()) {
         fmt::print(stderr, "error: {}\n", s.message());
         return 1;
       }
-      if (i >= 3)
+      if (i >= wideWarmup)
         ms.push_back(msSince(start));
     }
     double step = median(ms);

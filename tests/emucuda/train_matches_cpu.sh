@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `smelt train` on the emulated gpu:0 against the same run on the CPU: the placement puts every
+# op on gpu:0 but the documented CPU fallbacks (ops with no GPU kernel yet: argmax,
+# scatter_add), and every loss and accuracy the GPU run prints is the CPU run's within the GPU
+# numerics tolerance (docs/ops.md: relative 1e-3 of a printed f32 loss, 2e-2 in mixed
+# precision, plus the 4 printed decimals).
+# Usage: train_matches_cpu.sh SMELT EMUCUDA_DIR TOLERANCE -- ARGS FOR smelt train
+set -euo pipefail
+smelt=$1 emucuda=$2 tolerance=$3
+shift 3
+[[ ${1:-} == -- ]] && shift
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The CPU run must not find a driver: the emulated one is named only for the GPU run.
+env -u SMELT_CUDA_LIBRARY_PATH -u SMELT_EXPECT_GPU "$smelt" train "$@" >"$work/cpu.log" 2>&1 ||
+  { cat "$work/cpu.log"; echo "FAIL: the CPU run failed"; exit 1; }
+SMELT_CUDA_LIBRARY_PATH=$emucuda SMELT_CUDA_SOURCE_DIR=${SMELT_CUDA_SOURCE_DIR:-$emucuda/kernels} \
+  "$smelt" train "$@" >"$work/gpu.log" 2>&1 ||
+  { cat "$work/gpu.log"; echo "FAIL: the emulated GPU run failed"; exit 1; }
+cat "$work/gpu.log"
+
+placement=$(grep -m1 '^placement:' "$work/gpu.log")
+[[ $placement == *" on gpu:0"* ]] || { echo "FAIL: nothing placed on gpu:0: $placement"; exit 1; }
+# Every reason an op stayed on cpu:0 is a missing GPU kernel of argmax or scatter_add.
+reasons=$(grep -oE "'[a-z_0-9]+'" <<<"$placement" | sort -u | tr '\n' ' ')
+for op in $reasons; do
+  [[ $op == "'argmax'" || $op == "'scatter_add'" ]] ||
+    { echo "FAIL: $op fell back to the CPU: $placement"; exit 1; }
+done
+
+# The metrics of each line, in order: loss, accuracy, val_loss, val_accuracy, test ...
+numbers() { grep -E '^[0-9]+/[0-9]+ - |^test loss' "$1" | grep -oE '(loss|accuracy): [-0-9.e+]+' |
+  awk '{print $2}'; }
+paste <(numbers "$work/cpu.log") <(numbers "$work/gpu.log") | awk -v tol="$tolerance" '
+  NF != 2 { print "FAIL: the runs print different metrics"; bad = 1; exit }
+  { d = $1 - $2; if (d < 0) d = -d; m = ($1 < 0 ? -$1 : $1);
+    if (d > tol * m + 1e-4) { printf "FAIL: %s on the CPU, %s on the emulated GPU\n", $1, $2; bad = 1 }
+    n++ }
+  END { if (!bad && n == 0) { print "FAIL: no metrics printed"; bad = 1 }
+        if (!bad) printf "ok: %d metrics within %s of the CPU run\n", n, tol; exit bad }'
