@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
-"""Turns what scripts/gpu-check.sh left in its output folder into summary.json and the table.
+"""Turns what scripts/gpu-check.sh left in its work folder into summary.json and the table.
 
-gpu-check.sh runs each binary and writes, in the folder given to it (--out):
-  steps.tsv     one line a binary: kind (test|benchmark), name, exit status or "missing",
-                seconds, why it was not run (empty when it ran)
-  facts.tsv     key, value: the device, driver, toolkit, what `smelt devices` printed ...
-  NAME.log      the binary's whole output; NAME.json gtest's own report (--gtest_output=json)
-This reads them (gtest's JSON, never its text), writes summary.json beside them and prints the
-table; docs/gpu.md says what each field means. Exit status: 0 when every binary ran and none
-failed, and, beside a GPU, none skipped (a skip there means the GPU was not used).
+gpu-check.sh runs each GPU test suite in its own process, then each benchmark, and writes in
+its work folder (the one folder of the archive gpu-check.tar.gz it leaves in --out):
+  steps.tsv     one line a step: kind (test|benchmark), binary, suite (empty: the whole
+                binary), exit status ("missing": not run; "none": nothing to run), seconds, why
+                it was not run (empty when it ran), a note
+  facts.tsv     key, value: the device (emulated or not), driver, toolkit, `smelt devices` ...
+  BINARY.Prefix_Suite.log, .json   a suite's whole output and gtest's report of it
+  BINARY.log, NAME.log             a binary run whole (or whose listing timed out), a benchmark
+This reads them (gtest's JSON, never its text), writes summary.json beside them (gpu-check.sh
+copies it into --out) and prints the table; docs/gpu.md says what each field means.
+Usage: gpu-check-summary.py WORK_FOLDER [OUT_FOLDER, named in the table's last line].
+Exit status: 0 when every step ran and none failed, and, beside a GPU, no test skipped (a skip
+there means the GPU was not used).
 """
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -114,87 +120,175 @@ def benchmark_figures(log_text):
     return figures
 
 
+def stem(binary, suite):
+    """The name of a step's log and report, as gpu-check.sh gives it."""
+    return f"{binary}.{suite.replace('/', '_')}" if suite else binary
+
+
+def exit_why(code):
+    """Why a process that exited `code` (timeout's codes included) did not finish, or None."""
+    if code in (124, 137):
+        return "timed out"
+    if code > 128:
+        try:
+            return f"crashed ({signal.Signals(code - 128).name})"
+        except ValueError:
+            return f"crashed (signal {code - 128})"
+    return None
+
+
+def test_step(out, binary, suite, code, seconds, why, note, have_gpu):
+    """One process of a test binary (a suite, or the whole binary): its row."""
+    entry = {"suite": suite or None, "seconds": float(seconds) if seconds else None,
+             "log": f"gpu-check/{stem(binary, suite)}.log"}
+    if note:
+        entry["note"] = note
+    if why:
+        return {**entry, "status": "not run", "why": why}
+    if code == "none":
+        return {**entry, "status": "skipped", "why": note or "no test to run"}
+    code = int(code)
+    entry["exit"] = code
+    tests = gtest_tests(out / f"{stem(binary, suite)}.json")
+    entry["tests"] = tests or []
+    entry.update({s: sum(t["status"] == s for t in tests or []) for s in
+                  ("passed", "failed", "skipped")})
+    if exit_why(code):
+        entry.update(status="failed", why=exit_why(code))
+    elif tests is None:
+        entry.update(status="failed", why=f"no gtest report (exit {code}): see the log")
+    elif code != 0 or entry["failed"]:
+        entry["status"] = "failed"
+    elif entry["skipped"] and have_gpu:
+        entry.update(status="failed", why="tests skipped beside a GPU")
+    elif tests and entry["skipped"] == len(tests):
+        entry["status"] = "skipped"
+    else:
+        entry["status"] = "passed"
+    return entry
+
+
+def test_binary(name, steps):
+    """A test binary's entry from its steps: one run whole, or one a suite (then `suites`)."""
+    if len(steps) == 1 and steps[0]["suite"] is None:
+        entry = {"name": name, "kind": "test", **steps[0]}
+        del entry["suite"]
+        return entry
+    tests = [t for s in steps for t in s.get("tests", [])]
+    ran = [s["seconds"] for s in steps if s["seconds"] is not None]
+    entry = {"name": name, "kind": "test", "seconds": sum(ran) if ran else None, "tests": tests}
+    entry.update({k: sum(t["status"] == k for t in tests) for k in
+                  ("passed", "failed", "skipped")})
+    statuses = [s["status"] for s in steps]
+    bad = [s for s in steps if s["status"] in ("failed", "not run")]
+    if all(s == "not run" for s in statuses):
+        entry["status"] = "not run"
+    elif bad:
+        entry["status"] = "failed"
+    elif all(s == "skipped" for s in statuses):
+        entry["status"] = "skipped"
+    else:
+        entry["status"] = "passed"
+    if bad:
+        entry["why"] = "; ".join(f"{s['suite']}: {s.get('why') or 'failed'}" for s in bad)
+        entry["note"] = f"{len(bad)} of {len(steps)} suites failed or not run"
+    entry["suites"] = steps
+    return entry
+
+
+def benchmark(out, name, code, seconds, why, have_gpu, emulated):
+    entry = {"name": name, "kind": "benchmark", "log": f"gpu-check/{name}.log",
+             "seconds": float(seconds) if seconds else None}
+    if why:
+        return {**entry, "status": "not run", "why": why}
+    code = int(code)
+    log = out / f"{name}.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    entry["exit"] = code
+    entry["lines"] = text.splitlines()
+    entry["figures"] = benchmark_figures(text)
+    if emulated:  # the emulator's timings: never to be read as a GPU's
+        entry["emulated"] = True
+        for figure in entry["figures"]:
+            figure["emulated"] = True
+    last = (text.strip().splitlines() or [f"exit {code}"])[-1]
+    if code == 77:
+        entry["status"] = "failed" if have_gpu else "skipped"
+        entry["why"] = last
+    elif code != 0:
+        entry.update(status="failed", why=exit_why(code) or f"exit {code}: {last[:160]}")
+    else:
+        entry["status"] = "passed"
+    return entry
+
+
 def main():
     out = Path(sys.argv[1])
+    final = Path(sys.argv[2]) if len(sys.argv) > 2 else out
     facts = dict((row + [""])[:2] for row in read_tsv(out / "facts.tsv"))
     have_gpu = facts.get("have_gpu") == "1"
-    binaries, status = [], 0
+    emulated = facts.get("emulated") == "1"
+    binaries, tests_of = [], {}
     for row in read_tsv(out / "steps.tsv"):
-        kind, name, code, seconds, why = (row + [""] * 5)[:5]
-        entry = {"name": name, "kind": kind, "log": str(out / f"{name}.log"),
-                 "seconds": float(seconds) if seconds else None}
-        log = out / f"{name}.log"
-        text = log.read_text(errors="replace") if log.exists() else ""
-        if why:
-            entry.update(status="not run", why=why)
+        kind, name, suite, code, seconds, why, note = (row + [""] * 7)[:7]
+        if kind == "test":
+            if name not in tests_of:  # the binary's entry, where its first step came
+                tests_of[name] = []
+                binaries.append(name)
+            tests_of[name].append(test_step(out, name, suite, code, seconds, why, note,
+                                            have_gpu))
         else:
-            entry["exit"] = int(code)
-        if kind == "test" and not why:
-            tests = gtest_tests(out / f"{name}.json")
-            entry["tests"] = tests or []
-            counts = {s: sum(t["status"] == s for t in tests or []) for s in
-                      ("passed", "failed", "skipped")}
-            entry.update(counts)
-            if int(code) in (124, 137):
-                entry.update(status="failed", why="timed out")
-            elif tests is None:
-                entry.update(status="failed", why=f"no gtest report (exit {code}): see the log")
-            elif int(code) != 0 or counts["failed"]:
-                entry["status"] = "failed"
-            elif counts["skipped"] and have_gpu:
-                entry.update(status="failed", why="tests skipped beside a GPU")
-            elif counts["skipped"] == len(tests) and tests:
-                entry["status"] = "skipped"
-            else:
-                entry["status"] = "passed"
-            corpus = re.search(r"NVRTC rendered and compiled .*", text)
-            if corpus:
-                entry["note"] = corpus.group(0)
-        elif kind == "benchmark" and not why:
-            entry["lines"] = text.splitlines()
-            entry["figures"] = benchmark_figures(text)
-            if int(code) == 77:
-                entry["status"] = "failed" if have_gpu else "skipped"
-                entry["why"] = (text.strip().splitlines() or ["exit 77"])[-1]
-            elif int(code) != 0:
-                entry.update(status="failed", why="timed out" if int(code) in (124, 137) else
-                             f"exit {code}: see the log")
-            else:
-                entry["status"] = "passed"
-        if entry["status"] in ("failed", "not run"):
-            status = 1
-        binaries.append(entry)
+            binaries.append(benchmark(out, name, code, seconds, why, have_gpu, emulated))
+    binaries = [test_binary(b, tests_of[b]) if isinstance(b, str) else b for b in binaries]
+    status = int(any(b["status"] in ("failed", "not run") for b in binaries))
 
     summary = {key: facts.get(key, "") for key in
                ("date", "host", "device", "driver", "cuda_toolkit", "cuda_include", "ptxas",
                 "binaries")}
     summary["gpu"] = have_gpu
+    summary["emulated"] = emulated
     summary["libraries"] = {name: facts.get(name, "") for name in
                             ("CUDA driver", "NVRTC", "cuBLASLt", "cuDNN", "NCCL")}
     summary["smelt_devices"] = facts.get("smelt_devices", "").split("\\n")
+    summary["archive"] = "gpu-check.tar.gz"
     summary["status"] = "passed" if status == 0 else "failed"
     summary["results"] = binaries
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
-    # The table, last: one row a binary, then every benchmark figure.
+    # The table, last: one row a binary, one under it for each of its suites, then every
+    # benchmark figure.
     print(f"\ngpu-check {summary['date']} on {summary['host']}: {summary['device']}")
+    if emulated:
+        print("EMULATED CUDA (tests/emucuda): kernels ran on a CPU SIMT emulator; "
+              "no figure below measures a GPU")
     print(f"driver {summary['driver'] or '-'}; toolkit {summary['cuda_toolkit'] or '-'}; " +
           "; ".join(f"{k} {v or '-'}" for k, v in summary["libraries"].items()))
     print(f"binaries {summary['binaries']}; cuda_fp16.h {summary['cuda_include']}; "
           f"ptxas {summary['ptxas']}")
-    print(f"{'binary':<26} {'status':<8} {'tests':>5} {'passed':>6} {'failed':>6} "
+    print(f"{'binary / suite':<27} {'status':<8} {'tests':>5} {'passed':>6} {'failed':>6} "
           f"{'skipped':>7} {'seconds':>8}  note")
+
+    def row(label, e, note):
+        seconds = f"{e['seconds']:.1f}" if e.get("seconds") is not None else "-"
+        cells = [str(e.get(k, "-")) for k in ("passed", "failed", "skipped")]
+        tests = str(len(e["tests"])) if "tests" in e else "-"
+        print(f"{label:<27} {e['status']:<8} {tests:>5} {cells[0]:>6} {cells[1]:>6} "
+              f"{cells[2]:>7} {seconds:>8}  {note}".rstrip())
+
     for b in binaries:
-        seconds = f"{b['seconds']:.1f}" if b["seconds"] is not None else "-"
-        cells = [str(b.get(k, "-")) for k in ("passed", "failed", "skipped")]
-        tests = str(len(b["tests"])) if "tests" in b else "-"
-        note = b.get("why") or b.get("note") or ""
-        print(f"{b['name']:<26} {b['status']:<8} {tests:>5} {cells[0]:>6} {cells[1]:>6} "
-              f"{cells[2]:>7} {seconds:>8}  {note}")
+        # A binary run suite by suite: its suites' rows, below it, say why.
+        note = b.get("note", "") if b.get("suites") else b.get("why") or b.get("note") or ""
+        if b.get("emulated"):
+            note = f"emulated; {note}" if note else "emulated"
+        row(b["name"], b, note)
+        for s in b.get("suites", []):
+            row(f"  {s['suite']}", s, " ".join(filter(None, (s.get("why"), s.get("note")))))
     for b in binaries:
         for f in b.get("figures", []):
-            print(f"  {b['name']}: {f['name']}: {f['value']:g} {f['unit']}")
-    print(f"summary: {out / 'summary.json'}; logs: {out}; {summary['status']}")
+            mark = " [emulated]" if f.get("emulated") else ""
+            print(f"  {b['name']}: {f['name']}: {f['value']:g} {f['unit']}{mark}")
+    print(f"summary: {final / 'summary.json'}; logs: {final / 'gpu-check.tar.gz'}; "
+          f"{summary['status']}")
     return status
 
 

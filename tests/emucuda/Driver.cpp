@@ -430,12 +430,9 @@ CUresult cuMemAllocHost(void **pointer, size_t bytes) {
   return allocatePinned(bytes, pointer);
 }
 
-// As cuMemFree: pinned memory may feed copies queued on any device, which finish first.
-CUresult cuMemFreeHost(void *pointer) {
-  for (int device = 0; device < deviceCount(); ++device)
-    synchronizeDevice(device);
-  return freePinned(pointer);
-}
+// Unlike cuMemFree, nothing documents a synchronization here: a copy still queued from the
+// memory faults when it runs (the caller had to wait for it).
+CUresult cuMemFreeHost(void *pointer) { return freePinned(pointer); }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr destination, const void *source, size_t bytes,
                            CUstream stream) {

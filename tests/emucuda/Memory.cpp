@@ -38,6 +38,7 @@ struct Space {
   /// Freed allocations, remembered to tell "freed" from "never allocated" (bounded).
   std::map<uint64_t, uint64_t> freed[kMaxDevices];
   std::map<uintptr_t, uint64_t> pinned;
+  std::map<uintptr_t, uint64_t> freedPinned; // to name a stale pointer into one (bounded)
 };
 
 struct sigaction previousHandler;
@@ -123,6 +124,9 @@ std::string inspect(Space &s, const void *pointer, size_t bytes, void **view) {
       *view = const_cast<void *>(pointer);
     return "";
   }
+  auto was = s.freedPinned.upper_bound(address);
+  if (was != s.freedPinned.begin() && address < std::prev(was)->first + std::prev(was)->second)
+    return "it is pinned host memory that was freed (cuMemFreeHost)";
   return "it is neither device memory nor pinned host memory";
 }
 
@@ -230,6 +234,7 @@ CUresult allocatePinned(size_t bytes, void **pointer) {
   Space &s = space();
   std::lock_guard<std::mutex> guard(s.lock);
   s.pinned[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  s.freedPinned.erase(reinterpret_cast<uintptr_t>(memory));
   *pointer = memory;
   return CUDA_SUCCESS;
 }
@@ -237,8 +242,13 @@ CUresult allocatePinned(size_t bytes, void **pointer) {
 CUresult freePinned(void *pointer) {
   Space &s = space();
   std::lock_guard<std::mutex> guard(s.lock);
-  if (s.pinned.erase(reinterpret_cast<uintptr_t>(pointer)) == 0)
+  auto it = s.pinned.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == s.pinned.end())
     return CUDA_ERROR_INVALID_VALUE;
+  if (s.freedPinned.size() > 4096)
+    s.freedPinned.clear();
+  s.freedPinned[it->first] = it->second;
+  s.pinned.erase(it);
   std::free(pointer);
   return CUDA_SUCCESS;
 }

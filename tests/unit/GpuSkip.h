@@ -10,7 +10,9 @@
 
 /// Returns from the test: GTEST_SKIP() << `reason`, or a failure when a GPU is expected.
 #define SMELT_SKIP_WITHOUT_GPU(reason)                                                             \
-  if (const char *expect_ = std::getenv("SMELT_EXPECT_GPU"); expect_ && *expect_)                 \
-    GTEST_FAIL() << "SMELT_EXPECT_GPU is set, and: " << reason;                                    \
-  else                                                                                             \
-    GTEST_SKIP() << reason
+  do {                                                                                             \
+    if (const char *expect_ = std::getenv("SMELT_EXPECT_GPU"); expect_ && *expect_)               \
+      GTEST_FAIL() << "SMELT_EXPECT_GPU is set, and: " << reason;                                  \
+    else                                                                                           \
+      GTEST_SKIP() << reason;                                                                      \
+  } while (0)
