@@ -27,8 +27,9 @@ FIGURE = re.compile(r"(-?\d+(?:\.\d+)?)\s?(" + "|".join(re.escape(u) for u in UN
 # What separates the clauses of a benchmark's line ("a 1 ms, b 2 ms: c 3x (d 4 %)").
 CLAUSE = re.compile(r",\s|:\s|;\s|\(")
 NUMBER = re.compile(r"^-?\d+(?:\.\d+)?%?$")
-# Lines that are not measurements: the device, a skip, an error.
-NOT_FIGURES = re.compile(r"^(device:|skipped|error:|smelt-bench-[\w-]+: (skipped|error))")
+# Lines that are not measurements: the device, a skip, an error, gpu-check's own timeout note.
+NOT_FIGURES = re.compile(
+    r"^(device:|skipped|error:|timed out after|smelt-bench-[\w-]+: (skipped|error))")
 
 
 def read_tsv(path):
@@ -69,7 +70,7 @@ def gtest_tests(report_path):
 
 def label_of(clause):
     """The words that name a figure: the clause up to its number, without leading noise."""
-    return re.sub(r"\s+", " ", clause).strip(" :,;")
+    return re.sub(r"\s+", " ", clause).strip(" :,;(")
 
 
 def table_figures(header, row):

@@ -18,7 +18,9 @@
 # a second one (after a fix) still fits the session's 15.
 # Dry run here on the emulated CUDA (tests/emucuda; slow: kernels run on a CPU SIMT emulator):
 #     OUT=/tmp/gc-out SMELT_CUDA_LIBRARY_PATH=$PWD/build/emucuda \
-#       SMELT_CUDA_SOURCE_DIR=/tmp/gc-kernels scripts/gpu-check.sh --bin build/bin --budget 1500
+#       SMELT_CUDA_SOURCE_DIR=/tmp/gc-kernels \
+#       scripts/gpu-check.sh --bin build/bin --budget 900 --step-timeout 120
+# (the benchmarks time out there: the emulator is far too slow for their sizes).
 #
 # Usage: gpu-check.sh [--out DIR] [--bin DIR] [--filter GTEST_FILTER] [--budget SECONDS]
 #                     [--step-timeout SECONDS] [-- ARGS FOR EVERY TEST PROCESS]
@@ -76,9 +78,10 @@ OUT_DIR=$(realpath -m "$OUT_DIR")
 cd "$here/.." || exit 1
 
 # cuda-codegen-tests: NVRTC's kernels on the GPU against the CPU, the GPU executor, placed
-# execution; cuda-runtime-tests: GPU memory (limits, preallocation, logical GPUs), cuBLASLt and
-# cuDNN; nccl-gpu-tests: NCCL all-reduce on the GPU(s) (libnccl.so.2 comes from the machine: a
-# pip wheel's nvidia/nccl/lib or /usr/local/cuda/lib64, both searched below, never the bundle).
+# execution; cuda-runtime-tests: GPU memory (limits, preallocation, logical GPUs), cuBLASLt,
+# cuDNN, the GPU executor on a hand-built matmul chain; nccl-gpu-tests: NCCL all-reduce on the
+# GPU(s) (libnccl.so.2 comes from the machine: a pip wheel's nvidia/nccl/lib or
+# /usr/local/cuda/lib64, both searched below, never the bundle).
 BINARIES=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests)
 # The suites that need a device, one process each: the only ones run here (without --filter).
 # The rest of these binaries only compile (NVRTC, ptxas), render or check arguments, with no
@@ -89,7 +92,7 @@ BINARIES=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests)
 # run" (the list is stale). A parameterized suite is named as gtest lists it: Prefix/Suite.
 declare -A GPU_SUITES=(
   [cuda-codegen-tests]="CudaGpu Cases/CudaGpuNumerics GpuExecutor PlacedExecutionOnGpu"
-  [cuda-runtime-tests]="CublasLt CudnnGpu GpuMemory"
+  [cuda-runtime-tests]="CublasLt CudnnGpu GpuExecutorChain GpuMemory"
   [nccl-gpu-tests]="NcclGpu NcclReplicas"
 )
 declare -A CPU_SUITES=(
@@ -234,7 +237,8 @@ if [[ -x $BIN_DIR/smelt ]]; then
   if grep -q '(emulated)' <<<"$gpus"; then
     emulated=1
     have_gpu=1
-    device="emulated: $(head -n1 <<<"$gpus" | sed -E 's/^gpu:[0-9]+ +//') ($(wc -l <<<"$gpus") GPUs)"
+    device="emulated: $(head -n1 <<<"$gpus" | sed -E 's/^gpu:[0-9]+ +//; s/ \(emulated\)//')"
+    device+=" ($(wc -l <<<"$gpus") GPUs)"
   fi
 else
   # Without smelt, at least the NVRTC that the test binaries link, as the loader resolves it.
@@ -327,7 +331,8 @@ run_step() { # kind binary suite note [arguments...]: one process under timeout,
   fi
   if [[ $kind == test && $rc != 0 ]]; then
     echo "--- $name${suite:+ $suite}: failures (exit $rc) ---"
-    grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -n 40
+    # gtest's failure lines and the message under each ("Expected: ...").
+    grep -E -A1 '^\[  FAILED  \]|Failure$|error' "$log" | grep -v '^--$' | head -n 40
   fi
   step "$kind" "$name" "$suite" "$rc" "$seconds" "" "$note"
 }

@@ -31,8 +31,11 @@ std::string environment(const char *variable) {
   return value ? value : "";
 }
 
-/// The site-packages folders pip may have installed NVIDIA's wheels into, most specific first.
-std::vector<std::string> sitePackagesPatterns() {
+/// The site-packages folders pip may have installed NVIDIA's wheels into, most specific first:
+/// the active environments, the user's and the system's, then virtual environments nobody
+/// activated under each of `venvParents` (/opt/NAME/{,.venv/,venv/}lib/python3*: where images
+/// keep PyTorch's or JAX's venv, whose CUDA wheels a job uses without activating it).
+std::vector<std::string> sitePackagesPatterns(const std::vector<std::string> &venvParents) {
   std::vector<std::string> patterns;
   for (const char *prefix : {"VIRTUAL_ENV", "CONDA_PREFIX"})
     if (std::string root = environment(prefix); !root.empty())
@@ -41,12 +44,20 @@ std::vector<std::string> sitePackagesPatterns() {
     patterns.push_back(home + "/.local/lib/python3*/site-packages");
   for (const char *root : {"/usr/local/lib", "/usr/local/lib64", "/usr/lib", "/opt/conda/lib"})
     patterns.push_back(std::string(root) + "/python3*/*-packages");
+  for (const std::string &parent : venvParents)
+    for (const char *venv : {"/*/", "/*/.venv/", "/*/venv/"})
+      patterns.push_back(parent + venv + "lib/python3*/site-packages");
   return patterns;
 }
 
 } // namespace
 
 std::vector<std::string> cudaLibraryCandidates(const std::string &soname) {
+  return cudaLibraryCandidates(soname, {"/opt"});
+}
+
+std::vector<std::string> cudaLibraryCandidates(const std::string &soname,
+                                               const std::vector<std::string> &venvParents) {
   std::vector<std::string> candidates;
   std::set<std::pair<dev_t, ino_t>> seen; // the files themselves, whatever path reached them
   auto add = [&](const std::string &path) {
@@ -70,7 +81,7 @@ std::vector<std::string> cudaLibraryCandidates(const std::string &soname) {
     }
     begin = end + 1;
   }
-  for (const std::string &pattern : sitePackagesPatterns())
+  for (const std::string &pattern : sitePackagesPatterns(venvParents))
     for (const std::string &site : matching(pattern))
       addWheels(site);
   for (const char *dir : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib"})

@@ -18,13 +18,19 @@ namespace smelt::rt::cuda {
 ///      (scripts/setup.sh --cuda-wheels D): nvidia/cu13/lib for NVRTC and cuBLAS, nvidia/cudnn/lib,
 ///      nvidia/nccl/lib;
 ///   2. nvidia/*/lib/<soname> in Python's site-packages, where pip, JAX and PyTorch put the
-///      same wheels: $VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local and /usr (lib/python3*);
+///      same wheels: $VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local and /usr (lib/python3*),
+///      then virtual environments under /opt that nobody activated (/opt/NAME, /opt/NAME/.venv,
+///      /opt/NAME/venv);
 ///   3. the CUDA toolkit: /usr/local/cuda/lib64, /usr/local/cuda/lib, /usr/local/cuda-*/lib64;
 ///   4. <soname> alone: the loader's search (LD_LIBRARY_PATH, the binary's RUNPATH, ldconfig).
 /// A file reached twice (lib64 a link to lib) is listed once. The toolkit comes before the
 /// loader so that a stray older copy on LD_LIBRARY_PATH does not win over it; to choose a
 /// copy, name its directory in SMELT_CUDA_LIBRARY_PATH.
 std::vector<std::string> cudaLibraryCandidates(const std::string &soname);
+/// The same with the folders searched for unactivated virtual environments given ({"/opt"}
+/// above): for tests.
+std::vector<std::string> cudaLibraryCandidates(const std::string &soname,
+                                               const std::vector<std::string> &venvParents);
 
 /// dlopens the first of cudaLibraryCandidates(soname) that loads. Never closed: the library
 /// stays for the process, as if linked. The error lists every attempt:

@@ -190,9 +190,12 @@ CUresult loadModule(CUmodule *handle, const void *image) {
   std::lock_guard<std::mutex> guard(modulesLock);
   struct stat existing{};
   if (stat(library.c_str(), &existing) != 0) {
-    std::string cpp = base + ".simt.cpp";
+    // This process's own copy: another (ctest -j) may be building the same module now.
+    std::string cpp = base + ".simt." + std::to_string(getpid()) + ".cpp";
     std::ofstream(cpp) << emulatorSource(source, kernels);
-    if (std::string why = build(cpp, library); !why.empty()) {
+    std::string why = build(cpp, library);
+    std::remove(cpp.c_str());
+    if (!why.empty()) {
       diagnose("cuModuleLoadData: " + why);
       return CUDA_ERROR_INVALID_IMAGE;
     }

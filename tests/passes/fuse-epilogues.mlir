@@ -163,10 +163,9 @@ func.func @mixed_precision(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tens
 // The same on the GPU: the cast of the bias vector stays on the matmul's device. (It once came
 // out with no device, so placement sent it to the CPU and the step went through the host.)
 // CHECK-LABEL: func.func @mixed_precision_gpu
-// CHECK: %[[F:.+]] = smelt.fusion loop(%arg2)
+// CHECK: %[[F:.+]] = smelt.fusion loop(%arg2) {smelt.device = "gpu:0"
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: smelt.convert %{{.+}} {smelt.device = "gpu:0"} : tensor<16xf32> -> tensor<16xbf16>
-// CHECK: } {smelt.device = "gpu:0"}
 // CHECK: smelt.matmul %arg0, %arg1 bias %[[F]] activation relu {smelt.device = "gpu:0"}
 func.func @mixed_precision_gpu(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xf32>) -> tensor<4x16xbf16> {
   %0 = smelt.matmul %x, %w {smelt.device = "gpu:0"} : tensor<4x8xbf16>, tensor<8x16xbf16>

@@ -58,6 +58,20 @@ TEST(CudaLibrarySearch, SmeltPathThenWheelLayoutThenSitePackagesThenTheSoname) {
   EXPECT_EQ(cudaLibraryCandidates(soname), expected);
 }
 
+// A job that runs the venv's Python without activating it (VIRTUAL_ENV unset) still has the
+// CUDA wheels the image keeps in /opt/NAME/.venv (the GPU machine's layout).
+TEST(CudaLibrarySearch, UnactivatedVirtualEnvironmentsUnderOptAreSearched) {
+  const std::string soname = "libsmelt-fake-venv.so.3";
+  FakeRoot opt("opt");
+  std::string dotVenv =
+      opt.install("torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib/" + soname);
+  std::string plainVenv = opt.install("jax/lib/python3.11/site-packages/nvidia/cu13/lib/" + soname);
+  ScopedEnvironment virtualEnv("VIRTUAL_ENV", "/nonexistent/venv");
+  std::vector<std::string> found = cudaLibraryCandidates(soname, {opt.path()});
+  std::vector<std::string> expected = {plainVenv, dotVenv, soname};
+  EXPECT_EQ(found, expected);
+}
+
 TEST(CudaLibrarySearch, MissingFoldersAreSkippedAndTheSonameComesLast) {
   ScopedEnvironment path("SMELT_CUDA_LIBRARY_PATH", "/nonexistent/smelt:/nonexistent/other");
   ScopedEnvironment virtualEnv("VIRTUAL_ENV", "/nonexistent/venv");
