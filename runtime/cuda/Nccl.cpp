@@ -281,6 +281,13 @@ Status NcclCommunicator::wait(int64_t ticket) {
   auto sleep = std::chrono::microseconds(100);
   for (;;) {
     CUresult result = cu_.eventQuery(p.done);
+    // Broken by abort() from another thread: the collective did not happen (ncclCommAbort
+    // ends it, and its event may then complete), so the abort's reason is the answer.
+    if (std::lock_guard<std::mutex> guard(lock_); broken_) {
+      std::string message =
+          fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
+      return finish(Status::error(std::move(message)));
+    }
     if (result == CUDA_SUCCESS)
       break;
     if (result != CUDA_ERROR_NOT_READY) {
@@ -295,7 +302,7 @@ Status NcclCommunicator::wait(int64_t ticket) {
     std::string message;
     {
       std::lock_guard<std::mutex> guard(lock_);
-      if (broken_) // aborted from another thread: its reason, not what the aborted comm says
+      if (broken_) // aborted since the check above: its reason, not what the aborted comm says
         message = fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
       else if (nccl_.commGetAsyncError(comm_, &async), async != ncclSuccess && async != ncclInProgress)
         message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,

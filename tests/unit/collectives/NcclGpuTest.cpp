@@ -14,8 +14,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <chrono>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 namespace smelt::rt::cuda {
 namespace {
@@ -277,4 +279,40 @@ TEST(NcclReplicas, TheGroupOfTheTrainersReplicas) {
 }
 
 } // namespace
+// The Trainer aborts every replica's communicator from the thread of the one that failed,
+// while the others may be inside wait(): the waiting rank must end with the abort's reason (the
+// first real error), not with what its aborted communicator says afterwards, and not hang.
+TEST(NcclGpu, AbortFromAnotherThreadEndsAWaitWithItsReason) {
+  if (!gpus().ok())
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());
+  if (gpus()->count < 2) {
+    std::cout << "[   NOTE   ] one GPU: the abort needs a peer that never arrives; not checked\n";
+    return;
+  }
+  Expected<std::vector<std::unique_ptr<NcclCommunicator>>> comms =
+      createNcclCommunicators({0, 1}, {.timeoutSeconds = 60});
+  ASSERT_TRUE(comms.ok()) << comms.message();
+  HostTensor input = test::randomTensor(DType::f32, {1024});
+  DeviceCopy buffer(0, input);
+  ASSERT_OK(buffer.status());
+  // Rank 0 starts; rank 1 never does, as a replica that failed before its all-reduce.
+  Expected<int64_t> ticket =
+      (*comms)[0]->start(buffer.data(), 1024, DType::f32, ReduceKind::sum, "gradients");
+  ASSERT_TRUE(ticket.ok()) << ticket.message();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (*comms)[0]->abort("replica 1 failed: out of memory");
+  });
+  auto begin = std::chrono::steady_clock::now();
+  Status waited = (*comms)[0]->wait(*ticket);
+  aborter.join();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_FALSE(waited.ok()) << "the all-reduce completed without rank 1";
+  EXPECT_NE(waited.message().find("aborted: replica 1 failed: out of memory"), std::string::npos)
+      << waited.message();
+  EXPECT_LT(seconds, 30) << "the wait outlived the abort";
+  EXPECT_FALSE((*comms)[0]->start(buffer.data(), 1024, DType::f32, ReduceKind::sum, "next").ok());
+}
+
 } // namespace smelt::rt::cuda
