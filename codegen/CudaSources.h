@@ -2,7 +2,7 @@
 // with $SMELT_CUDA_SOURCE_DIR set, every CUDA module codegen produces or loads (NVRTC, the JIT
 // cache, an AOT artifact) leaves its source there as <SHA-256 of the CUBIN>.cu and <SHA-256 of
 // the PTX>.cu. A reader of a driver trace finds the source of what was loaded; the emulated CUDA
-// driver (tests/emucuda) finds the code it runs on the CPU (docs/gpu.md, "The emulated GPU").
+// driver (tests/emucuda) finds the code it runs on the CPU (docs/emucuda.md).
 #pragma once
 
 #include "runtime/Executable.h"

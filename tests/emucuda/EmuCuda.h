@@ -1,7 +1,7 @@
 // The emulated CUDA's shared core, for the emulated libraries built beside the emulated driver
 // (libcuda.so.1 here; libcublasLt.so.13, libcudnn.so.9, libnccl.so.2 link to it): its device
 // memory, its streams and their adversarial schedule, and how queued work reports a fault.
-// docs/gpu.md ("The emulated GPU") says what the emulation proves and how to run on it.
+// docs/emucuda.md says what the emulation proves and how to run on it.
 //
 // Memory. Device memory is a reserved range of address space that the host cannot touch
 // (PROT_NONE); its bytes live at a second mapping that only work run by the emulation reaches,

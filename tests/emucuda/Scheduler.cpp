@@ -473,13 +473,24 @@ CUresult recordEvent(CUevent handle, CUstream streamHandle) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+/// The work event `handle` completes with (s.lock held): null when never recorded; false for
+/// no such event.
+bool recordedWork(State &s, CUevent handle, OpPtr &recorded) {
+  auto *event = reinterpret_cast<Event *>(handle);
+  if (!s.events.count(event))
+    return false;
+  recorded = event->recorded;
+  return true;
+}
+} // namespace
+
 CUresult queryEvent(CUevent handle) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);
-  auto *event = reinterpret_cast<Event *>(handle);
-  if (!s.events.count(event))
+  OpPtr recorded;
+  if (!recordedWork(s, handle, recorded))
     return CUDA_ERROR_INVALID_HANDLE;
-  OpPtr recorded = event->recorded;
   if (!recorded || recorded->done)
     return recorded ? s.sticky[recorded->device] : CUDA_SUCCESS;
   demand(s, held, recorded, 1);
@@ -489,10 +500,9 @@ CUresult queryEvent(CUevent handle) {
 CUresult synchronizeEvent(CUevent handle) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);
-  auto *event = reinterpret_cast<Event *>(handle);
-  if (!s.events.count(event))
+  OpPtr recorded;
+  if (!recordedWork(s, handle, recorded))
     return CUDA_ERROR_INVALID_HANDLE;
-  OpPtr recorded = event->recorded;
   if (!recorded)
     return CUDA_SUCCESS;
   demand(s, held, recorded);
@@ -502,12 +512,12 @@ CUresult synchronizeEvent(CUevent handle) {
 CUresult waitEvent(CUstream streamHandle, CUevent handle) {
   State &s = state();
   std::lock_guard<std::mutex> guard(s.lock);
-  auto *event = reinterpret_cast<Event *>(handle);
+  OpPtr recorded;
   Stream *stream = streamOf(s, streamHandle);
-  if (!s.events.count(event) || !stream)
+  if (!recordedWork(s, handle, recorded) || !stream)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (event->recorded && !event->recorded->done)
-    stream->waits.push_back(event->recorded);
+  if (recorded && !recorded->done)
+    stream->waits.push_back(recorded);
   return CUDA_SUCCESS;
 }
 
