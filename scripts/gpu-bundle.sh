@@ -15,7 +15,7 @@
 #     solid bin/large-binaries.tar.xz, then oneDNN and the rest as NAME.xz; gpu-check.sh
 #     unpacks them there (with tar and xz, or Python's tarfile and lzma where those are missing).
 # Then, in a session that has the GPU machine (see the top of scripts/gpu-check.sh):
-#   run(command="gpu-bundle/gpu-check.sh --budget 570", carry=["gpu-bundle"])
+#   run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"], timeout_s=480)
 #
 # Usage: scripts/gpu-bundle.sh            (JOBS=2 by default; SMELT_BUNDLE_SMELT=0 skips smelt)
 set -euo pipefail
@@ -156,5 +156,5 @@ if ((size + tree >= LIMIT)); then
   echo "gpu-bundle: too large to carry" >&2
   status=1
 fi
-echo 'next: run(command="gpu-bundle/gpu-check.sh --budget 570", carry=["gpu-bundle"]) in a session with the GPU machine'
+echo 'next: run(command="gpu-bundle/gpu-check.sh", carry=["gpu-bundle"], timeout_s=480) in a session with the GPU machine'
 exit $status

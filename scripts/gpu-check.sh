@@ -20,7 +20,7 @@
 #     OUT=/tmp/gc-out SMELT_CUDA_LIBRARY_PATH=$PWD/build/emucuda \
 #       SMELT_CUDA_SOURCE_DIR=/tmp/gc-kernels \
 #       scripts/gpu-check.sh --bin build/bin --budget 900 --step-timeout 120
-# (the benchmarks time out there: the emulator is far too slow for their sizes).
+# (smelt-bench-gemm and -gpu-bandwidth time out there: the emulator is too slow for their sizes).
 #
 # Usage: gpu-check.sh [--out DIR] [--bin DIR] [--filter GTEST_FILTER] [--budget SECONDS]
 #                     [--step-timeout SECONDS] [-- ARGS FOR EVERY TEST PROCESS]

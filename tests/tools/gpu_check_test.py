@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -69,8 +70,12 @@ def check_real_binaries(repo, bin_dir, work):
         fail(f"smelt devices was not read: {summary['libraries']}", result)
     if not result.stdout.rstrip().splitlines()[-1].startswith("summary: "):
         fail("the table is not printed last", result)
-    if not (work / "real" / "gpu-check.log").read_text().strip():
-        fail("no whole log written", result)
+    if sorted(f.name for f in (work / "real").iterdir()) != ["gpu-check.tar.gz", "summary.json"]:
+        fail(f"--out holds {sorted(f.name for f in (work / 'real').iterdir())}", result)
+    with tarfile.open(work / "real" / "gpu-check.tar.gz") as archive:
+        log = archive.extractfile("gpu-check/gpu-check.log").read().decode()
+    if not log.strip() or "summary: " not in log:
+        fail("no whole log in the archive", result)
     print(f"real binaries: passed in {seconds:.1f} s")
 
 

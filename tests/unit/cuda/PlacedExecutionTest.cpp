@@ -74,9 +74,13 @@ void expectSameOutputs(const rt::Executable &placed, rt::SegmentRunnerFactory gp
   ASSERT_TRUE(whole.ok()) << whole.message();
   for (int run = 0; run < 3; ++run) {
     std::vector<rt::HostTensor> inputs, got, want;
+    // Small enough that tanh does not saturate: where it does, rows tie at 1.0f and which of
+    // the tied entries argmax picks follows the last ulp of the matmul, whose sums cuBLASLt
+    // and oneDNN round in different orders (a seed the emulated GPU ran flipped one).
     for (rt::BufferId id : alone.inputs)
-      inputs.push_back(
-          rt::test::randomTensor(alone.buffers[id].type.dtype, alone.buffers[id].type.shape));
+      inputs.push_back(rt::test::randomTensor(alone.buffers[id].type.dtype,
+                                              alone.buffers[id].type.shape,
+                                              [] { return rt::test::draw(-0.5, 0.5); }));
     rt::Status s = (*split)->run(inputs, got);
     ASSERT_TRUE(s.ok()) << s.message();
     ASSERT_TRUE(whole->run(inputs, want).ok());
