@@ -66,8 +66,10 @@ packages=(
   # node tests' models and data, and python3-onnx for tests/tools/onnx_tool.py
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
   # Boost.Context: the fibers of the SIMT emulator that runs the CUDA kernels on the CPU
-  # (tests/unit/simt)
+  # (tests/unit/simt), which the emulated CUDA (tests/emucuda) runs kernels on too
   libboost-context-dev
+  # patch: the emulated CUDA's mutants, runtime files broken on purpose (tests/emucuda/mutants)
+  patch
 )
 missing=()
 for p in "${packages[@]}"; do
