@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cuda.h>
+#include <nvrtc.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -335,6 +336,79 @@ TEST_F(EmuKernels, LaunchOnFreedMemoryFaults) {
   EXPECT_EQ(cuMemsetD8Async(dy, 0, 4, stream), CUDA_ERROR_ILLEGAL_ADDRESS); // sticky
   smelt::emucuda::clearFault();
   cuStreamDestroy(stream);
+  cuMemFree(dy);
+}
+
+// A CUBIN says how many registers each kernel takes (ptxas's EIATTR_REGCOUNT): a launch whose
+// block needs more than sm_90's 64K registers is refused, as the GPU refuses it ("too many
+// resources requested for launch"). ptxas gives this kernel 72 registers (no launch bounds):
+// 512 threads fit, 1024 do not.
+const char *kHeavySource = R"(
+extern "C" __global__ void heavy(const float *__restrict__ x, float *__restrict__ y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v[64];
+#pragma unroll
+  for (int k = 0; k < 64; ++k)
+    v[k] = x[i * 64 + k];
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int k = 0; k < 64; ++k)
+      v[k] = v[k] * v[(k + r + 1) & 63] + 1.0f;
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 64; ++k)
+    s += v[k];
+  y[i] = s;
+}
+)";
+
+TEST_F(EmuKernels, ALaunchNeedingMoreRegistersThanABlockHasIsRefused) {
+  nvrtcProgram program;
+  ASSERT_EQ(nvrtcCreateProgram(&program, kHeavySource, "heavy.cu", 0, nullptr, nullptr),
+            NVRTC_SUCCESS);
+  const char *options[] = {"--gpu-architecture=sm_90"};
+  ASSERT_EQ(nvrtcCompileProgram(program, 1, options), NVRTC_SUCCESS);
+  size_t size = 0;
+  ASSERT_EQ(nvrtcGetCUBINSize(program, &size), NVRTC_SUCCESS);
+  std::string cubin(size, '\0');
+  ASSERT_EQ(nvrtcGetCUBIN(program, cubin.data()), NVRTC_SUCCESS);
+  nvrtcDestroyProgram(&program);
+  registerSource(cubin, kHeavySource);
+  CUmodule module = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&module, cubin.data()), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&function, module, "heavy"), CUDA_SUCCESS);
+
+  const unsigned threads = 512;
+  std::mt19937 random(std::random_device{}());
+  std::vector<float> x(threads * 64), y(threads);
+  for (float &v : x)
+    v = std::uniform_real_distribution<float>(-0.5f, 0.5f)(random);
+  CUdeviceptr dx = 0, dy = 0;
+  ASSERT_EQ(cuMemAlloc(&dx, x.size() * 4), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&dy, y.size() * 4), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(dx, x.data(), x.size() * 4), CUDA_SUCCESS);
+  void *params[] = {&dx, &dy};
+  EXPECT_EQ(cuLaunchKernel(function, 1, 1, 1, 1024, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  ASSERT_EQ(cuLaunchKernel(function, 1, 1, 1, threads, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(y.data(), dy, y.size() * 4), CUDA_SUCCESS);
+  for (unsigned i = 0; i < threads; ++i) {
+    float v[64];
+    for (int k = 0; k < 64; ++k)
+      v[k] = x[i * 64 + k];
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 64; ++k)
+        v[k] = v[k] * v[(k + r + 1) & 63] + 1.0f;
+    float s = 0.0f;
+    for (int k = 0; k < 64; ++k)
+      s += v[k];
+    ASSERT_EQ(y[i], s) << "thread " << i;
+  }
+  cuModuleUnload(module);
+  cuMemFree(dx);
   cuMemFree(dy);
 }
 

@@ -3,8 +3,8 @@
 // $SMELT_CUDA_SOURCE_DIR as <sha256 of the image>.cu (codegen/cuda/Nvrtc.cpp), and loading the
 // image builds that source with the host compiler and the SIMT emulator's prelude into a shared
 // library beside it (<hash>.simt.so, reused by later loads), exactly as the SIMT corpus tests
-// build theirs (tests/unit/simt). A launch is checked against sm_90's limits and the kernel's
-// __launch_bounds__, its parameters are copied at the call, and when the work runs each device
+// build theirs (tests/unit/simt). A launch is checked against sm_90's limits, the kernel's
+// __launch_bounds__ and (from a CUBIN) its registers, its parameters are copied at the call, and when the work runs each device
 // pointer is translated to where its bytes live and the kernel runs on the SIMT emulator.
 #include "Core.h"
 
@@ -40,6 +40,7 @@ struct Kernel {
   void (*entry)(void *const *params) = nullptr;
   int parameters = 0;
   unsigned launchBounds = 1024;
+  unsigned registers = 0; // a thread's, from the CUBIN; 0 when unknown (PTX)
 };
 
 struct Module {
@@ -70,6 +71,67 @@ std::string imageBytes(const void *image) {
     return std::string(reinterpret_cast<const char *>(bytes), end);
   }
   return std::string(reinterpret_cast<const char *>(bytes));
+}
+
+/// Each kernel's registers a thread, from a CUBIN: ptxas records them in `.nv.info` as
+/// EIATTR_REGCOUNT (attribute 0x2f, format EIFMT_SVAL: a symbol index and the count), and each
+/// kernel's `.text.<name>` section names its symbol in sh_info. Empty for anything else (PTX,
+/// a CUBIN laid out otherwise): the launch is then not checked against the register file.
+std::map<std::string, unsigned> registerCounts(const std::string &image) {
+  std::map<std::string, unsigned> counts;
+  auto *bytes = reinterpret_cast<const unsigned char *>(image.data());
+  if (image.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes, ELFMAG, SELFMAG) != 0)
+    return counts;
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes, sizeof header);
+  if (header.e_shentsize != sizeof(Elf64_Shdr) || header.e_shstrndx >= header.e_shnum ||
+      header.e_shoff + uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) > image.size())
+    return counts;
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  std::memcpy(sections.data(), bytes + header.e_shoff, header.e_shnum * sizeof(Elf64_Shdr));
+  const Elf64_Shdr &names = sections[header.e_shstrndx];
+  auto nameOf = [&](const Elf64_Shdr &section) -> std::string {
+    uint64_t at = names.sh_offset + section.sh_name;
+    if (at >= image.size())
+      return "";
+    return std::string(reinterpret_cast<const char *>(bytes + at),
+                       strnlen(reinterpret_cast<const char *>(bytes + at), image.size() - at));
+  };
+  std::map<uint32_t, unsigned> bySymbol;
+  std::map<uint32_t, std::string> kernelOfSymbol;
+  for (const Elf64_Shdr &section : sections) {
+    std::string name = nameOf(section);
+    if (name.rfind(".text.", 0) == 0)
+      kernelOfSymbol[uint32_t(section.sh_info)] = name.substr(6);
+    if (name != ".nv.info" || section.sh_offset + section.sh_size > image.size())
+      continue;
+    for (uint64_t at = section.sh_offset, end = at + section.sh_size; at + 2 <= end;) {
+      unsigned format = bytes[at], attribute = bytes[at + 1];
+      if (format == 0x04) { // EIFMT_SVAL: a 16-bit size, then the value
+        if (at + 4 > end)
+          break;
+        uint16_t size;
+        std::memcpy(&size, bytes + at + 2, 2);
+        if (attribute == 0x2f && size == 8 && at + 12 <= end) { // EIATTR_REGCOUNT
+          uint32_t symbol, count;
+          std::memcpy(&symbol, bytes + at + 4, 4);
+          std::memcpy(&count, bytes + at + 8, 4);
+          bySymbol[symbol] = count;
+        }
+        at += 4 + size;
+      } else if (format == 0x01) { // EIFMT_NVAL: no value
+        at += 2;
+      } else if (format == 0x02 || format == 0x03) { // EIFMT_BVAL, EIFMT_HVAL
+        at += 4;
+      } else {
+        break; // a format this reader does not know: stop rather than misread
+      }
+    }
+  }
+  for (const auto &[symbol, count] : bySymbol)
+    if (auto it = kernelOfSymbol.find(symbol); it != kernelOfSymbol.end())
+      counts[it->second] = count;
+  return counts;
 }
 
 std::string sha256Hex(const std::string &bytes) {
@@ -171,7 +233,9 @@ CUresult loadModule(CUmodule *handle, const void *image) {
     return CUDA_ERROR_INVALID_CONTEXT;
   if (!handle || !image)
     return CUDA_ERROR_INVALID_VALUE;
-  std::string hash = sha256Hex(imageBytes(image));
+  std::string bytes = imageBytes(image);
+  std::string hash = sha256Hex(bytes);
+  std::map<std::string, unsigned> registers = registerCounts(bytes);
   const char *folder = std::getenv("SMELT_CUDA_SOURCE_DIR");
   if (!folder || !*folder) {
     diagnose("cuModuleLoadData: the emulated driver runs a module's kernels from its CUDA "
@@ -214,6 +278,8 @@ CUresult loadModule(CUmodule *handle, const void *image) {
     kernel->module = module.get();
     kernel->name = name;
     kernel->launchBounds = bounds;
+    if (auto it = registers.find(name); it != registers.end())
+      kernel->registers = it->second;
     kernel->entry = reinterpret_cast<void (*)(void *const *)>(
         dlsym(loaded, ("smelt_emucuda_entry_" + name).c_str()));
     auto *parameters =
@@ -280,6 +346,17 @@ CUresult launch(CUfunction function, unsigned gridX, unsigned gridY, unsigned gr
     diagnose("cuLaunchKernel: " + what + ": more threads than its __launch_bounds__(" +
              std::to_string(kernel->launchBounds) + ")");
     return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  }
+  // sm_90's register file: 64K registers a block, given out to warps in units of 256.
+  if (kernel->registers) {
+    uint64_t threads = uint64_t(blockX) * blockY * blockZ, warps = (threads + 31) / 32;
+    uint64_t perWarp = (uint64_t(kernel->registers) * 32 + 255) / 256 * 256;
+    if (warps * perWarp > 65536) {
+      diagnose("cuLaunchKernel: " + what + ": " + std::to_string(kernel->registers) +
+               " registers a thread for " + std::to_string(threads) +
+               " threads need more than sm_90's 65536 a block");
+      return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    }
   }
   if (sharedBytes > 232448) {
     diagnose("cuLaunchKernel: " + what + ": " + std::to_string(sharedBytes) +
