@@ -70,6 +70,10 @@ struct GroupWork {
   const int parts;
   std::function<void()> run;
   std::string what;
+  /// Its run waits for ranks of other processes (an NCCL collective across processes), so the
+  /// eager schedule does not run it inside the call that queued it (NCCL's calls return at
+  /// once): it runs when the host needs it, as under the late schedule.
+  bool waitsForOtherProcesses = false;
 };
 /// Queues one part of `group` on `stream`; the group runs once all `parts` are queued and ready.
 CUresult enqueuePart(const std::shared_ptr<GroupWork> &group, CUstream stream, std::string what);

@@ -1,15 +1,20 @@
 // The emulated NCCL (libnccl.so.2): the part of nccl.h that Smelt's runtime resolves
 // (runtime/cuda/Nccl.h), written from NVIDIA's documented contract on the emulated CUDA
 // (EmuCuda.h). A rank is a thread of this process (or one thread driving several ranks in a
-// group) on its own emulated device; a collective queues one part of a GroupWork per rank, and
-// the group reads and writes every rank's buffers once each rank's stream has reached its part.
+// group) on its own emulated device, or a rank of another process with its own emulation; a
+// collective queues one part of a GroupWork per rank of this process, and the group reads and
+// writes those ranks' buffers once each rank's stream has reached its part. When the
+// communicator spans processes, the group also passes the data through the unique id's
+// shared-memory rendezvous (NcclRendezvous.h), waiting there for the other processes' ranks.
 //
 // What it holds to, beyond the happy path: every argument the real library rejects is rejected
-// with the documented result and a reason in ncclGetLastError; ranks that never arrive (or an id
-// from another process, which can never join: emulated device memory is per process) fail after
-// SMELT_EMUCUDA_NCCL_TIMEOUT seconds (default 300) instead of hanging; sums are reduced in rank
-// order, so results are deterministic; ranks that disagree on a collective fail it with a Fault.
+// with the documented result and a reason in ncclGetLastError; ranks that never arrive fail
+// after SMELT_EMUCUDA_NCCL_TIMEOUT seconds (default 300) instead of hanging, and a peer process
+// that exits fails the others at once; sums are reduced in rank order, so results are
+// deterministic and the same in one process or several; ranks that disagree on a collective
+// fail it with a Fault naming both sides.
 #include "EmuCuda.h"
+#include "NcclRendezvous.h"
 
 #include <nccl.h>
 
@@ -34,6 +39,7 @@
 #include <vector>
 
 namespace emu = smelt::emucuda;
+using emu::nccl::Rendezvous;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -89,14 +95,12 @@ Clock::duration peerTimeout() {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-std::string timeoutHelp() {
-  return "(SMELT_EMUCUDA_NCCL_TIMEOUT sets the wait; ranks of the emulated NCCL must be threads "
-         "of one process, since emulated device memory is per process)";
-}
+std::string timeoutHelp() { return "(SMELT_EMUCUDA_NCCL_TIMEOUT sets the wait)"; }
 
 // ---------------------------------------------------------------------------------------------
-// Unique ids: a magic, the process that made it and a serial, so that an id made elsewhere (a
-// zeroed one, one from another process) is recognised at once instead of waited for.
+// Unique ids: a magic, the process that made it and a serial, so that an id not made by
+// ncclGetUniqueId (a zeroed one) is recognised at once instead of waited for, and so that the
+// id names its rendezvous in /dev/shm uniquely.
 
 constexpr char kIdMagic[16] = "smelt-emu-nccl";
 struct IdContents {
@@ -110,6 +114,15 @@ static_assert(sizeof(IdContents) <= NCCL_UNIQUE_ID_BYTES);
 uint64_t processNonce() {
   static const uint64_t nonce = std::random_device{}() * 0x100000001ull ^ uint64_t(getpid());
   return nonce;
+}
+
+/// The file in /dev/shm where the ranks of the id meet.
+std::string rendezvousName(const IdContents &id) {
+  char name[96];
+  std::snprintf(name, sizeof name, "smelt-emu-nccl-%llu-%016llx-%llu",
+                (unsigned long long)id.pid, (unsigned long long)id.processNonce,
+                (unsigned long long)id.serial);
+  return name;
 }
 
 } // namespace
@@ -143,15 +156,21 @@ struct Collective {
   std::shared_ptr<emu::GroupWork> work;
 };
 
-/// The ranks made from one unique id (or one ncclCommInitAll).
+/// The ranks made from one unique id (or one ncclCommInitAll); of this process, where the id's
+/// ranks are in several (`acrossProcesses`).
 struct Clique {
   uint64_t serial;
   int nranks;
   std::string name; // "unique id #3 (2 ranks)"
-  std::vector<std::weak_ptr<ncclComm>> ranks;
-  std::vector<int> devices;
-  int joined = 0;
+  std::vector<std::weak_ptr<ncclComm>> ranks; // this process's; the others' stay empty
+  std::vector<int> devices;                   // -1 for a rank of another process
+  int joined = 0;     // by this process's ranks
+  int localRanks = 0; // once made: how many ranks are this process's (each collective's parts)
   bool failed = false;
+  bool acrossProcesses = false;
+  /// Where the id's ranks meet (null when /dev/shm cannot be used: then only ranks of this
+  /// process can join); kept once made only when the ranks are in several processes.
+  std::shared_ptr<Rendezvous> rendezvous;
   std::map<uint64_t, std::shared_ptr<Collective>> collectives; // until each runs or is aborted
 };
 
@@ -165,6 +184,9 @@ struct ncclComm {
   std::string stateWhy;
   uint64_t issued = 0;
   uint64_t idSerial = 0;
+  std::string idName;          // "unique id #3", or "unique id #3 of pid 1234" from another process
+  std::string rendezvousName;  // the id's meeting place in /dev/shm
+  bool foreignId = false;      // made by another process: only the rendezvous reaches its ranks
   CUcontext primary = nullptr; // retained when a null stream needs the comm's device
   std::string describe() const {
     return "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " (device " +
@@ -179,6 +201,8 @@ struct Registry {
   std::condition_variable changed;
   uint64_t nextId = 1, nextClique = 1;
   std::set<uint64_t> issuedIds;
+  /// Ids made by other processes (pid, nonce, serial), by the serial they have here.
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> foreignIds;
   std::map<uint64_t, std::shared_ptr<Clique>> joining; // by id serial
   // By id serial: "" when it made a communicator, else why that failed.
   std::map<uint64_t, std::string> finished;
@@ -213,10 +237,15 @@ breakClique(Clique &clique, int culprit, ncclResult_t code, const std::string &w
   for (auto &[sequence, collective] : clique.collectives) {
     collective->aborted = true;
     for (int rank = 0; rank < clique.nranks; ++rank)
-      if (!collective->parts[rank])
+      if (!collective->parts[rank] && clique.devices[rank] >= 0) // parts of this process only
         missing.emplace_back(clique.devices[rank], collective);
   }
   clique.collectives.clear();
+  if (clique.acrossProcesses) { // the other processes' ranks fail too, and a wait here ends
+    clique.rendezvous->fail(why);
+    clique.rendezvous->abandoned = true;
+    clique.rendezvous->turn.notify_all();
+  }
   registry().changed.notify_all();
   return missing;
 }
@@ -391,41 +420,40 @@ std::string describePart(const Part &p) {
          (p.kind == Kind::AllReduce ? " " + opName(p.op) : "");
 }
 
-void runCollective(const std::shared_ptr<Clique> &clique,
-                   const std::shared_ptr<Collective> &collective) {
-  std::vector<Part> parts;
-  {
-    std::lock_guard<std::mutex> lock(registry().mutex);
-    collective->work.reset(); // its run holds the collective: no cycle once it has run
-    if (collective->aborted)
-      return;
-    clique->collectives.erase(collective->sequence);
-    for (auto &part : collective->parts)
-      parts.push_back(*part);
-  }
+/// "" when every rank's part (in rank order) is the same collective as rank 0's; else why not,
+/// naming both sides.
+std::string disagreement(const Clique &clique, uint64_t sequence, const std::vector<Part> &parts) {
   const Part &first = parts[0];
   for (size_t rank = 1; rank < parts.size(); ++rank) {
     const Part &p = parts[rank];
     if (p.kind == first.kind && p.type == first.type && p.count == first.count &&
         (p.kind == Kind::AllGather || p.op == first.op))
       continue;
-    std::string why = "collective #" + std::to_string(collective->sequence) + " of " +
-                      clique->name + ": rank 0 issued " + describePart(first) + ", rank " +
-                      std::to_string(rank) + " " + describePart(p) +
-                      "; every rank must issue the same collective with the same count, type "
-                      "and op";
-    {
-      std::lock_guard<std::mutex> lock(registry().mutex);
-      for (auto &weak : clique->ranks)
-        if (auto comm = weak.lock(); comm && comm->state == ncclSuccess) {
-          comm->state = ncclInvalidUsage;
-          comm->stateWhy = why;
-        }
-    }
-    noteError(why);
-    throw emu::Fault(CUDA_ERROR_LAUNCH_FAILED, why);
+    return "collective #" + std::to_string(sequence) + " of " + clique.name + ": rank 0 issued " +
+           describePart(first) + ", rank " + std::to_string(rank) + " " + describePart(p) +
+           "; every rank must issue the same collective with the same count, type and op";
   }
+  return "";
+}
 
+/// Puts this process's ranks of `clique` in error state `code` (those not failed already) and
+/// fails the running work with `why`.
+[[noreturn]] void failRanks(Clique &clique, ncclResult_t code, const std::string &why) {
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    for (auto &weak : clique.ranks)
+      if (auto comm = weak.lock(); comm && comm->state == ncclSuccess) {
+        comm->state = code;
+        comm->stateWhy = why;
+      }
+  }
+  noteError(why);
+  throw emu::Fault(CUDA_ERROR_LAUNCH_FAILED, why);
+}
+
+/// Every rank is a thread of this process: read every input, then write every output.
+void runInProcess(const std::vector<Part> &parts) {
+  const Part &first = parts[0];
   // Every input is read before any output is written, so in-place calls need no care.
   size_t elementBytes = typeSize(first.type), bytes = first.count * elementBytes;
   std::vector<std::vector<std::byte>> inputs;
@@ -447,6 +475,132 @@ void runCollective(const std::shared_ptr<Clique> &clique,
         std::memcpy(out + rank * bytes, inputs[rank].data(), bytes);
     }
   }
+}
+
+/// The ranks are in several processes: this process's ranks (`mine`, by rank) pass their data
+/// through the rendezvous a chunk a round (NcclRendezvous.h), and each reduces every rank's
+/// chunk in rank order, so every process computes the same bits as one process would.
+void runAcrossProcesses(Clique &clique, uint64_t sequence,
+                        const std::vector<std::pair<int, Part>> &mine) {
+  Rendezvous &meeting = *clique.rendezvous;
+  const Part &first = mine[0].second;
+  std::string ranks;
+  for (auto &[rank, part] : mine)
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+  std::string what = describePart(first) + " #" + std::to_string(sequence) + " of " + clique.name +
+                     " on rank(s) " + ranks + " (pid " + std::to_string(getpid()) + ")";
+  // Rounds line up across processes only if each process runs the collectives in order.
+  {
+    std::unique_lock<std::mutex> lock(meeting.order);
+    Clock::time_point deadline = Clock::now() + peerTimeout();
+    while (meeting.nextSequence != sequence) {
+      if (meeting.abandoned)
+        return;
+      if (Clock::now() >= deadline)
+        failRanks(clique, ncclInvalidUsage,
+                  what + ": ran before collective #" + std::to_string(meeting.nextSequence) +
+                      " of the same communicator, which never ran; collectives of one "
+                      "communicator must reach the device in the order they were issued " +
+                      timeoutHelp());
+      meeting.turn.wait_for(lock, std::chrono::milliseconds(10));
+    }
+  }
+  struct NextInTurn {
+    Rendezvous &meeting;
+    ~NextInTurn() {
+      std::lock_guard<std::mutex> lock(meeting.order);
+      ++meeting.nextSequence;
+      meeting.turn.notify_all();
+    }
+  } next{meeting};
+
+  size_t elementBytes = typeSize(first.type), bytes = first.count * elementBytes;
+  size_t perRank = first.kind == Kind::AllGather ? size_t(clique.nranks) : 1;
+  std::vector<const std::byte *> sends;
+  std::vector<std::byte *> recvs;
+  for (auto &[rank, part] : mine) {
+    sends.push_back(static_cast<const std::byte *>(
+        emu::hostView(part.send, bytes, part.what + ": sendbuff")));
+    recvs.push_back(static_cast<std::byte *>(
+        emu::hostView(part.recv, bytes * perRank, part.what + ": recvbuff")));
+  }
+  size_t chunk = Rendezvous::kChunkBytes / elementBytes * elementBytes;
+  size_t rounds = (bytes + chunk - 1) / chunk;
+  try {
+    for (size_t i = 0; i < rounds; ++i) {
+      uint64_t round = ++meeting.round;
+      size_t offset = i * chunk, length = std::min(chunk, bytes - offset);
+      meeting.awaitDepartures(round - 1, Clock::now() + peerTimeout(), what);
+      for (size_t k = 0; k < mine.size(); ++k) {
+        auto &[rank, part] = mine[k];
+        std::memcpy(meeting.data(rank), sends[k] + offset, length);
+        if (i == 0) {
+          emu::nccl::SlotCollective &said = meeting.collective(rank);
+          said = {sequence, int32_t(part.kind), int32_t(part.type), int32_t(part.op), 0,
+                  part.count, {}};
+          std::snprintf(said.what, sizeof said.what, "%s", part.what.c_str());
+        }
+        meeting.arrive(rank, round);
+      }
+      meeting.awaitArrivals(round, Clock::now() + peerTimeout(), what);
+      if (i == 0) {
+        std::vector<Part> everyone;
+        for (int rank = 0; rank < clique.nranks; ++rank) {
+          const emu::nccl::SlotCollective &said = meeting.collective(rank);
+          everyone.push_back({Kind(said.kind), nullptr, nullptr, size_t(said.count),
+                              ncclDataType_t(said.type), ncclRedOp_t(said.op), said.what});
+          if (said.sequence != sequence) // cannot be, while rounds line up
+            everyone.back().count = ~size_t(0);
+        }
+        if (std::string why = disagreement(clique, sequence, everyone); !why.empty()) {
+          meeting.fail(why);
+          failRanks(clique, ncclInvalidUsage, why);
+        }
+      }
+      if (first.kind == Kind::AllReduce) {
+        std::vector<std::vector<std::byte>> inputs;
+        for (int rank = 0; rank < clique.nranks; ++rank)
+          inputs.emplace_back(meeting.data(rank), meeting.data(rank) + length);
+        std::vector<std::byte> result(length);
+        reduce(first.type, first.op, inputs, length / elementBytes, result.data());
+        for (std::byte *recv : recvs)
+          std::memcpy(recv + offset, result.data(), length);
+      } else {
+        for (std::byte *recv : recvs)
+          for (int rank = 0; rank < clique.nranks; ++rank)
+            std::memcpy(recv + size_t(rank) * bytes + offset, meeting.data(rank), length);
+      }
+      for (auto &[rank, part] : mine)
+        meeting.depart(rank, round);
+    }
+  } catch (const emu::nccl::Abandoned &) {
+    return; // ncclCommAbort here: the collective does nothing, as in one process
+  } catch (const emu::Fault &fault) {
+    failRanks(clique, ncclRemoteError, fault.what());
+  }
+}
+
+void runCollective(const std::shared_ptr<Clique> &clique,
+                   const std::shared_ptr<Collective> &collective) {
+  std::vector<std::pair<int, Part>> mine;
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    collective->work.reset(); // its run holds the collective: no cycle once it has run
+    if (collective->aborted)
+      return;
+    clique->collectives.erase(collective->sequence);
+    for (int rank = 0; rank < clique->nranks; ++rank)
+      if (collective->parts[rank])
+        mine.emplace_back(rank, *collective->parts[rank]);
+  }
+  if (clique->acrossProcesses)
+    return runAcrossProcesses(*clique, collective->sequence, mine);
+  std::vector<Part> parts;
+  for (auto &[rank, part] : mine)
+    parts.push_back(part);
+  if (std::string why = disagreement(*clique, collective->sequence, parts); !why.empty())
+    failRanks(*clique, ncclInvalidUsage, why);
+  runInProcess(parts);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +642,7 @@ ncclResult_t deviceCount(int &count) {
   return ncclSuccess;
 }
 
-/// The lock is held. Fails the clique being joined with `code` and `why`.
+/// The lock is held. Fails the clique being joined with `code` and `why` (in every process).
 void failJoining(const std::shared_ptr<Clique> &clique, uint64_t idSerial, ncclResult_t code,
                  const std::string &why) {
   auto &r = registry();
@@ -498,8 +652,42 @@ void failJoining(const std::shared_ptr<Clique> &clique, uint64_t idSerial, ncclR
       comm->stateWhy = why;
     }
   clique->failed = true;
+  if (clique->rendezvous) {
+    clique->rendezvous->fail(why);
+    clique->rendezvous->unlink();
+  }
   r.joining.erase(idSerial);
   r.finished[idSerial] = why;
+  r.changed.notify_all();
+}
+
+/// The lock is held. Makes the communicator once every rank, of any process, has joined.
+void completeIfJoined(const std::shared_ptr<Clique> &clique, uint64_t id) {
+  auto &r = registry();
+  int joined = clique->rendezvous ? clique->rendezvous->joined() : clique->joined;
+  if (clique->failed || joined < clique->nranks)
+    return;
+  // NCCL refuses two ranks on one GPU ("Duplicate GPU detected"); ranks of other processes
+  // have their own emulated devices.
+  for (int a = 0; a < clique->nranks; ++a)
+    for (int b = a + 1; b < clique->nranks; ++b)
+      if (clique->devices[a] >= 0 && clique->devices[a] == clique->devices[b])
+        return failJoining(clique, id, ncclInvalidUsage,
+                           "Duplicate GPU detected: rank " + std::to_string(a) + " and rank " +
+                               std::to_string(b) + " of " + clique->name +
+                               " both on CUDA device " + std::to_string(clique->devices[a]));
+  clique->localRanks = clique->joined;
+  clique->acrossProcesses = clique->localRanks < clique->nranks;
+  if (clique->rendezvous) {
+    clique->rendezvous->unlink(); // every rank has it mapped: the name is litter from now on
+    if (!clique->acrossProcesses)
+      clique->rendezvous.reset();
+  }
+  for (auto &weak : clique->ranks)
+    if (auto member = weak.lock())
+      member->state = ncclSuccess;
+  r.joining.erase(id);
+  r.finished[id] = "";
   r.changed.notify_all();
 }
 
@@ -515,72 +703,101 @@ void join(const std::shared_ptr<ncclComm> &comm) {
   if (auto done = r.finished.find(id); done != r.finished.end()) {
     if (done->second.empty())
       return setFailed(ncclInvalidUsage,
-                       "ncclCommInitRank: unique id #" + std::to_string(id) +
+                       "ncclCommInitRank: " + comm->idName +
                            " already made a communicator; call ncclGetUniqueId once per "
                            "communicator");
-    return setFailed(ncclSystemError, "ncclCommInitRank: the communicator of unique id #" +
-                                          std::to_string(id) + " failed: " + done->second);
+    return setFailed(ncclSystemError, "ncclCommInitRank: the communicator of " + comm->idName +
+                                          " failed: " + done->second);
   }
   std::shared_ptr<Clique> &clique = r.joining[id];
   if (!clique) {
     clique = std::make_shared<Clique>();
     clique->serial = r.nextClique++;
     clique->nranks = comm->nranks;
-    clique->name = "unique id #" + std::to_string(id) + " (" + std::to_string(comm->nranks) +
-                   " ranks)";
+    clique->name = comm->idName + " (" + std::to_string(comm->nranks) + " ranks)";
     clique->ranks.resize(comm->nranks);
     clique->devices.assign(comm->nranks, -1);
+    std::string why;
+    clique->rendezvous = Rendezvous::open(comm->rendezvousName, comm->nranks, why);
+    if (!clique->rendezvous && comm->foreignId) {
+      std::shared_ptr<Clique> failed = clique;
+      comm->clique = failed;
+      why = "ncclCommInitRank: rank " + std::to_string(comm->rank) + " of " + failed->name +
+            " cannot meet the ranks of the process that made the id: " + why;
+      setFailed(ncclSystemError, why);
+      return failJoining(failed, id, ncclSystemError, why);
+    }
   }
   std::shared_ptr<Clique> joined = clique;
   comm->clique = joined;
-  if (joined->nranks != comm->nranks) {
+  int sharedRanks = joined->rendezvous ? joined->rendezvous->nranks() : joined->nranks;
+  if (joined->nranks != comm->nranks || sharedRanks != comm->nranks) {
     std::string why = "ncclCommInitRank: rank " + std::to_string(comm->rank) + " of " +
                       clique->name + " was given nranks " + std::to_string(comm->nranks) +
+                      (joined->nranks == comm->nranks
+                           ? ", a rank of another process " + std::to_string(sharedRanks)
+                           : "") +
                       "; every rank must pass the same nranks";
     setFailed(ncclInvalidUsage, why);
     return failJoining(joined, id, ncclInvalidUsage, why);
   }
-  if (!joined->ranks[comm->rank].expired()) {
+  int holder = 0;
+  if (!joined->ranks[comm->rank].expired() ||
+      (joined->rendezvous && (holder = joined->rendezvous->claim(comm->rank, comm->device)))) {
     std::string why = "ncclCommInitRank: rank " + std::to_string(comm->rank) + " of " +
-                      joined->name + " joined twice; ranks must be unique";
+                      joined->name + " joined twice" +
+                      (holder ? " (pid " + std::to_string(holder) + " has it)" : "") +
+                      "; ranks must be unique";
     setFailed(ncclInvalidUsage, why);
     return failJoining(joined, id, ncclInvalidUsage, why);
   }
   joined->ranks[comm->rank] = comm;
   joined->devices[comm->rank] = comm->device;
-  if (++joined->joined < joined->nranks)
+  ++joined->joined;
+  completeIfJoined(joined, id);
+}
+
+/// The lock is held. What other processes did to a clique being joined: failed it, exited, or
+/// joined its last ranks.
+void pollJoining(const std::shared_ptr<Clique> &clique, uint64_t id) {
+  if (clique->failed || !clique->rendezvous)
     return;
-  // NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
-  for (int a = 0; a < joined->nranks; ++a)
-    for (int b = a + 1; b < joined->nranks; ++b)
-      if (joined->devices[a] == joined->devices[b])
-        return failJoining(joined, id, ncclInvalidUsage,
-                           "Duplicate GPU detected: rank " + std::to_string(a) + " and rank " +
-                               std::to_string(b) + " of " + joined->name +
-                               " both on CUDA device " + std::to_string(joined->devices[a]));
-  for (auto &weak : joined->ranks)
-    if (auto member = weak.lock())
-      member->state = ncclSuccess;
-  r.joining.erase(id);
-  r.finished[id] = "";
-  r.changed.notify_all();
+  if (std::optional<std::string> why = clique->rendezvous->failure())
+    return failJoining(clique, id, ncclRemoteError,
+                       "ncclCommInitRank: " + clique->name + " failed in another process: " + *why);
+  completeIfJoined(clique, id); // first: a peer may join and exit before this looks
+  if (clique->failed || clique->rendezvous->joined() == clique->nranks)
+    return;
+  if (std::string dead = clique->rendezvous->deadPeer(); !dead.empty())
+    return failJoining(clique, id, ncclRemoteError,
+                       "ncclCommInitRank: " + dead + " before " + clique->name + " was made");
 }
 
 /// The lock is held. Waits until every comm of `comms` has left ncclInProgress, or fails their
-/// cliques at `deadline`.
+/// cliques at `deadline`. Ranks of other processes are seen by polling the rendezvous.
 void waitJoined(std::unique_lock<std::mutex> &lock,
                 const std::vector<std::shared_ptr<ncclComm>> &comms, Clock::time_point deadline) {
   auto &r = registry();
   for (auto &comm : comms) {
-    if (r.changed.wait_until(lock, deadline, [&] { return comm->state != ncclInProgress; }))
-      continue;
-    std::string missing;
-    for (int rank = 0; rank < comm->clique->nranks; ++rank)
-      if (comm->clique->ranks[rank].expired())
-        missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
-    failJoining(comm->clique, comm->idSerial, ncclSystemError,
-                "ncclCommInitRank: " + comm->describe() + " of " + comm->clique->name +
-                    " gave up waiting for rank(s) " + missing + " to join " + timeoutHelp());
+    while (comm->state == ncclInProgress) {
+      std::shared_ptr<Clique> clique = comm->clique;
+      Clock::time_point until =
+          clique->rendezvous ? std::min(deadline, Clock::now() + std::chrono::milliseconds(5))
+                             : deadline;
+      if (r.changed.wait_until(lock, until, [&] { return comm->state != ncclInProgress; }))
+        break;
+      pollJoining(clique, comm->idSerial);
+      if (comm->state != ncclInProgress || Clock::now() < deadline)
+        continue;
+      std::string missing;
+      for (int rank = 0; rank < clique->nranks; ++rank)
+        if (clique->rendezvous ? clique->rendezvous->pid(rank) == 0
+                               : clique->ranks[rank].expired())
+          missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+      failJoining(clique, comm->idSerial, ncclSystemError,
+                  "ncclCommInitRank: " + comm->describe() + " of " + clique->name +
+                      " gave up waiting for rank(s) " + missing + " to join " + timeoutHelp());
+    }
   }
 }
 
@@ -623,7 +840,8 @@ ncclResult_t issue(ncclComm *handle, Part part, CUstream stream) {
       collective = clique->collectives[sequence] = std::make_shared<Collective>();
       collective->sequence = sequence;
       collective->parts.resize(clique->nranks);
-      collective->work = std::make_shared<emu::GroupWork>(clique->nranks);
+      collective->work = std::make_shared<emu::GroupWork>(clique->localRanks);
+      collective->work->waitsForOtherProcesses = clique->acrossProcesses;
       collective->work->what = describePart(part) + " #" + std::to_string(sequence) + " of " +
                                clique->name;
       collective->work->run = [clique, collective] { runCollective(clique, collective); };
@@ -751,7 +969,7 @@ ncclResult_t release(ncclComm *handle, bool abort) {
     std::shared_ptr<Clique> clique = comm->clique;
     auto waitingOnPeers = [&] {
       for (auto &[sequence, collective] : clique->collectives)
-        if (collective->parts[comm->rank] && collective->queued < clique->nranks)
+        if (collective->parts[comm->rank] && collective->queued < clique->localRanks)
           return true;
       return false;
     };
@@ -851,11 +1069,6 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
   if (std::memcmp(id.magic, kIdMagic, sizeof kIdMagic) != 0)
     return inGroup(fail(ncclInvalidArgument,
                         "ncclCommInitRank: commId was not made by ncclGetUniqueId"));
-  if (id.pid != uint64_t(getpid()) || id.processNonce != processNonce())
-    return inGroup(fail(ncclSystemError,
-                        "ncclCommInitRank: commId was made by another process (pid " +
-                            std::to_string(id.pid) + "); the emulated NCCL joins only ranks "
-                            "of one process, since emulated device memory is per process"));
   // As the CUDA runtime NCCL uses: the current context's device, else device 0.
   int count = 0;
   if (ncclResult_t result = deviceCount(count); result != ncclSuccess)
@@ -869,12 +1082,24 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
   made->rank = rank;
   made->nranks = nranks;
   made->device = device;
-  made->idSerial = id.serial;
+  made->rendezvousName = rendezvousName(id);
+  made->foreignId = id.pid != uint64_t(getpid()) || id.processNonce != processNonce();
   auto &r = registry();
   std::unique_lock<std::mutex> lock(r.mutex);
-  if (!r.issuedIds.count(id.serial))
-    return inGroup(fail(ncclInvalidArgument,
-                        "ncclCommInitRank: commId was not made by ncclGetUniqueId"));
+  if (made->foreignId) {
+    // Another process's serials are not this one's: the id gets one here.
+    auto [known, added] = r.foreignIds.emplace(std::tuple{id.pid, id.processNonce, id.serial}, 0);
+    if (added)
+      known->second = r.nextId++;
+    made->idSerial = known->second;
+    made->idName = "unique id #" + std::to_string(id.serial) + " of pid " + std::to_string(id.pid);
+  } else {
+    if (!r.issuedIds.count(id.serial))
+      return inGroup(fail(ncclInvalidArgument,
+                          "ncclCommInitRank: commId was not made by ncclGetUniqueId"));
+    made->idSerial = id.serial;
+    made->idName = "unique id #" + std::to_string(id.serial);
+  }
   r.comms[made.get()] = made;
   if (group.depth > 0) {
     group.inits.push_back(made); // joins at ncclGroupEnd
@@ -919,6 +1144,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
   clique->name = "ncclCommInitAll #" + std::to_string(clique->serial) + " (" +
                  std::to_string(ndev) + " ranks)";
   clique->joined = ndev;
+  clique->localRanks = ndev;
   clique->devices = devices;
   for (int i = 0; i < ndev; ++i) {
     auto made = std::make_shared<ncclComm>();

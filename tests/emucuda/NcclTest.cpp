@@ -2,16 +2,20 @@
 // nccl.h rather than from Smelt's calls: 2 and 3 ranks on their own emulated devices, made by
 // ncclCommInitAll from one thread or by ncclCommInitRank from one thread per rank; every
 // reduction op on every dtype against a reference computed here, in place and out of place;
-// all-gather; ranks that disagree, ranks that never arrive, and arguments NCCL rejects. Inputs
+// all-gather; ranks that disagree, ranks that never arrive, and arguments NCCL rejects; and a
+// rank in another process (emucuda-nccl-peer) joining, reducing, disagreeing, dying. Inputs
 // are fresh random numbers (the seed is printed; SMELT_NCCL_TEST_SEED replays it). Work is
 // deferred ("late" schedule), so results are read only after cuStreamSynchronize.
 #include "EmuCuda.h"
+#include "NcclPeer.h"
 
 #include <cuda.h>
 #include <nccl.h>
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -554,32 +558,205 @@ TEST_F(NcclEmu, InitRankGivesUpWhenPeerNeverJoins) {
   EXPECT_CONTAINS(outcome->second, "rank(s) 1");
 }
 
-// A unique id made by another process cannot join (emulated device memory is per process):
-// refused at once with a reason.
-TEST_F(NcclEmu, UniqueIdFromAnotherProcessIsRefused) {
-  openRanks(1);
-  int pipeEnds[2];
-  ASSERT_EQ(pipe(pipeEnds), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
+// Ranks in two processes: the test's rank 0 and a forked and exec'ed emucuda-nccl-peer
+// (NcclPeer.cpp) as rank 1, each with its own emulated driver, meeting through the id's
+// rendezvous in /dev/shm.
+
+/// Starts emucuda-nccl-peer as rank 1 of 2 of `id` in `mode`.
+pid_t startPeer(const ncclUniqueId &id, const char *mode) {
+  std::string hex = smelt::emucuda::nccl_peer::idToHex(id);
+  std::vector<std::string> words = {EMUCUDA_NCCL_PEER, hex, "2", "1", mode};
+  std::vector<char *> argv;
+  for (std::string &word : words)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
+  pid_t child = fork(); // then only exec: the child starts its own emulation from nothing
   if (child == 0) {
-    ncclUniqueId made;
-    ncclGetUniqueId(&made);
-    ssize_t written = write(pipeEnds[1], &made, sizeof made);
-    _exit(written == ssize_t(sizeof made) ? 0 : 1);
+    execv(argv[0], argv.data());
+    _exit(127);
   }
-  ncclUniqueId id;
-  ASSERT_EQ(read(pipeEnds[0], &id, sizeof id), ssize_t(sizeof id));
-  close(pipeEnds[0]);
-  close(pipeEnds[1]);
+  return child;
+}
+
+/// The peer's exit status, or -1 when it has not exited within `seconds` (then it is killed).
+int peerExit(pid_t child, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   int status = 0;
-  waitpid(child, &status, 0);
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/// The rendezvous files of ids this process made that are still in /dev/shm.
+std::vector<std::string> leftRendezvous() {
+  std::vector<std::string> left;
+  std::string prefix = "smelt-emu-nccl-" + std::to_string(getpid()) + "-";
+  if (DIR *dir = opendir("/dev/shm")) {
+    while (dirent *entry = readdir(dir))
+      if (std::string(entry->d_name).rfind(prefix, 0) == 0)
+        left.push_back(entry->d_name);
+    closedir(dir);
+  }
+  return left;
+}
+
+/// Sets SMELT_EMUCUDA_NCCL_TIMEOUT for a test, then puts it back.
+struct PeerTimeout {
+  explicit PeerTimeout(const char *seconds) {
+    if (const char *previous = std::getenv("SMELT_EMUCUDA_NCCL_TIMEOUT"))
+      saved = previous;
+    setenv("SMELT_EMUCUDA_NCCL_TIMEOUT", seconds, 1);
+  }
+  ~PeerTimeout() {
+    if (saved)
+      setenv("SMELT_EMUCUDA_NCCL_TIMEOUT", saved->c_str(), 1);
+    else
+      unsetenv("SMELT_EMUCUDA_NCCL_TIMEOUT");
+  }
+  std::optional<std::string> saved;
+};
+
+/// Joins `id` as rank 0 of 2 on device 0 (the peer is rank 1), kept in `comms`.
+#define JOIN_AS_RANK_0(id)                                                                   \
+  comms.assign(1, nullptr);                                                                  \
+  CU_OK(cuCtxSetCurrent(ranks[0].context));                                                  \
+  NCCL_OK(ncclCommInitRank(&comms[0], 2, id, 0))
+
+// The peer's all-reduce (more than one round of the rendezvous) and all-gather give every rank
+// the one-process answer, bit for bit (the sum in rank order); nothing is left in /dev/shm.
+TEST_F(NcclEmu, RankOfAnotherProcessJoinsAndAllReduces) {
+  namespace peer = smelt::emucuda::nccl_peer;
+  PeerTimeout timeout("60");
+  openRanks(1);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  pid_t child = startPeer(id, "agree");
+  ASSERT_GT(child, 0);
+  JOIN_AS_RANK_0(id);
+  EXPECT_TRUE(leftRendezvous().empty()) << "the rendezvous' name outlived the joining";
+
+  size_t count = peer::kAllReduceCount;
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i)
+    values[i] = peer::allReduceInput(0, i);
+  void *buffer = alloc(0, count * 4);
+  std::vector<std::byte> host(count * 4);
+  std::memcpy(host.data(), values.data(), host.size());
+  upload(0, buffer, host);
+  NCCL_OK(ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
+  std::vector<std::byte> reduced = download(0, buffer, count * 4);
+  std::memcpy(values.data(), reduced.data(), reduced.size());
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(values[i], peer::allReduceInput(0, i) + peer::allReduceInput(1, i)) << i;
+
+  size_t gathered = peer::kAllGatherCount;
+  void *send = alloc(0, gathered * 4), *recv = alloc(0, 2 * gathered * 4);
+  std::vector<std::byte> mine(gathered * 4);
+  for (size_t i = 0; i < gathered; ++i) {
+    int32_t x = peer::allGatherInput(0, i);
+    std::memcpy(mine.data() + i * 4, &x, 4);
+  }
+  upload(0, send, mine);
+  NCCL_OK(ncclAllGather(send, recv, gathered, ncclInt32, comms[0], ranks[0].stream));
+  std::vector<std::byte> everyone = download(0, recv, 2 * gathered * 4);
+  for (int r = 0; r < 2; ++r)
+    for (size_t i = 0; i < gathered; ++i) {
+      int32_t x;
+      std::memcpy(&x, everyone.data() + (size_t(r) * gathered + i) * 4, 4);
+      ASSERT_EQ(x, peer::allGatherInput(r, i)) << "rank " << r << ", element " << i;
+    }
+  NCCL_OK(ncclCommDestroy(comms[0]));
+  comms[0] = nullptr;
+  EXPECT_EQ(peerExit(child, 60), 0) << "the peer's results (its stderr says why)";
+  EXPECT_TRUE(leftRendezvous().empty());
+}
+
+// Ranks of two processes issuing different counts: each fails the collective with a message
+// naming both (the peer checks its own).
+TEST_F(NcclEmu, RanksOfTwoProcessesDisagreeingFailNamingBoth) {
+  PeerTimeout timeout("60");
+  openRanks(1);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  pid_t child = startPeer(id, "disagree");
+  ASSERT_GT(child, 0);
+  JOIN_AS_RANK_0(id);
+  size_t count = smelt::emucuda::nccl_peer::kAllReduceCount;
+  void *buffer = alloc(0, count * 4);
+  NCCL_OK(ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
   CU_OK(cuCtxSetCurrent(ranks[0].context));
-  ncclComm_t comm = nullptr;
+  EXPECT_NE(cuStreamSynchronize(ranks[0].stream), CUDA_SUCCESS);
+  EXPECT_CONTAINS(emu::lastFault(), "x1300000");
+  EXPECT_CONTAINS(emu::lastFault(), "x650000");
+  ncclResult_t state = ncclSuccess;
+  NCCL_OK(ncclCommGetAsyncError(comms[0], &state));
+  EXPECT_EQ(state, ncclInvalidUsage);
+  EXPECT_EQ(peerExit(child, 60), 0) << "the peer's side (its stderr says why)";
+}
+
+// A peer process that exits without issuing its part: the collective fails at once (not at the
+// timeout), naming the process.
+TEST_F(NcclEmu, PeerProcessThatExitsFailsTheCollective) {
+  PeerTimeout timeout("60");
+  openRanks(1);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  pid_t child = startPeer(id, "exit");
+  ASSERT_GT(child, 0);
+  JOIN_AS_RANK_0(id);
+  void *buffer = alloc(0, 256);
+  NCCL_OK(ncclAllReduce(buffer, buffer, 64, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
+  CUstream stream = ranks[0].stream;
+  CUcontext context = ranks[0].context;
   auto begin = std::chrono::steady_clock::now();
-  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 0), ncclSystemError);
-  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
-  EXPECT_CONTAINS(std::string(ncclGetLastError(nullptr)), "another process");
+  std::optional<CUresult> synced = within<CUresult>(20, [=] {
+    cuCtxSetCurrent(context);
+    return cuStreamSynchronize(stream);
+  });
+  ASSERT_TRUE(synced.has_value()) << "a collective whose peer process died hangs";
+  EXPECT_NE(*synced, CUDA_SUCCESS);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(10));
+  EXPECT_CONTAINS(emu::lastFault(), "exited");
+  EXPECT_EQ(peerExit(child, 10), 3);
+}
+
+// ncclCommAbort ends a collective waiting for a peer process that never issues its part.
+TEST_F(NcclEmu, AbortEndsCollectiveWaitingForAnotherProcess) {
+  PeerTimeout timeout("60");
+  openRanks(1);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  pid_t child = startPeer(id, "idle");
+  ASSERT_GT(child, 0);
+  JOIN_AS_RANK_0(id);
+  void *buffer = alloc(0, 256);
+  NCCL_OK(ncclAllReduce(buffer, buffer, 64, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
+  CUstream stream = ranks[0].stream;
+  CUcontext context = ranks[0].context;
+  auto synced = std::make_shared<std::promise<CUresult>>();
+  std::future<CUresult> result = synced->get_future();
+  std::thread([=] { // blocks in the rendezvous, waiting for rank 1
+    cuCtxSetCurrent(context);
+    synced->set_value(cuStreamSynchronize(stream));
+  }).detach();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ncclComm_t aborted = comms[0];
+  comms[0] = nullptr;
+  std::optional<ncclResult_t> abort =
+      within<ncclResult_t>(10, [aborted] { return ncclCommAbort(aborted); });
+  ASSERT_TRUE(abort.has_value()) << "ncclCommAbort hangs";
+  EXPECT_EQ(*abort, ncclSuccess);
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the aborted collective still waits for the other process";
+  EXPECT_EQ(result.get(), CUDA_SUCCESS);
+  EXPECT_EQ(peerExit(child, 0), -1); // still idle: killed
+  EXPECT_TRUE(leftRendezvous().empty());
 }
 
 // What NCCL documents as invalid arguments (ncclInvalidArgument) and misuse (ncclInvalidUsage),

@@ -213,12 +213,14 @@ void demand(State &s, std::unique_lock<std::mutex> &held, const OpPtr &target, i
   }
 }
 
-/// Eager schedule: runs whatever is ready, oldest first, without waiting for anything.
+/// Eager schedule: runs whatever is ready, oldest first, without waiting for anything (so not
+/// work that waits for other processes: that runs when demanded).
 void progress(State &s, std::unique_lock<std::mutex> &held) {
   while (true) {
     Op *next = nullptr;
     for (const OpPtr &op : s.pending)
-      if (ready(*op) && (!next || op->id < next->id))
+      if (ready(*op) && (!next || op->id < next->id) &&
+          !(op->group && !op->group->abandoned && op->group->work->waitsForOtherProcesses))
         next = op.get();
     if (!next)
       return;
