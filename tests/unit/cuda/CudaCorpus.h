@@ -49,8 +49,10 @@ std::string modelCaseName(const ModelCase &c);
 inline void PrintTo(const ModelCase &c, std::ostream *os) { *os << modelCaseName(c); }
 /// The case's steps after the default pipeline: the training step's module (@train_step and
 /// @train_step_init), then the evaluation step's (@eval_step, at the training batch size).
-/// Empty when the pipeline fails (the diagnostics went to the context's handler).
+/// Empty when the pipeline fails (the diagnostics went to the context's handler). `devices`
+/// is the pipeline's device list ("cpu:0,gpu:0" places the steps on the GPU).
 std::vector<mlir::OwningOpRef<mlir::ModuleOp>> fusedModelSteps(mlir::MLIRContext &context,
-                                                               const ModelCase &c);
+                                                               const ModelCase &c,
+                                                               const std::string &devices = "");
 
 } // namespace smelt::cuda_test

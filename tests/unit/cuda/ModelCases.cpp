@@ -25,7 +25,8 @@ std::string modelCaseName(const ModelCase &c) {
 }
 
 std::vector<mlir::OwningOpRef<mlir::ModuleOp>> fusedModelSteps(mlir::MLIRContext &context,
-                                                               const ModelCase &c) {
+                                                               const ModelCase &c,
+                                                               const std::string &devices) {
   train::TrainConfig config;
   config.model = c.model;
   if (config.model.name == "gpt") {
@@ -42,7 +43,10 @@ std::vector<mlir::OwningOpRef<mlir::ModuleOp>> fusedModelSteps(mlir::MLIRContext
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
   for (std::unique_ptr<Graph> &graph : graphs) {
     mlir::PassManager pm(&context);
-    buildDefaultPipeline(pm, PipelineOptions{});
+    PipelineOptions options;
+    if (!devices.empty())
+      options.devices = devices;
+    buildDefaultPipeline(pm, options);
     if (mlir::failed(pm.run(graph->module())))
       return {};
     modules.emplace_back(graph->module().clone()); // outlives the graph

@@ -36,6 +36,36 @@ TEST_P(CudaModelCorpus, EveryKernelCompilesAndAssembles) {
   EXPECT_GE(kernels, 10u);
 }
 
+// Placed on a GPU, every op of a model's steps keeps a device through every rewrite after
+// placement (fusion, epilogues, mixed precision's casts), and only the ops with no GPU kernel
+// yet stay on the CPU. An op left without a device lands on cpu:0 later, and the step goes
+// through the host (mixed precision's bias casts once did).
+TEST_P(CudaModelCorpus, EveryOpOfAGpuStepHasADeviceAndOnlyFallbacksAreOnTheCpu) {
+  mlir::MLIRContext context;
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> steps =
+      fusedModelSteps(context, GetParam(), "cpu:0,gpu:0");
+  ASSERT_EQ(steps.size(), 2u) << "the default pipeline failed";
+  size_t onGpu = 0;
+  for (mlir::OwningOpRef<mlir::ModuleOp> &module : steps)
+    for (auto function : module->getOps<mlir::func::FuncOp>())
+      for (mlir::Operation &op : function.getBody().front().without_terminator()) {
+        auto device = op.getAttrOfType<mlir::StringAttr>("smelt.device");
+        std::string what = op.getName().getStringRef().str() + " in @" +
+                           function.getSymName().str();
+        ASSERT_TRUE(device) << what << " has no device";
+        if (device.getValue() == "gpu:0") {
+          ++onGpu;
+          continue;
+        }
+        EXPECT_EQ(device.getValue(), "cpu:0") << what;
+        // What has no GPU kernel yet (docs/ops.md; rng_normal draws the initial weights in
+        // @train_step_init), and the copies that feed it.
+        EXPECT_TRUE((mlir::isa<ArgmaxOp, ScatterAddOp, ReplicaIdOp, RngNormalOp, CopyOp>(op)))
+            << what << " is on the CPU: " << device.getValue().str();
+      }
+  EXPECT_GT(onGpu, 10u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, CudaModelCorpus, testing::ValuesIn(modelCases()),
                          [](const testing::TestParamInfo<ModelCase> &info) {
                            return modelCaseName(info.param);
