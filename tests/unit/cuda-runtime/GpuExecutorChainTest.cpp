@@ -27,6 +27,15 @@ Matrix product(const Matrix &a, const Matrix &b, int64_t m, int64_t k, int64_t n
   return c;
 }
 
+/// An allocator of gpu:0's memory for one test: the process-wide one (deviceAllocator) would be
+/// in use afterwards, and GpuMemory's tests set policies that must come before its first use.
+std::unique_ptr<Allocator> ownAllocator(const MemoryPolicy &policy = {}) {
+  Expected<std::unique_ptr<Allocator>> made = Allocator::create(
+      "gpu:0", std::make_unique<cuda::CudaMemorySource>(*testGpu()), policy);
+  EXPECT_TRUE(made.ok()) << made.message();
+  return made.ok() ? std::move(*made) : nullptr;
+}
+
 /// x, w1..w4 -> (y3, y4): y1 = x w1, y2 = y1 w2, y3 = y2 w3, y4 = y1 w4. y1 is read last by the
 /// final step; y2 dies after step 3, and y3 (written then) may take its block.
 Executable matmulChain(int64_t n) {
@@ -51,7 +60,10 @@ Executable matmulChain(int64_t n) {
 TEST(GpuExecutorChain, MatmulChainMatchesFloat64RunAfterRun) {
   SMELT_REQUIRE_GPU();
   const int64_t n = 48;
-  Expected<cuda::GpuExecutor> exec = cuda::GpuExecutor::create(matmulChain(n), *testGpu());
+  std::unique_ptr<Allocator> allocator = ownAllocator();
+  ASSERT_TRUE(allocator);
+  Expected<cuda::GpuExecutor> exec =
+      cuda::GpuExecutor::create(matmulChain(n), *testGpu(), allocator.get());
   ASSERT_TRUE(exec.ok()) << exec.message();
   for (int run = 0; run < 3; ++run) {
     std::vector<HostTensor> inputs;
@@ -81,15 +93,14 @@ TEST(GpuExecutorChain, AFailedRunThenDestroyedExecutorLeavesTheDeviceSound) {
   // cuBLASLt's workspace and the 5 inputs fit, with y1 beside them they do not: the run fails
   // at its first step, after the inputs' copies were queued.
   policy.limitBytes = cuda::CublasLt::kWorkspaceBytes + (5 << 20) + (512 << 10);
-  Expected<std::unique_ptr<Allocator>> allocator = Allocator::create(
-      "gpu:0", std::make_unique<cuda::CudaMemorySource>(*testGpu()), policy);
-  ASSERT_TRUE(allocator.ok()) << allocator.message();
+  std::unique_ptr<Allocator> allocator = ownAllocator(policy);
+  ASSERT_TRUE(allocator);
   std::vector<HostTensor> inputs, outputs;
   for (int i = 0; i < 5; ++i)
     inputs.push_back(randomTensor(DType::f32, {n, n}));
   {
     Expected<cuda::GpuExecutor> exec =
-        cuda::GpuExecutor::create(matmulChain(n), *testGpu(), allocator->get());
+        cuda::GpuExecutor::create(matmulChain(n), *testGpu(), allocator.get());
     ASSERT_TRUE(exec.ok()) << exec.message();
     Status failed = exec->run(inputs, outputs);
     ASSERT_FALSE(failed.ok()) << "the run fit under the limit";
@@ -97,7 +108,10 @@ TEST(GpuExecutorChain, AFailedRunThenDestroyedExecutorLeavesTheDeviceSound) {
   }
   SMELT_ASSERT_OK((*testGpu())->check((*testGpu())->driver().ctxSynchronize(),
                                       "cuCtxSynchronize after the failed run"));
-  Expected<cuda::GpuExecutor> next = cuda::GpuExecutor::create(matmulChain(48), *testGpu());
+  std::unique_ptr<Allocator> fresh = ownAllocator();
+  ASSERT_TRUE(fresh);
+  Expected<cuda::GpuExecutor> next =
+      cuda::GpuExecutor::create(matmulChain(48), *testGpu(), fresh.get());
   ASSERT_TRUE(next.ok()) << next.message();
   std::vector<HostTensor> small;
   for (int i = 0; i < 5; ++i)
