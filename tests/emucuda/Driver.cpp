@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -19,6 +20,21 @@ namespace {
 
 std::atomic<bool> initialized{false};
 thread_local Context *current = nullptr;
+
+struct Counters {
+  std::atomic<uint64_t> toDevice{0}, toDeviceCopies{0}, toHost{0}, toHostCopies{0};
+  std::atomic<uint64_t> launches{0}, hostWaits{0};
+  ~Counters() {
+    if (const char *print = std::getenv("SMELT_EMUCUDA_TRAFFIC"); print && *print)
+      std::fprintf(stderr,
+                   "emulated CUDA traffic: %llu bytes to the device in %llu copies, %llu bytes to "
+                   "the host in %llu copies, %llu kernel launches, %llu host waits\n",
+                   (unsigned long long)toDevice, (unsigned long long)toDeviceCopies,
+                   (unsigned long long)toHost, (unsigned long long)toHostCopies,
+                   (unsigned long long)launches, (unsigned long long)hostWaits);
+  }
+};
+Counters counters;
 
 bool validDevice(CUdevice device) { return device >= 0 && device < deviceCount(); }
 
@@ -53,6 +69,10 @@ CUresult hostToDevice(CUdeviceptr destination, const void *source, size_t bytes,
     return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = checkDevice(destination, bytes, call))
     return r;
+  counters.toDevice += bytes;
+  ++counters.toDeviceCopies;
+  if (waitForIt)
+    ++counters.hostWaits;
   std::string what = std::string(call) + " of " + std::to_string(bytes) + " bytes";
   if (isPinned(source, bytes)) {
     auto run = [=]() {
@@ -82,6 +102,10 @@ CUresult deviceToHost(void *destination, CUdeviceptr source, size_t bytes, CUstr
     return r;
   std::string what = std::string(call) + " of " + std::to_string(bytes) + " bytes";
   bool pinned = isPinned(destination, bytes);
+  counters.toHost += bytes;
+  ++counters.toHostCopies;
+  if (waitForIt || !pinned)
+    ++counters.hostWaits;
   auto run = [=]() {
     void *target = pinned ? hostView(destination, bytes, what) : destination;
     std::memcpy(target, hostView(source, bytes, what), bytes);
@@ -116,6 +140,17 @@ Context *currentContext() { return current; }
 void setCurrentContext(Context *context) { current = context; }
 
 int currentDevice() { return here(); }
+
+Traffic traffic() {
+  return {counters.toDevice, counters.toDeviceCopies, counters.toHost, counters.toHostCopies,
+          counters.launches, counters.hostWaits};
+}
+
+void resetTraffic() {
+  for (std::atomic<uint64_t> *c : {&counters.toDevice, &counters.toDeviceCopies, &counters.toHost,
+                                   &counters.toHostCopies, &counters.launches, &counters.hostWaits})
+    *c = 0;
+}
 
 int deviceCount() {
   static const int count = [] {
@@ -386,6 +421,7 @@ CUresult cuCtxGetDevice(CUdevice *device) {
 CUresult cuCtxSynchronize() {
   if (!currentContext())
     return CUDA_ERROR_INVALID_CONTEXT;
+  ++counters.hostWaits;
   return synchronizeDevice(currentDevice());
 }
 
@@ -480,8 +516,11 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void **kernelParams, void **extra) {
-  return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                hStream, kernelParams, extra);
+  CUresult r = launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                      sharedMemBytes, hStream, kernelParams, extra);
+  if (r == CUDA_SUCCESS)
+    ++counters.launches;
+  return r;
 }
 
 // ---- Streams and events --------------------------------------------------------------------------
@@ -489,7 +528,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags) { return createStream(flags, stream); }
 CUresult cuStreamDestroy(CUstream stream) { return destroyStream(stream); }
 CUresult cuStreamQuery(CUstream stream) { return queryStream(stream); }
-CUresult cuStreamSynchronize(CUstream stream) { return synchronizeStream(stream); }
+CUresult cuStreamSynchronize(CUstream stream) {
+  ++counters.hostWaits;
+  return synchronizeStream(stream);
+}
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   return flags ? CUDA_ERROR_INVALID_VALUE : waitEvent(stream, event);
 }
@@ -497,6 +539,9 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags) { return createEvent(
 CUresult cuEventDestroy(CUevent event) { return destroyEvent(event); }
 CUresult cuEventRecord(CUevent event, CUstream stream) { return recordEvent(event, stream); }
 CUresult cuEventQuery(CUevent event) { return queryEvent(event); }
-CUresult cuEventSynchronize(CUevent event) { return synchronizeEvent(event); }
+CUresult cuEventSynchronize(CUevent event) {
+  ++counters.hostWaits;
+  return synchronizeEvent(event);
+}
 
 } // extern "C"

@@ -229,6 +229,33 @@ TEST_F(EmuDriver, EventQueryPollsToCompletion) {
   cuMemFree(a);
 }
 
+// The emulation counts what crosses between host and device and how often the host waits.
+TEST_F(EmuDriver, CountsTrafficAndHostWaits) {
+  CUdeviceptr a = 0;
+  ASSERT_EQ(cuMemAlloc(&a, 4096), CUDA_SUCCESS);
+  void *pinned = nullptr;
+  ASSERT_EQ(cuMemAllocHost(&pinned, 4096), CUDA_SUCCESS);
+  CUstream stream;
+  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  std::vector<char> pageable(4096, 3);
+  smelt::emucuda::resetTraffic();
+  ASSERT_EQ(cuMemcpyHtoD(a, pageable.data(), 1000), CUDA_SUCCESS);        // waits
+  ASSERT_EQ(cuMemcpyHtoDAsync(a, pinned, 24, stream), CUDA_SUCCESS);      // does not
+  ASSERT_EQ(cuMemcpyDtoHAsync(pinned, a, 512, stream), CUDA_SUCCESS);     // does not
+  ASSERT_EQ(cuMemcpyDtoHAsync(pageable.data(), a, 8, stream), CUDA_SUCCESS); // pageable: waits
+  ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);                   // waits
+  smelt::emucuda::Traffic t = smelt::emucuda::traffic();
+  EXPECT_EQ(t.toDevice, 1024u);
+  EXPECT_EQ(t.toDeviceCopies, 2u);
+  EXPECT_EQ(t.toHost, 520u);
+  EXPECT_EQ(t.toHostCopies, 2u);
+  EXPECT_EQ(t.hostWaits, 3u);
+  EXPECT_EQ(t.launches, 0u);
+  cuStreamDestroy(stream);
+  cuMemFreeHost(pinned);
+  cuMemFree(a);
+}
+
 /// A module image and its source, registered as codegen registers NVRTC's output: the image's
 /// SHA-256 names the source in $SMELT_CUDA_SOURCE_DIR.
 class EmuKernels : public EmuDriver {

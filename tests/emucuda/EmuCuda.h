@@ -88,6 +88,18 @@ bool abandonGroup(const std::shared_ptr<GroupWork> &group);
 std::string lastFault();
 void clearFault();
 
+/// What crossed between host and device and how often the host waited, since the process began
+/// or the last resetTraffic(): the emulation's own count, independent of the runtime's, for
+/// tests and issue 31's baseline. SMELT_EMUCUDA_TRAFFIC=1 prints it to stderr at exit.
+struct Traffic {
+  uint64_t toDevice = 0, toDeviceCopies = 0; // host to device, bytes and copies
+  uint64_t toHost = 0, toHostCopies = 0;     // device to host
+  uint64_t launches = 0;                     // kernels
+  uint64_t hostWaits = 0; // synchronizes, and synchronous copies that wait for the device
+};
+Traffic traffic();
+void resetTraffic();
+
 /// How queued work is ordered: eager (at once, in order), late (only when the host needs it,
 /// ready work picked at random), from SMELT_EMUCUDA_SCHEDULE ("eager", "late", "late:SEED");
 /// late with a random seed printed to stderr when unset.
