@@ -5,6 +5,8 @@
 # prints is the CPU run's within the GPU numerics tolerance (docs/ops.md: relative 1e-3 of a
 # printed f32 loss, 2e-2 in mixed precision, plus the 4 printed decimals).
 # Usage: train_matches_cpu.sh SMELT EMUCUDA_DIR TOLERANCE -- ARGS FOR smelt train
+# SMELT_TRAIN_LAUNCHER, when set, starts the GPU run ("mpirun -np 2 ..."): its ranks then train
+# on their own emulated GPUs, each with its gpu:0, against the CPU run's replicas as threads.
 set -euo pipefail
 smelt=$1 emucuda=$2 tolerance=$3
 shift 3
@@ -15,8 +17,9 @@ trap 'rm -rf "$work"' EXIT
 # The CPU run must not find a driver: the emulated one is named only for the GPU run.
 env -u SMELT_CUDA_LIBRARY_PATH -u SMELT_EXPECT_GPU "$smelt" train "$@" >"$work/cpu.log" 2>&1 ||
   { cat "$work/cpu.log"; echo "FAIL: the CPU run failed"; exit 1; }
+read -ra launcher <<<"${SMELT_TRAIN_LAUNCHER:-}"
 SMELT_CUDA_LIBRARY_PATH=$emucuda SMELT_CUDA_SOURCE_DIR=${SMELT_CUDA_SOURCE_DIR:-$emucuda/kernels} \
-  "$smelt" train "$@" >"$work/gpu.log" 2>&1 ||
+  "${launcher[@]}" "$smelt" train "$@" >"$work/gpu.log" 2>&1 ||
   { cat "$work/gpu.log"; echo "FAIL: the emulated GPU run failed"; exit 1; }
 cat "$work/gpu.log"
 
@@ -29,9 +32,10 @@ for op in $reasons; do
     { echo "FAIL: $op fell back to the CPU: $placement"; exit 1; }
 done
 
-# The metrics of each line, in order: loss, accuracy, val_loss, val_accuracy, test ...
-numbers() { grep -E '^[0-9]+/[0-9]+ - |^test loss' "$1" | grep -oE '(loss|accuracy): [-0-9.e+]+' |
-  awk '{print $2}'; }
+# The metrics of each line, in order: loss, accuracy, val_loss, val_accuracy, test ... (of a
+# line a progress bar rewrote with carriage returns, what it says last).
+numbers() { sed 's/.*\r//' "$1" | grep -E '^[0-9]+/[0-9]+ - |^test loss' |
+  grep -oE '(loss|accuracy): [-0-9.e+]+' | awk '{print $2}'; }
 paste <(numbers "$work/cpu.log") <(numbers "$work/gpu.log") | awk -v tol="$tolerance" '
   NF != 2 { print "FAIL: the runs print different metrics"; bad = 1; exit }
   { d = $1 - $2; if (d < 0) d = -d; m = ($1 < 0 ? -$1 : $1);
