@@ -451,13 +451,9 @@ std::optional<std::array<size_t, 3>> pick(const Perf *perf, int count, size_t li
 } // namespace
 
 Expected<Cudnn::Algorithm> Cudnn::algorithm(ConvPass pass, const Conv2DCall &call,
-                                            ConvDescriptors &d, size_t limit, bool nchw) {
+                                            ConvDescriptors &d, size_t limit) {
   const CudnnLibrary &lib = **cudnnLibrary();
   bool strictF32 = call.input.dtype == DType::f32 && !call.allowTf32;
-  std::string key = fmt::format("{} pass {} tf32 {} limit {} {}", describe(call), int(pass),
-                                call.allowTf32, limit, nchw ? "nchw" : "nhwc");
-  if (auto it = algorithms_.find(key); it != algorithms_.end())
-    return it->second;
   // The heuristic answers for the math type on the descriptor: FMA keeps f32 exact, tensor ops
   // let f16/bf16 (and TF32 when allowed) use tensor cores.
   SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(d.conv, strictF32 ? CUDNN_FMA_MATH
@@ -491,10 +487,8 @@ Expected<Cudnn::Algorithm> Cudnn::algorithm(ConvPass pass, const Conv2DCall &cal
                                      "within {} bytes of workspace",
                                      count, describe(call), limit));
   // Strict f32 runs with FMA math whatever the heuristic's entry says.
-  Algorithm a{int((*chosen)[0]), strictF32 ? int(CUDNN_FMA_MATH) : int((*chosen)[1]),
-              (*chosen)[2]};
-  algorithms_.emplace(key, a);
-  return a;
+  return Algorithm{int((*chosen)[0]), strictF32 ? int(CUDNN_FMA_MATH) : int((*chosen)[1]),
+                   (*chosen)[2]};
 }
 
 Status Cudnn::locked(const std::string &what, const std::string &call,
@@ -539,6 +533,10 @@ Expected<ConvViews> convViews(Descriptors &make, const Geometry &g, DType dtype,
 } // namespace
 
 Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, size_t limit) {
+  std::string key = fmt::format("{} pass {} tf32 {} limit {}", describe(call), int(pass),
+                                call.allowTf32, limit);
+  if (auto it = choices_.find(key); it != choices_.end())
+    return it->second;
   const CudnnLibrary &lib = **cudnnLibrary();
   Geometry g = geometry(call);
   Status nhwcError;
@@ -549,9 +547,9 @@ Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, siz
     SMELT_CUDNN_ASSIGN(views, convViews(make, g, call.input.dtype, nchw));
     SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
     ConvDescriptors d{views.x, views.y, views.w, conv};
-    Expected<Algorithm> algo = algorithm(pass, call, d, limit, nchw);
+    Expected<Algorithm> algo = algorithm(pass, call, d, limit);
     if (algo)
-      return Choice{*algo, nchw};
+      return choices_.emplace(key, Choice{*algo, nchw}).first->second;
     if (!nchw)
       nhwcError = algo.status();
     else
@@ -560,14 +558,22 @@ Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, siz
   return nhwcError;
 }
 
-Status Cudnn::prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceBytes,
-                      const std::string &what) {
-  SMELT_CUDNN_TRY(validate(call, what));
+/// validate(), then that `workspaceBytes` hold the call's layout copies.
+static Status checkConvCall(const Conv2DCall &call, size_t workspaceBytes,
+                            const std::string &what) {
+  SMELT_CUDNN_TRY(Cudnn::validate(call, what));
   size_t scratch = convScratchBytes(call);
   if (workspaceBytes < scratch)
     return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of "
                                   "layout copies (Cudnn::workspaceBytes)",
                                   workspaceBytes, scratch));
+  return {};
+}
+
+Status Cudnn::prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceBytes,
+                      const std::string &what) {
+  SMELT_CUDNN_TRY(checkConvCall(call, workspaceBytes, what));
+  size_t scratch = convScratchBytes(call);
   return locked(what, describe(call),
                 [&]() { return choose(pass, call, workspaceBytes - scratch).status(); });
 }
@@ -575,12 +581,8 @@ Status Cudnn::prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceByt
 Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b,
                        void *out, void *workspace, size_t workspaceBytes,
                        const std::string &what) {
-  SMELT_CUDNN_TRY(validate(call, what));
+  SMELT_CUDNN_TRY(checkConvCall(call, workspace ? workspaceBytes : 0, what));
   size_t scratch = convScratchBytes(call);
-  if (workspaceBytes < scratch || !workspace)
-    return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of "
-                                  "layout copies (Cudnn::workspaceBytes)",
-                                  workspace ? workspaceBytes : 0, scratch));
   if (!a || !b || !out)
     return fail(what, "null device pointer");
   auto inner = [&]() -> Status {
@@ -606,9 +608,9 @@ Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, con
     SMELT_CUDNN_ASSIGN(output, make.nhwc(g.n, g.oh(), g.ow(), g.f));
     SMELT_CUDNN_ASSIGN(views, convViews(make, g, dtype, nchw));
     SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
-    SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(choice.algorithm.mathType)),
-                              "cudnnSetConvolutionMathType"));
     const Algorithm &algo = choice.algorithm;
+    SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(algo.mathType)),
+                              "cudnnSetConvolutionMathType"));
 
     auto transform = [&](cudnnTensorDescriptor_t from, const void *source,
                          cudnnTensorDescriptor_t to, void *target, const char *why) {

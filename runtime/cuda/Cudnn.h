@@ -152,10 +152,11 @@ private:
   explicit Cudnn(const CudaDevice &device) : device_(device) {}
   Status convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b, void *out,
                   void *workspace, size_t workspaceBytes, const std::string &what);
-  /// cuDNN's heuristic for `pass` in one layout (NHWC, or NCHW copies), cached per call.
+  /// cuDNN's heuristic for `pass` on the descriptors `d` (NHWC, or NCHW copies).
   Expected<Algorithm> algorithm(ConvPass pass, const Conv2DCall &call, ConvDescriptors &d,
-                                size_t limit, bool nchw);
-  /// NHWC's algorithm, else NCHW's where that may help; the error says what each offered.
+                                size_t limit);
+  /// NHWC's algorithm, else NCHW's where that may help, cached per call; the error says what
+  /// each layout offered.
   Expected<Choice> choose(ConvPass pass, const Conv2DCall &call, size_t limit);
   /// Runs `work` holding the lock with the device's context current; its error begins with
   /// `what` and ends with the device and `call` (describe()).
@@ -168,7 +169,7 @@ private:
   void *handle_ = nullptr; // cudnnHandle_t
   std::mutex mutex_;
   /// describe(call), pass, tf32 and the algorithms' workspace limit -> the heuristic's choice.
-  std::map<std::string, Algorithm> algorithms_;
+  std::map<std::string, Choice> choices_;
 };
 
 } // namespace smelt::rt::cuda
