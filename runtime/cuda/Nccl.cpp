@@ -302,11 +302,12 @@ Status NcclCommunicator::wait(int64_t ticket) {
     std::string message;
     {
       std::lock_guard<std::mutex> guard(lock_);
-      if (broken_) // aborted since the check above: its reason, not what the aborted comm says
-        message = fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
-      else if (nccl_.commGetAsyncError(comm_, &async), async != ncclSuccess && async != ncclInProgress)
-        message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,
-                              nccl_.check(async, "the collective", comm_).message());
+      if (!broken_) { // else aborted since the check above: the next one reports why
+        nccl_.commGetAsyncError(comm_, &async);
+        if (async != ncclSuccess && async != ncclInProgress)
+          message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,
+                                nccl_.check(async, "the collective", comm_).message());
+      }
     }
     if (!message.empty()) {
       breakWith(message);
