@@ -131,7 +131,7 @@ std::string inspect(Space &s, const void *pointer, size_t bytes, void **view) {
 }
 
 void onSegfault(int signal, siginfo_t *info, void *context) {
-  Space &s = *&space();
+  Space &s = space();
   auto address = reinterpret_cast<uintptr_t>(info->si_addr);
   auto base = reinterpret_cast<uintptr_t>(s.device);
   if (address >= base && address < base + kWindow * kMaxDevices) {

@@ -16,6 +16,8 @@
 #include "EmuCuda.h"
 #include "NcclRendezvous.h"
 
+#include "runtime/Half.h" // the runtime's own f16/bf16 rounding
+
 #include <nccl.h>
 
 #include <algorithm>
@@ -274,57 +276,8 @@ void queueMissingParts(const std::vector<std::pair<int, std::shared_ptr<Collecti
 }
 
 // ---------------------------------------------------------------------------------------------
-// Arithmetic. f16 and bf16 are computed in float and rounded to their type after every
-// operation, as the GPU's half arithmetic does; integers wrap.
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  if (exponent == 0) {
-    float value = std::ldexp(float(mantissa), -24);
-    return sign ? -value : value;
-  }
-  uint32_t bits = exponent == 31 ? sign | 0x7f800000 | (mantissa << 13)
-                                 : sign | ((exponent + 112) << 23) | (mantissa << 13);
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
-
-uint16_t floatToHalf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  uint16_t sign = (bits >> 16) & 0x8000;
-  bits &= 0x7fffffff;
-  if (bits > 0x7f800000)
-    return sign | 0x7e00;
-  if (bits >= 0x47800000) // 2^16 and beyond: infinity
-    return sign | 0x7c00;
-  if (bits < 0x38800000) { // below 2^-14: a subnormal half, rounded to nearest even
-    float magnitude;
-    std::memcpy(&magnitude, &bits, 4);
-    return sign | uint16_t(std::nearbyint(magnitude * 16777216.0f));
-  }
-  uint32_t half = ((((bits >> 23) - 112)) << 10) | ((bits & 0x7fffff) >> 13);
-  uint32_t rest = bits & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    ++half; // a carry into the exponent is the right rounding, up to infinity
-  return sign | uint16_t(half);
-}
-
-float bf16ToFloat(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
-
-uint16_t floatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return uint16_t((bits >> 16) | 0x40);
-  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-}
+// Arithmetic. f16 and bf16 are computed in float and rounded to their type (to nearest even)
+// after every operation, as the GPU's half arithmetic does; integers wrap.
 
 template <class T> struct Plain {
   using Stored = T;
@@ -335,14 +288,22 @@ template <class T> struct Plain {
 struct Half {
   using Stored = uint16_t;
   using Math = float;
-  static float load(uint16_t x) { return halfToFloat(x); }
-  static uint16_t store(float x) { return floatToHalf(x); }
+  static float load(uint16_t x) {
+    smelt::rt::Half h;
+    h.bits = x;
+    return float(h);
+  }
+  static uint16_t store(float x) { return smelt::rt::Half(x).bits; }
 };
 struct Bf16 {
   using Stored = uint16_t;
   using Math = float;
-  static float load(uint16_t x) { return bf16ToFloat(x); }
-  static uint16_t store(float x) { return floatToBf16(x); }
+  static float load(uint16_t x) {
+    smelt::rt::BFloat16 h;
+    h.bits = x;
+    return float(h);
+  }
+  static uint16_t store(float x) { return smelt::rt::BFloat16(x).bits; }
 };
 
 template <class A>

@@ -267,14 +267,23 @@ void diagnose(const std::string &message) {
   std::fprintf(stderr, "emulated CUDA: %s\n", message.c_str());
 }
 
+namespace {
+/// The stream `handle` names, when it can take work (s.lock held): else no such stream (no
+/// context, for the legacy one) or its device's sticky error.
+CUresult streamForWork(State &s, CUstream handle, Stream *&stream) {
+  stream = streamOf(s, handle);
+  if (!stream)
+    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
+  return s.sticky[stream->device];
+}
+} // namespace
+
 CUresult enqueue(CUstream handle, std::string what, std::function<void()> run) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);
-  Stream *stream = streamOf(s, handle);
-  if (!stream)
-    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
-  if (s.sticky[stream->device] != CUDA_SUCCESS)
-    return s.sticky[stream->device];
+  Stream *stream = nullptr;
+  if (CUresult r = streamForWork(s, handle, stream))
+    return r;
   add(s, *stream, std::move(what), std::move(run));
   if (s.schedule == Schedule::Eager)
     progress(s, held);
@@ -284,11 +293,9 @@ CUresult enqueue(CUstream handle, std::string what, std::function<void()> run) {
 CUresult enqueueWaiting(CUstream handle, std::string what, std::function<void()> run) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);
-  Stream *stream = streamOf(s, handle);
-  if (!stream)
-    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
-  if (s.sticky[stream->device] != CUDA_SUCCESS)
-    return s.sticky[stream->device];
+  Stream *stream = nullptr;
+  if (CUresult r = streamForWork(s, handle, stream))
+    return r;
   OpPtr op = add(s, *stream, std::move(what), std::move(run));
   demand(s, held, op);
   return s.sticky[stream->device];
@@ -297,11 +304,9 @@ CUresult enqueueWaiting(CUstream handle, std::string what, std::function<void()>
 CUresult enqueuePart(const std::shared_ptr<GroupWork> &group, CUstream handle, std::string what) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);
-  Stream *stream = streamOf(s, handle);
-  if (!stream)
-    return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
-  if (s.sticky[stream->device] != CUDA_SUCCESS)
-    return s.sticky[stream->device];
+  Stream *stream = nullptr;
+  if (CUresult r = streamForWork(s, handle, stream))
+    return r;
   std::shared_ptr<GroupState> &state = s.groups[group];
   if (!state) {
     state = std::make_shared<GroupState>();
