@@ -8,6 +8,8 @@
 // computes the reference: bit-identical to reduceInRankOrder in deterministic mode, within a
 // few ulps otherwise, and the same bits on every rank. Prints what failed; exits 1 on any
 // failure, 0 otherwise.
+#include "MpiTestData.h"
+
 #include "runtime/Collectives.h"
 #include "runtime/DTypeDispatch.h"
 #include "runtime/cuda/Nccl.h"
@@ -26,6 +28,7 @@
 namespace {
 
 using namespace smelt::rt;
+using namespace smelt::rt::test;
 using namespace smelt::rt::cuda;
 
 int failures = 0;
@@ -34,49 +37,6 @@ int myRank = 0;
 void fail(const std::string &what) {
   std::fprintf(stderr, "nccl-mpi-test: rank %d: FAILED: %s\n", myRank, what.c_str());
   ++failures;
-}
-
-/// Rank `rank`'s contribution to case `caseId`, in [-100, 100], from the job's seed.
-std::vector<std::byte> contribution(uint64_t seed, int rank, int caseId, int64_t count,
-                                    DType dtype) {
-  std::mt19937_64 gen(seed ^ (uint64_t(rank) * 0x9e3779b97f4a7c15ull) ^ (uint64_t(caseId) << 40));
-  std::uniform_real_distribution<double> real(-100, 100);
-  std::vector<std::byte> bytes(size_t(count) * byteWidth(dtype));
-  visitDType(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsFloat<T>) {
-      T *values = reinterpret_cast<T *>(bytes.data());
-      for (int64_t i = 0; i < count; ++i)
-        values[i] = fromCompute<T>(real(gen));
-    }
-  });
-  return bytes;
-}
-
-double valueAt(const std::vector<std::byte> &bytes, DType dtype, int64_t i) {
-  return visitDType(dtype, [&](auto tag) -> double {
-    using T = typename decltype(tag)::type;
-    return double(toCompute(reinterpret_cast<const T *>(bytes.data())[i]));
-  });
-}
-
-double ulpAt(DType dtype, double value) {
-  int precision = dtype == DType::bf16 ? 8 : 24;
-  int exponent = value == 0 ? -126 : std::max(int(std::floor(std::log2(std::fabs(value)))), -126);
-  return std::ldexp(1.0, exponent - precision + 1);
-}
-
-/// Whether every rank holds the same bytes as rank 0.
-bool sameOnEveryRank(const std::vector<std::byte> &mine, int size) {
-  std::vector<std::byte> all(mine.size() * size_t(size));
-  MPI_Gather(mine.data(), int(mine.size()), MPI_BYTE, all.data(), int(mine.size()), MPI_BYTE, 0,
-             MPI_COMM_WORLD);
-  int same = 1;
-  if (myRank == 0)
-    for (int r = 1; r < size; ++r)
-      same &= std::memcmp(all.data(), all.data() + size_t(r) * mine.size(), mine.size()) == 0;
-  MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  return same;
 }
 
 // 2^21 + 3 elements: 8 MiB of f32, more than one 4 MiB round of the emulation's rendezvous,
