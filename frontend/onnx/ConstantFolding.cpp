@@ -1,12 +1,18 @@
 // Import-time evaluation of small integer and float computations on known values. Exporters
-// compute shapes in the graph (Shape -> Gather -> Unsqueeze -> Concat -> Reshape); a
+// compute shapes in the graph (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, or
+// TorchScript's pads: Concat -> Reshape -> Slice backwards -> Transpose -> Reshape -> Pad); a
 // static-shape compiler needs those values while importing, so nodes whose inputs are all known
-// are evaluated here on TensorValues instead of becoming ops.
+// are evaluated here on TensorValues instead of becoming ops. Each result is rounded to its
+// element type as ONNX Runtime computes it (f32 arithmetic in f32, int32 wrapping), so a folded
+// value is the value the op would have produced.
 #include "frontend/onnx/NodeImporter.h"
 
 #include "ir/SmeltDialect.h"
+#include "llvm/ADT/APFloat.h"
 
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <set>
 
 namespace smelt::onnx {
@@ -17,6 +23,37 @@ constexpr size_t kMaxFoldedElements = 1 << 16;
 
 bool isInteger(TensorValue::Type t) {
   return t == TensorValue::Type::i32 || t == TensorValue::Type::i64 || t == TensorValue::Type::i1;
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
+}
+
+/// `x` rounded to what an element of `type` holds.
+double roundTo(double x, TensorValue::Type type) {
+  auto viaAPFloat = [x](const llvm::fltSemantics &semantics) {
+    llvm::APFloat value(x);
+    bool inexact;
+    value.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &inexact);
+    return value.convertToDouble();
+  };
+  switch (type) {
+  case TensorValue::Type::f32:
+    return double(float(x));
+  case TensorValue::Type::f16:
+    return viaAPFloat(llvm::APFloat::IEEEhalf());
+  case TensorValue::Type::bf16:
+    return viaAPFloat(llvm::APFloat::BFloat());
+  case TensorValue::Type::f64:
+    return x;
+  case TensorValue::Type::i32:
+    return double(int32_t(uint32_t(uint64_t(int64_t(x))))); // two's complement wrap
+  case TensorValue::Type::i64:
+    return std::trunc(x);
+  case TensorValue::Type::i1:
+    return x != 0;
+  }
+  return x;
 }
 
 /// Row-major strides of `shape` as seen from a broadcast result of rank `rank`: 0 along
@@ -31,64 +68,90 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, size_t 
   return strides;
 }
 
-TensorValue binary(const TensorValue &a, const TensorValue &b, const std::string &op) {
+/// NumPy-broadcast elementwise `f` of `inputs` (an element of each, in order) into `type`.
+TensorValue broadcastEach(const std::vector<const TensorValue *> &inputs, TensorValue::Type type,
+                          const std::function<double(const std::vector<double> &)> &f) {
   TensorValue out;
-  out.type = op == "Equal" || op == "Less" || op == "Greater" ? TensorValue::Type::i1 : a.type;
-  out.shape = broadcastShapes(a.shape, b.shape);
-  std::vector<int64_t> sa = broadcastStrides(a.shape, out.shape.size()),
-                       sb = broadcastStrides(b.shape, out.shape.size());
-  int64_t count = 1;
-  for (int64_t d : out.shape)
-    count *= d;
-  bool integer = isInteger(a.type);
+  out.type = type;
+  for (const TensorValue *in : inputs)
+    out.shape = broadcastShapes(out.shape, in->shape);
+  std::vector<std::vector<int64_t>> strides;
+  for (const TensorValue *in : inputs)
+    strides.push_back(broadcastStrides(in->shape, out.shape.size()));
+  int64_t count = elementCount(out.shape);
+  std::vector<double> args(inputs.size());
   for (int64_t i = 0; i < count; ++i) {
-    int64_t rest = i, ia = 0, ib = 0;
+    int64_t rest = i;
+    std::vector<int64_t> source(inputs.size(), 0);
     for (size_t d = out.shape.size(); d-- > 0;) {
       int64_t index = rest % out.shape[d];
       rest /= out.shape[d];
-      ia += index * sa[d];
-      ib += index * sb[d];
+      for (size_t k = 0; k < inputs.size(); ++k)
+        source[k] += index * strides[k][d];
     }
-    double x = a.values[size_t(ia)], y = b.values[size_t(ib)], r = 0;
-    if (op == "Add")
-      r = x + y;
-    else if (op == "Sub")
-      r = x - y;
-    else if (op == "Mul")
-      r = x * y;
-    else if (op == "Div")
-      r = integer ? (y == 0 ? 0 : std::trunc(x / y)) : x / y;
-    else if (op == "Equal")
-      r = x == y;
-    else if (op == "Less")
-      r = x < y;
-    else if (op == "Greater")
-      r = x > y;
-    out.values.push_back(r);
+    for (size_t k = 0; k < inputs.size(); ++k)
+      args[k] = inputs[k]->values[size_t(source[k])];
+    out.values.push_back(roundTo(f(args), type));
   }
   return out;
 }
 
-TensorValue castValue(TensorValue v, int to) {
+TensorValue binary(const TensorValue &a, const TensorValue &b, const std::string &op) {
+  bool comparison = op == "Equal" || op == "Less" || op == "Greater";
+  bool integer = isInteger(a.type);
+  return broadcastEach({&a, &b}, comparison ? TensorValue::Type::i1 : a.type,
+                       [&](const std::vector<double> &xy) {
+                         double x = xy[0], y = xy[1];
+                         if (integer && op != "Div" && !comparison) {
+                           // In two's complement, wrapping as ONNX Runtime's integers do, before
+                           // the result becomes a double (which holds no 60-bit product).
+                           uint64_t i = uint64_t(int64_t(x)), j = uint64_t(int64_t(y));
+                           uint64_t r = op == "Add" ? i + j : op == "Sub" ? i - j : i * j;
+                           return a.type == TensorValue::Type::i32
+                                      ? double(int32_t(uint32_t(r)))
+                                      : double(int64_t(r));
+                         }
+                         if (op == "Add")
+                           return x + y;
+                         if (op == "Sub")
+                           return x - y;
+                         if (op == "Mul")
+                           return x * y;
+                         if (op == "Div") {
+                           if (integer && y == 0)
+                             fail(ImportErrorKind::BadFile, "integer division by zero");
+                           return integer ? std::trunc(x / y) : x / y;
+                         }
+                         if (op == "Equal")
+                           return double(x == y);
+                         if (op == "Less")
+                           return double(x < y);
+                         return double(x > y); // Greater
+                       });
+}
+
+TensorValue castValue(const TensorValue &v, int to) {
   std::optional<DType> dtype = smeltDType(to);
   if (!dtype)
     fail(ImportErrorKind::UnsupportedDtype, "cast to " + onnxTypeName(to));
-  v.type = toValueType(*dtype);
-  if (v.type == TensorValue::Type::i1)
-    for (double &x : v.values)
-      x = x != 0;
-  else if (isInteger(v.type))
-    for (double &x : v.values)
-      x = std::trunc(x);
-  return v;
+  return broadcastEach({&v}, toValueType(*dtype), [](const std::vector<double> &x) {
+    return x[0];
+  });
 }
 
 /// Concat of known values along `axis` (1-D shape vectors in practice; any rank works).
 TensorValue concatValues(const std::vector<const TensorValue *> &parts, int64_t axis) {
   TensorValue out = *parts[0];
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= out.shape[size_t(d)];
+  for (const TensorValue *p : parts) {
+    std::vector<int64_t> shape = p->shape;
+    if (p->type != out.type || shape.size() != out.shape.size())
+      fail(ImportErrorKind::BadFile, "Concat's inputs differ in element type or rank");
+    shape[size_t(axis)] = out.shape[size_t(axis)];
+    if (shape != out.shape)
+      fail(ImportErrorKind::BadFile, "Concat's inputs " + shapeString(out.shape) + " and " +
+                                         shapeString(p->shape) + " differ off the axis");
+  }
+  int64_t outer = elementCount({out.shape.begin(), out.shape.begin() + axis});
   out.values.clear();
   out.shape[size_t(axis)] = 0;
   for (const TensorValue *p : parts)
@@ -118,68 +181,153 @@ TensorValue gatherValues(const TensorValue &data, const TensorValue &indices) {
   return out;
 }
 
+/// The value of `shape` whose element at index (i0, i1, ...) is `v`'s element at index
+/// (source(0, i0), source(1, i1), ...)... for maps where each result dimension reads one
+/// dimension `from[d]` of `v`: slices (from = identity) and transposes (from = permutation).
+TensorValue remapValues(const TensorValue &v, const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &from,
+                        const std::function<int64_t(size_t, int64_t)> &source) {
+  TensorValue out;
+  out.type = v.type;
+  out.shape = shape;
+  std::vector<int64_t> inputStrides(v.shape.size(), 1);
+  for (size_t d = v.shape.size(); d-- > 1;)
+    inputStrides[d - 1] = inputStrides[d] * v.shape[d];
+  int64_t count = elementCount(shape);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, offset = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      offset += source(d, rest % shape[d]) * inputStrides[size_t(from[d])];
+      rest /= shape[d];
+    }
+    out.values.push_back(v.values[size_t(offset)]);
+  }
+  return out;
+}
+
+TensorValue sliceValues(const NodeImporter &n, const TensorValue &v) {
+  std::vector<SliceAxis> axes = sliceAxes(n, v.shape);
+  std::vector<int64_t> shape, identity(v.shape.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  for (const SliceAxis &a : axes)
+    shape.push_back(a.count);
+  return remapValues(v, shape, identity, [&](size_t d, int64_t i) {
+    return axes[d].start + i * axes[d].step;
+  });
+}
+
+TensorValue transposeValues(const NodeImporter &n, const TensorValue &v) {
+  std::vector<int64_t> reversed(v.shape.size());
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  std::vector<int64_t> perm = n.attrInts("perm", reversed), sorted = perm,
+                       identity(v.shape.size());
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (sorted != identity)
+    fail(ImportErrorKind::BadFile, "perm " + shapeString(perm) +
+                                       " is not a permutation of the dimensions of " +
+                                       shapeString(v.shape));
+  std::vector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(v.shape[size_t(p)]);
+  return remapValues(v, shape, perm, [](size_t, int64_t i) { return i; });
+}
+
+/// How many inputs each folded op needs (its optional ones may follow).
+const std::map<std::string, int> &foldedOpInputs() {
+  static const std::map<std::string, int> inputs = {
+      {"Add", 2},   {"Sub", 2},     {"Mul", 2},    {"Div", 2},     {"Neg", 1},
+      {"Cast", 1},  {"Concat", 1},  {"Gather", 2}, {"Equal", 2},   {"Less", 2},
+      {"Greater", 2}, {"Slice", 1}, {"Transpose", 1}, {"Where", 3}, {"Expand", 2}};
+  return inputs;
+}
+
 } // namespace
+
+std::vector<std::string> foldedOps() {
+  std::vector<std::string> ops;
+  for (const auto &[op, inputs] : foldedOpInputs())
+    ops.push_back(op);
+  for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+    ops.push_back(op);
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
 
 bool foldKnownNode(NodeImporter &n) {
   const std::string &op = n.node.op_type();
-  static const std::set<std::string> foldable = {"Add",  "Sub",    "Mul",    "Div",  "Neg",
-                                                 "Cast", "Concat", "Gather", "Equal", "Less",
-                                                 "Greater"};
-  if (!foldable.count(op) || n.numInputs() == 0)
+  auto folded = foldedOpInputs().find(op);
+  if (folded == foldedOpInputs().end())
     return false;
+  for (int i = 0; i < folded->second; ++i)
+    if (!n.hasInput(i))
+      fail(ImportErrorKind::BadFile, op + " needs " + std::to_string(folded->second) +
+                                         (folded->second == 1 ? " input" : " inputs") +
+                                         "; input " + std::to_string(i) + " is missing");
   std::vector<const TensorValue *> inputs;
+  std::vector<int64_t> broadcast; // the shape elementwise ops and Expand produce
   for (int i = 0; i < n.numInputs(); ++i) {
+    if (!n.hasInput(i))
+      continue; // an optional input left out (Slice's axes or steps)
     if (!n.isKnown(i))
       return false;
     inputs.push_back(&n.constantInput(i, "input"));
     if (inputs.back()->values.size() > kMaxFoldedElements)
       return false;
   }
+  const TensorValue &x = *inputs[0];
+  if (op != "Concat" && op != "Gather" && op != "Slice" && op != "Transpose") {
+    // Elementwise (and Expand): the broadcast result must stay small too.
+    for (size_t i = 0; i < inputs.size(); ++i)
+      broadcast = broadcastShapes(broadcast, op == "Expand" && i == 1
+                                                 ? n.intsInput(1, "the shape")
+                                                 : inputs[i]->shape);
+    if (std::any_of(broadcast.begin(), broadcast.end(), [](int64_t d) { return d < 0; }))
+      fail(ImportErrorKind::BadFile, "a negative dimension in " + shapeString(broadcast));
+    if (elementCount(broadcast) > int64_t(kMaxFoldedElements))
+      return false;
+  }
   if (op == "Neg") {
-    TensorValue v = *inputs[0];
-    for (double &x : v.values)
-      x = -x;
-    n.setConstantOutput(0, v);
+    n.setConstantOutput(0, broadcastEach({&x}, x.type, [](const std::vector<double> &v) {
+                          return -v[0];
+                        }));
   } else if (op == "Cast") {
-    n.setConstantOutput(0, castValue(*inputs[0], int(n.attrInt("to", 0))));
+    n.setConstantOutput(0, castValue(x, int(n.attrInt("to", 0))));
   } else if (op == "Concat") {
-    int64_t rank = int64_t(inputs[0]->shape.size());
+    int64_t rank = int64_t(x.shape.size());
     n.setConstantOutput(0, concatValues(inputs, normalizeAxis(n, n.attrInt("axis", 0), rank, "axis")));
   } else if (op == "Gather") {
-    if (inputs[0]->shape.size() != 1 || n.attrInt("axis", 0) != 0)
+    if (x.shape.size() != 1 || n.attrInt("axis", 0) != 0)
       return false; // gathers of data are not import-time arithmetic
-    n.setConstantOutput(0, gatherValues(*inputs[0], *inputs[1]));
-  } else {
-    if (inputs.size() != 2 || inputs[0]->type != inputs[1]->type)
+    n.setConstantOutput(0, gatherValues(x, *inputs[1]));
+  } else if (op == "Slice") {
+    n.setConstantOutput(0, sliceValues(n, x));
+  } else if (op == "Transpose") {
+    n.setConstantOutput(0, transposeValues(n, x));
+  } else if (op == "Where") {
+    if (inputs[1]->type != inputs[2]->type)
       return false;
-    n.setConstantOutput(0, binary(*inputs[0], *inputs[1], op));
+    n.setConstantOutput(0, broadcastEach(inputs, inputs[1]->type, [](const std::vector<double> &v) {
+                          return v[0] != 0 ? v[1] : v[2];
+                        }));
+  } else if (op == "Expand") {
+    TensorValue target; // zeros of the result's shape: only its shape counts
+    target.shape = broadcast;
+    target.values.assign(size_t(elementCount(broadcast)), 0.0);
+    n.setConstantOutput(0, broadcastEach({&x, &target}, x.type,
+                                         [](const std::vector<double> &v) { return v[0]; }));
+  } else {
+    if (inputs.size() != 2 || x.type != inputs[1]->type)
+      return false;
+    n.setConstantOutput(0, binary(x, *inputs[1], op));
   }
   return true;
 }
 
-/// The elements of `v` that smelt.slice `op` takes.
-static TensorValue sliceValues(const TensorValue &v, SliceOp op) {
-  llvm::ArrayRef<int64_t> start = op.getStartIndices(), strides = op.getStrides();
-  TensorValue out;
-  out.type = v.type;
-  llvm::ArrayRef<int64_t> shape = op.getType().getShape();
-  out.shape.assign(shape.begin(), shape.end());
-  std::vector<int64_t> inputStrides = broadcastStrides(v.shape, v.shape.size());
-  int64_t count = op.getType().getNumElements();
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t rest = i, source = 0;
-    for (size_t d = out.shape.size(); d-- > 0;) {
-      source += (start[d] + (rest % out.shape[d]) * strides[d]) * inputStrides[d];
-      rest /= out.shape[d];
-    }
-    out.values.push_back(v.values[size_t(source)]);
-  }
-  return out;
-}
-
 void recordKnownResult(NodeImporter &n) {
+  // These only reinterpret the row-major elements with the shape the converter computed.
   static const std::set<std::string> shapeOnly = {"Reshape", "Squeeze", "Unsqueeze", "Flatten",
-                                                  "Identity", "Slice"};
+                                                  "Identity"};
   if (!shapeOnly.count(n.node.op_type()) || !n.isKnown(0) || !n.wantsOutput(0) ||
       n.knownOutput(0))
     return;
@@ -187,10 +335,6 @@ void recordKnownResult(NodeImporter &n) {
   if (v.values.size() > kMaxFoldedElements)
     return;
   Tensor out = n.output(0);
-  if (auto slice = out.value().getDefiningOp<SliceOp>())
-    v = sliceValues(v, slice);
-  else if (n.node.op_type() == "Slice" && out.shape() != v.shape)
-    return;
   v.shape = out.shape();
   n.setOutput(0, out, v);
 }

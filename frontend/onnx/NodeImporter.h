@@ -107,6 +107,15 @@ void addGatherOps(ConverterTable &table);
 void addResizeOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
+/// One axis of an ONNX Slice as the spec resolves it (negative indices counted from the end,
+/// start and end clamped by the direction of the step): entries start, start + step, ...,
+/// `count` of them.
+struct SliceAxis {
+  int64_t start, step, count;
+};
+/// The axes of Slice node `n` (starts, ends, axes, steps: inputs from opset 10, attributes
+/// before) over an input of `shape`, one per dimension; the same for the op and the fold.
+std::vector<SliceAxis> sliceAxes(const NodeImporter &n, const std::vector<int64_t> &shape);
 /// Import-time evaluation of nodes whose inputs are all known (the Shape -> Slice -> Concat ->
 /// Reshape chains exporters write): true when `n`'s outputs were set as known values.
 bool foldKnownNode(NodeImporter &n);

@@ -88,6 +88,10 @@ importModel(const std::string &path, const ImportOptions &options, mlir::MLIRCon
 /// The op types (default domain) the importer maps, sorted.
 std::vector<std::string> supportedOps();
 
+/// The op types the importer evaluates at import time when their inputs are known (constant
+/// folding of shape arithmetic), sorted.
+std::vector<std::string> foldedOps();
+
 /// Reads a serialized TensorProto (the .pb files of ONNX's test data).
 llvm::Expected<TensorValue> readTensorFile(const std::string &path);
 

@@ -4,6 +4,7 @@
 // Range), which later ops may read as constants.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -125,50 +126,25 @@ void split(NodeImporter &n) {
 
 void sliceOp(NodeImporter &n) {
   Tensor x = n.input(0);
-  bool fromInputs = n.opset >= 10;
-  std::vector<int64_t> starts = fromInputs ? n.intsInput(1, "starts") : n.attrInts("starts", {});
-  std::vector<int64_t> ends = fromInputs ? n.intsInput(2, "ends") : n.attrInts("ends", {});
-  std::vector<int64_t> axes = fromInputs ? (n.hasInput(3) ? n.intsInput(3, "axes")
-                                                          : std::vector<int64_t>{})
-                                         : n.attrInts("axes", {});
-  std::vector<int64_t> steps = fromInputs && n.hasInput(4) ? n.intsInput(4, "steps")
-                                                           : std::vector<int64_t>{};
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  steps.resize(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size())
-    fail(ImportErrorKind::BadFile, "starts, ends, axes and steps differ in length");
+  std::vector<SliceAxis> axes = sliceAxes(n, x.shape());
   std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape(),
                        stride(size_t(x.rank()), 1);
   std::vector<std::pair<int64_t, std::vector<int64_t>>> backwards; // axis, entries
-  for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t a = normalizeAxis(n, axes[i], x.rank(), "axis"), dim = x.dim(a);
-    if (steps[i] == 0)
-      fail(ImportErrorKind::BadFile, "a slice step of 0");
-    if (steps[i] < 0) {
-      // Backwards: the picked entries, in order (ONNX clamps start to [0, dim - 1] and end to
-      // [-1, dim - 1]).
-      auto clampBack = [dim](int64_t v) {
-        v = v < 0 ? v + dim : v;
-        return std::clamp<int64_t>(v, -1, dim - 1);
-      };
-      std::vector<int64_t> picks;
-      for (int64_t k = clampBack(starts[i]); k > clampBack(ends[i]); k += steps[i])
-        picks.push_back(k);
-      if (picks.empty())
+  for (int64_t a = 0; a < x.rank(); ++a) {
+    const SliceAxis &s = axes[size_t(a)];
+    if (s.step < 0) {
+      // Backwards: the picked entries, in order (Smelt's slice only steps forwards).
+      if (s.count == 0)
         n.unsupported("an empty backwards slice");
+      std::vector<int64_t> picks;
+      for (int64_t k = 0; k < s.count; ++k)
+        picks.push_back(s.start + k * s.step);
       backwards.push_back({a, picks});
       continue;
     }
-    auto clampIndex = [dim](int64_t v) {
-      v = v < 0 ? (v < -dim ? 0 : v + dim) : v;
-      return std::min(v, dim);
-    };
-    start[size_t(a)] = clampIndex(starts[i]);
-    limit[size_t(a)] = std::max(start[size_t(a)], clampIndex(ends[i]));
-    stride[size_t(a)] = steps[i];
+    start[size_t(a)] = s.start;
+    limit[size_t(a)] = s.count ? s.start + (s.count - 1) * s.step + 1 : s.start;
+    stride[size_t(a)] = s.step;
   }
   Tensor y = slice(x, start, limit, stride);
   for (const auto &[axis, picks] : backwards)
@@ -331,6 +307,56 @@ void constantOfShape(NodeImporter &n) {
 }
 
 } // namespace
+
+std::vector<SliceAxis> sliceAxes(const NodeImporter &n, const std::vector<int64_t> &shape) {
+  int64_t rank = int64_t(shape.size());
+  bool fromInputs = n.opset >= 10;
+  std::vector<int64_t> starts = fromInputs ? n.intsInput(1, "starts") : n.attrInts("starts", {});
+  std::vector<int64_t> ends = fromInputs ? n.intsInput(2, "ends") : n.attrInts("ends", {});
+  std::vector<int64_t> axes = fromInputs ? (n.hasInput(3) ? n.intsInput(3, "axes")
+                                                          : std::vector<int64_t>{})
+                                         : n.attrInts("axes", {});
+  std::vector<int64_t> steps = fromInputs && n.hasInput(4) ? n.intsInput(4, "steps")
+                                                           : std::vector<int64_t>{};
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty())
+    steps.resize(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    fail(ImportErrorKind::BadFile, "starts, ends, axes and steps differ in length");
+  std::vector<SliceAxis> result;
+  for (int64_t d : shape)
+    result.push_back({0, 1, d});
+  std::vector<bool> seen(size_t(rank), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = normalizeAxis(n, axes[i], rank, "axis"), dim = shape[size_t(a)];
+    if (seen[size_t(a)])
+      fail(ImportErrorKind::BadFile, "axis " + std::to_string(a) + " is sliced twice");
+    seen[size_t(a)] = true;
+    int64_t step = steps[i];
+    if (step == 0)
+      fail(ImportErrorKind::BadFile, "a slice step of 0");
+    if (dim == 0) {
+      result[size_t(a)] = {0, step, 0};
+      continue;
+    }
+    // Negative starts and ends count from the end; then both are clamped, to [0, dim] going
+    // forwards and to [0, dim - 1] (start) and [-1, dim - 1] (end) going backwards, so an end
+    // of INT64_MIN walks back past entry 0. (INT64_MIN + dim cannot overflow.)
+    int64_t low = step > 0 ? 0 : -1, high = step > 0 ? dim : dim - 1;
+    int64_t start = std::clamp<int64_t>(starts[i] < 0 ? starts[i] + dim : starts[i],
+                                        std::max<int64_t>(low, 0), high);
+    int64_t end = std::clamp<int64_t>(ends[i] < 0 ? ends[i] + dim : ends[i], low, high);
+    // ceil(distance / |step|) entries, none when the end lies behind the start.
+    int64_t distance = step > 0 ? end - start : start - end, stride = step > 0 ? step : -step;
+    int64_t count = distance > 0 ? (distance - 1) / stride + 1 : 0;
+    result[size_t(a)] = {start, step, count};
+  }
+  return result;
+}
 
 void addShapeOps(ConverterTable &t) {
   t["Reshape"] = reshapeOp;

@@ -162,6 +162,16 @@ def malformed(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def missing_input(path, op):
+    """`op` (Gather or Concat) of a graph input with too few inputs: Gather with its data only,
+    Concat with none."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.INT64, [2])
+    inputs = ["x"] if op == "Gather" else []
+    graph = helper.make_graph([helper.make_node(op, inputs, ["y"], name="short")], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def uint8_input(path):
     """Relu of a uint8 input: a dtype Smelt does not have."""
     x = helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, [2])
@@ -180,4 +190,5 @@ if __name__ == "__main__":
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
      "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
      "compare-npy": compare_npy, "gather-embedding": gather_embedding,
-     "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate}[command](*args)
+     "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate,
+     "missing-input": missing_input}[command](*args)
