@@ -3,6 +3,7 @@
 #include "codegen/BuildExecutable.h"
 
 #include "codegen/FusionWalk.h"
+#include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
 #include "passes/FusionUtils.h"
 
@@ -120,11 +121,15 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
   return *step;
 }
 
-/// The elements of a dense constant as little-endian bytes of `dtype`'s width.
+/// The elements of a constant as little-endian bytes of `dtype`'s width.
 FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op, rt::DType dtype) {
+  auto elements = dyn_cast<ElementsAttr>(op.getValue());
+  if (std::optional<ArrayRef<char>> raw = elements ? rawElementBytes(elements) : std::nullopt)
+    return std::vector<uint8_t>(raw->begin(), raw->end()); // already in that form: a copy
   auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!dense)
-    return op.emitOpError("value must be a dense elements attribute to be compiled, got ")
+    return op.emitOpError("value must be a dense elements attribute or a dense_resource with "
+                          "its blob to be compiled, got ")
            << op.getValue();
   size_t width = rt::byteWidth(dtype);
   std::vector<uint8_t> bytes;

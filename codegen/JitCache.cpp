@@ -4,12 +4,14 @@
 
 #include "codegen/CompileArtifact.h"
 #include "codegen/CudaSources.h"
+#include "ir/ConstantData.h"
 #include "runtime/CpuObject.h"
 #include "runtime/FileIO.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -198,11 +200,39 @@ std::optional<Sidecar> readSidecar(const std::string &path) {
       llvm::StringRef(reinterpret_cast<const char *>(bytes->data()), bytes->size()));
 }
 
-/// Hex SHA-256 of `function` as printed, with or without its locations.
-std::string printedHash(func::FuncOp function, bool locations) {
+/// Constants past this many elements are printed elided and hashed by their bytes instead.
+constexpr int64_t kPrintedElements = 64;
+
+/// BLAKE3 of the elements of every constant of `function` that printedHash elides, in order:
+/// printing a model's weights as hex text, twice, cost more than compiling it.
+std::string largeConstantsDigest(func::FuncOp function) {
+  llvm::BLAKE3 hasher;
+  function.walk([&](Operation *op) {
+    auto elements = op->getAttrOfType<ElementsAttr>("value");
+    if (!elements || op->getName().getStringRef() != "smelt.constant" ||
+        elements.getNumElements() <= kPrintedElements)
+      return;
+    if (std::optional<ArrayRef<char>> raw = rawElementBytes(elements))
+      hasher.update(llvm::arrayRefFromStringRef(llvm::StringRef(raw->data(), raw->size())));
+    else if (auto dense = dyn_cast<DenseElementsAttr>(elements)) // a splat, or i1 bits
+      hasher.update(llvm::arrayRefFromStringRef(
+          llvm::StringRef(dense.getRawData().data(), dense.getRawData().size())));
+    else
+      hasher.update(llvm::arrayRefFromStringRef("a dense_resource without its blob"));
+  });
+  return llvm::toHex(hasher.final(), true);
+}
+
+/// Hex SHA-256 of `function` as printed, with or without its locations, and of the digest of
+/// its large constants.
+std::string printedHash(func::FuncOp function, bool locations, const std::string &constants) {
   std::string printed;
   llvm::raw_string_ostream os(printed);
-  function->print(os, OpPrintingFlags().enableDebugInfo(locations));
+  function->print(os, OpPrintingFlags()
+                          .enableDebugInfo(locations)
+                          .elideLargeElementsAttrs(kPrintedElements)
+                          .elideLargeResourceString(kPrintedElements));
+  printed += "\nconstants " + constants;
   return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(printed)), true);
 }
 
@@ -250,8 +280,9 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
   key.function = function.getSymName().str();
   // Both: the locations end up in the Executable (each step's, for errors and `smelt bench`),
   // and apart from the IR a miss can say that only they moved.
-  key.ir = printedHash(function, /*locations=*/false);
-  key.locations = printedHash(function, /*locations=*/true);
+  std::string constants = largeConstantsDigest(function);
+  key.ir = printedHash(function, /*locations=*/false, constants);
+  key.locations = printedHash(function, /*locations=*/true, constants);
   std::vector<std::string> shapes, dtypes;
   for (Type type : function.getArgumentTypes()) {
     auto tensor = llvm::dyn_cast<RankedTensorType>(type);

@@ -256,10 +256,6 @@ LogicalResult ConvertOp::verify() {
   return success();
 }
 
-OpFoldResult ConvertOp::fold(FoldAdaptor) {
-  return getX().getType() == getType() ? getX() : nullptr;
-}
-
 //===----------------------------------------------------------------------===//
 // Shape
 //===----------------------------------------------------------------------===//
@@ -287,10 +283,6 @@ LogicalResult BroadcastInDimOp::verify() {
   return success();
 }
 
-OpFoldResult BroadcastInDimOp::fold(FoldAdaptor) {
-  return getX().getType() == getType() ? getX() : nullptr;
-}
-
 LogicalResult ReshapeOp::verify() {
   RankedTensorType in = getX().getType(), out = getType();
   if (in.getElementType() != out.getElementType())
@@ -300,10 +292,6 @@ LogicalResult ReshapeOp::verify() {
                                    << " elements but result " << out << " has "
                                    << out.getNumElements();
   return success();
-}
-
-OpFoldResult ReshapeOp::fold(FoldAdaptor) {
-  return getX().getType() == getType() ? getX() : nullptr;
 }
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,

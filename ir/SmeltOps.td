@@ -296,6 +296,7 @@ def Smelt_TransposeOp : Smelt_InferredOp<"transpose", [Smelt_Differentiable,
   let arguments = (ins Smelt_Tensor:$x, DenseI64ArrayAttr:$permutation);
   let results = (outs Smelt_Tensor:$result);
   let assemblyFormat = "$x `,` `permutation` `=` $permutation attr-dict `:` type($x)";
+  let hasFolder = 1;
 }
 
 def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {

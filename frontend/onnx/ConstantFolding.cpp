@@ -269,11 +269,9 @@ bool foldKnownNode(NodeImporter &n) {
   for (int i = 0; i < n.numInputs(); ++i) {
     if (!n.hasInput(i))
       continue; // an optional input left out (Slice's axes or steps)
-    if (!n.isKnown(i))
+    if (!n.isKnown(i) || n.knownElements(i) > int64_t(kMaxFoldedElements))
       return false;
     inputs.push_back(&n.constantInput(i, "input"));
-    if (inputs.back()->values.size() > kMaxFoldedElements)
-      return false;
   }
   const TensorValue &x = *inputs[0];
   if (op != "Concat" && op != "Gather" && op != "Slice" && op != "Transpose") {
@@ -329,11 +327,9 @@ void recordKnownResult(NodeImporter &n) {
   static const std::set<std::string> shapeOnly = {"Reshape", "Squeeze", "Unsqueeze", "Flatten",
                                                   "Identity"};
   if (!shapeOnly.count(n.node.op_type()) || !n.isKnown(0) || !n.wantsOutput(0) ||
-      n.knownOutput(0))
+      n.knownOutput(0) || n.knownElements(0) > int64_t(kMaxFoldedElements))
     return;
   TensorValue v = n.constantInput(0, "input");
-  if (v.values.size() > kMaxFoldedElements)
-    return;
   Tensor out = n.output(0);
   v.shape = out.shape();
   n.setOutput(0, out, v);

@@ -20,6 +20,8 @@ Tensor NodeImporter::input(int i) const {
   // tensor: a Slice's INT64_MAX end never has to fit a tensor.
   if (auto it = values_.constants.find(name); it != values_.constants.end())
     return values_.tensors[name] = constantTensor(g, it->second);
+  if (auto it = values_.weights.find(name); it != values_.weights.end())
+    return values_.tensors[name] = weightConstant(g, name, it->second);
   fail(ImportErrorKind::BadFile, "input '" + name + "' is not defined before this node");
 }
 
@@ -33,6 +35,9 @@ const TensorValue &NodeImporter::constantInput(int i, const std::string &what) c
   if (!hasInput(i))
     unsupported(what + " (input " + std::to_string(i) + ") is missing");
   auto it = values_.constants.find(node.input(i));
+  if (auto weight = values_.weights.find(node.input(i));
+      it == values_.constants.end() && weight != values_.weights.end())
+    it = values_.constants.emplace(node.input(i), weightAsValue(weight->second)).first;
   if (it == values_.constants.end())
     fail(ImportErrorKind::DataDependentShape,
          what + " (input " + std::to_string(i) + ", '" + node.input(i) +
@@ -40,6 +45,12 @@ const TensorValue &NodeImporter::constantInput(int i, const std::string &what) c
              "initializer or a Constant)",
          node.input(i));
   return it->second;
+}
+
+int64_t NodeImporter::knownElements(int i) const {
+  if (auto weight = values_.weights.find(node.input(i)); weight != values_.weights.end())
+    return weight->second.count();
+  return int64_t(constantInput(i, "input").values.size());
 }
 
 std::vector<int64_t> NodeImporter::intsInput(int i, const std::string &what) const {

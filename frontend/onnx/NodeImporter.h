@@ -10,6 +10,7 @@
 #include "onnx/onnx_pb.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,10 +37,30 @@ TensorValue tensorValue(const ::onnx::TensorProto &proto, const std::string &wha
 /// A constant op holding `value`.
 Tensor constantTensor(Graph &g, const TensorValue &value);
 
-/// Every named value built so far, and the contents of those known at import time.
+/// A large initializer kept as the file's little-endian, row-major bytes rather than as
+/// doubles: it becomes a dense_resource constant or a parameter's value without conversion.
+struct Weight {
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::shared_ptr<const std::string> bytes;
+  int64_t count() const;
+};
+/// `proto`'s contents as a Weight; its raw data is moved out of `proto`, not copied. Not for
+/// bool tensors (MLIR stores i1 constants as bits).
+Weight weightValue(::onnx::TensorProto &proto, const std::string &what);
+/// A Weight as a known value (an op that reads it at import time).
+TensorValue weightAsValue(const Weight &w);
+/// A constant op named `name` holding `w` in a dense_resource blob that shares its bytes.
+Tensor weightConstant(Graph &g, const std::string &name, const Weight &w);
+/// The runtime's tensor of `w` (a parameter's value for `smelt import --weights-out`).
+rt::HostTensor weightTensor(const Weight &w);
+
+/// Every named value built so far, the contents of those known at import time, and the large
+/// initializers that become constants when an op reads them.
 struct Values {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, TensorValue> constants;
+  std::map<std::string, Weight> weights;
 };
 
 /// One node being converted: a converter reads its inputs and attributes and sets its outputs.
@@ -75,7 +96,12 @@ public:
   void setConstantOutput(int i, const TensorValue &value);
 
   /// True when input `i` is present and its contents are known now.
-  bool isKnown(int i) const { return hasInput(i) && values_.constants.count(node.input(i)); }
+  bool isKnown(int i) const {
+    return hasInput(i) &&
+           (values_.constants.count(node.input(i)) || values_.weights.count(node.input(i)));
+  }
+  /// The number of elements of known input `i` (without reading a large weight as doubles).
+  int64_t knownElements(int i) const;
   /// The tensor setOutput gave output `i`.
   Tensor output(int i) const { return values_.tensors.at(node.output(i)); }
   /// The known contents of output `i`'s value, if it has some.

@@ -85,7 +85,13 @@ static std::vector<int64_t> inputShape(const ::onnx::ValueInfoProto &info,
   return shape;
 }
 
-static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOptions &options,
+/// Initializers up to this many elements are read as known values, which shape arithmetic
+/// folds; larger ones keep the file's bytes.
+constexpr int64_t kMaxKnownInitializer = int64_t(1) << 16;
+
+/// The graph's inputs and initializers as arguments, parameters, constants and known values;
+/// large initializers' raw data is moved out of `graph`.
+static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &options,
                       Values &values) {
   std::set<std::string> initialized, inputs;
   for (const ::onnx::TensorProto &init : graph.initializer())
@@ -115,17 +121,33 @@ static void addInputs(Graph &g, const ::onnx::GraphProto &graph, const ImportOpt
     values.tensors[info.name()] = g.input(info.name(), inputShape(info, options), *dtype);
   }
   // Parameters after the inputs, in the file's order.
-  for (const ::onnx::TensorProto &init : graph.initializer()) {
-    TensorValue v = tensorValue(init, "initializer '" + init.name() + "'");
-    DType dtype = toDType(v.type);
-    bool isFloat = isFloatType(dtype);
+  for (::onnx::TensorProto &init : *graph.mutable_initializer()) {
+    std::string what = "initializer '" + init.name() + "'";
+    int64_t count = 1;
+    for (int64_t d : init.dims())
+      count = d > 0 && count <= (int64_t(1) << 40) / d ? count * d : count;
+    std::optional<DType> dtype = smeltDType(init.data_type());
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
-    if (!options.initializersAsConstants && isFloat) {
+    bool isParameter = !options.initializersAsConstants && dtype && isFloatType(*dtype);
+    if (count > kMaxKnownInitializer && dtype && *dtype != DType::i1) {
+      // Large: its bytes as they are in the file, never as doubles.
+      Weight w = weightValue(init, what);
+      if (isParameter) {
+        values.tensors[init.name()] = g.parameter(init.name(), w.shape, Initializer::zeros(), w.dtype);
+        if (options.parameterValues)
+          (*options.parameterValues)[init.name()] = weightTensor(w);
+      } else {
+        values.weights[init.name()] = std::move(w);
+      }
+      continue;
+    }
+    TensorValue v = tensorValue(init, what);
+    if (isParameter) {
       values.tensors[init.name()] =
-          g.parameter(init.name(), v.shape, Initializer::zeros(), dtype);
+          g.parameter(init.name(), v.shape, Initializer::zeros(), toDType(v.type));
       if (options.parameterValues)
-        (*options.parameterValues)[init.name()] = v;
+        (*options.parameterValues)[init.name()] = hostTensor(v);
     }
     values.constants[init.name()] = std::move(v);
   }
@@ -180,7 +202,7 @@ static int64_t defaultOpset(const ::onnx::ModelProto &model) {
 static mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
   ::onnx::ModelProto model = readModel(path);
-  const ::onnx::GraphProto &graph = model.graph();
+  ::onnx::GraphProto &graph = *model.mutable_graph();
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, path, 0, 0));
   Graph g(*module, "main");

@@ -49,7 +49,7 @@ struct ImportOptions {
   /// model's weights, which `smelt import --weights-out` writes for `smelt run --params` and
   /// `smelt train --init-params`. (A parameter no op reads is left out of the function, so
   /// take the names from its arguments.)
-  std::map<std::string, TensorValue> *parameterValues = nullptr;
+  std::map<std::string, rt::HostTensor> *parameterValues = nullptr;
 };
 
 /// Why an import failed: the kinds of limit an ONNX model can hit, for callers (the

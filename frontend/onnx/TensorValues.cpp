@@ -3,6 +3,9 @@
 // TensorValue turned into a constant op or the runtime's tensor.
 #include "frontend/onnx/NodeImporter.h"
 
+#include "ir/SmeltDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -142,7 +145,10 @@ static size_t byteWidth(DType dtype) {
   return 1;
 }
 
-TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
+/// `proto`'s element type and shape, checked: a type Smelt has, data in the file, a valid shape.
+static std::pair<DType, std::vector<int64_t>> checkedLayout(const TensorProto &proto,
+                                                            const std::string &what,
+                                                            int64_t &count) {
   std::optional<DType> dtype = smeltDType(proto.data_type());
   if (!dtype)
     fail(ImportErrorKind::UnsupportedDtype,
@@ -150,60 +156,160 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
              ", which Smelt does not have (float, float16, bfloat16, double, int32, int64, bool)");
   if (proto.data_location() == TensorProto::EXTERNAL)
     fail(ImportErrorKind::UnsupportedAttribute, what + " keeps its data in an external file");
-  TensorValue v;
-  v.type = toValueType(*dtype);
-  int64_t count = 1;
+  std::vector<int64_t> shape;
+  count = 1;
   for (int64_t d : proto.dims()) {
     if (d < 0 || (d > 0 && count > (int64_t(1) << 40) / d))
       fail(ImportErrorKind::BadFile, what + " has an invalid shape");
-    v.shape.push_back(d);
+    shape.push_back(d);
     count *= d;
   }
-  v.values.reserve(size_t(count));
-  auto need = [&](int64_t have) {
-    if (have != count)
-      fail(ImportErrorKind::BadFile, what + " holds " + std::to_string(have) +
-                                         " elements where its shape needs " +
-                                         std::to_string(count));
-  };
+  return {*dtype, shape};
+}
+
+/// Fails unless `have` elements are the `count` the shape needs.
+static void needElements(const std::string &what, int64_t have, int64_t count) {
+  if (have != count)
+    fail(ImportErrorKind::BadFile, what + " holds " + std::to_string(have) +
+                                       " elements where its shape needs " + std::to_string(count));
+}
+
+/// Checks that raw data of `size` bytes holds `count` elements of `dtype`.
+static void checkRawSize(const std::string &what, size_t size, int64_t count, DType dtype) {
+  if (size % byteWidth(dtype))
+    fail(ImportErrorKind::BadFile, what + "'s raw data is not a whole number of elements");
+  needElements(what, int64_t(size / byteWidth(dtype)), count);
+}
+
+TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
+  int64_t count;
+  auto [dtype, shape] = checkedLayout(proto, what, count);
+  TensorValue v;
+  v.type = toValueType(dtype);
+  v.shape = shape;
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
-    need(int64_t(raw.size() / byteWidth(*dtype)));
-    if (raw.size() % byteWidth(*dtype))
-      fail(ImportErrorKind::BadFile, what + "'s raw data is not a whole number of elements");
+    checkRawSize(what, raw.size(), count, dtype);
+    v.values.reserve(size_t(count));
     for (int64_t i = 0; i < count; ++i)
-      v.values.push_back(rawElement(raw, size_t(i), *dtype));
+      v.values.push_back(rawElement(raw, size_t(i), dtype));
     return v;
   }
-  switch (*dtype) {
+  switch (dtype) {
   case DType::f32:
-    need(proto.float_data_size());
+    needElements(what, proto.float_data_size(), count);
     v.values.assign(proto.float_data().begin(), proto.float_data().end());
     break;
   case DType::f64:
-    need(proto.double_data_size());
+    needElements(what, proto.double_data_size(), count);
     v.values.assign(proto.double_data().begin(), proto.double_data().end());
     break;
   case DType::i64:
-    need(proto.int64_data_size());
+    needElements(what, proto.int64_data_size(), count);
     for (int64_t x : proto.int64_data())
       v.values.push_back(double(x));
     break;
   case DType::i32:
   case DType::i1:
-    need(proto.int32_data_size());
+    needElements(what, proto.int32_data_size(), count);
     for (int32_t x : proto.int32_data())
-      v.values.push_back(*dtype == DType::i1 ? double(x != 0) : double(x));
+      v.values.push_back(dtype == DType::i1 ? double(x != 0) : double(x));
     break;
   case DType::f16:
   case DType::bf16: // the bits, one element per int32
-    need(proto.int32_data_size());
+    needElements(what, proto.int32_data_size(), count);
     for (int32_t x : proto.int32_data())
-      v.values.push_back(*dtype == DType::f16 ? halfToDouble(uint16_t(x))
-                                               : bfloatToDouble(uint16_t(x)));
+      v.values.push_back(dtype == DType::f16 ? halfToDouble(uint16_t(x))
+                                              : bfloatToDouble(uint16_t(x)));
     break;
   }
   return v;
+}
+
+int64_t Weight::count() const {
+  return int64_t(bytes->size() / byteWidth(dtype));
+}
+
+/// The typed field `values` packed as little-endian elements of `T`.
+template <typename T, typename Field>
+static std::string packed(const Field &values) {
+  std::string bytes(size_t(values.size()) * sizeof(T), '\0');
+  char *to = bytes.data();
+  for (auto x : values) {
+    T element = T(x);
+    std::memcpy(to, &element, sizeof(T));
+    to += sizeof(T);
+  }
+  return bytes;
+}
+
+Weight weightValue(TensorProto &proto, const std::string &what) {
+  int64_t count;
+  auto [dtype, shape] = checkedLayout(proto, what, count);
+  if (dtype == DType::i1)
+    fail(ImportErrorKind::Internal, what + ": bool initializers are imported as values");
+  auto bytes = std::make_shared<std::string>();
+  if (proto.has_raw_data()) {
+    checkRawSize(what, proto.raw_data().size(), count, dtype);
+    bytes->swap(*proto.mutable_raw_data()); // the file's bytes, moved: no copy
+  } else {
+    auto need = [&](int have) { needElements(what, have, count); };
+    switch (dtype) {
+    case DType::f32:
+      need(proto.float_data_size());
+      *bytes = packed<float>(proto.float_data());
+      break;
+    case DType::f64:
+      need(proto.double_data_size());
+      *bytes = packed<double>(proto.double_data());
+      break;
+    case DType::i64:
+      need(proto.int64_data_size());
+      *bytes = packed<int64_t>(proto.int64_data());
+      break;
+    case DType::i32:
+      need(proto.int32_data_size());
+      *bytes = packed<int32_t>(proto.int32_data());
+      break;
+    case DType::f16:
+    case DType::bf16: // the bits, one element per int32
+      need(proto.int32_data_size());
+      *bytes = packed<uint16_t>(proto.int32_data());
+      break;
+    case DType::i1:
+      break;
+    }
+  }
+  return Weight{dtype, shape, std::move(bytes)};
+}
+
+TensorValue weightAsValue(const Weight &w) {
+  TensorValue v;
+  v.type = toValueType(w.dtype);
+  v.shape = w.shape;
+  v.values.reserve(size_t(w.count()));
+  for (int64_t i = 0; i < w.count(); ++i)
+    v.values.push_back(rawElement(*w.bytes, size_t(i), w.dtype));
+  return v;
+}
+
+Tensor weightConstant(Graph &g, const std::string &name, const Weight &w) {
+  mlir::OpBuilder &b = g.builder();
+  auto type = mlir::RankedTensorType::get(w.shape, g.elementType(w.dtype));
+  // The blob shares the bytes (its deleter keeps them alive): the module holds the file's
+  // weights once, and printing or writing bytecode reads them from there.
+  std::shared_ptr<const std::string> bytes = w.bytes;
+  mlir::AsmResourceBlob blob = mlir::UnmanagedAsmResourceBlob::allocateWithAlign(
+      llvm::ArrayRef<char>(bytes->data(), bytes->size()), byteWidth(w.dtype),
+      [bytes](void *, size_t, size_t) mutable { bytes.reset(); });
+  auto value = mlir::DenseResourceElementsAttr::get(type, name, std::move(blob));
+  return Tensor(&g, ConstantOp::create(b, b.getUnknownLoc(), value).getResult());
+}
+
+rt::HostTensor weightTensor(const Weight &w) {
+  rt::HostTensor t = rt::HostTensor::zeros({rt::DType(int(w.dtype)), w.shape});
+  std::memcpy(t.raw(), w.bytes->data(), w.bytes->size());
+  return t;
 }
 
 llvm::Expected<TensorValue> readTensorFile(const std::string &path) {

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_tool import save_case
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 TENSOR_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
@@ -152,14 +153,7 @@ def write(out):
     graph = helper.make_graph(m.nodes, "folding",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                               m.outputs)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    os.makedirs(f"{out}/expected", exist_ok=True)
-    onnx.save(model, f"{out}/model.onnx")
-    np.save(f"{out}/x.npy", x)
-    for name, value in m.expected.items():
-        np.save(f"{out}/expected/{name}.npy", value)
+    save_case(out, graph, {"x": x}, m.expected)
 
 
 def check(results, out):

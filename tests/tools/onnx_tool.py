@@ -144,6 +144,20 @@ def gather_embedding(out):
         np.save(f"{out}/{name}.npy", value)
 
 
+def save_case(out, graph, arrays, expected):
+    """`graph` as out/model.onnx (opset 13, checked), each of `arrays` as out/<name>.npy and
+    each of `expected` as out/expected/<name>.npy."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    os.makedirs(f"{out}/expected", exist_ok=True)
+    onnx.save(model, f"{out}/model.onnx")
+    for name, value in arrays.items():
+        np.save(f"{out}/{name}.npy", value)
+    for name, value in expected.items():
+        np.save(f"{out}/expected/{name}.npy", value)
+
+
 def compare_npy(got, expected):
     """`smelt run`'s result against an expected .npy at ONNX's tolerance."""
     g, e = np.load(got).astype(np.float64), np.load(expected)

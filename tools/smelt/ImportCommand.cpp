@@ -8,6 +8,7 @@
 #include "frontend/onnx/OnnxImport.h"
 #include "runtime/FileIO.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,7 +22,10 @@ cl::SubCommand importSubcommand("import", "Import an ONNX model (.onnx) as a .ml
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                                       cl::sub(importSubcommand), cl::cat(smeltCategory()));
-static cl::opt<std::string> outputPath("o", cl::desc("The .mlir file to write"), cl::Required,
+static cl::opt<std::string> outputPath("o",
+                                       cl::desc("The module to write: MLIR text, or MLIR "
+                                                "bytecode when the name ends in .mlirbc"),
+                                       cl::Required,
                                        cl::value_desc("model.mlir"), cl::sub(importSubcommand),
                                        cl::cat(smeltCategory()));
 static cl::list<std::string> inputShapes(
@@ -43,7 +47,7 @@ static cl::opt<std::string> weightsPath(
 
 /// The weights of `main`'s parameters, by their argument names, from the initializers' values.
 static rt::Expected<data::Checkpoint>
-parameterWeights(mlir::func::FuncOp main, const std::map<std::string, onnx::TensorValue> &values) {
+parameterWeights(mlir::func::FuncOp main, std::map<std::string, rt::HostTensor> &values) {
   data::Checkpoint weights;
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto name = main.getArgAttrOfType<mlir::StringAttr>(i, "smelt.name");
@@ -52,7 +56,7 @@ parameterWeights(mlir::func::FuncOp main, const std::map<std::string, onnx::Tens
     auto value = values.find(name.str());
     if (value == values.end())
       return rt::Status::error("parameter '" + name.str() + "' has no initializer value");
-    weights.tensors.push_back({name.str(), onnx::hostTensor(value->second)});
+    weights.tensors.push_back({name.str(), std::move(value->second)});
   }
   return weights;
 }
@@ -66,7 +70,7 @@ int importCommand() {
   if (!weightsPath.empty() && initializersAsConstants)
     return fail("--weights-out with --initializers-as-constants: the weights are in the module "
                 "then, there are no parameters to write");
-  std::map<std::string, onnx::TensorValue> values;
+  std::map<std::string, rt::HostTensor> values;
   if (!weightsPath.empty())
     options.parameterValues = &values;
   // Before importing: -o /dev/full or a directory fails now, not after the work.
@@ -78,12 +82,24 @@ int importCommand() {
       onnx::importModel(modelPath, options, context);
   if (!module)
     return fail(llvm::toString(module.takeError()));
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  (*module)->print(os);
-  if (rt::Status s = rt::writeFileAtomically(outputPath, std::vector<uint8_t>(text.begin(), text.end()));
-      !s.ok())
-    return fail(s.message());
+  // Streamed into the file: a model's weights are most of the module (a dense_resource blob
+  // each, hex text in a .mlir, raw bytes in a .mlirbc).
+  bool bytecode = llvm::StringRef(outputPath).ends_with(".mlirbc");
+  rt::Status written = rt::writeFileAtomically(outputPath, [&](int fd, const std::string &tmp) {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/false);
+    if (bytecode) {
+      if (mlir::failed(mlir::writeBytecodeToFile(module->get(), os)))
+        return rt::Status::error(tmp + ": cannot write the module as bytecode");
+    } else {
+      (*module)->print(os);
+    }
+    os.flush();
+    if (os.has_error())
+      return rt::Status::error(tmp + ": cannot write: " + os.error().message());
+    return rt::Status();
+  });
+  if (!written.ok())
+    return fail(written.message());
   auto main = (*module)->lookupSymbol<mlir::func::FuncOp>("main");
   llvm::outs() << "wrote " << outputPath << ": @main with " << main.getNumArguments()
                << " arguments and " << main.getNumResults() << " results\n";
