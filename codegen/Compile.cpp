@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -31,7 +32,10 @@ OwningOpRef<ModuleOp> parseModuleFile(MLIRContext &context, llvm::StringRef path
       emitError(UnknownLoc::get(&context)) << s.message();
       return nullptr;
     }
-  return parseSourceFile<ModuleOp>(path, &context);
+  // A SourceMgr that outlives the parse lets a bytecode file's resources (a model's weights)
+  // point into the mapped file instead of being copied into the context; each blob keeps it.
+  return parseSourceFile<ModuleOp>(path, std::make_shared<llvm::SourceMgr>(),
+                                   ParserConfig(&context));
 }
 
 func::FuncOp findEntry(ModuleOp module, llvm::StringRef entry) {

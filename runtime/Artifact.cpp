@@ -571,7 +571,7 @@ private:
     // readPlan checked every range against the section's size.
     for (size_t i = 0; i < exe.constants.size(); ++i) {
       size_t size = exe.buffers[size_t(exe.constants[i].buffer)].type.byteSize();
-      exe.constants[i].bytes.assign(base + offsets[i], base + offsets[i] + size);
+      exe.constants[i].bytes = std::vector<uint8_t>(base + offsets[i], base + offsets[i] + size);
     }
   }
 

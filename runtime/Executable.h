@@ -220,10 +220,30 @@ struct Step {
   }
 };
 
+/// Immutable bytes that the copies of what holds them share: a model's constants are most of
+/// its Executable, which the executor, each segment and each runner hold a copy of.
+class SharedBytes {
+public:
+  SharedBytes() : bytes_(std::make_shared<const std::vector<uint8_t>>()) {}
+  SharedBytes(std::vector<uint8_t> bytes)
+      : bytes_(std::make_shared<const std::vector<uint8_t>>(std::move(bytes))) {}
+  const std::vector<uint8_t> &vector() const { return *bytes_; }
+  operator const std::vector<uint8_t> &() const { return *bytes_; }
+  const uint8_t *data() const { return bytes_->data(); }
+  size_t size() const { return bytes_->size(); }
+  bool empty() const { return bytes_->empty(); }
+  std::vector<uint8_t>::const_iterator begin() const { return bytes_->begin(); }
+  std::vector<uint8_t>::const_iterator end() const { return bytes_->end(); }
+  bool operator==(const SharedBytes &other) const { return *bytes_ == *other.bytes_; }
+
+private:
+  std::shared_ptr<const std::vector<uint8_t>> bytes_;
+};
+
 struct Constant {
   BufferId buffer;
   /// Raw little-endian element bytes, exactly buffers[buffer].type.byteSize() long.
-  std::vector<uint8_t> bytes;
+  SharedBytes bytes;
 };
 
 /// A kernel made from one smelt.fusion. Its step's operands are the fusion's inputs and its

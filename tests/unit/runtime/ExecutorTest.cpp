@@ -19,8 +19,9 @@ Executable multiStep(const std::vector<float> &c) {
   TensorType matrix{DType::f32, {2, 3}};
   BufferId x = appendBuffer(exe, matrix, "%arg0"), cst = appendBuffer(exe, matrix, "%cst");
   exe.inputs = {x};
-  Constant constant{cst, std::vector<uint8_t>(24)};
-  std::memcpy(constant.bytes.data(), c.data(), 24);
+  std::vector<uint8_t> bytes(24);
+  std::memcpy(bytes.data(), c.data(), 24);
+  Constant constant{cst, std::move(bytes)};
   exe.constants = {constant};
   BufferId product = appendKernelStep(exe, kernels::mul, "mul", {x, cst}, matrix, "m.mlir:2:3");
   BufferId sum = appendKernelStep(exe, kernels::add, "add", {product, x}, matrix, "m.mlir:3:3");
