@@ -50,7 +50,12 @@ install(TARGETS ${SMELT_EXPORTED_LIBRARIES} SmeltAll EXPORT SmeltTargets
 # --- Tools -------------------------------------------------------------------------------
 # LLVM's executables get an install RPATH of $ORIGIN/../lib only; Smelt's tools also need
 # libMLIR/libLLVM (and libnvrtc) where they were linked from, which are not in the prefix.
-set_target_properties(smelt smelt-opt PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+# They are built with that RPATH too: were the build's shorter, CMake's in-place RPATH editor
+# would pad it with empty entries to make room for the install's, and the loader reads an
+# empty entry as the current directory (a libz.so.1 where a user runs build/bin/smelt would
+# load into it). tests/tools/check_runpath.py reads every built and installed binary for them.
+set_target_properties(smelt smelt-opt PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON
+                                                 BUILD_WITH_INSTALL_RPATH ON)
 install(TARGETS smelt smelt-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # --- Headers -----------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 # compiles and checks a model and writes it as an artifact, which run_artifact (Smelt::Runtime)
 # runs and checks. Both compare with float64 and exit non-zero on a mismatch. Also checked: the
 # project found Smelt in the prefix, its build names neither Smelt's source nor its build folder
-# (no include path leaked in), run_artifact links no MLIR or LLVM, and the installed tools start.
+# (no include path leaked in), run_artifact links no MLIR or LLVM, no installed binary has an
+# empty or relative RUNPATH entry, and the installed tools start.
 # Usage: check_install.sh SOURCE_DIR BUILD_DIR WORK_DIR (WORK_DIR is emptied first). ctest sets
 # $CMAKE to the cmake that configured the build (else the one on the PATH) and
 # $CMAKE_GENERATOR, which cmake itself reads, to the build's generator.
@@ -37,6 +38,7 @@ fi
 
 "$consumer/jit_model" "$work/model.smelt" || fail "jit_model"
 "$consumer/run_artifact" "$work/model.smelt" || fail "run_artifact"
+python3 "$src/tests/tools/check_runpath.py" "$prefix" || fail "an installed binary searches an empty or relative folder"
 "$prefix/bin/smelt" --help >/dev/null || fail "installed smelt does not start"
 "$prefix/bin/smelt-opt" --version >/dev/null || fail "installed smelt-opt does not start"
 echo "install check passed"
