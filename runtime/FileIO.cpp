@@ -131,6 +131,32 @@ Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &wh
   return writeAll(fd, bytes.data(), bytes.size(), what);
 }
 
+/// What makes two paths the same file: its device and inode where it exists, else the real
+/// path of its folder and its name.
+static std::string fileIdentity(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    return fmt::format("inode {}:{}", st.st_dev, st.st_ino);
+  std::filesystem::path p(path);
+  std::error_code error;
+  std::filesystem::path folder = std::filesystem::canonical(
+      p.has_parent_path() ? p.parent_path() : std::filesystem::path("."), error);
+  return error ? "path " + path : "path " + (folder / p.filename()).string();
+}
+
+Status checkDistinctFiles(const std::vector<NamedFile> &files) {
+  std::vector<std::string> identities;
+  for (const NamedFile &f : files)
+    identities.push_back(f.path.empty() ? "" : fileIdentity(f.path));
+  for (size_t i = 0; i < files.size(); ++i)
+    for (size_t j = i + 1; j < files.size(); ++j)
+      if (!identities[i].empty() && identities[i] == identities[j])
+        return Status::error(fmt::format(
+            "{} ({}) and {} ({}) are the same file: writing one would destroy the other",
+            files[i].what, files[i].path, files[j].what, files[j].path));
+  return Status();
+}
+
 Expected<int> openRegularFile(const std::string &path) {
   // O_NONBLOCK: opening a FIFO that has no writer returns at once instead of waiting; fstat
   // then refuses it (regular files ignore the flag).

@@ -24,6 +24,17 @@ Status checkRegularFile(const std::string &path);
 /// Tools ask before long work, so that a mistyped output path fails at once.
 Status checkReplaceable(const std::string &path);
 
+/// A file a command reads or writes, and the flag or argument that names it (for messages).
+struct NamedFile {
+  std::string what; // "-o", "--weights-out", "the model"
+  std::string path; // empty: not given
+};
+/// Success when no two of `files` are the same file: by device and inode where both exist (a
+/// symbolic link, a hard link or another spelling of a path is the same file), else by the real
+/// path of the folder and the name. Tools ask before writing, so that an output named like the
+/// input or like another output is an error instead of lost data.
+Status checkDistinctFiles(const std::vector<NamedFile> &files);
+
 /// A read-only descriptor (the caller closes it) of the regular file at `path`; anything else
 /// is an error naming the file, found without blocking on a FIFO or reading a device. Readers
 /// that stream (the IDX reader through zlib) start here.

@@ -72,7 +72,12 @@ int compileCommand() {
     return fail("--target=" + target + ": unknown target (cpu, or cuda:sm_XX)");
   }
 
-  // Before compiling: -o /dev/full or a directory fails now, not after the work.
+  // Before compiling: an output that is the model or the other output, -o /dev/full or a
+  // directory fails now, not after the work.
+  if (rt::Status s = rt::checkDistinctFiles(
+          {{"the model", modelPath}, {"-o", outputPath}, {"--profile", profilePath}});
+      !s.ok())
+    return fail(s.message());
   if (rt::Status s = rt::checkReplaceable(outputPath); !s.ok())
     return fail(s.message());
   if (rt::Status s = rt::checkReplaceable(profilePath); !s.ok())

@@ -73,7 +73,12 @@ int importCommand() {
   std::map<std::string, rt::HostTensor> values;
   if (!weightsPath.empty())
     options.parameterValues = &values;
-  // Before importing: -o /dev/full or a directory fails now, not after the work.
+  // Before importing: an output that is the model or the other output, -o /dev/full or a
+  // directory fails now, not after the work.
+  if (rt::Status s = rt::checkDistinctFiles(
+          {{"the model", modelPath}, {"-o", outputPath}, {"--weights-out", weightsPath}});
+      !s.ok())
+    return fail(s.message());
   for (const std::string &output : {std::string(outputPath), std::string(weightsPath)})
     if (rt::Status s = output.empty() ? rt::Status() : rt::checkReplaceable(output); !s.ok())
       return fail(s.message());
