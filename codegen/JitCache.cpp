@@ -5,6 +5,7 @@
 #include "codegen/CompileArtifact.h"
 #include "codegen/CudaSources.h"
 #include "ir/ConstantData.h"
+#include "runtime/ContentHash.h"
 #include "runtime/CpuObject.h"
 #include "runtime/FileIO.h"
 
@@ -20,6 +21,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <link.h>
 
 using namespace mlir;
@@ -48,9 +51,28 @@ std::string defaultCacheDir() {
   else if (llvm::sys::path::home_directory(dir))
     llvm::sys::path::append(dir, ".cache");
   else
-    llvm::sys::path::system_temp_directory(/*erasedOnReboot=*/false, dir);
+    return ""; // never a shared folder such as /tmp/smelt, where others could plant entries
   llvm::sys::path::append(dir, "smelt");
   return std::string(dir);
+}
+
+/// Why the cache folder `dir` cannot be trusted with code this process will run: owned by
+/// another user, or writable by its group or everyone (sticky or not, others could create the
+/// entries looked for); none when it is this user's alone or does not exist yet.
+std::optional<std::string> untrustedReason(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    return std::nullopt; // created 0700 by store()
+  if (st.st_uid != ::geteuid())
+    return "it is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(::geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return "it is writable by " + std::string(st.st_mode & S_IWOTH ? "everyone" : "its group") +
+           " (mode " + mode + ")";
+  }
+  return std::nullopt;
 }
 
 /// The host CPU and a digest of its enabled features: code built for one machine may use
@@ -153,17 +175,20 @@ std::string keyText(const JitKey &key) {
   return text;
 }
 
-/// A .key file: the key's lines, then the Executable's placement summary (one line: a newline
-/// in it is kept as "\n", a backslash as "\\").
-std::string sidecarText(const JitKey &key, llvm::StringRef placement) {
+/// A .key file: the key's lines, the SHA-256 of its artifact (loaded only when the .smelt has
+/// exactly those bytes), then the Executable's placement summary (one line: a newline in it is
+/// kept as "\n", a backslash as "\\").
+std::string sidecarText(const JitKey &key, const std::string &artifactSha256,
+                        llvm::StringRef placement) {
   std::string line;
   for (char c : placement)
     line += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
-  return keyText(key) + "placement " + line + "\n";
+  return keyText(key) + "artifact " + artifactSha256 + "\n" + "placement " + line + "\n";
 }
 
 struct Sidecar {
   JitKey key;
+  std::string artifactSha256;
   std::string placement;
 };
 
@@ -172,7 +197,7 @@ std::optional<Sidecar> parseSidecar(llvm::StringRef text) {
   JitKey &key = sidecar.key;
   llvm::SmallVector<llvm::StringRef> lines;
   text.split(lines, '\n', -1, false);
-  if (lines.size() != 2 + std::size(kParts) || !lines[0].consume_front("function "))
+  if (lines.size() != 3 + std::size(kParts) || !lines[0].consume_front("function "))
     return std::nullopt;
   key.function = lines[0].str();
   for (auto [line, name, part] : llvm::zip(llvm::drop_begin(lines), kPartNames, kParts)) {
@@ -180,9 +205,10 @@ std::optional<Sidecar> parseSidecar(llvm::StringRef text) {
       return std::nullopt;
     key.*part = line.str();
   }
-  llvm::StringRef placement = lines.back();
-  if (!placement.consume_front("placement "))
+  llvm::StringRef artifact = lines[lines.size() - 2], placement = lines.back();
+  if (!artifact.consume_front("artifact ") || !placement.consume_front("placement "))
     return std::nullopt;
+  sidecar.artifactSha256 = artifact.str();
   for (size_t i = 0; i < placement.size(); ++i) {
     char c = placement[i];
     if (c == '\\' && i + 1 < placement.size())
@@ -268,8 +294,17 @@ std::string jitTarget(const CompileOptions &options) {
 }
 
 JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
-  if (options_.diskCache)
-    dir_ = options_.cacheDir.empty() ? defaultCacheDir() : options_.cacheDir;
+  if (!options_.diskCache)
+    return;
+  dir_ = options_.cacheDir.empty() ? defaultCacheDir() : options_.cacheDir;
+  if (dir_.empty()) {
+    log() << "smelt: no kernel cache on disk: no home folder to keep it in (set "
+             "SMELT_CACHE_DIR); compiling in memory only\n";
+  } else if (std::optional<std::string> why = untrustedReason(dir_)) {
+    log() << "smelt: not using the kernel cache " << dir_ << ": " << *why
+          << "; its entries are code this process would run; compiling in memory only\n";
+    dir_.clear();
+  }
 }
 
 FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const {
@@ -340,7 +375,13 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
     return ignore(keyPath + " does not read back as a key");
   if (keyText(sidecar->key) != keyText(key))
     return ignore(keyPath + " holds another key (" + key.differences(sidecar->key) + ")");
-  rt::Expected<rt::LoadedArtifact> artifact = rt::readArtifact(path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || st.st_uid != ::geteuid())
+    return ignore("it is not this user's file");
+  // Its bytes must be the ones the .key recorded: another entry's artifact copied over it, or
+  // code altered with its checksums recomputed, is refused before any of it is decoded.
+  rt::Expected<rt::LoadedArtifact> artifact =
+      rt::readArtifact(path, rt::ArtifactReadOptions{sidecar->artifactSha256});
   if (!artifact)
     return ignore(artifact.message());
   if (artifact->executable.name != key.function || artifact->extras.target != options_.target)
@@ -365,15 +406,19 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
 }
 
 void JitCache::store(const JitKey &key, const CompiledArtifact &artifact) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir_)) {
+  // Only this user may write where this process loads code from.
+  if (std::error_code ec = llvm::sys::fs::create_directories(
+          dir_, /*IgnoreExisting=*/true, llvm::sys::fs::owner_all)) {
     log() << "smelt: cannot create the kernel cache " << dir_ << ": " << ec.message() << "\n";
     return;
   }
   // The artifact first: a .key without its artifact would only explain, never load.
-  rt::Status status = rt::writeArtifact(pathOf(key, ".smelt"), artifact.executable,
-                                        artifact.extras);
+  rt::Expected<std::vector<uint8_t>> bytes = rt::encodeArtifact(artifact.executable,
+                                                                artifact.extras);
+  rt::Status status = bytes ? rt::writeFileAtomically(pathOf(key, ".smelt"), *bytes)
+                            : bytes.status();
   if (status.ok()) {
-    std::string text = sidecarText(key, artifact.executable.placement);
+    std::string text = sidecarText(key, rt::sha256Hex(*bytes), artifact.executable.placement);
     status = rt::writeFileAtomically(pathOf(key, ".key"),
                                      std::vector<uint8_t>(text.begin(), text.end()));
   }

@@ -14,6 +14,9 @@ config.environment["PATH"] = os.pathsep.join(
     [config.smelt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%smelt_build", config.smelt_obj_root))
+# Tests that act as another user (a cache folder someone else owns) need root.
+if os.geteuid() == 0:
+    config.available_features.add("root")
 # The smelt tools compile through the on-disk JIT cache by default. The tests keep theirs in the
 # build tree, emptied when lit starts (so a run does not depend on the one before), never in the
 # user's ~/.cache; tests of the cache itself give each command a directory of its own.
