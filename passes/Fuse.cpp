@@ -126,15 +126,22 @@ public:
     llvm::stable_sort(groups_, [&](const Group &a, const Group &b) {
       return position[a.root] < position[b.root];
     });
+    // A group's sets can name an op that an earlier outlining erased (an op that is the root
+    // of its own group and copied into others): its address may now hold one of the fusions
+    // made here, which must never be taken for it (a fusion nested in a fusion). The others
+    // then read that op's value from the fusion that computes it.
+    DenseSet<Operation *> madeHere;
     for (Group &g : groups_) {
       if (g.merged)
         continue;
       SmallVector<Operation *> members;
       for (Operation &op : block)
-        if (g.members.contains(&op) || g.duplicated.contains(&op))
+        if (!madeHere.contains(&op) &&
+            (g.members.contains(&op) || g.duplicated.contains(&op)))
           members.push_back(&op);
       auto device = g.root->getAttrOfType<StringAttr>("smelt.device"); // the root is erased
       FusionOp fusion = outlineFusion(g.kind, members, g.duplicated);
+      madeHere.insert(fusion);
       if (device)
         fusion->setAttr("smelt.device", device);
       fusion->setAttr("smelt.fusion_id", IntegerAttr::get(IntegerType::get(fusion.getContext(), 64),
