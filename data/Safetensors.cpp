@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 namespace smelt::data {
 
@@ -23,6 +24,36 @@ struct DTypeCode {
 constexpr DTypeCode kCodes[] = {{DType::f32, "F32"}, {DType::f16, "F16"}, {DType::bf16, "BF16"},
                                 {DType::f64, "F64"}, {DType::i32, "I32"}, {DType::i64, "I64"},
                                 {DType::i1, "BOOL"}};
+
+/// Where the header text breaks the format's shape before it is parsed: it must start with `{`
+/// (no byte-order mark or space) and nest at most 3 deep (the header object, a tensor's entry
+/// or __metadata__, a shape or offsets list). Deeper nesting is refused here because
+/// nlohmann::json copies and prints values recursively: 100,000 `[` overflowed the stack.
+std::optional<std::string> headerShapeError(const uint8_t *text, size_t length) {
+  constexpr int kMaxDepth = 3;
+  if (length == 0 || text[0] != '{')
+    return "the header at offset 8 does not start with '{'";
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < length; ++i) {
+    char c = char(text[i]);
+    if (inString) {
+      if (c == '\\')
+        ++i; // the escaped character cannot end the string
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth)
+        return fmt::format("the header nests deeper than {} levels at byte offset {}",
+                           kMaxDepth, 8 + i);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
 
 } // namespace
 
@@ -75,7 +106,11 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
     return error(fmt::format("header length {} at offset 0 runs past the end of the file "
                              "({} bytes)",
                              length, bytes.size()));
-  nlohmann::ordered_json header = nlohmann::ordered_json::parse(
+  if (std::optional<std::string> shape = headerShapeError(bytes.data() + 8, size_t(length)))
+    return error(*shape);
+  // Unordered: the tensors are put in the order of their data below, and an ordered_json
+  // checks each new key against all before it (quadratic in the number of tensors).
+  nlohmann::json header = nlohmann::json::parse(
       bytes.begin() + 8, bytes.begin() + 8 + std::ptrdiff_t(length), nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return error("the header at offset 8 is not a JSON object");

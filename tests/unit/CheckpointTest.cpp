@@ -6,6 +6,8 @@
 #include "data/Safetensors.h"
 #include "train/Checkpoint.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -120,6 +122,66 @@ TEST_F(Checkpoint, DamagedFilesAreRefused) {
   rt::Expected<train::LoadedCheckpoint> r = train::loadCheckpoint(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("'tensors_crc32' is missing"), std::string::npos) << r.message();
+}
+
+/// A safetensors file of `header` and `data`.
+std::string safetensorsFile(const std::string &header, const std::string &data = "") {
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    file[size_t(i)] = char((header.size() >> (8 * i)) & 0xff);
+  return file + header + data;
+}
+
+TEST_F(Checkpoint, HeadersOutsideTheFormatAreRefusedBeforeParsing) {
+  // 100,000 nested lists (in a shape, in the metadata) overflowed the stack when the message
+  // printed them; the header nests at most 3 deep.
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string &header :
+       {"{\"w\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}",
+        "{\"__metadata__\":{\"format\":" + deep + "}}"}) {
+    std::string message = loadError(safetensorsFile(header));
+    EXPECT_NE(message.find("the header nests deeper than 3 levels at byte offset"),
+              std::string::npos)
+        << message.substr(0, 300);
+  }
+  // The format's header starts with '{': not a byte-order mark or a space.
+  std::string tensor = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  for (const std::string &prefix : {std::string("\xef\xbb\xbf"), std::string(" ")})
+    EXPECT_NE(loadError(safetensorsFile(prefix + tensor, std::string(4, '\0')))
+                  .find("the header at offset 8 does not start with '{'"),
+              std::string::npos);
+  // Brackets inside strings are no nesting.
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << safetensorsFile("{\"__metadata__\":{\"note\":\"[[[{{\\\"\"},\"w[\":{\"dtype\":\"F32\","
+                         "\"shape\":[1],\"data_offsets\":[0,4]}}",
+                         std::string(4, '\0'));
+  rt::Expected<data::Checkpoint> read = data::readSafetensors(path);
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(read->metadata["note"], "[[[{{\"");
+  EXPECT_EQ(read->tensors.at(0).name, "w[");
+}
+
+TEST_F(Checkpoint, ManyTensorsReadInTheirDataOrder) {
+  // 20,000 tensors, named out of their data order: each comes back with its own bytes.
+  std::string header = "{", data;
+  constexpr int kCount = 20000;
+  for (int i = 0; i < kCount; ++i) {
+    int slot = (i * 7919) % kCount; // a permutation: 7919 is prime and does not divide kCount
+    header += (i ? "," : "") + fmt::format("\"t{}\":{{\"dtype\":\"I32\",\"shape\":[],"
+                                            "\"data_offsets\":[{},{}]}}",
+                                            i, 4 * slot, 4 * slot + 4);
+  }
+  header += "}";
+  std::vector<int32_t> values(kCount);
+  for (int i = 0; i < kCount; ++i)
+    values[size_t((i * 7919) % kCount)] = i;
+  data.assign(reinterpret_cast<const char *>(values.data()), values.size() * 4);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << safetensorsFile(header, data);
+  rt::Expected<data::Checkpoint> read = data::readSafetensors(path);
+  ASSERT_TRUE(read.ok()) << read.message();
+  ASSERT_EQ(read->tensors.size(), size_t(kCount));
+  for (const data::NamedTensor &t : read->tensors)
+    ASSERT_EQ("t" + std::to_string(t.tensor.data<int32_t>()[0]), t.name);
 }
 
 TEST_F(Checkpoint, ADirectoryIsAnErrorNamingIt) {

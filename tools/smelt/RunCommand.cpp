@@ -84,10 +84,15 @@ struct InputSource {
   std::string what;
 };
 
+/// The names, or "none"; past 10, the first 10 and how many more (a file of 100,000 stray
+/// tensors made a message of a megabyte).
 static std::string listOrNone(const std::vector<std::string> &names) {
+  constexpr size_t kListed = 10;
   std::string list;
-  for (size_t i = 0; i < names.size(); ++i)
+  for (size_t i = 0; i < names.size() && i < kListed; ++i)
     list += (i ? ", " : "") + names[i];
+  if (names.size() > kListed)
+    list += " and " + std::to_string(names.size() - kListed) + " more";
   return list.empty() ? "none" : list;
 }
 
