@@ -186,6 +186,15 @@ def missing_input(path, op):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def claims_too_much(path):
+    """An initializer whose dims claim 2^39 floats, with 12 bytes of data."""
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2 ** 39])
+    init = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[2 ** 39],
+                            raw_data=b"\0" * 12)  # helper.make_tensor refuses the mismatch
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [], [y], [init])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def uint8_input(path):
     """Relu of a uint8 input: a dtype Smelt does not have."""
     x = helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, [2])
@@ -205,4 +214,4 @@ if __name__ == "__main__":
      "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
      "compare-npy": compare_npy, "gather-embedding": gather_embedding,
      "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate,
-     "missing-input": missing_input}[command](*args)
+     "missing-input": missing_input, "claims-too-much": claims_too_much}[command](*args)

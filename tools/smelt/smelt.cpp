@@ -8,6 +8,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
+#include <new>
+
 namespace smelt::tools {
 llvm::cl::OptionCategory &smeltCategory() {
   static llvm::cl::OptionCategory category("smelt options");
@@ -28,8 +30,32 @@ static llvm::cl::opt<std::string>
                llvm::cl::cat(smeltCategory()));
 } // namespace smelt::tools
 
+/// Runs the subcommand the command line chose.
+static int dispatch() {
+  using namespace smelt::tools;
+  if (runSubcommand)
+    return runCommand();
+  if (compileSubcommand)
+    return compileCommand();
+  if (trainSubcommand)
+    return trainCommand();
+  if (devicesSubcommand)
+    return devicesCommand();
+  if (dumpSubcommand)
+    return dumpCommand();
+  if (benchSubcommand)
+    return benchCommand();
+  if (importSubcommand)
+    return importCommand();
+  return fail("no subcommand given; try `smelt --help`");
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // InitLLVM's new-handler turns a failed allocation into "LLVM ERROR: out of memory" and
+  // SIGABRT. Without it operator new throws std::bad_alloc, which the readers catch to name
+  // the file or tensor that did not fit, and which main turns into an error otherwise.
+  std::set_new_handler(nullptr);
   // libLLVM registers hundreds of backend flags; a user of smelt needs none of them.
   llvm::cl::HideUnrelatedOptions(smelt::tools::smeltCategory());
   llvm::cl::ParseCommandLineOptions(argc, argv,
@@ -48,20 +74,10 @@ int main(int argc, char **argv) {
       return smelt::tools::fail(threads.message());
     smelt::rt::setCpuThreads(*threads);
   }
-  if (smelt::tools::runSubcommand)
-    return smelt::tools::runCommand();
-  if (smelt::tools::compileSubcommand)
-    return smelt::tools::compileCommand();
-  if (smelt::tools::trainSubcommand)
-    return smelt::tools::trainCommand();
-  if (smelt::tools::devicesSubcommand)
-    return smelt::tools::devicesCommand();
-  if (smelt::tools::dumpSubcommand)
-    return smelt::tools::dumpCommand();
-  if (smelt::tools::benchSubcommand)
-    return smelt::tools::benchCommand();
-  if (smelt::tools::importSubcommand)
-    return smelt::tools::importCommand();
-  llvm::WithColor::error(llvm::errs(), "smelt") << "no subcommand given; try `smelt --help`\n";
-  return 1;
+  try {
+    return dispatch();
+  } catch (const std::bad_alloc &) {
+    return smelt::tools::fail("out of memory (a smaller model, batch or --limit, or more "
+                              "memory or address space: `ulimit -v`)");
+  }
 }
