@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +97,82 @@ void removeStaleTemporaries(const std::string &path) {
     }
   }
 }
+
+/// The temporaries being written now, for the SIGINT/SIGTERM handler to remove: an interrupted
+/// save leaves no <file>.tmp.<pid>.<n> behind. Fixed slots that the handler reads with
+/// async-signal-safe calls only (an atomic flag, unlink, sigaction, raise).
+constexpr int kTemporarySlots = 32;
+char gTemporaryPaths[kTemporarySlots][4096];
+std::atomic<bool> gTemporaryUsed[kTemporarySlots];
+constexpr int kInterrupts[2] = {SIGINT, SIGTERM};
+struct sigaction gPreviousAction[2];
+
+/// Removes the temporaries, then does what the signal did before: the previous handler (LLVM's,
+/// in the tools, which removes its own files and dies), or the default action.
+void removeTemporariesOnInterrupt(int signal, siginfo_t *info, void *context) {
+  for (int i = 0; i < kTemporarySlots; ++i)
+    if (gTemporaryUsed[i].load())
+      ::unlink(gTemporaryPaths[i]);
+  const struct sigaction &previous = gPreviousAction[signal == SIGINT ? 0 : 1];
+  if (previous.sa_flags & SA_SIGINFO) {
+    previous.sa_sigaction(signal, info, context);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+  } else {
+    ::sigaction(signal, &previous, nullptr);
+    ::raise(signal);
+  }
+}
+
+/// Installs the handler once, before whatever handled SIGINT and SIGTERM (not where they are
+/// ignored: a program run under nohup keeps running).
+void handleInterruptsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int k = 0; k < 2; ++k) {
+      if (::sigaction(kInterrupts[k], nullptr, &gPreviousAction[k]) != 0 ||
+          (!(gPreviousAction[k].sa_flags & SA_SIGINFO) &&
+           gPreviousAction[k].sa_handler == SIG_IGN))
+        continue;
+      struct sigaction action = {};
+      action.sa_sigaction = removeTemporariesOnInterrupt;
+      action.sa_flags = SA_SIGINFO;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(kInterrupts[k], &action, nullptr);
+    }
+  });
+}
+
+/// Holds `tmp` in a slot while it is written (none when all are taken or the path is too long:
+/// it is then only removed by the next save, as before).
+class TemporarySlot {
+public:
+  explicit TemporarySlot(const std::string &tmp) {
+    handleInterruptsOnce();
+    if (tmp.size() >= sizeof gTemporaryPaths[0])
+      return;
+    for (int i = 0; i < kTemporarySlots && slot_ < 0; ++i) {
+      bool expected = false;
+      if (claimed_[i].compare_exchange_strong(expected, true)) {
+        std::memcpy(gTemporaryPaths[i], tmp.c_str(), tmp.size() + 1);
+        gTemporaryUsed[i].store(true);
+        slot_ = i;
+      }
+    }
+  }
+  ~TemporarySlot() {
+    if (slot_ >= 0) {
+      gTemporaryUsed[slot_].store(false);
+      claimed_[slot_].store(false);
+    }
+  }
+  TemporarySlot(const TemporarySlot &) = delete;
+  TemporarySlot &operator=(const TemporarySlot &) = delete;
+
+private:
+  static inline std::atomic<bool> claimed_[kTemporarySlots];
+  int slot_ = -1;
+};
 
 } // namespace
 
@@ -205,11 +282,14 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
 }
 
 Status writeFileAtomically(const std::string &path, const FileWriter &writeContents) {
+  if (path.empty()) // `-o ""`: said so, not as a temporary ".tmp.N.0" that cannot be renamed
+    return Status::error("an empty output path: name the file to write");
   if (Status s = checkReplaceable(path); !s.ok())
     return s;
   // A name no other writer uses, in the same directory so that rename() is atomic.
   static std::atomic<uint64_t> serial{0};
   std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial++);
+  TemporarySlot slot(tmp); // before the file exists, until it is renamed or removed
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0)
     return Status::error(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));

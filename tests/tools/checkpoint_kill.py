@@ -1,6 +1,7 @@
-"""kill -9 during checkpoint writes (issue 21): `smelt train --checkpoint` is killed at random
-moments while it writes a checkpoint, ROUNDS times; the checkpoint must always be the previous
-whole one or the new whole one, and resumable. Each round resumes from the checkpoint the last
+"""kill -9, SIGTERM and SIGINT during checkpoint writes (issues 21 and 34): `smelt train
+--checkpoint` is killed at random moments while it writes a checkpoint, ROUNDS times, the
+signals in turn (after SIGTERM or SIGINT no temporary of the killed writer may be left); the
+checkpoint must always be the previous whole one or the new whole one, and resumable. Each round resumes from the checkpoint the last
 kill left, waits for the writer's temporary file (<checkpoint>.tmp.<pid>.<n>) to appear and
 kills the process a random 0-10 ms later (writing the 6 MB checkpoint takes a few ms here):
 mid-write, during fsync, or just after the rename. Then a run that resumes with --epochs at the
@@ -50,8 +51,10 @@ def resumes(smelt, checkpoint):
     return done
 
 
-def killed_round(smelt, checkpoint, rng):
-    """Starts a resumed run of many epochs and kills it during a checkpoint write."""
+def killed_round(smelt, checkpoint, rng, sig=signal.SIGKILL):
+    """Starts a resumed run of many epochs and kills it with `sig` during a checkpoint write.
+    SIGTERM and SIGINT are handled: the writer removes its temporary before it dies, so none
+    is left (SIGKILL's are removed by the next save)."""
     before = set(temporaries(checkpoint))
     process = subprocess.Popen([smelt] + TRAIN + ["--epochs=100000", f"--checkpoint={checkpoint}",
                                                   "--resume"],
@@ -63,8 +66,11 @@ def killed_round(smelt, checkpoint, rng):
             break
         time.sleep(0.0005)
     assert process.poll() is None, "the run ended before it wrote a checkpoint"
-    process.send_signal(signal.SIGKILL)
+    process.send_signal(sig)
     process.wait()
+    if sig != signal.SIGKILL:
+        left = set(temporaries(checkpoint)) - before
+        assert not left, f"{signal.Signals(sig).name} left {sorted(left)}"
 
 
 def main(smelt, workdir, rounds="10", seed=None):
@@ -75,12 +81,14 @@ def main(smelt, workdir, rounds="10", seed=None):
     run_to_end(smelt, checkpoint, 1, resume=False)
     last = 1
     for i in range(int(rounds)):
-        killed_round(smelt, checkpoint, rng)
+        sig = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT][i % 3]
+        killed_round(smelt, checkpoint, rng, sig)
         done = resumes(smelt, checkpoint)
         assert done >= last, f"round {i}: resumed after epoch {done}, an earlier one had {last}"
         last = done
         left = len(temporaries(checkpoint))
-        print(f"round {i}: resumed after epoch {done}; {left} killed writers' temporaries left")
+        print(f"round {i} ({signal.Signals(sig).name}): resumed after epoch {done}; {left} killed "
+              "writers' temporaries left")
     # The last run resumes from what the last kill left and trains two more epochs to the end.
     final = run_to_end(smelt, checkpoint, last + 2, resume=True)
     found = re.search(r"resumed from .* after epoch (\d+)", final)

@@ -74,6 +74,8 @@ int compileCommand() {
 
   // Before compiling: an output that is the model or the other output, -o /dev/full or a
   // directory fails now, not after the work.
+  if (outputPath.empty())
+    return fail("-o is empty: name the file to write");
   if (rt::Status s = rt::checkDistinctFiles(
           {{"the model", modelPath}, {"-o", outputPath}, {"--profile", profilePath}});
       !s.ok())
