@@ -2,6 +2,8 @@
 // the manifest.
 #include "codegen/CompileDump.h"
 
+#include "runtime/FileIO.h"
+
 #include "codegen/GraphViz.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -39,16 +41,19 @@ void CompileDump::record(const std::string &name, const std::string &kind) {
   files_.push_back({name, kind});
 }
 
+/// Writes `contents` to `path` whole or not at all: on a full disk the error names the file
+/// and leaves no partial one (an llvm::raw_fd_ostream with an unchecked error aborts the process
+/// with "LLVM ERROR: IO failure" when it is destroyed).
+static rt::Status writeWhole(const std::string &path, const std::string &contents) {
+  return rt::writeFileAtomically(path, [&](int fd, const std::string &tmp) {
+    return rt::writeAll(fd, contents.data(), contents.size(), tmp);
+  });
+}
+
 rt::Status CompileDump::write(const std::string &name, const std::string &contents,
                               const std::string &kind) {
-  std::error_code error;
-  llvm::raw_fd_ostream out(path(name), error);
-  if (error)
-    return rt::Status::error(path(name) + ": cannot write: " + error.message());
-  out << contents;
-  out.close();
-  if (out.has_error())
-    return rt::Status::error(path(name) + ": writing failed");
+  if (rt::Status s = writeWhole(path(name), contents); !s.ok())
+    return s;
   record(name, kind);
   return rt::Status();
 }
@@ -144,12 +149,7 @@ rt::Status CompileDump::finish() {
   nlohmann::json manifest = {{"directory", directory_}, {"files", files}};
   if (!peakBytes_.empty())
     manifest["peak_bytes"] = peakBytes_;
-  std::error_code error;
-  llvm::raw_fd_ostream out(path("manifest.json"), error);
-  if (error)
-    return rt::Status::error(path("manifest.json") + ": cannot write: " + error.message());
-  out << manifest.dump(2) << "\n";
-  return rt::Status();
+  return writeWhole(path("manifest.json"), manifest.dump(2) + "\n");
 }
 
 } // namespace smelt::codegen

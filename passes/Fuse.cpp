@@ -483,12 +483,17 @@ struct FusePass : impl::FuseBase<FusePass> {
     }
     std::error_code error;
     llvm::raw_fd_ostream file(reportPath, error);
+    if (!error) {
+      file << report;
+      file.close();
+      error = file.error();
+      file.clear_error(); // the stream's destructor aborts on an error nobody cleared
+    }
     if (error) {
       getOperation().emitError() << "smelt-fuse: cannot write the report to '" << reportPath
                                  << "': " << error.message();
       return signalPassFailure();
     }
-    file << report;
   }
 };
 
