@@ -231,6 +231,20 @@ TEST(Training, InitParametersStartsFromAnotherRunsWeights) {
   EXPECT_EQ((*tuned)->globalStep(), 0);
   ASSERT_TRUE((*tuned)->trainEpoch(data, 0).ok()) << "and training goes on from them";
 
+  // The trained run's whole checkpoint serves too: its Adam moments are left, the optimizer
+  // starts fresh (they were refused as "not a parameter").
+  std::string checkpointPath = path + ".checkpoint";
+  ASSERT_TRUE((*trained)->save(checkpointPath, 1).ok());
+  auto fromCheckpoint = train::Trainer::create(config);
+  ASSERT_TRUE(fromCheckpoint.ok()) << fromCheckpoint.message();
+  rt::Status initFromCheckpoint = (*fromCheckpoint)->initParameters(checkpointPath);
+  ASSERT_TRUE(initFromCheckpoint.ok()) << initFromCheckpoint.message();
+  rt::Expected<train::Metrics> fromCheckpointMetrics = (*fromCheckpoint)->evaluate(test);
+  ASSERT_TRUE(fromCheckpointMetrics.ok());
+  EXPECT_EQ(fromCheckpointMetrics->loss, want->loss);
+  EXPECT_EQ((*fromCheckpoint)->globalStep(), 0);
+  std::filesystem::remove(checkpointPath);
+
   auto refused = [&](data::Checkpoint file, const std::string &expected) {
     ASSERT_TRUE(data::writeSafetensors(path, file).ok());
     rt::Status s = (*tuned)->initParameters(path);
