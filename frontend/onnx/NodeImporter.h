@@ -149,6 +149,10 @@ bool foldKnownNode(NodeImporter &n);
 /// known too.
 void recordKnownResult(NodeImporter &n);
 
+/// Fails when `node` does not fit ONNX's schema of its op at `opset` (input and output counts,
+/// attribute names), as onnx.checker would; models of opsets newer than libonnx knows pass.
+void checkAgainstSchema(const ::onnx::NodeProto &node, int64_t opset);
+
 /// The converter of `opType` in the default domain, or null.
 Converter findConverter(const std::string &opType);
 

@@ -165,6 +165,7 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
     if (controlFlow.count(node.op_type()))
       fail(ImportErrorKind::ControlFlow,
            "control flow (subgraphs) does not map onto Smelt's static dataflow graphs");
+    checkAgainstSchema(node, opset);
     NodeImporter n(g, node, values, opset);
     if (foldKnownNode(n))
       return;
@@ -190,6 +191,38 @@ static void eraseDeadOps(mlir::func::FuncOp function) {
   for (mlir::Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (mlir::isOpTriviallyDead(&op))
       op.erase();
+}
+
+/// Fails when graph output `info` declares an element type or a static dimension that the
+/// imported graph does not compute (a model whose declared outputs are not what it computes
+/// is refused by ONNX Runtime too).
+static void checkDeclaredType(const ::onnx::ValueInfoProto &info, const Tensor &computed) {
+  if (!info.type().has_tensor_type())
+    return;
+  const ::onnx::TypeProto_Tensor &type = info.type().tensor_type();
+  if (type.elem_type() != ::onnx::TensorProto::UNDEFINED) {
+    std::optional<DType> declared = smeltDType(type.elem_type());
+    if (!declared || *declared != computed.dtype())
+      fail(ImportErrorKind::BadFile,
+           "graph output '" + info.name() + "' is declared " + onnxTypeName(type.elem_type()) +
+               " but the graph computes " + dtypeName(computed.dtype()));
+  }
+  if (!type.has_shape())
+    return;
+  std::vector<int64_t> shape = computed.shape();
+  bool rankDiffers = type.shape().dim_size() != int(shape.size());
+  for (int d = 0; d < type.shape().dim_size() && !rankDiffers; ++d)
+    rankDiffers = type.shape().dim(d).has_dim_value() &&
+                  type.shape().dim(d).dim_value() != shape[size_t(d)];
+  if (rankDiffers) {
+    std::string declared;
+    for (const ::onnx::TensorShapeProto_Dimension &d : type.shape().dim())
+      declared += (declared.empty() ? "" : "x") +
+                  (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+    fail(ImportErrorKind::BadFile, "graph output '" + info.name() + "' is declared of shape [" +
+                                       declared + "] but the graph computes " +
+                                       shapeString(shape));
+  }
 }
 
 static int64_t defaultOpset(const ::onnx::ModelProto &model) {
@@ -221,6 +254,7 @@ buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRCon
       outputs.push_back(constantTensor(g, c->second));
     else
       fail(ImportErrorKind::BadFile, "graph output '" + info.name() + "' is never computed");
+    checkDeclaredType(info, outputs.back());
     names.push_back(info.name());
   }
   g.setOutputs(outputs, names);

@@ -195,6 +195,30 @@ def claims_too_much(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def invalid_models(out):
+    """Models onnx.checker or ONNX Runtime refuse, which the importer used to take: an unknown
+    attribute, an extra input, Unsqueeze-13 without its axes input, and outputs declared of
+    another element type or shape than the graph computes."""
+    info = helper.make_tensor_value_info
+    x = info("x", onnx.TensorProto.FLOAT, [2, 3])
+    cases = {
+        "unknown_attribute": ([helper.make_node("Relu", ["x"], ["y"], alpha=1.0)],
+                              info("y", onnx.TensorProto.FLOAT, [2, 3])),
+        "extra_input": ([helper.make_node("Relu", ["x", "x"], ["y"])],
+                        info("y", onnx.TensorProto.FLOAT, [2, 3])),
+        "unsqueeze_no_axes": ([helper.make_node("Unsqueeze", ["x"], ["y"])],
+                              info("y", onnx.TensorProto.FLOAT, [1, 2, 3])),
+        "wrong_type": ([helper.make_node("Relu", ["x"], ["y"])],
+                       info("y", onnx.TensorProto.INT64, [2, 3])),
+        "wrong_shape": ([helper.make_node("Relu", ["x"], ["y"])],
+                        info("y", onnx.TensorProto.FLOAT, [3, 2])),
+    }
+    for name, (nodes, y) in cases.items():
+        graph = helper.make_graph(nodes, "g", [x], [y])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+                  f"{out}/{name}.onnx")
+
+
 def uint8_input(path):
     """Relu of a uint8 input: a dtype Smelt does not have."""
     x = helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, [2])
@@ -214,4 +238,5 @@ if __name__ == "__main__":
      "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
      "compare-npy": compare_npy, "gather-embedding": gather_embedding,
      "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate,
-     "missing-input": missing_input, "claims-too-much": claims_too_much}[command](*args)
+     "missing-input": missing_input, "claims-too-much": claims_too_much,
+     "invalid-models": invalid_models}[command](*args)
