@@ -4,6 +4,8 @@
 // layers match central differences in float64 and the float64 reference in f32 and bf16.
 #include "TestUtil.h"
 
+#include <numeric>
+
 #include "frontend/Ops.h"
 
 #include <cmath>
@@ -157,8 +159,11 @@ std::vector<Tensor> mlpGradients(Graph &g, DType t) {
   Tensor h = relu(add(matmul(x, w1), b1));
   h = tanh(add(matmul(h, w2), b2));
   Tensor y = add(matmul(h, w3), b3);
-  Tensor loss = reduceSum(y * r, {0, 1});
-  std::vector<Tensor> outputs = {loss};
+  Tensor terms = y * r;
+  Tensor loss = reduceSum(terms, {0, 1});
+  // The loss's terms rather than their sum: terms of both signs can cancel to a sum near 0,
+  // whose relative error in bf16 says nothing (it missed 10% in about 3% of seeds).
+  std::vector<Tensor> outputs = {terms};
   for (Tensor grad : g.gradients(loss, {w1, b1, w2, b2, w3, b3}))
     outputs.push_back(grad);
   return outputs;
@@ -170,10 +175,11 @@ const std::vector<std::vector<int64_t>> kMlpShapes = {{12, 10}, {10, 16}, {16}, 
 TEST(Epilogues, MlpGradientsMatchUnfoldedAndFloat64) {
   // The three forward layers fold (bias+relu, bias+tanh, bias); backward matmuls do not. In
   // bf16 every op of the backward pass rounds (unfolded too): the gradients land within a few
-  // percent of float64, not within one rounding, so the bound there is 10%; a lost bias or a
-  // wrong activation moves them by far more.
+  // percent of float64, not within one rounding; the first layer's, through two layers of
+  // rounded gradients, reached 12-14% in 3 of about 150 seeds, so the bound there is 20%; a
+  // lost bias or a wrong activation moves them by far more.
   expectFoldedMatches("mlp gradients", DType::f32, 3, mlpGradients, kMlpShapes, 2e-5);
-  expectFoldedMatches("mlp gradients", DType::bf16, 3, mlpGradients, kMlpShapes, 0.1);
+  expectFoldedMatches("mlp gradients", DType::bf16, 3, mlpGradients, kMlpShapes, 0.2);
 }
 
 TEST(Epilogues, MlpGradientsMatchCentralDifferencesInFloat64) {
@@ -193,7 +199,8 @@ TEST(Epilogues, MlpGradientsMatchCentralDifferencesInFloat64) {
   auto lossAt = [&] {
     std::vector<rt::HostTensor> o;
     EXPECT_TRUE(cpu->run(args, o).ok());
-    return o[0].at(0);
+    std::vector<double> terms = o[0].toDoubles();
+    return std::accumulate(terms.begin(), terms.end(), 0.0);
   };
   for (size_t p = 1; p <= 6; ++p) // w1 b1 w2 b2 w3 b3: arguments 1..6, gradients 1..6
     EXPECT_LE(relError(out[p].toDoubles(),
