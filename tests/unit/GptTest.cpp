@@ -161,6 +161,8 @@ TEST(Gpt, TinyGptLearnsToReverseSequences) {
   config.optimizer.schedule.totalSteps = 300;
   config.optimizer.clipGlobalNorm = 1.0;
   config.seed = rngSeed();
+  // It failed once in about 14 runs (val_accuracy under 0.99): the seed replays a failure.
+  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   auto trainer = train::Trainer::create(config);
   ASSERT_TRUE(trainer.ok()) << trainer.message();
   data::Dataset data = reversals(64 * 100, n, rngSeed()), heldOut = reversals(1000, n, rngSeed() + 1);
