@@ -32,7 +32,8 @@ struct ConvertedElements {
       x.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven, &inexact);
       floats.push_back(x);
     } else if (to.isInteger(1)) {
-      ints.push_back(APInt(1, !x.isZero()));
+      // In place: an APInt temporary trips GCC's -Wfree-nonheap-object.
+      ints.emplace_back(1u, uint64_t(!x.isZero()));
     } else {
       APSInt result(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
       bool exact;
@@ -47,7 +48,8 @@ struct ConvertedElements {
       result.convertFromAPInt(x, /*IsSigned=*/!isBool, APFloat::rmNearestTiesToEven);
       floats.push_back(result);
     } else if (to.isInteger(1)) {
-      ints.push_back(APInt(1, !x.isZero()));
+      // In place: an APInt temporary trips GCC's -Wfree-nonheap-object.
+      ints.emplace_back(1u, uint64_t(!x.isZero()));
     } else {
       unsigned width = to.getIntOrFloatBitWidth();
       ints.push_back(isBool ? x.zext(width) : x.sextOrTrunc(width));
@@ -139,7 +141,8 @@ OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
   if (getX().getType() == getType())
     return getX();
   // Only a splat: a broadcast of other constants would store the larger tensor.
-  return foldLayoutChange(adaptor.getX(), getType(), [](ElementsAttr) -> OpFoldResult { return nullptr; });
+  return foldLayoutChange(adaptor.getX(), getType(),
+                          [](ElementsAttr) -> OpFoldResult { return nullptr; });
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {

@@ -293,7 +293,8 @@ bool foldKnownNode(NodeImporter &n) {
     n.setConstantOutput(0, castValue(x, int(n.attrInt("to", 0))));
   } else if (op == "Concat") {
     int64_t rank = int64_t(x.shape.size());
-    n.setConstantOutput(0, concatValues(inputs, normalizeAxis(n, n.attrInt("axis", 0), rank, "axis")));
+    int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), rank, "axis");
+    n.setConstantOutput(0, concatValues(inputs, axis));
   } else if (op == "Gather") {
     if (x.shape.size() != 1 || n.attrInt("axis", 0) != 0)
       return false; // gathers of data are not import-time arithmetic

@@ -13,8 +13,10 @@ namespace smelt::onnx {
 /// The newest opset of the default domain libonnx has schemas for. A model of a newer opset is
 /// not checked: the schema of an older version would refuse inputs and attributes added since.
 static int64_t newestKnownOpset() {
-  static const int64_t newest =
-      ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(::onnx::ONNX_DOMAIN).second;
+  static const int64_t newest = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                                    .Map()
+                                    .at(::onnx::ONNX_DOMAIN)
+                                    .second;
   return newest;
 }
 

@@ -134,7 +134,8 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
       // Large: its bytes as they are in the file, never as doubles.
       Weight w = weightValue(init, what);
       if (isParameter) {
-        values.tensors[init.name()] = g.parameter(init.name(), w.shape, Initializer::zeros(), w.dtype);
+        values.tensors[init.name()] =
+            g.parameter(init.name(), w.shape, Initializer::zeros(), w.dtype);
         if (options.parameterValues)
           (*options.parameterValues)[init.name()] = weightTensor(w);
       } else {

@@ -293,8 +293,8 @@ static rt::Expected<TrainingData> loadText() {
     // windows kept (a 200 MB text validated on all its held-out windows after 32 examples).
     if (limit && validationSplit < 1) {
       auto share = int64_t(std::ceil(double(count) * validationSplit / (1 - validationSplit)));
-      rt::Expected<data::Dataset> some =
-          heldWindows->slice(0, std::min<int64_t>(heldWindows->size(), std::max<int64_t>(1, share)));
+      int64_t kept = std::min<int64_t>(heldWindows->size(), std::max<int64_t>(1, share));
+      rt::Expected<data::Dataset> some = heldWindows->slice(0, kept);
       if (!some)
         return some.status();
       heldWindows = std::move(*some);
