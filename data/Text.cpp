@@ -65,7 +65,7 @@ rt::Expected<EncodedText> readEncodedText(const std::string &path) {
   return encoded;
 }
 
-rt::Expected<Dataset> nextTokenWindows(const std::vector<int32_t> &ids, int64_t context,
+rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids, int64_t context,
                                        int64_t stride) {
   if (context < 1 || stride < 1)
     return rt::Status::error(fmt::format("windows need a context and a stride of at least 1, "

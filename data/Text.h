@@ -6,6 +6,7 @@
 #include "data/Dataset.h"
 
 #include <array>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -41,7 +42,7 @@ rt::Expected<EncodedText> readEncodedText(const std::string &path);
 /// Windows over `ids` starting every `stride` tokens: examples [N, context] and labels
 /// [N, context] (i32), labels[i][t] = ids[start_i + t + 1]. An error when `ids` holds no
 /// window of context + 1 tokens or the counts are not positive.
-rt::Expected<Dataset> nextTokenWindows(const std::vector<int32_t> &ids, int64_t context,
+rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids, int64_t context,
                                        int64_t stride);
 
 } // namespace smelt::data

@@ -274,13 +274,15 @@ static rt::Expected<TrainingData> loadText() {
   const data::CharVocabulary &vocabulary = text->vocabulary;
   const std::vector<int32_t> &ids = text->ids;
   int64_t held = int64_t(double(ids.size()) * validationSplit);
-  std::vector<int32_t> trainIds(ids.begin(), ids.end() - held);
-  std::vector<int32_t> heldIds(ids.end() - held, ids.end());
+  // Views of the ids, not copies: a text's ids are 4 bytes a character and its windows 8 more.
+  std::span<const int32_t> trainIds(ids.data(), ids.size() - size_t(held));
+  std::span<const int32_t> heldIds(ids.data() + (ids.size() - size_t(held)), size_t(held));
   rt::Expected<data::Dataset> windows = data::nextTokenWindows(trainIds, gptContext, gptContext);
   if (!windows)
     return rt::Status::error(textPath + ": " + windows.message());
   int64_t count = limit ? std::min<int64_t>(limit, windows->size()) : windows->size();
-  rt::Expected<data::Dataset> used = windows->slice(0, count);
+  rt::Expected<data::Dataset> used =
+      count == windows->size() ? std::move(*windows) : windows->slice(0, count); // no copy of all
   if (!used)
     return used.status();
   TrainingData out{std::move(*used), std::nullopt, std::nullopt, {}, vocabulary, {}};
