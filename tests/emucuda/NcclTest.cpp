@@ -622,23 +622,24 @@ struct PeerTimeout {
   std::optional<std::string> saved;
 };
 
-/// Joins `id` as rank 0 of 2 on device 0 (the peer is rank 1), kept in `comms`.
-#define JOIN_AS_RANK_0(id)                                                                   \
+/// Starts emucuda-nccl-peer in `mode` as rank 1 of a new id (its pid in `child`) and joins the
+/// id as rank 0 of 2 on device 0, kept in `comms`.
+#define JOIN_WITH_PEER(child, mode)                                                          \
+  openRanks(1);                                                                              \
+  ncclUniqueId peerId;                                                                       \
+  NCCL_OK(ncclGetUniqueId(&peerId));                                                         \
+  pid_t child = startPeer(peerId, mode);                                                     \
+  ASSERT_GT(child, 0);                                                                       \
   comms.assign(1, nullptr);                                                                  \
   CU_OK(cuCtxSetCurrent(ranks[0].context));                                                  \
-  NCCL_OK(ncclCommInitRank(&comms[0], 2, id, 0))
+  NCCL_OK(ncclCommInitRank(&comms[0], 2, peerId, 0))
 
 // The peer's all-reduce (more than one round of the rendezvous) and all-gather give every rank
 // the one-process answer, bit for bit (the sum in rank order); nothing is left in /dev/shm.
 TEST_F(NcclEmu, RankOfAnotherProcessJoinsAndAllReduces) {
   namespace peer = smelt::emucuda::nccl_peer;
   PeerTimeout timeout("60");
-  openRanks(1);
-  ncclUniqueId id;
-  NCCL_OK(ncclGetUniqueId(&id));
-  pid_t child = startPeer(id, "agree");
-  ASSERT_GT(child, 0);
-  JOIN_AS_RANK_0(id);
+  JOIN_WITH_PEER(child, "agree");
   EXPECT_TRUE(leftRendezvous().empty()) << "the rendezvous' name outlived the joining";
 
   size_t count = peer::kAllReduceCount;
@@ -681,12 +682,7 @@ TEST_F(NcclEmu, RankOfAnotherProcessJoinsAndAllReduces) {
 // naming both (the peer checks its own).
 TEST_F(NcclEmu, RanksOfTwoProcessesDisagreeingFailNamingBoth) {
   PeerTimeout timeout("60");
-  openRanks(1);
-  ncclUniqueId id;
-  NCCL_OK(ncclGetUniqueId(&id));
-  pid_t child = startPeer(id, "disagree");
-  ASSERT_GT(child, 0);
-  JOIN_AS_RANK_0(id);
+  JOIN_WITH_PEER(child, "disagree");
   size_t count = smelt::emucuda::nccl_peer::kAllReduceCount;
   void *buffer = alloc(0, count * 4);
   NCCL_OK(ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
@@ -704,12 +700,7 @@ TEST_F(NcclEmu, RanksOfTwoProcessesDisagreeingFailNamingBoth) {
 // timeout), naming the process.
 TEST_F(NcclEmu, PeerProcessThatExitsFailsTheCollective) {
   PeerTimeout timeout("60");
-  openRanks(1);
-  ncclUniqueId id;
-  NCCL_OK(ncclGetUniqueId(&id));
-  pid_t child = startPeer(id, "exit");
-  ASSERT_GT(child, 0);
-  JOIN_AS_RANK_0(id);
+  JOIN_WITH_PEER(child, "exit");
   void *buffer = alloc(0, 256);
   NCCL_OK(ncclAllReduce(buffer, buffer, 64, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
   CUstream stream = ranks[0].stream;
@@ -729,12 +720,7 @@ TEST_F(NcclEmu, PeerProcessThatExitsFailsTheCollective) {
 // ncclCommAbort ends a collective waiting for a peer process that never issues its part.
 TEST_F(NcclEmu, AbortEndsCollectiveWaitingForAnotherProcess) {
   PeerTimeout timeout("60");
-  openRanks(1);
-  ncclUniqueId id;
-  NCCL_OK(ncclGetUniqueId(&id));
-  pid_t child = startPeer(id, "idle");
-  ASSERT_GT(child, 0);
-  JOIN_AS_RANK_0(id);
+  JOIN_WITH_PEER(child, "idle");
   void *buffer = alloc(0, 256);
   NCCL_OK(ncclAllReduce(buffer, buffer, 64, ncclFloat32, ncclSum, comms[0], ranks[0].stream));
   CUstream stream = ranks[0].stream;
