@@ -32,6 +32,14 @@ std::optional<DType> smeltDType(int onnxType);
 std::string onnxTypeName(int onnxType);
 DType toDType(TensorValue::Type type);
 TensorValue::Type toValueType(DType dtype);
+/// A TensorProto's element type, shape and element count, checked: a type Smelt has, data in
+/// the file, a valid shape (errors name `what`).
+struct TensorLayout {
+  DType dtype;
+  std::vector<int64_t> shape;
+  int64_t count;
+};
+TensorLayout tensorLayout(const ::onnx::TensorProto &proto, const std::string &what);
 /// The contents of `proto`; `what` names it in errors (unsupported dtype, external data).
 TensorValue tensorValue(const ::onnx::TensorProto &proto, const std::string &what);
 /// A constant op holding `value`.

@@ -123,14 +123,11 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
   // Parameters after the inputs, in the file's order.
   for (::onnx::TensorProto &init : *graph.mutable_initializer()) {
     std::string what = "initializer '" + init.name() + "'";
-    int64_t count = 1;
-    for (int64_t d : init.dims())
-      count = d > 0 && count <= (int64_t(1) << 40) / d ? count * d : count;
-    std::optional<DType> dtype = smeltDType(init.data_type());
+    TensorLayout layout = tensorLayout(init, what);
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
-    bool isParameter = !options.initializersAsConstants && dtype && isFloatType(*dtype);
-    if (count > kMaxKnownInitializer && dtype && *dtype != DType::i1) {
+    bool isParameter = !options.initializersAsConstants && isFloatType(layout.dtype);
+    if (layout.count > kMaxKnownInitializer && layout.dtype != DType::i1) {
       // Large: its bytes as they are in the file, never as doubles.
       Weight w = weightValue(init, what);
       if (isParameter) {

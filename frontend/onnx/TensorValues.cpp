@@ -145,10 +145,7 @@ static size_t byteWidth(DType dtype) {
   return 1;
 }
 
-/// `proto`'s element type and shape, checked: a type Smelt has, data in the file, a valid shape.
-static std::pair<DType, std::vector<int64_t>> checkedLayout(const TensorProto &proto,
-                                                            const std::string &what,
-                                                            int64_t &count) {
+TensorLayout tensorLayout(const TensorProto &proto, const std::string &what) {
   std::optional<DType> dtype = smeltDType(proto.data_type());
   if (!dtype)
     fail(ImportErrorKind::UnsupportedDtype,
@@ -156,15 +153,14 @@ static std::pair<DType, std::vector<int64_t>> checkedLayout(const TensorProto &p
              ", which Smelt does not have (float, float16, bfloat16, double, int32, int64, bool)");
   if (proto.data_location() == TensorProto::EXTERNAL)
     fail(ImportErrorKind::UnsupportedAttribute, what + " keeps its data in an external file");
-  std::vector<int64_t> shape;
-  count = 1;
+  TensorLayout layout{*dtype, {}, 1};
   for (int64_t d : proto.dims()) {
-    if (d < 0 || (d > 0 && count > (int64_t(1) << 40) / d))
+    if (d < 0 || (d > 0 && layout.count > (int64_t(1) << 40) / d))
       fail(ImportErrorKind::BadFile, what + " has an invalid shape");
-    shape.push_back(d);
-    count *= d;
+    layout.shape.push_back(d);
+    layout.count *= d;
   }
-  return {*dtype, shape};
+  return layout;
 }
 
 /// Fails unless `have` elements are the `count` the shape needs.
@@ -182,8 +178,7 @@ static void checkRawSize(const std::string &what, size_t size, int64_t count, DT
 }
 
 TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
-  int64_t count;
-  auto [dtype, shape] = checkedLayout(proto, what, count);
+  auto [dtype, shape, count] = tensorLayout(proto, what);
   TensorValue v;
   v.type = toValueType(dtype);
   v.shape = shape;
@@ -244,8 +239,7 @@ static std::string packed(const Field &values) {
 }
 
 Weight weightValue(TensorProto &proto, const std::string &what) {
-  int64_t count;
-  auto [dtype, shape] = checkedLayout(proto, what, count);
+  auto [dtype, shape, count] = tensorLayout(proto, what);
   if (dtype == DType::i1)
     fail(ImportErrorKind::Internal, what + ": bool initializers are imported as values");
   auto bytes = std::make_shared<std::string>();
