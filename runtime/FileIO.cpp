@@ -103,7 +103,9 @@ void removeStaleTemporaries(const std::string &path) {
 /// async-signal-safe calls only (an atomic flag, unlink, sigaction, raise).
 constexpr int kTemporarySlots = 32;
 char gTemporaryPaths[kTemporarySlots][4096];
-std::atomic<bool> gTemporaryUsed[kTemporarySlots];
+/// Each slot's state: free, claimed by a writer (its path being copied in), or holding a path.
+enum SlotState : int { kFree, kClaimed, kHolding };
+std::atomic<int> gTemporaryState[kTemporarySlots];
 constexpr int kInterrupts[2] = {SIGINT, SIGTERM};
 struct sigaction gPreviousAction[2];
 
@@ -111,7 +113,7 @@ struct sigaction gPreviousAction[2];
 /// in the tools, which removes its own files and dies), or the default action.
 void removeTemporariesOnInterrupt(int signal, siginfo_t *info, void *context) {
   for (int i = 0; i < kTemporarySlots; ++i)
-    if (gTemporaryUsed[i].load())
+    if (gTemporaryState[i].load() == kHolding)
       ::unlink(gTemporaryPaths[i]);
   const struct sigaction &previous = gPreviousAction[signal == SIGINT ? 0 : 1];
   if (previous.sa_flags & SA_SIGINFO) {
@@ -152,25 +154,22 @@ public:
     if (tmp.size() >= sizeof gTemporaryPaths[0])
       return;
     for (int i = 0; i < kTemporarySlots && slot_ < 0; ++i) {
-      bool expected = false;
-      if (claimed_[i].compare_exchange_strong(expected, true)) {
+      int expected = kFree;
+      if (gTemporaryState[i].compare_exchange_strong(expected, kClaimed)) {
         std::memcpy(gTemporaryPaths[i], tmp.c_str(), tmp.size() + 1);
-        gTemporaryUsed[i].store(true);
+        gTemporaryState[i].store(kHolding);
         slot_ = i;
       }
     }
   }
   ~TemporarySlot() {
-    if (slot_ >= 0) {
-      gTemporaryUsed[slot_].store(false);
-      claimed_[slot_].store(false);
-    }
+    if (slot_ >= 0)
+      gTemporaryState[slot_].store(kFree);
   }
   TemporarySlot(const TemporarySlot &) = delete;
   TemporarySlot &operator=(const TemporarySlot &) = delete;
 
 private:
-  static inline std::atomic<bool> claimed_[kTemporarySlots];
   int slot_ = -1;
 };
 
