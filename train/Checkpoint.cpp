@@ -43,6 +43,10 @@ std::optional<uint64_t> parseDecimal(const std::string &text, uint64_t max) {
 
 } // namespace
 
+bool isCheckpoint(const data::Checkpoint &file) {
+  return file.metadata.count("model") && file.metadata.count("tensors_crc32");
+}
+
 rt::Status saveCheckpoint(const std::string &path, std::vector<data::NamedTensor> tensors,
                           const CheckpointInfo &info) {
   data::Checkpoint checkpoint;

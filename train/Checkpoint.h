@@ -30,6 +30,10 @@ struct LoadedCheckpoint {
   std::vector<data::NamedTensor> tensors;
 };
 
+/// Whether a safetensors file's metadata is a training checkpoint's (the model it trains and its
+/// tensors' checksum, as saveCheckpoint writes them) rather than bare weights.
+bool isCheckpoint(const data::Checkpoint &file);
+
 /// Reads a checkpoint written by saveCheckpoint. Every error names the file, and the field
 /// where one is wrong: a format other than kCheckpointFormat, a number that is not a plain
 /// non-negative decimal in range ("-5", "0x10", "1e3"), a missing field, or tensor bytes whose

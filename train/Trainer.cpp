@@ -669,8 +669,7 @@ rt::Status Trainer::initParameters(const std::string &path) {
   // Another run's checkpoint also holds that run's optimizer state: fine-tuning starts a fresh
   // optimizer, so the rest of a Smelt checkpoint (its metadata names the model) is left. In a
   // plain weights file an extra tensor is a mistake.
-  bool checkpoint = file->metadata.count("model") && file->metadata.count("tensors_crc32");
-  if (!tensors.empty() && !checkpoint)
+  if (!tensors.empty() && !isCheckpoint(*file))
     return rt::Status::error(fmt::format("{}: tensor '{}' is not a parameter of model '{}' (its "
                                          "parameters: {})",
                                          path, tensors.begin()->first, config_.model.name,
