@@ -5,6 +5,7 @@
 #include "codegen/CompileArtifact.h"
 #include "codegen/CudaSources.h"
 #include "ir/ConstantData.h"
+#include "ir/SmeltDialect.h"
 #include "runtime/ContentHash.h"
 #include "runtime/CpuObject.h"
 #include "runtime/FileIO.h"
@@ -233,10 +234,9 @@ constexpr int64_t kPrintedElements = 64;
 /// printing a model's weights as hex text, twice, cost more than compiling it.
 std::string largeConstantsDigest(func::FuncOp function) {
   llvm::BLAKE3 hasher;
-  function.walk([&](Operation *op) {
-    auto elements = op->getAttrOfType<ElementsAttr>("value");
-    if (!elements || op->getName().getStringRef() != "smelt.constant" ||
-        elements.getNumElements() <= kPrintedElements)
+  function.walk([&](ConstantOp constant) {
+    auto elements = dyn_cast<ElementsAttr>(constant.getValue());
+    if (!elements || elements.getNumElements() <= kPrintedElements)
       return;
     if (std::optional<ArrayRef<char>> raw = rawElementBytes(elements))
       hasher.update(llvm::arrayRefFromStringRef(llvm::StringRef(raw->data(), raw->size())));
