@@ -32,30 +32,41 @@ std::optional<DType> smeltDType(int onnxType);
 std::string onnxTypeName(int onnxType);
 DType toDType(TensorValue::Type type);
 TensorValue::Type toValueType(DType dtype);
-/// A TensorProto's element type, shape and element count, checked: a type Smelt has, data in
-/// the file, a valid shape (errors name `what`).
+/// Bytes per element.
+size_t byteWidth(DType dtype);
+/// A TensorProto's element type, shape and element count, checked: a type Smelt has, a valid
+/// shape (errors name `what`).
 struct TensorLayout {
   DType dtype;
   std::vector<int64_t> shape;
   int64_t count;
 };
 TensorLayout tensorLayout(const ::onnx::TensorProto &proto, const std::string &what);
-/// The contents of `proto`; `what` names it in errors (unsupported dtype, external data).
+/// The contents of `proto`, whose data is in the proto (ExternalData::inlineInto brings an
+/// external tensor's in); `what` names it in errors (unsupported dtype, a short tensor).
 TensorValue tensorValue(const ::onnx::TensorProto &proto, const std::string &what);
 /// A constant op holding `value`.
 Tensor constantTensor(Graph &g, const TensorValue &value);
 
 /// A large initializer kept as the file's little-endian, row-major bytes rather than as
 /// doubles: it becomes a dense_resource constant or a parameter's value without conversion.
+/// Bytes that `owner` keeps alive: a raw_data string moved out of its proto, or a memory-mapped
+/// external data file.
+struct WeightBytes {
+  std::shared_ptr<const void> owner;
+  llvm::StringRef data;
+};
 struct Weight {
   DType dtype;
   std::vector<int64_t> shape;
-  std::shared_ptr<const std::string> bytes;
+  WeightBytes bytes;
   int64_t count() const;
 };
 /// `proto`'s contents as a Weight; its raw data is moved out of `proto`, not copied. Not for
-/// bool tensors (MLIR stores i1 constants as bits).
+/// bool tensors (MLIR stores i1 constants as bits) nor external ones (ExternalData::weight).
 Weight weightValue(::onnx::TensorProto &proto, const std::string &what);
+/// Fails unless `size` bytes hold the `layout`'s elements exactly.
+void checkRawSize(const std::string &what, size_t size, const TensorLayout &layout);
 /// A Weight as a known value (an op that reads it at import time).
 TensorValue weightAsValue(const Weight &w);
 /// A constant op named `name` holding `w` in a dense_resource blob that shares its bytes.

@@ -1,6 +1,7 @@
 // importModel: reads the ModelProto, turns graph inputs, initializers and nodes (in the file's
 // order, which ONNX requires to be topological) into one function, and turns every failure
 // into an ImportError naming the file and, for a node, its index, name and op type.
+#include "frontend/onnx/ExternalData.h"
 #include "frontend/onnx/NodeImporter.h"
 
 #include "mlir/Transforms/RegionUtils.h"
@@ -90,9 +91,9 @@ static std::vector<int64_t> inputShape(const ::onnx::ValueInfoProto &info,
 constexpr int64_t kMaxKnownInitializer = int64_t(1) << 16;
 
 /// The graph's inputs and initializers as arguments, parameters, constants and known values;
-/// large initializers' raw data is moved out of `graph`.
+/// large initializers' raw data is moved out of `graph`, or stays in its mapped external file.
 static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &options,
-                      Values &values) {
+                      ExternalData &external, Values &values) {
   std::set<std::string> initialized, inputs;
   for (const ::onnx::TensorProto &init : graph.initializer())
     initialized.insert(init.name());
@@ -127,9 +128,10 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
     bool isParameter = !options.initializersAsConstants && isFloatType(layout.dtype);
+    bool isExternal = init.data_location() == ::onnx::TensorProto::EXTERNAL;
     if (layout.count > kMaxKnownInitializer && layout.dtype != DType::i1) {
       // Large: its bytes as they are in the file, never as doubles.
-      Weight w = weightValue(init, what);
+      Weight w = isExternal ? external.weight(init, what) : weightValue(init, what);
       if (isParameter) {
         values.tensors[init.name()] =
             g.parameter(init.name(), w.shape, Initializer::zeros(), w.dtype);
@@ -140,6 +142,8 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
       }
       continue;
     }
+    if (isExternal)
+      external.inlineInto(init, what);
     TensorValue v = tensorValue(init, what);
     if (isParameter) {
       values.tensors[init.name()] =
@@ -223,6 +227,18 @@ static void checkDeclaredType(const ::onnx::ValueInfoProto &info, const Tensor &
   }
 }
 
+/// Brings the bytes of Constant nodes' external tensors into the nodes (they are read as values).
+static void inlineExternalConstants(::onnx::GraphProto &graph, ExternalData &external) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    ::onnx::NodeProto &node = *graph.mutable_node(i);
+    if (node.op_type() != "Constant")
+      continue;
+    for (::onnx::AttributeProto &a : *node.mutable_attribute())
+      if (a.has_t() && a.t().data_location() == ::onnx::TensorProto::EXTERNAL)
+        external.inlineInto(*a.mutable_t(), "node " + std::to_string(i) + " (Constant)'s value");
+  }
+}
+
 static int64_t defaultOpset(const ::onnx::ModelProto &model) {
   for (const ::onnx::OperatorSetIdProto &id : model.opset_import())
     if (isDefaultDomain(id.domain()))
@@ -238,7 +254,9 @@ buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRCon
       mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, path, 0, 0));
   Graph g(*module, "main");
   Values values;
-  addInputs(g, graph, options, values);
+  ExternalData external(path);
+  addInputs(g, graph, options, external, values);
+  inlineExternalConstants(graph, external);
   int64_t opset = defaultOpset(model);
   for (int i = 0; i < graph.node_size(); ++i)
     importNode(g, graph.node(i), i, values, opset);

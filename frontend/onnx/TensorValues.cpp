@@ -103,7 +103,7 @@ static double bfloatToDouble(uint16_t bits) {
 }
 
 /// Element `i` of little-endian raw bytes of type `dtype`.
-static double rawElement(const std::string &raw, size_t i, DType dtype) {
+static double rawElement(llvm::StringRef raw, size_t i, DType dtype) {
   auto load = [&](auto zero) {
     decltype(zero) v;
     std::memcpy(&v, raw.data() + i * sizeof(v), sizeof(v));
@@ -128,21 +128,8 @@ static double rawElement(const std::string &raw, size_t i, DType dtype) {
   return 0;
 }
 
-static size_t byteWidth(DType dtype) {
-  switch (dtype) {
-  case DType::f64:
-  case DType::i64:
-    return 8;
-  case DType::f32:
-  case DType::i32:
-    return 4;
-  case DType::f16:
-  case DType::bf16:
-    return 2;
-  case DType::i1:
-    return 1;
-  }
-  return 1;
+size_t byteWidth(DType dtype) {
+  return rt::byteWidth(rt::DType(int(dtype))); // the same order of types
 }
 
 TensorLayout tensorLayout(const TensorProto &proto, const std::string &what) {
@@ -151,8 +138,6 @@ TensorLayout tensorLayout(const TensorProto &proto, const std::string &what) {
     fail(ImportErrorKind::UnsupportedDtype,
          what + " has element type " + onnxTypeName(proto.data_type()) +
              ", which Smelt does not have (float, float16, bfloat16, double, int32, int64, bool)");
-  if (proto.data_location() == TensorProto::EXTERNAL)
-    fail(ImportErrorKind::UnsupportedAttribute, what + " keeps its data in an external file");
   TensorLayout layout{*dtype, {}, 1};
   for (int64_t d : proto.dims()) {
     if (d < 0 || (d > 0 && layout.count > (int64_t(1) << 40) / d))
@@ -170,21 +155,30 @@ static void needElements(const std::string &what, int64_t have, int64_t count) {
                                        " elements where its shape needs " + std::to_string(count));
 }
 
-/// Checks that raw data of `size` bytes holds `count` elements of `dtype`.
-static void checkRawSize(const std::string &what, size_t size, int64_t count, DType dtype) {
-  if (size % byteWidth(dtype))
+void checkRawSize(const std::string &what, size_t size, const TensorLayout &layout) {
+  if (size % byteWidth(layout.dtype))
     fail(ImportErrorKind::BadFile, what + "'s raw data is not a whole number of elements");
-  needElements(what, int64_t(size / byteWidth(dtype)), count);
+  needElements(what, int64_t(size / byteWidth(layout.dtype)), layout.count);
+}
+
+/// Fails for a tensor whose data is still in an external file: the importer brings it in first.
+static void needDataInProto(const TensorProto &proto, const std::string &what) {
+  if (proto.data_location() == TensorProto::EXTERNAL)
+    fail(ImportErrorKind::UnsupportedAttribute,
+         what + " keeps its data in an external file, which only a model's initializers and "
+                "Constant nodes may");
 }
 
 TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
-  auto [dtype, shape, count] = tensorLayout(proto, what);
+  needDataInProto(proto, what);
+  TensorLayout layout = tensorLayout(proto, what);
+  auto [dtype, shape, count] = layout;
   TensorValue v;
   v.type = toValueType(dtype);
   v.shape = shape;
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
-    checkRawSize(what, raw.size(), count, dtype);
+    checkRawSize(what, raw.size(), layout);
     v.values.reserve(size_t(count));
     for (int64_t i = 0; i < count; ++i)
       v.values.push_back(rawElement(raw, size_t(i), dtype));
@@ -222,7 +216,7 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
 }
 
 int64_t Weight::count() const {
-  return int64_t(bytes->size() / byteWidth(dtype));
+  return int64_t(bytes.data.size() / byteWidth(dtype));
 }
 
 /// The typed field `values` packed as little-endian elements of `T`.
@@ -239,12 +233,14 @@ static std::string packed(const Field &values) {
 }
 
 Weight weightValue(TensorProto &proto, const std::string &what) {
-  auto [dtype, shape, count] = tensorLayout(proto, what);
+  needDataInProto(proto, what);
+  TensorLayout layout = tensorLayout(proto, what);
+  auto [dtype, shape, count] = layout;
   if (dtype == DType::i1)
     fail(ImportErrorKind::Internal, what + ": bool initializers are imported as values");
   auto bytes = std::make_shared<std::string>();
   if (proto.has_raw_data()) {
-    checkRawSize(what, proto.raw_data().size(), count, dtype);
+    checkRawSize(what, proto.raw_data().size(), layout);
     bytes->swap(*proto.mutable_raw_data()); // the file's bytes, moved: no copy
   } else {
     auto need = [&](int have) { needElements(what, have, count); };
@@ -274,7 +270,8 @@ Weight weightValue(TensorProto &proto, const std::string &what) {
       break;
     }
   }
-  return Weight{dtype, shape, std::move(bytes)};
+  llvm::StringRef data(*bytes);
+  return Weight{dtype, shape, WeightBytes{std::move(bytes), data}};
 }
 
 TensorValue weightAsValue(const Weight &w) {
@@ -283,7 +280,7 @@ TensorValue weightAsValue(const Weight &w) {
   v.shape = w.shape;
   v.values.reserve(size_t(w.count()));
   for (int64_t i = 0; i < w.count(); ++i)
-    v.values.push_back(rawElement(*w.bytes, size_t(i), w.dtype));
+    v.values.push_back(rawElement(w.bytes.data, size_t(i), w.dtype));
   return v;
 }
 
@@ -292,17 +289,17 @@ Tensor weightConstant(Graph &g, const std::string &name, const Weight &w) {
   auto type = mlir::RankedTensorType::get(w.shape, g.elementType(w.dtype));
   // The blob shares the bytes (its deleter keeps them alive): the module holds the file's
   // weights once, and printing or writing bytecode reads them from there.
-  std::shared_ptr<const std::string> bytes = w.bytes;
+  std::shared_ptr<const void> owner = w.bytes.owner;
   mlir::AsmResourceBlob blob = mlir::UnmanagedAsmResourceBlob::allocateWithAlign(
-      llvm::ArrayRef<char>(bytes->data(), bytes->size()), byteWidth(w.dtype),
-      [bytes](void *, size_t, size_t) mutable { bytes.reset(); });
+      llvm::ArrayRef<char>(w.bytes.data.data(), w.bytes.data.size()), byteWidth(w.dtype),
+      [owner](void *, size_t, size_t) mutable { owner.reset(); });
   auto value = mlir::DenseResourceElementsAttr::get(type, name, std::move(blob));
   return Tensor(&g, ConstantOp::create(b, b.getUnknownLoc(), value).getResult());
 }
 
 rt::HostTensor weightTensor(const Weight &w) {
   rt::HostTensor t = rt::HostTensor::zeros({rt::DType(int(w.dtype)), w.shape});
-  std::memcpy(t.raw(), w.bytes->data(), w.bytes->size());
+  std::memcpy(t.raw(), w.bytes.data.data(), w.bytes.data.size());
   return t;
 }
 
