@@ -96,13 +96,26 @@ TensorValue broadcastEach(const std::vector<const TensorValue *> &inputs, Tensor
   return out;
 }
 
-TensorValue binary(const TensorValue &a, const TensorValue &b, const std::string &op) {
+/// ONNX's Mod: with fmod=1, C's fmod (the dividend's sign); with fmod=0 (integers only), the
+/// divisor's sign, as Python's %.
+double modValue(double x, double y, bool integer, bool fmod) {
+  if (integer && y == 0)
+    fail(ImportErrorKind::BadFile, "integer Mod by zero");
+  if (!integer && !fmod)
+    fail(ImportErrorKind::BadFile, "Mod of floats needs fmod=1");
+  double r = std::fmod(x, y);
+  if (!fmod && r != 0 && (r < 0) != (y < 0))
+    r += y;
+  return r;
+}
+
+TensorValue binary(const TensorValue &a, const TensorValue &b, const std::string &op, bool fmod) {
   bool comparison = op == "Equal" || op == "Less" || op == "Greater";
   bool integer = isInteger(a.type);
   return broadcastEach({&a, &b}, comparison ? TensorValue::Type::i1 : a.type,
                        [&](const std::vector<double> &xy) {
                          double x = xy[0], y = xy[1];
-                         if (integer && op != "Div" && !comparison) {
+                         if (integer && (op == "Add" || op == "Sub" || op == "Mul")) {
                            // In two's complement, wrapping as ONNX Runtime's integers do, before
                            // the result becomes a double (which holds no 60-bit product).
                            uint64_t i = uint64_t(int64_t(x)), j = uint64_t(int64_t(y));
@@ -122,6 +135,12 @@ TensorValue binary(const TensorValue &a, const TensorValue &b, const std::string
                              fail(ImportErrorKind::BadFile, "integer division by zero");
                            return integer ? std::trunc(x / y) : x / y;
                          }
+                         if (op == "Mod")
+                           return modValue(x, y, integer, fmod);
+                         if (op == "Min")
+                           return std::min(x, y);
+                         if (op == "Max")
+                           return std::max(x, y);
                          if (op == "Equal")
                            return double(x == y);
                          if (op == "Less")
@@ -238,7 +257,8 @@ const std::map<std::string, int> &foldedOpInputs() {
   static const std::map<std::string, int> inputs = {
       {"Add", 2},   {"Sub", 2},     {"Mul", 2},    {"Div", 2},     {"Neg", 1},
       {"Cast", 1},  {"Concat", 1},  {"Gather", 2}, {"Equal", 2},   {"Less", 2},
-      {"Greater", 2}, {"Slice", 1}, {"Transpose", 1}, {"Where", 3}, {"Expand", 2}};
+      {"Greater", 2}, {"Slice", 1}, {"Transpose", 1}, {"Where", 3}, {"Expand", 2},
+      {"Mod", 2},   {"Min", 1},     {"Max", 1},    {"Abs", 1}};
   return inputs;
 }
 
@@ -285,9 +305,10 @@ bool foldKnownNode(NodeImporter &n) {
     if (elementCount(broadcast) > int64_t(kMaxFoldedElements))
       return false;
   }
-  if (op == "Neg") {
-    n.setConstantOutput(0, broadcastEach({&x}, x.type, [](const std::vector<double> &v) {
-                          return -v[0];
+  if (op == "Neg" || op == "Abs") {
+    bool negate = op == "Neg";
+    n.setConstantOutput(0, broadcastEach({&x}, x.type, [negate](const std::vector<double> &v) {
+                          return negate ? -v[0] : std::abs(v[0]);
                         }));
   } else if (op == "Cast") {
     n.setConstantOutput(0, castValue(x, int(n.attrInt("to", 0))));
@@ -316,9 +337,19 @@ bool foldKnownNode(NodeImporter &n) {
     n.setConstantOutput(0, broadcastEach({&x, &target}, x.type,
                                          [](const std::vector<double> &v) { return v[0]; }));
   } else {
-    if (inputs.size() != 2 || x.type != inputs[1]->type)
+    // Min and Max take one or more inputs, folded left to right; on integers only (shape
+    // arithmetic), leaving floats' NaN rules to the op.
+    if ((op == "Min" || op == "Max") && !isInteger(x.type))
       return false;
-    n.setConstantOutput(0, binary(x, *inputs[1], op));
+    TensorValue result = x;
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      if (inputs[i]->type != x.type)
+        return false;
+      result = binary(result, *inputs[i], op, n.attrInt("fmod", 0) != 0);
+    }
+    if (inputs.size() < 2 && op != "Min" && op != "Max")
+      return false;
+    n.setConstantOutput(0, result);
   }
   return true;
 }

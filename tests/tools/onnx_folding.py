@@ -81,6 +81,15 @@ def add_cases(m):
     big = rng.integers(2**20, 2**30, (4,)).astype(np.int32)
     m.output("mul_i32_wraps", m.node("Mul", [m.known(big), m.known(big)]), big * big)
     m.output("neg_f32", m.node("Neg", [m.known(fa)]), -fa)
+    m.output("abs_i64", m.node("Abs", [m.known(a)]), np.abs(a))
+    # Mod: fmod=0 takes the divisor's sign (NumPy's mod), fmod=1 the dividend's (C's fmod), as
+    # TorchScript's window shifts compute (Swin: (-shift) % window).
+    m.output("mod_i64", m.node("Mod", [m.known(a), m.known(b)]), np.mod(a, b))
+    m.output("fmod_i64", m.node("Mod", [m.known(a), m.known(b)], fmod=1), np.fmod(a, b))
+    m.output("fmod_f32", m.node("Mod", [m.known(fa), m.known(fb)], fmod=1), np.fmod(fa, fb))
+    m.output("min3_i64", m.node("Min", [m.known(a), m.known(b), m.known(c0 := ints((1, 3)))]),
+             np.minimum(np.minimum(a, b), c0))
+    m.output("max_i64", m.node("Max", [m.known(a), m.known(b)]), np.maximum(a, b))
     m.output("cast_f32_i64", m.node("Cast", [m.known(fa)], to=TensorProto.INT64),
              fa.astype(np.int64))
     m.output("cast_f32_f16", m.node("Cast", [m.known(fa)], to=TensorProto.FLOAT16),

@@ -1,10 +1,11 @@
-// `smelt bench`: kernel microbenchmarks of one compiled function (of a .mlir module, or of a
-// .smelt artifact as it was compiled). Random inputs (never zero,
+// `smelt bench`: kernel microbenchmarks of one compiled function (of a .mlir module or an
+// .onnx model, or of a .smelt artifact as it was compiled). Random inputs (never zero,
 // from --seed), W warm-up runs, then N timed runs; per step (fused kernel, library call, copy)
 // the median time, bytes moved, GB/s, FLOP/s and the percentage of the roofline (Roofline.h),
 // with the fusion's ops and the source location it came from; then the whole run's wall time
-// beside the sum of its steps, so that time spent between steps shows. --json prints the same
-// for scripts.
+// beside the sum of its steps, so that time spent between steps shows, with the whole runs'
+// min and max, the compile time and the peak resident memory. --json prints the same for
+// scripts.
 #include "tools/smelt/ArtifactFile.h"
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
@@ -33,7 +34,9 @@ namespace smelt::tools {
 cl::SubCommand benchSubcommand("bench", "Time each kernel and library call of a compiled "
                                         "function against this machine's roofline");
 
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
+static cl::opt<std::string> modelPath(cl::Positional,
+                                      cl::desc("<model.mlir | model.mlirbc | model.onnx | "
+                                               "model.smelt>"),
                                       cl::Required, cl::sub(benchSubcommand),
                                       cl::cat(smeltCategory()));
 static cl::opt<std::string> entryName(
@@ -49,6 +52,7 @@ static cl::opt<unsigned long long> seed("seed", cl::desc("Seed of the random inp
 static cl::opt<bool> json("json", cl::desc("Print the results as JSON"),
                           cl::sub(benchSubcommand), cl::cat(smeltCategory()));
 static CacheFlags cacheFlags(benchSubcommand);
+static ModelSourceFlags modelSource(benchSubcommand);
 
 namespace {
 
@@ -83,6 +87,8 @@ struct Totals {
   double stepsSum = 0;  // the sum of the per-step medians
   double runSum = 0;    // the median over runs of each run's step times added up
   double wall = 0;      // the median wall time of a whole run
+  double wallMin = 0, wallMax = 0;
+  double compileSeconds = 0; // making the executable: import, compile or load
   double between() const { return wall - stepsSum; }
 };
 
@@ -133,7 +139,11 @@ void printTable(const std::string &function, const std::vector<Row> &rows, const
                << llvm::format("%4s  %-7s  %-16s %10.1f  wall - sum: time outside the steps "
                                "(%.1f%% of wall)\n",
                                "", "between", "", totals.between(),
-                               totals.wall > 0 ? 100 * totals.between() / totals.wall : 0.0);
+                               totals.wall > 0 ? 100 * totals.between() / totals.wall : 0.0)
+               << llvm::format("\nwhole runs: median %.1f us, min %.1f, max %.1f; compile %.3f s; "
+                               "peak resident memory %.1f MiB\n",
+                               totals.wall, totals.wallMin, totals.wallMax, totals.compileSeconds,
+                               double(peakResidentBytes()) / (1 << 20));
 }
 
 void printJson(const std::string &function, const std::vector<Row> &rows, const Totals &totals,
@@ -160,12 +170,17 @@ void printJson(const std::string &function, const std::vector<Row> &rows, const 
                         {"total_median_us", totals.runSum},
                         {"steps_sum_us", totals.stepsSum},
                         {"wall_median_us", totals.wall},
-                        {"between_steps_us", totals.between()}};
+                        {"between_steps_us", totals.between()},
+                        {"wall_min_us", totals.wallMin},
+                        {"wall_max_us", totals.wallMax},
+                        {"compile_s", totals.compileSeconds},
+                        {"peak_resident_bytes", peakResidentBytes()}};
   llvm::outs() << out.dump(2) << "\n";
 }
 
 /// Benchmarks `exe` (compiled here, or loaded from an artifact) and prints the results.
-int benchExecutable(const rt::Executable *exe, mlir::MLIRContext &context) {
+int benchExecutable(const rt::Executable *exe, mlir::MLIRContext &context,
+                    double compileSeconds) {
   const std::string &name = exe->name;
   rt::Expected<rt::CpuExecutor> executor = rt::CpuExecutor::create(*exe);
   if (!executor)
@@ -200,7 +215,8 @@ int benchExecutable(const rt::Executable *exe, mlir::MLIRContext &context) {
     runSums.push_back(total);
   }
   std::vector<Row> rows;
-  Totals totals{0, median(runSums), median(walls)};
+  Totals totals{0, median(runSums), median(walls), *std::min_element(walls.begin(), walls.end()),
+                *std::max_element(walls.begin(), walls.end()), compileSeconds};
   for (size_t s = 0; s < steps; ++s) {
     rows.push_back({rt::stepCost(*exe, exe->steps[s]), median(times[s])});
     totals.stepsSum += rows.back().micros;
@@ -219,6 +235,10 @@ int benchCommand() {
     return fail("--repeat must be at least 1 and --warmup at least 0");
   if (rt::Status s = rt::checkRegularFile(modelPath); !s.ok())
     return fail(s.message());
+  auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   // An artifact runs as compiled; its steps all run on the CPU here, which its code covers.
   if (rt::isArtifactFile(modelPath)) {
     std::optional<rt::LoadedArtifact> artifact = loadArtifactFile(modelPath, entryName);
@@ -227,9 +247,9 @@ int benchCommand() {
     for (rt::Step &step : artifact->executable.steps)
       step.device = "cpu:0";
     mlir::MLIRContext context;
-    return benchExecutable(&artifact->executable, context);
+    return benchExecutable(&artifact->executable, context, seconds());
   }
-  ModuleFile file(modelPath);
+  ModuleFile file(modelPath, modelSource);
   mlir::func::FuncOp function = file.entry(entryName);
   if (!function)
     return 1;
@@ -238,7 +258,7 @@ int benchCommand() {
                     cacheFlags.options({}, "cpu", /*inspecting=*/false));
   if (failed(artifact))
     return 1;
-  return benchExecutable(&(*artifact)->executable, file.context);
+  return benchExecutable(&(*artifact)->executable, file.context, seconds());
 }
 
 } // namespace smelt::tools

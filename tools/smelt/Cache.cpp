@@ -28,9 +28,13 @@ codegen::JitOptions CacheFlags::options(const codegen::CompileOptions &compile,
 }
 
 mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>>
-compileCached(mlir::ModuleOp module, llvm::StringRef entry, const codegen::JitOptions &options) {
+compileCached(mlir::ModuleOp module, llvm::StringRef entry, const codegen::JitOptions &options,
+              bool *cacheHit) {
   codegen::JitCache cache(options);
-  return cache.getArtifact(module, entry);
+  auto artifact = cache.getArtifact(module, entry);
+  if (cacheHit)
+    *cacheHit = cache.stats().misses == 0;
+  return artifact;
 }
 
 } // namespace smelt::tools

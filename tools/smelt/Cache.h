@@ -27,8 +27,10 @@ struct CacheFlags {
 };
 
 /// Function `entry` of `module` through a JitCache made with `options`, with what an artifact
-/// holds beside the Executable; failure after printing the diagnostics.
+/// holds beside the Executable; failure after printing the diagnostics. `cacheHit`, when given,
+/// says whether the cache held it (nothing was compiled).
 mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>>
-compileCached(mlir::ModuleOp module, llvm::StringRef entry, const codegen::JitOptions &options);
+compileCached(mlir::ModuleOp module, llvm::StringRef entry, const codegen::JitOptions &options,
+              bool *cacheHit = nullptr);
 
 } // namespace smelt::tools

@@ -2,6 +2,8 @@
 // diagnostic printed as "file:line:col: error: ..." while it lives, and its entry function.
 #pragma once
 
+#include "tools/smelt/ModelSource.h"
+
 #include "codegen/Compile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -15,6 +17,9 @@ class ModuleFile {
 public:
   explicit ModuleFile(const std::string &path)
       : module(codegen::parseModuleFile(context, path)) {}
+  /// The module of a .mlir, .mlirbc or .onnx file, as `source` reads it.
+  ModuleFile(const std::string &path, const ModelSourceFlags &source)
+      : module(source.read(context, path)) {}
 
   /// Function `name` (empty: @main, or the only function); null after printing why, or when
   /// the file did not parse.

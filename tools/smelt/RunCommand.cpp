@@ -1,10 +1,12 @@
-// `smelt run`: compile one function of a .mlir module (or load an AOT artifact that `smelt
-// compile` wrote), feed it .npy inputs, run it on the CPU and write each result as <name>.npy
-// (or print a summary without --output-dir).
+// `smelt run`: compile one function of a .mlir module or an .onnx model (or load an AOT
+// artifact that `smelt compile` wrote), feed it .npy inputs, run it on the CPU and write each
+// result as <name>.npy (or print a summary without --output-dir). With --repeat, run it again
+// and report the steady-state latency, the compile time and the peak memory.
 #include "tools/smelt/ArtifactFile.h"
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
+#include "tools/smelt/ModelSource.h"
 #include "tools/smelt/Placement.h"
 
 #include "codegen/BuildExecutable.h"
@@ -35,8 +37,11 @@ cl::SubCommand runSubcommand("run", "Compile a function of a .mlir module, or lo
                                     "artifact, and run it");
 static DeviceFlags deviceFlags(runSubcommand);
 static CacheFlags cacheFlags(runSubcommand);
+static ModelSourceFlags modelSource(runSubcommand);
 
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
+static cl::opt<std::string> modelPath(cl::Positional,
+                                      cl::desc("<model.mlir | model.mlirbc | model.onnx | "
+                                               "model.smelt>"),
                                       cl::Required, cl::sub(runSubcommand),
                                       cl::cat(smeltCategory()));
 static cl::list<std::string> inputSpecs(
@@ -72,6 +77,16 @@ static cl::opt<std::string> paramsPath(
              "argument of the same name, --input the others; a tensor that names no argument "
              "is an error"),
     cl::value_desc("file.safetensors"), cl::sub(runSubcommand), cl::cat(smeltCategory()));
+
+static cl::opt<int> repeat(
+    "repeat",
+    cl::desc("After the run, N more timed runs on the same inputs (after --warmup untimed "
+             "ones): prints the median, min and max latency, the compile (or load) time and "
+             "the peak resident memory"),
+    cl::value_desc("N"), cl::init(0), cl::sub(runSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> warmup("warmup", cl::desc("Untimed runs before --repeat's (default 3)"),
+                           cl::value_desc("W"), cl::init(3), cl::sub(runSubcommand),
+                           cl::cat(smeltCategory()));
 
 /// The tensors of --params, read by runCommand before anything else.
 static data::Checkpoint params;
@@ -165,6 +180,8 @@ struct Program {
   rt::Executable exe;
   std::vector<std::string> argNames, resultNames;
   rt::ExecutorOptions executor;
+  /// What making `exe` took: "compile", "import and compile", "load", and " (JIT cache hit)".
+  std::string prepared;
 };
 
 /// `smelt run model.mlir`: the function compiled now, or found in the JIT cache. Diagnostics
@@ -173,7 +190,7 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = codegen::parseModuleFile(context, modelPath);
+  mlir::OwningOpRef<mlir::ModuleOp> module = modelSource.read(context, modelPath);
   if (!module)
     return std::nullopt;
   mlir::func::FuncOp function = codegen::findEntry(*module, entryName);
@@ -195,12 +212,15 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
   enableGpuExecution(options.pipeline, options, program.executor);
   options.cudaFmad = deviceFlags.cudaFmad;
   bool inspecting = !dumpDir.empty() || profile || deviceFlags.logDevicePlacement;
+  bool cacheHit = false;
   mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
       *module, function.getSymName(),
-      cacheFlags.options(options, codegen::jitTarget(options), inspecting));
+      cacheFlags.options(options, codegen::jitTarget(options), inspecting), &cacheHit);
   if (failed(artifact))
     return std::nullopt;
   program.exe = (*artifact)->executable;
+  program.prepared = std::string(isOnnxFile(modelPath) ? "import and compile" : "compile") +
+                     (cacheHit ? " (JIT cache hit)" : "");
   return program;
 }
 
@@ -211,7 +231,7 @@ static std::optional<Program> loadArtifact() {
   std::optional<rt::LoadedArtifact> artifact = loadArtifactFile(modelPath, entryName, expectSha256);
   if (!artifact)
     return std::nullopt;
-  Program program{std::move(artifact->executable), {}, {}};
+  Program program{std::move(artifact->executable), {}, {}, {}, "load"};
   rt::Executable &exe = program.exe;
   // Steps compiled for a GPU run there when this machine has one; else on the CPU, whose code
   // every artifact carries, with the reason in the placement line.
@@ -234,6 +254,35 @@ static std::optional<Program> loadArtifact() {
   return program;
 }
 
+/// Steady-state latency: `warmup` untimed runs, then `repeat` timed ones, on the same inputs.
+/// Making the executable (`prepared`: "compile", ...) took `preparedSeconds`.
+static int timeRuns(rt::Executor &executor, const std::vector<rt::HostTensor> &inputs,
+                    const std::string &name, const std::string &prepared,
+                    double preparedSeconds) {
+  std::vector<rt::HostTensor> outputs;
+  std::vector<double> ms;
+  for (int run = 0; run < warmup + repeat; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    if (rt::Status s = executor.run(inputs, outputs); !s.ok())
+      return fail(s.message());
+    if (run >= warmup)
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  size_t mid = ms.size() / 2;
+  double median = ms.size() % 2 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
+  llvm::outs() << llvm::format("latency: @%s: median %.3f ms, min %.3f, max %.3f over %d runs "
+                               "(after %d warm-up)\n",
+                               name.c_str(), median, ms.front(), ms.back(), int(repeat),
+                               int(warmup))
+               << llvm::format("%s: %.3f s\n", prepared.c_str(), preparedSeconds)
+               << llvm::format("peak resident memory: %.1f MiB\n",
+                               double(peakResidentBytes()) / (1 << 20));
+  return 0;
+}
+
 int runCommand() {
   if (std::string error = deviceFlags.memory.apply();
       !error.empty())
@@ -251,13 +300,18 @@ int runCommand() {
     return fail(s.message());
   rt::Trace trace;
   rt::Trace *profile = profilePath.empty() ? nullptr : &trace;
+  if (repeat < 0 || warmup < 0)
+    return fail("--repeat and --warmup must be at least 0");
   bool artifact = rt::isArtifactFile(modelPath);
   if (!expectSha256.empty() && !artifact)
     return fail("--expect-sha256: " + modelPath + " is not a .smelt artifact; the pin is for "
                 "artifacts, which carry native code (a .mlir model is compiled here)");
+  auto compileStart = std::chrono::steady_clock::now();
   std::optional<Program> program = artifact ? loadArtifact() : compileModel(profile);
   if (!program)
     return 1;
+  double compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compileStart).count();
   const std::vector<std::string> &resultNames = program->resultNames;
   if (rt::Status s = checkOutputNames(resultNames); !outputDir.empty() && !s.ok())
     return fail(s.message());
@@ -327,6 +381,8 @@ int runCommand() {
   }
   if (profile && !writeProfile(trace, profilePath))
     return 1;
+  if (repeat > 0)
+    return timeRuns(**executor, inputs, exe->name, program->prepared, compileSeconds);
   return 0;
 }
 
