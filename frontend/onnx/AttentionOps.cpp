@@ -137,12 +137,13 @@ void attention(NodeImporter &n) {
     if (!isBool && mask->dtype() != q.dtype())
       fail(ImportErrorKind::BadFile, "attn_mask is " + std::string(dtypeName(mask->dtype())) +
                                          "; it must be bool or Q's type");
-    int64_t short_ = mask->rank() ? keys - mask->dim(-1) : -1;
-    if (short_ < 0)
+    int64_t missing = mask->rank() ? keys - mask->dim(-1) : -1;
+    if (missing < 0)
       fail(ImportErrorKind::BadFile, "attn_mask " + shapeString(mask->shape()) +
-                                         " is longer than the " + std::to_string(keys) + " keys");
+                                         " does not end in at most the " + std::to_string(keys) +
+                                         " keys");
     std::vector<int64_t> low(size_t(mask->rank()), 0), high = low;
-    high.back() = short_; // a shorter mask (an external cache's) leaves the rest out
+    high.back() = missing; // a shorter mask (an external cache's) leaves the rest out
     Tensor padded = pad(isBool ? convert(*mask, DType::i32) : *mask, low, high,
                         isBool ? 0.0 : -INFINITY);
     addBias(isBool ? biasOf(convert(padded, DType::i1), q) : padded);
