@@ -1,22 +1,13 @@
-// Converters of ONNX's elementwise ops: unary math and activations, NumPy-broadcasting
-// arithmetic and comparisons, logic on bool, Where, Clip and Cast. Activations Smelt has no op
-// for are compositions of those it has (LeakyRelu is a select, Softplus log(exp(x) + 1)).
+// Converters of ONNX's elementwise ops: unary math (Relu, Tanh and Sigmoid, which Smelt has as
+// ops, among them), NumPy-broadcasting arithmetic and comparisons, logic on bool, Where, Clip
+// and Cast. Math Smelt has no op for is composed of what it has (Tan is sin / cos, Floor a
+// truncating convert); the other activations are in ActivationOps.cpp.
 #include "frontend/onnx/NodeImporter.h"
 
 namespace smelt::onnx {
 namespace {
 
 bool isFloat(Tensor x) { return isFloatType(x.dtype()); }
-
-/// Input `i`, which must be a float tensor: Smelt's transcendental ops have no integer form.
-Tensor floatInput(const NodeImporter &n, int i) {
-  Tensor x = n.input(i);
-  if (!isFloat(x))
-    fail(ImportErrorKind::UnsupportedDtype,
-         "input " + std::to_string(i) + " is " + dtypeName(x.dtype()) +
-             "; Smelt computes this op on float tensors only");
-  return x;
-}
 
 Tensor scalar(Tensor like, double v) { return scalarLike(like, v); }
 Tensor isNegative(Tensor x) { return compare(x, scalar(x, 0), CompareDirection::lt); }
@@ -154,14 +145,16 @@ void isInf(NodeImporter &n) {
   else
     n.setOutput(0, constant(n.g, 0.0, x.shape(), DType::i1));
 }
-/// fmod=1: C's fmod (the dividend's sign); fmod=0: the divisor's sign (integers only, as ONNX).
+/// fmod=1: C's fmod (the dividend's sign); fmod=0: the divisor's sign (floats from opset 28,
+/// a - floor(a / b) b as its spec words it; integers in every opset).
 void mod(NodeImporter &n) {
   auto [a, b] = sameTypeInputs(n);
   bool cStyle = n.attrInt("fmod", 0) != 0;
   if (isFloat(a)) {
-    if (!cStyle)
-      fail(ImportErrorKind::BadFile, "Mod of floats needs fmod=1");
-    n.setOutput(0, sub(a, mul(b, truncated(div(a, b)))));
+    if (!cStyle && n.opset < 28)
+      fail(ImportErrorKind::BadFile, "Mod of floats needs fmod=1 before opset 28");
+    Tensor quotient = div(a, b);
+    n.setOutput(0, sub(a, mul(b, cStyle ? truncated(quotient) : floorOf(quotient))));
     return;
   }
   Tensor r = sub(a, mul(b, div(a, b))); // integer div truncates
@@ -225,14 +218,6 @@ Tensor atanhF64(Tensor x) {
   return mul(log(div(add(one, x), sub(one, x))), scalar(x, 0.5));
 }
 
-void softplus(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, log(add(exp(x), scalar(x, 1))));
-}
-void softsign(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, div(x, add(abs(x), scalar(x, 1))));
-}
 void sign(NodeImporter &n) {
   Tensor x = n.input(0);
   n.setOutput(0, select(compare(x, scalar(x, 0), CompareDirection::gt), scalar(x, 1),
@@ -241,56 +226,6 @@ void sign(NodeImporter &n) {
 void isNaN(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   n.setOutput(0, compare(x, x, CompareDirection::ne));
-}
-
-void leakyRelu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, select(isNegative(x), mul(x, scalar(x, n.attrFloat("alpha", 0.01))), x));
-}
-void prelu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0), slope = n.input(1);
-  n.setOutput(0, select(isNegative(x), mul(x, slope), x));
-}
-/// alpha * (exp(x) - 1) where x < 0 (or <= 0), else x.
-Tensor eluOf(Tensor x, double alpha) {
-  return select(isNegative(x), mul(sub(exp(x), scalar(x, 1)), scalar(x, alpha)), x);
-}
-void elu(NodeImporter &n) { n.setOutput(0, eluOf(floatInput(n, 0), n.attrFloat("alpha", 1.0))); }
-void selu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  double alpha = n.attrFloat("alpha", 1.67326319217681884765625);
-  double gamma = n.attrFloat("gamma", 1.05070102214813232421875);
-  n.setOutput(0, mul(eluOf(x, alpha), scalar(x, gamma)));
-}
-void celu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  double alpha = n.attrFloat("alpha", 1.0);
-  Tensor e = mul(sub(exp(div(x, scalar(x, alpha))), scalar(x, 1)), scalar(x, alpha));
-  n.setOutput(0, add(relu(x), minimum(e, scalar(x, 0))));
-}
-void thresholdedRelu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, select(compare(x, scalar(x, n.attrFloat("alpha", 1.0)), CompareDirection::gt),
-                        x, scalar(x, 0)));
-}
-Tensor hardSigmoidOf(Tensor x, double alpha, double beta) {
-  return clamp(add(mul(x, scalar(x, alpha)), scalar(x, beta)), 0, 1);
-}
-void hardSigmoid(NodeImporter &n) {
-  n.setOutput(0, hardSigmoidOf(floatInput(n, 0), n.attrFloat("alpha", 0.2),
-                               n.attrFloat("beta", 0.5)));
-}
-void hardSwish(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, mul(x, hardSigmoidOf(x, 1.0 / 6, 0.5)));
-}
-void shrink(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  double bias = n.attrFloat("bias", 0), lambd = n.attrFloat("lambd", 0.5);
-  n.setOutput(0, select(compare(x, scalar(x, -lambd), CompareDirection::lt),
-                        add(x, scalar(x, bias)),
-                        select(compare(x, scalar(x, lambd), CompareDirection::gt),
-                               sub(x, scalar(x, bias)), scalar(x, 0))));
 }
 
 void clip(NodeImporter &n) {
@@ -337,17 +272,6 @@ void addElementwiseOps(ConverterTable &t) {
   t["Ceil"] = ceil;
   t["Sign"] = sign;
   t["IsNaN"] = isNaN;
-  t["Softplus"] = softplus;
-  t["Softsign"] = softsign;
-  t["LeakyRelu"] = leakyRelu;
-  t["PRelu"] = prelu;
-  t["Elu"] = elu;
-  t["Selu"] = selu;
-  t["Celu"] = celu;
-  t["ThresholdedRelu"] = thresholdedRelu;
-  t["HardSigmoid"] = hardSigmoid;
-  t["HardSwish"] = hardSwish;
-  t["Shrink"] = shrink;
   t["Clip"] = clip;
   t["Identity"] = identity;
   t["Add"] = binary<add>;

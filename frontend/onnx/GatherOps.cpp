@@ -130,11 +130,12 @@ void gatherElements(NodeImporter &n) {
   n.setOutput(0, gatherRows(reshape(x, {x.numElements()}), positions));
 }
 
-/// The reduction of a scatter: "none" replaces, "add" adds; "mul" and others are unsupported.
+/// The reduction of a scatter: "none" replaces, "add" adds; "mul" (opset 16), "max" and "min"
+/// (18) are unsupported: smelt.scatter_add only adds.
 bool scatterAdds(const NodeImporter &n) {
   std::string reduction = n.attrString("reduction", "none");
   if (reduction != "none" && reduction != "add")
-    n.unsupported("reduction '" + reduction + "'");
+    n.unsupported("reduction '" + reduction + "' (Smelt's scatter adds: none and add only)");
   return reduction == "add";
 }
 

@@ -108,6 +108,15 @@ void NodeImporter::unsupported(const std::string &reason) const {
   fail(ImportErrorKind::UnsupportedAttribute, reason);
 }
 
+Tensor floatInput(const NodeImporter &n, int i) {
+  Tensor x = n.input(i);
+  if (!isFloatType(x.dtype()))
+    fail(ImportErrorKind::UnsupportedDtype, "input " + std::to_string(i) + " is " +
+                                                dtypeName(x.dtype()) + "; Smelt's " +
+                                                n.node.op_type() + " takes float tensors");
+  return x;
+}
+
 int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const char *what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
     fail(ImportErrorKind::BadFile, std::string(what) + " " + std::to_string(axis) +
@@ -197,9 +206,12 @@ static const ConverterTable &converters() {
   static const ConverterTable table = [] {
     ConverterTable t;
     addElementwiseOps(t);
+    addActivationOps(t);
     addShapeOps(t);
     addReduceOps(t);
     addNeuralOps(t);
+    addNormalizationOps(t);
+    addAttentionOps(t);
     addMaskOps(t);
     addLossOps(t);
     addGatherOps(t);

@@ -143,9 +143,12 @@ using Converter = void (*)(NodeImporter &);
 using ConverterTable = std::map<std::string, Converter>;
 /// Each op file adds its converters.
 void addElementwiseOps(ConverterTable &table);
+void addActivationOps(ConverterTable &table);
 void addShapeOps(ConverterTable &table);
 void addReduceOps(ConverterTable &table);
 void addNeuralOps(ConverterTable &table);
+void addNormalizationOps(ConverterTable &table);
+void addAttentionOps(ConverterTable &table);
 void addMaskOps(ConverterTable &table);
 void addLossOps(ConverterTable &table);
 void addGatherOps(ConverterTable &table);
@@ -175,6 +178,9 @@ void checkAgainstSchema(const ::onnx::NodeProto &node, int64_t opset);
 /// The converter of `opType` in the default domain, or null.
 Converter findConverter(const std::string &opType);
 
+/// Input `i`, which must be a float tensor: Smelt's transcendental ops, matmul and the
+/// normalizations have no integer form (an UnsupportedDtype failure naming the op).
+Tensor floatInput(const NodeImporter &n, int i);
 /// Normalizes a possibly negative `axis` of a rank-`rank` tensor; fails naming `what`.
 int64_t normalizeAxis(const NodeImporter &n, int64_t axis, int64_t rank, const char *what);
 /// NumPy's two-way broadcast of two shapes; fails when they do not broadcast.

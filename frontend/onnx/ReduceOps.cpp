@@ -58,6 +58,14 @@ void reduceOp(NodeImporter &n, Reduction kind) {
                                    ? (n.hasInput(1) ? n.intsInput(1, "axes") : std::vector<int64_t>{})
                                    : n.attrInts("axes", {});
   if (given.empty() && n.attrInt("noop_with_empty_axes", 0)) {
+    // Nothing to reduce: what is left is the reduction's elementwise part (SumSquare squares,
+    // L1 and L2 take the magnitude, LogSum the log; log(exp x) is x).
+    if (kind == Reduction::SumSquare)
+      x = mul(x, x);
+    else if (kind == Reduction::L1 || kind == Reduction::L2)
+      x = abs(x);
+    else if (kind == Reduction::LogSum)
+      x = log(x);
     n.setOutput(0, x);
     return;
   }
@@ -69,6 +77,12 @@ void reduceOp(NodeImporter &n, Reduction kind) {
       axisSet.insert(d);
   std::vector<int64_t> axes(axisSet.begin(), axisSet.end());
   KeepDims keep = n.attrInt("keepdims", 1) ? KeepDims::yes : KeepDims::no;
+  // ReduceMax and ReduceMin of bool (opset 20: any and all) reduce 0s and 1s.
+  bool isBool = x.dtype() == DType::i1;
+  if (isBool && kind != Reduction::Max && kind != Reduction::Min)
+    fail(ImportErrorKind::UnsupportedDtype, "a bool input (only ReduceMax and ReduceMin take one)");
+  if (isBool)
+    x = convert(x, DType::i32);
   Tensor y;
   switch (kind) {
   case Reduction::Sum:
@@ -107,7 +121,7 @@ void reduceOp(NodeImporter &n, Reduction kind) {
     break;
   }
   }
-  n.setOutput(0, y);
+  n.setOutput(0, isBool ? convert(y, DType::i1) : y);
 }
 
 template <Reduction K> void reduction(NodeImporter &n) { reduceOp(n, K); }

@@ -104,18 +104,48 @@ void concatOp(NodeImporter &n) {
   n.setOutput(0, concat(parts, axis));
 }
 
-void split(NodeImporter &n) {
-  Tensor x = n.input(0);
-  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis");
+/// Split's sizes: the 'split' input (an attribute before opset 13), or equal parts, one an
+/// output; from opset 18 num_outputs parts of ceil(dim / parts), the last one smaller.
+std::vector<int64_t> splitSizes(const NodeImporter &n, int64_t dim) {
   std::vector<int64_t> sizes = n.opset >= 13 ? (n.hasInput(1) ? n.intsInput(1, "split")
                                                               : std::vector<int64_t>{})
                                              : n.attrInts("split", {});
+  const ::onnx::AttributeProto *numOutputs = n.opset >= 18 ? n.attribute("num_outputs") : nullptr;
+  if (numOutputs && n.hasInput(1))
+    fail(ImportErrorKind::BadFile, "Split has both the 'split' input and num_outputs");
+  if (numOutputs && numOutputs->i() != n.numOutputs())
+    fail(ImportErrorKind::BadFile, "num_outputs is " + std::to_string(numOutputs->i()) +
+                                       " but the node has " + std::to_string(n.numOutputs()) +
+                                       " outputs");
   if (sizes.empty()) {
-    int64_t parts = n.numOutputs();
-    if (x.dim(axis) % parts)
-      n.unsupported("an uneven split without 'split' sizes");
-    sizes.assign(size_t(parts), x.dim(axis) / parts);
+    int64_t parts = n.numOutputs(), chunk = (dim + parts - 1) / parts;
+    if (dim % parts && !numOutputs)
+      n.unsupported("an uneven split of " + std::to_string(dim) + " into " +
+                    std::to_string(parts) + " without 'split' sizes or num_outputs");
+    if (chunk * (parts - 1) >= dim)
+      fail(ImportErrorKind::BadFile, std::to_string(dim) + " entries do not split into " +
+                                         std::to_string(parts) + " parts of " +
+                                         std::to_string(chunk) + " and a smaller last one");
+    sizes.assign(size_t(parts), chunk);
+    sizes.back() = dim - chunk * (parts - 1);
   }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0)
+      fail(ImportErrorKind::BadFile, "a negative split size");
+    total += size;
+  }
+  if (total != dim || int64_t(sizes.size()) != n.numOutputs())
+    fail(ImportErrorKind::BadFile, "the split sizes " + shapeString(sizes) + " do not cover " +
+                                       std::to_string(dim) + " entries with " +
+                                       std::to_string(n.numOutputs()) + " outputs");
+  return sizes;
+}
+
+void split(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), x.rank(), "axis");
+  std::vector<int64_t> sizes = splitSizes(n, x.dim(axis));
   std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape();
   for (size_t i = 0; i < sizes.size(); ++i) {
     limit[size_t(axis)] = start[size_t(axis)] + sizes[i];
@@ -172,40 +202,84 @@ void tile(NodeImporter &n) {
   n.setOutput(0, x);
 }
 
+/// Pad's pads per dimension (low, high): the 'pads' input (an attribute before opset 11), over
+/// the dimensions the 'axes' input names (opset 18) or all of them.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> padWidths(const NodeImporter &n,
+                                                                 int64_t rank) {
+  std::vector<int64_t> pads = n.opset >= 11 ? n.intsInput(1, "pads") : n.attrInts("pads", {});
+  std::vector<int64_t> axes(static_cast<size_t>(rank));
+  std::iota(axes.begin(), axes.end(), 0);
+  if (n.opset >= 18 && n.hasInput(3)) {
+    axes = n.intsInput(3, "axes");
+    for (int64_t &a : axes)
+      a = normalizeAxis(n, a, rank, "axis");
+  }
+  if (pads.size() != 2 * axes.size())
+    fail(ImportErrorKind::BadFile, "pads has " + std::to_string(pads.size()) +
+                                       " entries; it needs two for each of " +
+                                       std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> low(size_t(rank), 0), high(size_t(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    low[size_t(axes[i])] = pads[i];
+    high[size_t(axes[i])] = pads[i + axes.size()];
+  }
+  return {low, high};
+}
+
+/// Negative pads remove entries: `x` cropped by them, and the pads left non-negative.
+Tensor cropNegative(const NodeImporter &n, Tensor x, std::vector<int64_t> &low,
+                    std::vector<int64_t> &high) {
+  std::vector<int64_t> start(size_t(x.rank()), 0), limit = x.shape();
+  for (size_t d = 0; d < low.size(); ++d) {
+    start[d] = std::max<int64_t>(-low[d], 0);
+    limit[d] += std::min<int64_t>(high[d], 0);
+    if (start[d] > limit[d])
+      fail(ImportErrorKind::BadFile, "negative pads remove more than dimension " +
+                                         std::to_string(d) + "'s " + std::to_string(x.dim(int64_t(d))) +
+                                         " entries");
+    low[d] = std::max<int64_t>(low[d], 0);
+    high[d] = std::max<int64_t>(high[d], 0);
+  }
+  return x.shape() == limit && std::all_of(start.begin(), start.end(), [](int64_t v) { return !v; })
+             ? x
+             : slice(x, start, limit);
+}
+
 void padOp(NodeImporter &n) {
   Tensor x = n.input(0);
   std::string mode = n.attrString("mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
     n.unsupported("pad mode '" + mode + "'");
-  std::vector<int64_t> pads = n.opset >= 11 ? n.intsInput(1, "pads") : n.attrInts("pads", {});
   double value = n.opset >= 11 ? (n.hasInput(2) ? n.constantInput(2, "the pad value").values.at(0)
                                                 : 0.0)
                                : n.attrFloat("value", 0);
-  if (int64_t(pads.size()) != 2 * x.rank())
-    fail(ImportErrorKind::BadFile, "pads needs two entries per dimension");
-  std::vector<int64_t> low(pads.begin(), pads.begin() + x.rank()),
-      high(pads.begin() + x.rank(), pads.end());
-  for (int64_t p : pads)
-    if (p < 0)
-      n.unsupported("negative pads (cropping)");
+  auto [low, high] = padWidths(n, x.rank());
+  x = cropNegative(n, x, low, high);
   if (mode == "constant") {
     n.setOutput(0, pad(x, low, high, value));
     return;
   }
-  // edge repeats the border entry, reflect mirrors the entries next to it: both are picks.
+  // edge repeats the border entry, reflect mirrors the entries next to it, wrap continues from
+  // the other end: all picks along the axis.
   for (int64_t d = 0; d < x.rank(); ++d) {
     int64_t dim = x.dim(d), before = low[size_t(d)], after = high[size_t(d)];
     if (!before && !after)
       continue;
     if (mode == "reflect" && (before >= dim || after >= dim))
       n.unsupported("reflect pads as large as the dimension");
+    if (dim == 0)
+      n.unsupported("edge or wrap padding of an empty dimension");
     std::vector<int64_t> picks;
-    for (int64_t k = before; k > 0; --k)
-      picks.push_back(mode == "edge" ? 0 : k);
-    for (int64_t k = 0; k < dim; ++k)
-      picks.push_back(k);
-    for (int64_t k = 1; k <= after; ++k)
-      picks.push_back(mode == "edge" ? dim - 1 : dim - 1 - k);
+    for (int64_t p = -before; p < dim + after; ++p) {
+      if (mode == "wrap")
+        picks.push_back(((p % dim) + dim) % dim);
+      else if (p < 0)
+        picks.push_back(mode == "edge" ? 0 : -p);
+      else if (p >= dim)
+        picks.push_back(mode == "edge" ? dim - 1 : 2 * (dim - 1) - p);
+      else
+        picks.push_back(p);
+    }
     x = pickAlong(x, d, picks);
   }
   n.setOutput(0, x);
@@ -223,13 +297,19 @@ void depthToSpace(NodeImporter &n) {
                    : transpose(reshape(x, {N, b, b, c, H, W}), {0, 3, 4, 1, 5, 2});
   n.setOutput(0, reshape(six, {N, c, H * b, W * b}));
 }
+/// The inverse of DepthToSpace in either mode (CRD from opset 28).
 void spaceToDepth(NodeImporter &n) {
   Tensor x = n.input(0);
   int64_t b = n.attrInt("blocksize", 0);
   if (x.rank() != 4 || b < 1 || x.dim(2) % b || x.dim(3) % b)
     fail(ImportErrorKind::BadFile, "SpaceToDepth needs NCHW with H and W divisible by blocksize");
   int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
-  Tensor six = transpose(reshape(x, {N, C, H / b, b, W / b, b}), {0, 3, 5, 1, 2, 4});
+  std::string mode = n.attrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    n.unsupported("mode '" + mode + "' (DCR or CRD)");
+  Tensor six = transpose(reshape(x, {N, C, H / b, b, W / b, b}),
+                         mode == "CRD" ? std::vector<int64_t>{0, 1, 3, 5, 2, 4}
+                                       : std::vector<int64_t>{0, 3, 5, 1, 2, 4});
   n.setOutput(0, reshape(six, {N, C * b * b, H / b, W / b}));
 }
 

@@ -1,0 +1,121 @@
+// Converters of ONNX's activations that Smelt has no op for, as compositions of the ops it has:
+// LeakyRelu and the ELUs are selects, HardSigmoid a clamp, Softplus log(e^x + 1), Gelu (opset
+// 20) erf or tanh as the builder's gelu, Mish (18) x tanh(softplus x), Swish (24) and SwiGLU
+// (28) a product with a sigmoid. Each computes in its input's float type, as ONNX does.
+#include "frontend/onnx/NodeImporter.h"
+
+#include "frontend/Layers.h"
+
+namespace smelt::onnx {
+namespace {
+
+Tensor scalar(Tensor like, double v) { return scalarLike(like, v); }
+Tensor isNegative(Tensor x) { return compare(x, scalar(x, 0), CompareDirection::lt); }
+
+/// log(e^x + 1): e^x overflows to inf above ~88 in f32, and so does the result, which Mish's
+/// tanh then takes to 1 (x itself, as it should be).
+Tensor softplusOf(Tensor x) { return log(add(exp(x), scalar(x, 1))); }
+void softplus(NodeImporter &n) { n.setOutput(0, softplusOf(floatInput(n, 0))); }
+void softsign(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  n.setOutput(0, div(x, add(abs(x), scalar(x, 1))));
+}
+
+void leakyRelu(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  n.setOutput(0, select(isNegative(x), mul(x, scalar(x, n.attrFloat("alpha", 0.01))), x));
+}
+void prelu(NodeImporter &n) {
+  Tensor x = floatInput(n, 0), slope = n.input(1);
+  n.setOutput(0, select(isNegative(x), mul(x, slope), x));
+}
+/// alpha * (exp(x) - 1) where x < 0 (or <= 0), else x.
+Tensor eluOf(Tensor x, double alpha) {
+  return select(isNegative(x), mul(sub(exp(x), scalar(x, 1)), scalar(x, alpha)), x);
+}
+void elu(NodeImporter &n) { n.setOutput(0, eluOf(floatInput(n, 0), n.attrFloat("alpha", 1.0))); }
+void selu(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  double alpha = n.attrFloat("alpha", 1.67326319217681884765625);
+  double gamma = n.attrFloat("gamma", 1.05070102214813232421875);
+  n.setOutput(0, mul(eluOf(x, alpha), scalar(x, gamma)));
+}
+void celu(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  double alpha = n.attrFloat("alpha", 1.0);
+  Tensor e = mul(sub(exp(div(x, scalar(x, alpha))), scalar(x, 1)), scalar(x, alpha));
+  n.setOutput(0, add(relu(x), minimum(e, scalar(x, 0))));
+}
+void thresholdedRelu(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  n.setOutput(0, select(compare(x, scalar(x, n.attrFloat("alpha", 1.0)), CompareDirection::gt),
+                        x, scalar(x, 0)));
+}
+Tensor hardSigmoidOf(Tensor x, double alpha, double beta) {
+  return clamp(add(mul(x, scalar(x, alpha)), scalar(x, beta)), 0, 1);
+}
+void hardSigmoid(NodeImporter &n) {
+  n.setOutput(0, hardSigmoidOf(floatInput(n, 0), n.attrFloat("alpha", 0.2),
+                               n.attrFloat("beta", 0.5)));
+}
+void hardSwish(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  n.setOutput(0, mul(x, hardSigmoidOf(x, 1.0 / 6, 0.5)));
+}
+void shrink(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  double bias = n.attrFloat("bias", 0), lambd = n.attrFloat("lambd", 0.5);
+  n.setOutput(0, select(compare(x, scalar(x, -lambd), CompareDirection::lt),
+                        add(x, scalar(x, bias)),
+                        select(compare(x, scalar(x, lambd), CompareDirection::gt),
+                               sub(x, scalar(x, bias)), scalar(x, 0))));
+}
+
+/// approximate "none": x/2 (1 + erf(x / sqrt 2)); "tanh": PyTorch's gelu(approximate="tanh").
+void geluOp(NodeImporter &n) {
+  std::string approximate = n.attrString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    n.unsupported("approximate '" + approximate + "' (Gelu knows 'none' and 'tanh')");
+  n.setOutput(0, gelu(floatInput(n, 0), approximate == "tanh"));
+}
+void mish(NodeImporter &n) {
+  Tensor x = floatInput(n, 0);
+  n.setOutput(0, mul(x, tanh(softplusOf(x))));
+}
+/// x * sigmoid(alpha * x): Swish, and SwiGLU's gate.
+Tensor swishOf(Tensor x, double alpha) {
+  return mul(x, logistic(alpha == 1.0 ? x : mul(x, scalar(x, alpha))));
+}
+void swish(NodeImporter &n) { n.setOutput(0, swishOf(floatInput(n, 0), n.attrFloat("alpha", 1.0))); }
+/// Swish(A) * B, of one shape: ONNX does not broadcast them.
+void swiGlu(NodeImporter &n) {
+  Tensor gate = floatInput(n, 0), value = floatInput(n, 1);
+  if (gate.shape() != value.shape() || gate.dtype() != value.dtype())
+    fail(ImportErrorKind::BadFile, "SwiGLU's A and B must have one shape and type; they are " +
+                                       shapeString(gate.shape()) + " " + dtypeName(gate.dtype()) +
+                                       " and " + shapeString(value.shape()) + " " +
+                                       dtypeName(value.dtype()));
+  n.setOutput(0, mul(swishOf(gate, n.attrFloat("alpha", 1.0)), value));
+}
+
+} // namespace
+
+void addActivationOps(ConverterTable &t) {
+  t["Softplus"] = softplus;
+  t["Softsign"] = softsign;
+  t["LeakyRelu"] = leakyRelu;
+  t["PRelu"] = prelu;
+  t["Elu"] = elu;
+  t["Selu"] = selu;
+  t["Celu"] = celu;
+  t["ThresholdedRelu"] = thresholdedRelu;
+  t["HardSigmoid"] = hardSigmoid;
+  t["HardSwish"] = hardSwish;
+  t["Shrink"] = shrink;
+  t["Gelu"] = geluOp;
+  t["Mish"] = mish;
+  t["Swish"] = swish;
+  t["SwiGLU"] = swiGlu;
+}
+
+} // namespace smelt::onnx
