@@ -122,10 +122,15 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
 }
 
 /// The elements of a constant as little-endian bytes of `dtype`'s width.
-FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op, rt::DType dtype) {
+FailureOr<rt::SharedBytes> constantBytes(ConstantOp op, rt::DType dtype) {
   auto elements = dyn_cast<ElementsAttr>(op.getValue());
-  if (std::optional<ArrayRef<char>> raw = elements ? rawElementBytes(elements) : std::nullopt)
-    return std::vector<uint8_t>(raw->begin(), raw->end()); // already in that form: a copy
+  if (std::optional<ArrayRef<char>> raw = elements ? rawElementBytes(elements) : std::nullopt) {
+    auto *data = reinterpret_cast<const uint8_t *>(raw->data());
+    // A model's weights (memory-mapped) or a folded constant: the executable shares them.
+    if (std::shared_ptr<const void> owner = sharedOwnerOf(raw->data()))
+      return rt::SharedBytes(std::move(owner), data, raw->size());
+    return rt::SharedBytes(std::vector<uint8_t>(data, data + raw->size())); // MLIR's: a copy
+  }
   auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!dense)
     return op.emitOpError("value must be a dense elements attribute or a dense_resource with "
@@ -145,7 +150,7 @@ FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op, rt::DType dtype) {
   else
     for (const llvm::APInt &value : dense.getValues<llvm::APInt>())
       append(value);
-  return bytes;
+  return rt::SharedBytes(std::move(bytes));
 }
 
 /// The arena offsets smelt-assign-buffers gave `op`'s results, when it ran.
@@ -276,8 +281,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       FailureOr<rt::BufferId> result = addBuffer(constant.getResult(), label);
       if (failed(result))
         return failure();
-      FailureOr<std::vector<uint8_t>> bytes =
-          constantBytes(constant, exe.buffers[*result].type.dtype);
+      FailureOr<rt::SharedBytes> bytes = constantBytes(constant, exe.buffers[*result].type.dtype);
       if (failed(bytes))
         return failure();
       exe.constants.push_back({*result, std::move(*bytes)});

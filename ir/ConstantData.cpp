@@ -4,6 +4,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <unordered_map>
+
 namespace smelt {
 
 using namespace mlir;
@@ -34,10 +40,60 @@ ElementsAttr elementsFromBytes(ShapedType type, std::vector<char> bytes) {
     return DenseElementsAttr::getFromRawBuffer(type, bytes);
   // The blob owns the vector's buffer: no copy. 8 bytes is the widest element's alignment,
   // which operator new gives.
-  auto *owned = new std::vector<char>(std::move(bytes));
-  AsmResourceBlob blob = UnmanagedAsmResourceBlob::allocateWithAlign(
-      *owned, alignof(uint64_t), [owned](void *, size_t, size_t) { delete owned; });
-  return DenseResourceElementsAttr::get(type, "smelt_folded", std::move(blob));
+  auto owned = std::make_shared<const std::vector<char>>(std::move(bytes));
+  return DenseResourceElementsAttr::get(
+      type, "smelt_folded", sharedBlob(*owned, alignof(uint64_t), owned));
+}
+
+namespace {
+std::mutex ownersMutex;
+struct Owner {
+  std::weak_ptr<const void> owner; // weak: the blob holds it, and so does an executable
+  bool fileMapped;
+};
+/// By the address of a sharedBlob's bytes.
+std::unordered_map<const void *, Owner> &owners() {
+  static auto *map = new std::unordered_map<const void *, Owner>();
+  return *map;
+}
+} // namespace
+
+AsmResourceBlob sharedBlob(llvm::ArrayRef<char> data, size_t alignment,
+                           std::shared_ptr<const void> owner, bool fileMapped) {
+  {
+    std::lock_guard<std::mutex> lock(ownersMutex);
+    owners()[data.data()] = Owner{owner, fileMapped};
+  }
+  return UnmanagedAsmResourceBlob::allocateWithAlign(
+      data, alignment, [owner](void *address, size_t, size_t) mutable {
+        std::lock_guard<std::mutex> lock(ownersMutex);
+        // Another blob over the same bytes may have replaced the record: drop only ours.
+        auto it = owners().find(address);
+        if (it != owners().end() && !it->second.owner.owner_before(owner) &&
+            !owner.owner_before(it->second.owner))
+          owners().erase(it);
+        owner.reset();
+      });
+}
+
+std::shared_ptr<const void> sharedOwnerOf(const void *data) {
+  std::lock_guard<std::mutex> lock(ownersMutex);
+  auto it = owners().find(data);
+  return it == owners().end() ? nullptr : it->second.owner.lock();
+}
+
+void releaseMappedPages(llvm::ArrayRef<char> bytes) {
+  {
+    std::lock_guard<std::mutex> lock(ownersMutex);
+    auto it = owners().find(bytes.data());
+    if (it == owners().end() || !it->second.fileMapped)
+      return; // heap memory: MADV_DONTNEED would zero it
+  }
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (uintptr_t(bytes.data()) + page - 1) & ~(page - 1);
+  uintptr_t end = (uintptr_t(bytes.data()) + bytes.size()) & ~(page - 1);
+  if (begin < end)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 } // namespace smelt

@@ -5,8 +5,10 @@
 #pragma once
 
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -25,5 +27,20 @@ std::optional<llvm::ArrayRef<char>> rawElementBytes(mlir::ElementsAttr value);
 /// uniqued, and printed inline.
 mlir::ElementsAttr elementsFromBytes(mlir::ShapedType type, std::vector<char> bytes);
 constexpr size_t kResourceBytes = size_t(1) << 16;
+
+/// A dense_resource blob over bytes at `data` that `owner` keeps alive, recorded so that
+/// codegen can share them with the executable it builds (sharedOwnerOf) instead of copying
+/// a model's weights; the record goes with the blob. What the importer and the folds make.
+/// `fileMapped`: the bytes are a read-only mapping of a file (a model's external weights).
+mlir::AsmResourceBlob sharedBlob(llvm::ArrayRef<char> data, size_t alignment,
+                                 std::shared_ptr<const void> owner, bool fileMapped = false);
+/// The owner of a sharedBlob's bytes starting at `data`, or null (the bytes of a parsed module
+/// or of a dense attribute belong to MLIR: they are copied).
+std::shared_ptr<const void> sharedOwnerOf(const void *data);
+/// Lets the whole pages of `bytes` leave memory when they are a sharedBlob's file mapping
+/// (read again, they come back from the file); a no-op for any other bytes. For the source of
+/// a fold (a Conv's OIHW filter transposed to HWIO), which nothing reads afterwards: without
+/// it a model's weights are resident twice while it compiles.
+void releaseMappedPages(llvm::ArrayRef<char> bytes);
 
 } // namespace smelt

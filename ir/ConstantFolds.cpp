@@ -119,6 +119,7 @@ OpFoldResult transposed(ElementsAttr value, ArrayRef<int64_t> inShape,
       index[d] = 0;
     }
   }
+  releaseMappedPages(*bytes);
   return elementsFromBytes(type, std::move(out));
 }
 

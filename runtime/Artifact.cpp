@@ -175,7 +175,7 @@ Expected<std::vector<Payload>> encodeSections(const Executable &exe, const Artif
     for (const Constant &c : exe.constants) {
       w.align(kAlignment);
       offsets.push_back(w.size());
-      w.raw(c.bytes);
+      w.raw(c.bytes.data(), c.bytes.size());
     }
   });
   add(Section::plan, [&](ByteWriter &w) { encodePlan(exe, offsets, w); });

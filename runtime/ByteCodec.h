@@ -32,6 +32,7 @@ public:
   void blob(const std::vector<uint8_t> &v);
   /// The bytes alone, no length.
   void raw(const std::vector<uint8_t> &v) { out_.insert(out_.end(), v.begin(), v.end()); }
+  void raw(const uint8_t *data, size_t size) { out_.insert(out_.end(), data, data + size); }
   void i32s(const std::vector<int32_t> &v, std::string_view what);
   void i64s(const std::vector<int64_t> &v, std::string_view what);
   /// A u32 count; remembers an error when `n` does not fit.

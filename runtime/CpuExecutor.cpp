@@ -54,19 +54,11 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
     return buffers.status();
   exec.buffers_ = std::move(*buffers);
   exec.intoCaller_.assign(exe.buffers.size(), nullptr);
-  {
-    Trace::Scope span(trace, {kDevice, kStream}, "upload constants @" + exe.name, "memory");
-    for (const Constant &c : exe.constants) {
-      Expected<Allocator::Block> block =
-          allocator->allocateBlock(c.bytes.size(), fmt::format("constant {}",
-                                                               bufferLabel(exe, c.buffer)));
-      if (!block)
-        return block.status();
-      std::memcpy(block->get(), c.bytes.data(), c.bytes.size());
-      exec.buffers_.place(c.buffer, block->get());
-      exec.constantBytes_ += c.bytes.size();
-      exec.constants_.push_back(std::move(*block));
-    }
+  // Steps read constants where the Executable holds them (no step writes a constant): a
+  // copy would hold a model's weights twice. executable_ keeps them alive.
+  for (const Constant &c : exe.constants) {
+    exec.buffers_.place(c.buffer, const_cast<uint8_t *>(c.bytes.data()));
+    exec.constantBytes_ += c.bytes.size();
   }
   exec.setTrace(trace);
   Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);

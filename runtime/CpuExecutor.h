@@ -74,10 +74,8 @@ private:
   std::vector<Kernel> kernels_;
   CollectiveSteps collectives_;
   Communicator *communicator_ = nullptr;
-  /// The constants' blocks, for the executor's life.
-  std::vector<Allocator::Block> constants_;
-  /// Each buffer's address: inputs at the caller's tensors during a run, constants at
-  /// constants_, the rest taken when their step comes and given back after their last reader.
+  /// Each buffer's address: inputs at the caller's tensors during a run, constants in
+  /// executable_'s bytes, the rest taken when their step comes and given back after their last reader.
   RunBuffers buffers_;
   /// During a run: per buffer, the caller's output tensor its step writes into (else null).
   std::vector<HostTensor *> intoCaller_;

@@ -9,6 +9,7 @@
 
 #include "runtime/DType.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -221,23 +222,34 @@ struct Step {
 };
 
 /// Immutable bytes that the copies of what holds them share: a model's constants are most of
-/// its Executable, which the executor, each segment and each runner hold a copy of.
+/// its Executable, which the executor, each segment and each runner hold a copy of. The bytes
+/// are a vector of their own, or memory an owner keeps alive: the compiler hands over a
+/// constant it made (a folded weight) or a model's memory-mapped weights without a copy.
 class SharedBytes {
 public:
-  SharedBytes() : bytes_(std::make_shared<const std::vector<uint8_t>>()) {}
-  SharedBytes(std::vector<uint8_t> bytes)
-      : bytes_(std::make_shared<const std::vector<uint8_t>>(std::move(bytes))) {}
-  const std::vector<uint8_t> &vector() const { return *bytes_; }
-  operator const std::vector<uint8_t> &() const { return *bytes_; }
-  const uint8_t *data() const { return bytes_->data(); }
-  size_t size() const { return bytes_->size(); }
-  bool empty() const { return bytes_->empty(); }
-  std::vector<uint8_t>::const_iterator begin() const { return bytes_->begin(); }
-  std::vector<uint8_t>::const_iterator end() const { return bytes_->end(); }
-  bool operator==(const SharedBytes &other) const { return *bytes_ == *other.bytes_; }
+  SharedBytes() : SharedBytes(std::vector<uint8_t>()) {}
+  SharedBytes(std::vector<uint8_t> bytes) {
+    auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+    data_ = owned->data();
+    size_ = owned->size();
+    owner_ = std::move(owned);
+  }
+  /// `size` bytes at `data`, which `owner` keeps alive and unchanged.
+  SharedBytes(std::shared_ptr<const void> owner, const uint8_t *data, size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const uint8_t *begin() const { return data_; }
+  const uint8_t *end() const { return data_ + size_; }
+  bool operator==(const SharedBytes &other) const {
+    return size_ == other.size_ && std::equal(begin(), end(), other.begin());
+  }
 
 private:
-  std::shared_ptr<const std::vector<uint8_t>> bytes_;
+  std::shared_ptr<const void> owner_;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
 };
 
 struct Constant {

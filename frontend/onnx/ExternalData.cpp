@@ -129,7 +129,8 @@ WeightBytes ExternalData::read(const TensorProto &proto, const TensorLayout &lay
   }
   claimRange(file, offset, offset + length, what);
   llvm::StringRef data = file.buffer->getBuffer().substr(offset, length);
-  return WeightBytes{file.buffer, data};
+  return WeightBytes{file.buffer, data,
+                     file.buffer->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap};
 }
 
 Weight ExternalData::weight(const TensorProto &proto, const std::string &what) {

@@ -25,6 +25,24 @@ void matMulOp(NodeImporter &n) {
   if (columnVector)
     b = reshape(b, {b.dim(0), 1});
   std::vector<int64_t> batchA = leading(a.shape(), 2), batchB = leading(b.shape(), 2);
+  auto product = [](const std::vector<int64_t> &dims) {
+    return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
+  };
+  if (!batchA.empty() && product(batchB) == 1 && batchA.size() >= batchB.size()) {
+    // Activations times a weight matrix (a Linear over [batch, seq, features]): the batch
+    // dimensions of `a` are more rows of one matmul. Broadcasting the weights to every batch
+    // entry would materialize them that many times (ViT-B/16: 24 of 197 x 768 x 2304 floats).
+    int64_t k = a.dim(-1);
+    Tensor rows = matmul(reshape(a, {product(batchA) * a.dim(-2), k}),
+                         reshape(b, {b.dim(-2), b.dim(-1)}));
+    std::vector<int64_t> shape = batchA;
+    if (!rowVector)
+      shape.push_back(a.dim(-2));
+    if (!columnVector)
+      shape.push_back(b.dim(-1));
+    n.setOutput(0, reshape(rows, shape));
+    return;
+  }
   if (batchA != batchB) {
     // Broadcast the batch dimensions of both to their common shape.
     std::vector<int64_t> batch = batchA.size() >= batchB.size() ? batchA : batchB;

@@ -55,6 +55,7 @@ Tensor constantTensor(Graph &g, const TensorValue &value);
 struct WeightBytes {
   std::shared_ptr<const void> owner;
   llvm::StringRef data;
+  bool fileMapped = false; // a read-only mapping of the file
 };
 struct Weight {
   DType dtype;

@@ -3,6 +3,7 @@
 // TensorValue turned into a constant op or the runtime's tensor.
 #include "frontend/onnx/NodeImporter.h"
 
+#include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
@@ -289,10 +290,9 @@ Tensor weightConstant(Graph &g, const std::string &name, const Weight &w) {
   auto type = mlir::RankedTensorType::get(w.shape, g.elementType(w.dtype));
   // The blob shares the bytes (its deleter keeps them alive): the module holds the file's
   // weights once, and printing or writing bytecode reads them from there.
-  std::shared_ptr<const void> owner = w.bytes.owner;
-  mlir::AsmResourceBlob blob = mlir::UnmanagedAsmResourceBlob::allocateWithAlign(
-      llvm::ArrayRef<char>(w.bytes.data.data(), w.bytes.data.size()), byteWidth(w.dtype),
-      [owner](void *, size_t, size_t) mutable { owner.reset(); });
+  mlir::AsmResourceBlob blob =
+      sharedBlob(llvm::ArrayRef<char>(w.bytes.data.data(), w.bytes.data.size()),
+                 byteWidth(w.dtype), w.bytes.owner, w.bytes.fileMapped);
   auto value = mlir::DenseResourceElementsAttr::get(type, name, std::move(blob));
   return Tensor(&g, ConstantOp::create(b, b.getUnknownLoc(), value).getResult());
 }

@@ -22,7 +22,6 @@
 // CHECK: span kernel on cpu:0/stream 0: main_fusion0 {"bytes": "1024", "device": "cpu:0", "flops": "128", "kind": "kernel", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "mul", "shapes": "tensor<16x8xf32> -> tensor<16x8xf32>"}
 // The bias add and tanh run in the matmul (smelt-fuse folds them): an op each per element.
 // CHECK: span library on cpu:0/stream 0: matmul {"bytes": "3616", "device": "cpu:0", "flops": "8448", "kind": "library", "location": "{{.*}}smelt-profile.mlir:{{[0-9]+}}:{{[0-9]+}}", "op": "matmul+bias+tanh", "shapes": "tensor<16x32xf32>, tensor<32x8xf32>, tensor<8xf32> -> tensor<16x8xf32>"}
-// CHECK: span memory on cpu:0/stream 0: upload constants @main {}
 // CHECK: span pass on compiler/passes: canonicalize {}
 // CHECK: span run on cpu:0/stream 0: run @main {}
 // CHECK: counter memory: 5 samples, peak {{[0-9]+}}

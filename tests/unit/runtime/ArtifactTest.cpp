@@ -405,7 +405,7 @@ TEST(Artifact, WriterRefusesWhatTheReaderWouldReject) {
   bad.steps[1].results[1] = -1;
   expectError(bad, extras, "plan section", "step #1 ('fusion') result #1: buffer id -1");
   bad = exe;
-  std::vector<uint8_t> shorter = bad.constants[3].bytes;
+  std::vector<uint8_t> shorter(bad.constants[3].bytes.begin(), bad.constants[3].bytes.end());
   shorter.pop_back();
   bad.constants[3].bytes = std::move(shorter);
   expectError(bad, extras, "plan section", "constant #3 (b5, ");
