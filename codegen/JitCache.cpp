@@ -238,9 +238,12 @@ std::string largeConstantsDigest(func::FuncOp function) {
     auto elements = dyn_cast<ElementsAttr>(constant.getValue());
     if (!elements || elements.getNumElements() <= kPrintedElements)
       return;
-    if (std::optional<ArrayRef<char>> raw = rawElementBytes(elements))
+    if (std::optional<ArrayRef<char>> raw = rawElementBytes(elements)) {
       hasher.update(llvm::arrayRefFromStringRef(llvm::StringRef(raw->data(), raw->size())));
-    else if (auto dense = dyn_cast<DenseElementsAttr>(elements)) // a splat, or i1 bits
+      // Hashing read every page of a memory-mapped weight; most of an embedding table is
+      // never read by the model: let the pages go until a kernel reads them.
+      releaseMappedPages(*raw);
+    } else if (auto dense = dyn_cast<DenseElementsAttr>(elements)) // a splat, or i1 bits
       hasher.update(llvm::arrayRefFromStringRef(
           llvm::StringRef(dense.getRawData().data(), dense.getRawData().size())));
     else

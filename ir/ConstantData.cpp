@@ -89,6 +89,10 @@ void releaseMappedPages(llvm::ArrayRef<char> bytes) {
     if (it == owners().end() || !it->second.fileMapped)
       return; // heap memory: MADV_DONTNEED would zero it
   }
+  releaseFilePages(bytes);
+}
+
+void releaseFilePages(llvm::ArrayRef<char> bytes) {
   uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   uintptr_t begin = (uintptr_t(bytes.data()) + page - 1) & ~(page - 1);
   uintptr_t end = (uintptr_t(bytes.data()) + bytes.size()) & ~(page - 1);

@@ -42,5 +42,7 @@ std::shared_ptr<const void> sharedOwnerOf(const void *data);
 /// a fold (a Conv's OIHW filter transposed to HWIO), which nothing reads afterwards: without
 /// it a model's weights are resident twice while it compiles.
 void releaseMappedPages(llvm::ArrayRef<char> bytes);
+/// The same for bytes the caller knows to be in a read-only file mapping.
+void releaseFilePages(llvm::ArrayRef<char> bytes);
 
 } // namespace smelt

@@ -8,9 +8,10 @@ interleaved rounds, each engine runs in a process of its own (so peak RSS is the
   ort     onnxruntime.InferenceSession (CPU provider, default options), N runs after warm-up
   torch   the module itself under torch.inference_mode(), N runs after warm-up
 
-and prints a Markdown table: median latency per engine (the median over rounds of each
-round's median), Smelt/ORT, peak RSS per engine and Smelt's compile time. Also checks that
-Smelt's output matches ONNX Runtime's (relative L2). Runs in bench/peers/setup.sh's venv (with
+Peak RSS is each process's VmHWM (getrusage's ru_maxrss would include this script's, which
+Linux carries across fork and exec). It prints a Markdown table: median latency per engine
+(the median over rounds of each round's median), Smelt/ORT, peak RSS per engine and Smelt's
+compile time, and whether Smelt's output matches ONNX Runtime's (relative L2). Runs in bench/peers/setup.sh's venv (with
 torchvision, transformers, onnxscript, onnxruntime), not in CI:
 
   python bench/peers/zoo.py --smelt build/bin/smelt [--models resnet50,vit_b_16] [--batch 1,8]
@@ -100,7 +101,6 @@ def export(name, batch, out):
 # Each engine's measurement, run as `python zoo.py --engine E FOLDER RUNS THREADS`: prints one
 # JSON line {"ms": median, "rss": peak bytes, "out": path of its output}.
 def engine_main(engine, folder, runs, threads):
-    import resource
     import time
     inputs = {f[6:-4]: np.load(f"{folder}/{f}") for f in sorted(os.listdir(folder))
               if f.startswith("input_")}
@@ -115,7 +115,8 @@ def engine_main(engine, folder, runs, threads):
     else:
         import torch
         torch.set_num_threads(threads)
-        model = torch.load(f"{folder}/model.pt", weights_only=False)
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "zoo"))
+        model = torch.load(f"{folder}/model.pt", weights_only=False)  # Logits is generate.py's
         args = tuple(torch.from_numpy(v) for v in inputs.values())
 
         def call():
@@ -128,8 +129,16 @@ def engine_main(engine, folder, runs, threads):
         call()
         times.append((time.perf_counter() - start) * 1e3)
     np.save(f"{folder}/{engine}.npy", result)
-    print(json.dumps({"ms": statistics.median(times),
-                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    print(json.dumps({"ms": statistics.median(times), "rss": peak_resident_bytes()}))
+
+
+def peak_resident_bytes():
+    """VmHWM: this process's own peak (ru_maxrss carries the parent's across exec)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def measure(engine, folder, runs, threads, smelt):

@@ -4,6 +4,8 @@
 // the user can), and each byte of a file belongs to at most one tensor.
 #include "frontend/onnx/ExternalData.h"
 
+#include "ir/ConstantData.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -140,6 +142,10 @@ Weight ExternalData::weight(const TensorProto &proto, const std::string &what) {
   // its width (ONNX only says offsets SHOULD be page multiples) gets an aligned copy.
   if (reinterpret_cast<uintptr_t>(bytes.data.data()) % byteWidth(layout.dtype)) {
     auto copy = std::make_shared<std::string>(bytes.data.str());
+    // The copy is the weight from now on: the mapped pages it came from leave memory (the
+    // dynamo exporter packs tensors without padding, so a model can have dozens of these).
+    if (bytes.fileMapped)
+      releaseFilePages(bytes.data);
     bytes = WeightBytes{copy, llvm::StringRef(*copy)};
   }
   return Weight{layout.dtype, layout.shape, std::move(bytes)};

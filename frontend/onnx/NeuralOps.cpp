@@ -5,6 +5,7 @@
 #include "frontend/onnx/NodeImporter.h"
 
 #include "frontend/Layers.h"
+#include "ir/SmeltDialect.h"
 
 #include <algorithm>
 #include <numeric>
@@ -14,6 +15,23 @@ namespace {
 
 std::vector<int64_t> leading(const std::vector<int64_t> &shape, size_t drop) {
   return {shape.begin(), shape.end() - int64_t(drop)};
+}
+
+/// When `x` is a transpose that swaps only its last two dimensions (a weight [N, K] read as
+/// [K, N], as Hugging Face's Linear layers export): its operand, which a matmul reads with its
+/// transpose flag, so that no transposed copy of the weight is made.
+std::optional<Tensor> swappedLastTwo(Tensor x) {
+  auto transpose = x.value().getDefiningOp<TransposeOp>();
+  if (!transpose || x.rank() < 2)
+    return std::nullopt;
+  llvm::ArrayRef<int64_t> perm = transpose.getPermutation();
+  size_t rank = perm.size();
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != int64_t(i))
+      return std::nullopt;
+  if (perm[rank - 2] != int64_t(rank - 1) || perm[rank - 1] != int64_t(rank - 2))
+    return std::nullopt;
+  return Tensor(&x.graph(), transpose.getX());
 }
 
 void matMulOp(NodeImporter &n) {
@@ -33,8 +51,11 @@ void matMulOp(NodeImporter &n) {
     // dimensions of `a` are more rows of one matmul. Broadcasting the weights to every batch
     // entry would materialize them that many times (ViT-B/16: 24 of 197 x 768 x 2304 floats).
     int64_t k = a.dim(-1);
-    Tensor rows = matmul(reshape(a, {product(batchA) * a.dim(-2), k}),
-                         reshape(b, {b.dim(-2), b.dim(-1)}));
+    Tensor lhs = reshape(a, {product(batchA) * a.dim(-2), k});
+    std::optional<Tensor> weightRows = swappedLastTwo(b);
+    Tensor rows = weightRows ? matmul(lhs, reshape(*weightRows, {b.dim(-1), b.dim(-2)}),
+                                      /*transposeA=*/false, /*transposeB=*/true)
+                             : matmul(lhs, reshape(b, {b.dim(-2), b.dim(-1)}));
     std::vector<int64_t> shape = batchA;
     if (!rowVector)
       shape.push_back(a.dim(-2));
@@ -60,7 +81,8 @@ void matMulOp(NodeImporter &n) {
     a = withBatch(a);
     b = withBatch(b);
   }
-  Tensor y = matmul(a, b);
+  std::optional<Tensor> bRows = batchA == batchB ? swappedLastTwo(b) : std::nullopt;
+  Tensor y = bRows ? matmul(a, *bRows, /*transposeA=*/false, /*transposeB=*/true) : matmul(a, b);
   std::vector<int64_t> shape = leading(y.shape(), 2);
   if (!rowVector)
     shape.push_back(y.dim(-2));

@@ -86,6 +86,8 @@ def hf_model(name, exporter):
                   intermediate_size=64, vocab_size=100, max_position_embeddings=64)
     if name == "bert":
         return hf.BertModel(hf.BertConfig(**common)), "ids"
+    if name == "bert_masked":  # with the attention mask as an input, padding in one row
+        return hf.BertModel(hf.BertConfig(**common)), "ids+mask"
     if name == "roberta":
         return hf.RobertaModel(hf.RobertaConfig(**common, pad_token_id=1)), "ids"
     if name == "distilbert":
@@ -100,6 +102,8 @@ def hf_model(name, exporter):
         # export ("scaled_dot_product_attention ... enable_gqa"): there, one per query head.
         kv_heads = 1 if exporter == "dynamo" else 2
         return hf.LlamaForCausalLM(hf.LlamaConfig(**common, num_key_value_heads=kv_heads)), "ids"
+    if name == "llama_masked":
+        return hf.LlamaModel(hf.LlamaConfig(**common, num_key_value_heads=2)), "ids+mask"
     if name == "t5_encoder":
         return hf.T5EncoderModel(hf.T5Config(d_model=32, d_kv=16, d_ff=64, num_layers=2,
                                              num_heads=2, vocab_size=100)), "ids"
@@ -119,8 +123,8 @@ def hf_model(name, exporter):
 
 TORCHVISION = ["resnet", "mobilenet_v2", "mobilenet_v3", "efficientnet", "densenet",
                "shufflenet", "regnet", "convnext", "vit", "swin"]
-HF = ["bert", "distilbert", "roberta", "gpt2", "llama", "t5_encoder", "vit_hf",
-      "whisper_encoder"]
+HF = ["bert", "bert_masked", "distilbert", "roberta", "gpt2", "llama", "llama_masked",
+      "t5_encoder", "vit_hf", "whisper_encoder"]
 MODELS = TORCHVISION + HF
 EXPORTERS = ["torchscript", "dynamo"]
 
@@ -160,6 +164,11 @@ def build_model(name, exporter, rng):
         model = Logits(model)
         if kind == "ids":
             return model.eval(), {"input_ids": rng.integers(0, 100, (1, 16)).astype(np.int64)}
+        if kind == "ids+mask":
+            mask = np.ones((2, 16), np.int64)
+            mask[1, 11:] = 0  # the second sequence is padded
+            return model.eval(), {"input_ids": rng.integers(0, 100, (2, 16)).astype(np.int64),
+                                  "attention_mask": mask}
         if kind == "image":
             return model.eval(), {"pixel_values": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}
         return model.eval(), {"input_features": rng.standard_normal((1, 16, 64)).astype(np.float32)}
