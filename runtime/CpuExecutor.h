@@ -75,7 +75,8 @@ private:
   CollectiveSteps collectives_;
   Communicator *communicator_ = nullptr;
   /// Each buffer's address: inputs at the caller's tensors during a run, constants in
-  /// executable_'s bytes, the rest taken when their step comes and given back after their last reader.
+  /// executable_'s bytes, the rest taken when their step comes and given back after their
+  /// last reader.
   RunBuffers buffers_;
   /// During a run: per buffer, the caller's output tensor its step writes into (else null).
   std::vector<HostTensor *> intoCaller_;

@@ -27,6 +27,11 @@ import sys
 
 import numpy as np
 
+# tests/zoo/generate.py's Logits wraps the Hugging Face models here and in the pickles that the
+# torch engine loads.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "zoo"))
+
 TORCHVISION = {
     "resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2",
     "mobilenet_v3_small": "mobilenet_v3_small", "efficientnet_b0": "efficientnet_b0",
@@ -48,7 +53,6 @@ def build(name):
         model = getattr(torchvision.models, TORCHVISION[name])()
         return model.eval(), {"image": lambda b: rng.standard_normal((b, 3, 224, 224)).astype(np.float32)}
     import transformers as hf
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "zoo"))
     from generate import Logits
     ids = {"input_ids": lambda b: rng.integers(0, 1000, (b, SEQ)).astype(np.int64)}
     if name == "bert":
@@ -115,8 +119,7 @@ def engine_main(engine, folder, runs, threads):
     else:
         import torch
         torch.set_num_threads(threads)
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "zoo"))
-        model = torch.load(f"{folder}/model.pt", weights_only=False)  # Logits is generate.py's
+        model = torch.load(f"{folder}/model.pt", weights_only=False)
         args = tuple(torch.from_numpy(v) for v in inputs.values())
 
         def call():

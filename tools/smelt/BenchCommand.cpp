@@ -9,6 +9,7 @@
 #include "tools/smelt/ArtifactFile.h"
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
+#include "tools/smelt/Measure.h"
 #include "tools/smelt/ModuleFile.h"
 #include "tools/smelt/Roofline.h"
 
@@ -71,14 +72,6 @@ rt::HostTensor randomInput(const rt::TensorType &type, std::mt19937_64 &rng) {
       v = small(rng);
   }
   return rt::HostTensor::fromDoubles(type, values);
-}
-
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 /// The whole run against its parts: the steps' medians added up, the median wall time of

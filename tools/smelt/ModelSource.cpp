@@ -7,11 +7,6 @@
 
 #include "llvm/Support/Path.h"
 
-#include <sys/resource.h>
-
-#include <fstream>
-#include <string>
-
 namespace cl = llvm::cl;
 
 namespace smelt::tools {
@@ -50,19 +45,6 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelSourceFlags::read(mlir::MLIRContext &cont
     return nullptr;
   }
   return std::move(*module);
-}
-
-size_t peakResidentBytes() {
-  // VmHWM is this program's own peak. getrusage's ru_maxrss is not: Linux carries it across
-  // exec, so a smelt started by a large process (a Python benchmark) would report that
-  // process's peak.
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0)
-      return size_t(std::stoull(line.substr(6))) * 1024; // "VmHWM:   123456 kB"
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return size_t(usage.ru_maxrss) * 1024; // kilobytes on Linux
 }
 
 } // namespace smelt::tools

@@ -27,7 +27,4 @@ struct ModelSourceFlags {
 /// True when `path` names an ONNX model (by its extension).
 bool isOnnxFile(const std::string &path);
 
-/// The process's peak resident set (getrusage's ru_maxrss) in bytes.
-size_t peakResidentBytes();
-
 } // namespace smelt::tools

@@ -6,6 +6,7 @@
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
+#include "tools/smelt/Measure.h"
 #include "tools/smelt/ModelSource.h"
 #include "tools/smelt/Placement.h"
 
@@ -270,13 +271,10 @@ static int timeRuns(rt::Executor &executor, const std::vector<rt::HostTensor> &i
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());
   }
-  std::sort(ms.begin(), ms.end());
-  size_t mid = ms.size() / 2;
-  double median = ms.size() % 2 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
   llvm::outs() << llvm::format("latency: @%s: median %.3f ms, min %.3f, max %.3f over %d runs "
                                "(after %d warm-up)\n",
-                               name.c_str(), median, ms.front(), ms.back(), int(repeat),
-                               int(warmup))
+                               name.c_str(), median(ms), *std::min_element(ms.begin(), ms.end()),
+                               *std::max_element(ms.begin(), ms.end()), int(repeat), int(warmup))
                << llvm::format("%s: %.3f s\n", prepared.c_str(), preparedSeconds)
                << llvm::format("peak resident memory: %.1f MiB\n",
                                double(peakResidentBytes()) / (1 << 20));
