@@ -36,7 +36,8 @@ std::string locationString(Location loc) {
 std::vector<int64_t> ints(ArrayRef<int64_t> values) { return {values.begin(), values.end()}; }
 
 template <typename Window> rt::ConvParams convParams(Window op) {
-  return {ints(op.getStrides()), ints(op.getPadding()), ints(op.getDilation())};
+  return {ints(op.getStrides()), ints(op.getPadding()), ints(op.getDilation()),
+          int64_t(op.getFeatureGroupCount())};
 }
 
 /// The bias and activation smelt-fuse folded into a matmul or conv2d.

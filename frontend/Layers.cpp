@@ -115,7 +115,7 @@ Tensor conv2dLayer(Tensor x, int64_t filters, Pair kernel, const std::string &na
     Tensor w = g.parameter(name + "/kernel", {kernel[0], kernel[1], x.dim(3), filters},
                            kernelInit, x.dtype(), loc);
     Tensor b = g.parameter(name + "/bias", {filters}, Initializer::zeros(), x.dtype(), loc);
-    Tensor y = conv2d(x, w, strides, pads, {1, 1}, loc);
+    Tensor y = conv2d(x, w, strides, pads, {1, 1}, 1, loc);
     return activate(add(y, b, loc), activation, loc);
   });
 }

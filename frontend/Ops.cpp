@@ -97,11 +97,13 @@ Tensor reduce(ReduceKind kind, Tensor x, std::vector<int64_t> axes, Loc loc) {
 
 Tensor window(const char *op, std::vector<Value> operands, Pair a, Pair b, Quad padding,
               const char *aName, const char *bName, Type resultType, Graph &g, Loc loc,
-              std::optional<Pair> dilation = std::nullopt) {
+              std::optional<Pair> dilation = std::nullopt, int64_t groups = 1) {
   std::vector<NamedAttribute> attrs = {ints(g, aName, a), ints(g, bName, b),
                                        ints(g, "padding", padding)};
   if (dilation)
     attrs.push_back(ints(g, "dilation", *dilation));
+  if (groups != 1) // the op's default; its verifier refuses a count below 1
+    attrs.push_back(named(g, "feature_group_count", g.builder().getI64IntegerAttr(groups)));
   return g.make(op, operands, attrs, resultType, loc);
 }
 
@@ -451,27 +453,29 @@ Tensor matmul(Tensor a, Tensor b, bool transposeA, bool transposeB, Loc loc) {
   return g.make("smelt.matmul", {a.value(), b.value()}, attrs, nullptr, loc);
 }
 
-Tensor conv2d(Tensor input, Tensor filter, Pair strides, Quad padding, Pair dilation, Loc loc) {
+Tensor conv2d(Tensor input, Tensor filter, Pair strides, Quad padding, Pair dilation,
+              int64_t groups, Loc loc) {
   return window("smelt.conv2d", {input.value(), filter.value()}, strides, dilation, padding,
-                "strides", "dilation", nullptr, input.graph(), loc);
+                "strides", "dilation", nullptr, input.graph(), loc, std::nullopt, groups);
 }
 
 Tensor conv2dBackwardInput(Tensor gradOutput, Tensor filter,
                            const std::vector<int64_t> &inputShape, Pair strides, Quad padding,
-                           Pair dilation, Loc loc) {
+                           Pair dilation, int64_t groups, Loc loc) {
   Graph &g = gradOutput.graph();
   return window("smelt.conv2d_backward_input", {gradOutput.value(), filter.value()}, strides,
                 dilation, padding, "strides", "dilation",
-                tensorType(g, inputShape, gradOutput.dtype(), loc), g, loc);
+                tensorType(g, inputShape, gradOutput.dtype(), loc), g, loc, std::nullopt,
+                groups);
 }
 
 Tensor conv2dBackwardFilter(Tensor input, Tensor gradOutput,
                             const std::vector<int64_t> &filterShape, Pair strides, Quad padding,
-                            Pair dilation, Loc loc) {
+                            Pair dilation, int64_t groups, Loc loc) {
   Graph &g = input.graph();
   return window("smelt.conv2d_backward_filter", {input.value(), gradOutput.value()}, strides,
                 dilation, padding, "strides", "dilation",
-                tensorType(g, filterShape, input.dtype(), loc), g, loc);
+                tensorType(g, filterShape, input.dtype(), loc), g, loc, std::nullopt, groups);
 }
 
 Tensor maxPool2d(Tensor input, Pair windowSize, Pair strides, Quad padding, Loc loc) {

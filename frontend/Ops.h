@@ -98,19 +98,21 @@ Tensor gather(Tensor table, Tensor indices, Loc loc = Loc::current());
 /// gradient of gather with respect to its table. f16/bf16 sums are kept in f32.
 Tensor scatterAdd(Tensor updates, Tensor indices, int64_t rows, Loc loc = Loc::current());
 
-// Contractions. Windows: strides {sh, sw}, padding {top, bottom, left, right}, dilation.
+// Contractions. Windows: strides {sh, sw}, padding {top, bottom, left, right}, dilation;
+// `groups` is the feature group count (filter [KH, KW, C/groups, F]; depthwise: groups == C).
 using Pair = std::array<int64_t, 2>;
 using Quad = std::array<int64_t, 4>;
 Tensor matmul(Tensor a, Tensor b, bool transposeA = false, bool transposeB = false,
               Loc loc = Loc::current());
 Tensor conv2d(Tensor input, Tensor filter, Pair strides = {1, 1}, Quad padding = {0, 0, 0, 0},
-              Pair dilation = {1, 1}, Loc loc = Loc::current());
+              Pair dilation = {1, 1}, int64_t groups = 1, Loc loc = Loc::current());
 Tensor conv2dBackwardInput(Tensor gradOutput, Tensor filter,
                            const std::vector<int64_t> &inputShape, Pair strides, Quad padding,
-                           Pair dilation = {1, 1}, Loc loc = Loc::current());
+                           Pair dilation = {1, 1}, int64_t groups = 1, Loc loc = Loc::current());
 Tensor conv2dBackwardFilter(Tensor input, Tensor gradOutput,
                             const std::vector<int64_t> &filterShape, Pair strides, Quad padding,
-                            Pair dilation = {1, 1}, Loc loc = Loc::current());
+                            Pair dilation = {1, 1}, int64_t groups = 1,
+                            Loc loc = Loc::current());
 Tensor maxPool2d(Tensor input, Pair window, Pair strides, Quad padding = {0, 0, 0, 0},
                  Loc loc = Loc::current());
 Tensor avgPool2d(Tensor input, Pair window, Pair strides, Quad padding = {0, 0, 0, 0},

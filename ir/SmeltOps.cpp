@@ -56,13 +56,14 @@ LogicalResult checkRank(std::optional<Location> location, StringRef opName, Stri
   return success();
 }
 
-/// The NHWC result shape of a convolution of `input` (NHWC) with `filter` (HWIO).
+/// The NHWC result shape of a convolution of `input` (NHWC) with `filter` (HWIO) in `groups`
+/// feature groups.
 FailureOr<SmallVector<int64_t>> convResultShape(std::optional<Location> location,
                                                 StringRef opName, RankedTensorType input,
                                                 RankedTensorType filter,
                                                 ArrayRef<int64_t> strides,
                                                 ArrayRef<int64_t> padding,
-                                                ArrayRef<int64_t> dilation) {
+                                                ArrayRef<int64_t> dilation, int64_t groups) {
   if (failed(checkRank(location, opName, "input", input, 4, "NHWC")) ||
       failed(checkRank(location, opName, "filter", filter, 4, "HWIO")) ||
       failed(checkWindowAttr(location, opName, "strides", strides, 2, 1)) ||
@@ -70,9 +71,17 @@ FailureOr<SmallVector<int64_t>> convResultShape(std::optional<Location> location
       failed(checkWindowAttr(location, opName, "dilation", dilation, 2, 1)))
     return failure();
   ArrayRef<int64_t> in = input.getShape(), k = filter.getShape();
-  if (in[3] != k[2])
+  if (groups < 1)
+    return fail(location, opName, "feature_group_count = ", groups, " must be at least 1");
+  if (in[3] % groups != 0 || k[3] % groups != 0)
+    return fail(location, opName, "feature_group_count = ", groups, " must divide the input's ",
+                in[3], " channels (", input, ") and the filter's ", k[3], " output channels (",
+                filter, ")");
+  if (in[3] != k[2] * groups)
     return fail(location, opName, "input has ", in[3], " channels (", input,
-                ") but filter expects ", k[2], " (", filter, ")");
+                ") but filter expects ", k[2] * groups, " (", filter,
+                groups == 1 ? ")" : ", " + std::to_string(k[2]) + " per group of " +
+                                        std::to_string(groups) + ")");
   if (input.getElementType() != filter.getElementType())
     return fail(location, opName, "input ", input, " and filter ", filter,
                 " have different element types");
@@ -504,7 +513,11 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   RankedTensorType input = tensorOf(adaptor.getInput());
   FailureOr<SmallVector<int64_t>> shape =
       convResultShape(location, getOperationName(), input, tensorOf(adaptor.getFilter()),
-                      adaptor.getStrides(), adaptor.getPadding(), adaptor.getDilation());
+                      adaptor.getStrides(), adaptor.getPadding(), adaptor.getDilation(),
+                      // Inference runs before the parser fills in default attributes.
+                      adaptor.getFeatureGroupCountAttr()
+                          ? adaptor.getFeatureGroupCountAttr().getInt()
+                          : 1);
   if (failed(shape))
     return failure();
   types.push_back(input.clone(*shape));
@@ -532,7 +545,7 @@ LogicalResult Conv2DOp::verify() { return verifyBias(*this, getBias(), getType()
 LogicalResult Conv2DBackwardInputOp::verify() {
   FailureOr<SmallVector<int64_t>> forward =
       convResultShape(getLoc(), getOperationName(), getType(), getFilter().getType(),
-                      getStrides(), getPadding(), getDilation());
+                      getStrides(), getPadding(), getDilation(), getFeatureGroupCount());
   if (failed(forward))
     return failure();
   return checkShape(getLoc(), getOperationName(), "grad_output", getGradOutput().getType(),
@@ -542,7 +555,7 @@ LogicalResult Conv2DBackwardInputOp::verify() {
 LogicalResult Conv2DBackwardFilterOp::verify() {
   FailureOr<SmallVector<int64_t>> forward =
       convResultShape(getLoc(), getOperationName(), getInput().getType(), getType(),
-                      getStrides(), getPadding(), getDilation());
+                      getStrides(), getPadding(), getDilation(), getFeatureGroupCount());
   if (failed(forward))
     return failure();
   return checkShape(getLoc(), getOperationName(), "grad_output", getGradOutput().getType(),

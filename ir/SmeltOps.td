@@ -463,10 +463,15 @@ def Smelt_MatmulOp : Smelt_InferredOp<"matmul", [Smelt_Differentiable, Smelt_Pre
   let hasVerifier = 1;
 }
 
-// Window attributes shared by convolutions and pooling: two strides, four paddings
-// (top, bottom, left, right), two dilations.
+// Window attributes of convolutions: two strides, four paddings (top, bottom, left, right),
+// two dilations, and XLA's feature_group_count G: the input's C channels and the filter's F
+// output channels split into G consecutive groups, group k convolving input channels
+// [k*C/G, (k+1)*C/G) into output channels [k*F/G, (k+1)*F/G) with its own filter columns, so
+// the HWIO filter is [KH, KW, C/G, F]. G == C is a depthwise convolution. Printed only when
+// it is not 1.
 defvar Smelt_ConvWindow = (ins DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
-                          DenseI64ArrayAttr:$dilation);
+                          DenseI64ArrayAttr:$dilation,
+                          DefaultValuedAttr<I64Attr, "1">:$feature_group_count);
 defvar Smelt_PoolWindow = (ins DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$strides,
                           DenseI64ArrayAttr:$padding);
 
@@ -475,8 +480,9 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
     Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "2-D convolution, NHWC input and HWIO filter";
   let description = [{
-    Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C, F], giving NHWC
-    [N, OH, OW, F] with OH = (H + top + bottom - dh*(KH-1) - 1) / sh + 1. An epilogue, as
+    Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C/G, F], giving NHWC
+    [N, OH, OW, F] with OH = (H + top + bottom - dh*(KH-1) - 1) / sh + 1; G is the
+    feature_group_count (1 unless given: a depthwise convolution has G == C). An epilogue, as
     matmul's: a `bias` [F] added at every pixel, then an `activation` (oneDNN post-ops on the
     CPU; smelt-fuse folds them, only there).
 
@@ -485,6 +491,8 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
         : tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>   // tensor<8x28x28x32xf32>
     %z = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1]
         bias %b activation relu : tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>, tensor<32xf32>
+    %d = smelt.conv2d %y, %dw strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1]
+        feature_group_count = 32 : tensor<8x28x28x32xf32>, tensor<3x3x1x32xf32>
     ```
   }];
   let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$filter,
@@ -493,7 +501,7 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
   let results = (outs Smelt_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation
-    (`bias` $bias^)? (`activation` $activation^)?
+    (`feature_group_count` `=` $feature_group_count^)? (`bias` $bias^)? (`activation` $activation^)?
     attr-dict `:` type($input) `,` type($filter) (`,` type($bias)^)?
   }];
   let hasVerifier = 1;
@@ -514,7 +522,7 @@ def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input", [Smelt_Preci
   let arguments = !con((ins Smelt_FloatTensor:$grad_output, Smelt_FloatTensor:$filter),
                        Smelt_ConvWindow);
   let results = (outs Smelt_FloatTensor:$result);
-  let assemblyFormat = "$grad_output `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($grad_output) `,` type($filter) `->` type($result)";
+  let assemblyFormat = "$grad_output `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation (`feature_group_count` `=` $feature_group_count^)? attr-dict `:` type($grad_output) `,` type($filter) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -533,7 +541,7 @@ def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter", [Smelt_Pre
   let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$grad_output),
                        Smelt_ConvWindow);
   let results = (outs Smelt_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $grad_output `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation attr-dict `:` type($input) `,` type($grad_output) `->` type($result)";
+  let assemblyFormat = "$input `,` $grad_output `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation (`feature_group_count` `=` $feature_group_count^)? attr-dict `:` type($input) `,` type($grad_output) `->` type($result)";
   let hasVerifier = 1;
 }
 

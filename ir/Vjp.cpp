@@ -416,9 +416,11 @@ LogicalResult Conv2DOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads
     return failure();
   Location loc = getLoc();
   grads.push_back(Conv2DBackwardInputOp::create(b, loc, getInput().getType(), g, getFilter(),
-                                                getStrides(), getPadding(), getDilation()));
+                                                getStrides(), getPadding(), getDilation(),
+                                                getFeatureGroupCount()));
   grads.push_back(Conv2DBackwardFilterOp::create(b, loc, getFilter().getType(), getInput(), g,
-                                                 getStrides(), getPadding(), getDilation()));
+                                                 getStrides(), getPadding(), getDilation(),
+                                                 getFeatureGroupCount()));
   return success();
 }
 

@@ -1,14 +1,14 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 7 (6 had no scatter_add step, 5 no matmul/conv2d epilogue fields, 4 no
-// kernel types, no argument or result names and CPU code with startup files, 3 string-keyed
-// step attributes, 2 no peak bytes, 1 no step devices). A reader refuses every other version,
+// Format, version 8 (7 had no convolution group count, 6 no scatter_add step, 5 no
+// matmul/conv2d epilogue fields, 4 no kernel types, no argument or result names and CPU code
+// with startup files, 3 string-keyed step attributes, 2 no peak bytes, 1 no step devices). A reader refuses every other version,
 // naming both. Every integer is little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (7)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (8)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -68,7 +68,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 7;
+inline constexpr uint32_t kArtifactVersion = 8;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

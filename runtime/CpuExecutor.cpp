@@ -56,9 +56,11 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
   exec.intoCaller_.assign(exe.buffers.size(), nullptr);
   // Steps read constants where the Executable holds them (no step writes a constant): a
   // copy would hold a model's weights twice. executable_ keeps them alive.
+  std::vector<const void *> constantAt(exe.buffers.size(), nullptr);
   for (const Constant &c : exe.constants) {
     exec.buffers_.place(c.buffer, const_cast<uint8_t *>(c.bytes.data()));
     exec.constantBytes_ += c.bytes.size();
+    constantAt[c.buffer] = c.bytes.data();
   }
   exec.setTrace(trace);
   Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
@@ -79,8 +81,10 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       continue;
     }
     cpu::StepTypes types;
-    for (BufferId id : step.operands)
+    for (BufferId id : step.operands) {
       types.operands.push_back(exe.buffers[id].type);
+      types.constants.push_back(constantAt[id]);
+    }
     types.result = exe.buffers[step.results[0]].type;
     Expected<cpu::Kernel> kernel = cpu::prepareKernel(step, types);
     if (!kernel)

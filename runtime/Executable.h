@@ -96,14 +96,17 @@ struct MatmulParams {
     f("activation", epilogue.activation);
   }
 };
-/// conv2d and its gradients: NHWC input, HWIO filter; an epilogue only on conv2d.
+/// conv2d and its gradients: NHWC input, HWIO filter [KH, KW, C/groups, F]; an epilogue only
+/// on conv2d. `groups` is the op's feature_group_count (depthwise: groups == C).
 struct ConvParams {
   std::vector<int64_t> strides, padding, dilation; // [h, w], [top, bottom, left, right], [h, w]
+  int64_t groups = 1;
   Epilogue epilogue;
   template <typename F> void fields(F &&f) {
     f("strides", strides);
     f("padding", padding);
     f("dilation", dilation);
+    f("groups", groups);
     f("bias", epilogue.bias);
     f("activation", epilogue.activation);
   }

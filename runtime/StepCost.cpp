@@ -23,7 +23,7 @@ double matmulFlops(const Step &step, const TensorType &lhs, const TensorType &re
 }
 
 /// Forward and both backward convolutions do the same multiply-adds: each output element
-/// (N, OH, OW, F) takes KH*KW*C of them from the HWIO filter.
+/// (N, OH, OW, F) takes KH*KW*C/G of them from the HWIO filter [KH, KW, C/G, F].
 double convFlops(const Step &step, const std::vector<TensorType> &operands,
                  const TensorType &result) {
   if (operands.size() < 2)

@@ -89,7 +89,8 @@ void conv(NodeImporter &n) {
   if (w.rank() != x.rank())
     fail(ImportErrorKind::BadFile, "the filter's rank differs from the input's");
   // Groups (depthwise when each has one channel): group k convolves input channels
-  // [k*C/g, (k+1)*C/g) with filters [k*F/g, (k+1)*F/g), each [F/g, C/g, KH, KW].
+  // [k*C/g, (k+1)*C/g) with filters [k*F/g, (k+1)*F/g), each [F/g, C/g, KH, KW]: conv2d's
+  // feature_group_count, whose HWIO filter [KH, KW, C/g, F] is the ONNX filter transposed.
   int64_t groups = n.attrInt("group", 1);
   if (groups < 1 || x.dim(1) % groups != 0 || w.dim(0) % groups != 0 ||
       w.dim(1) * groups != x.dim(1))
@@ -104,20 +105,7 @@ void conv(NodeImporter &n) {
   Window win = windowOf(n, spatial, kernel, false);
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [F, C, KH, KW] -> HWIO
   Tensor input = foldingTranspose(lift(x), kToNhwc);
-  Tensor y = input;
-  if (groups == 1) {
-    y = conv2d(input, filter, win.strides, win.padding, win.dilation);
-  } else {
-    // One conv2d a group on its slices, the results side by side along the channels.
-    std::vector<Tensor> parts;
-    int64_t c = filter.dim(2), f = filter.dim(3) / groups;
-    for (int64_t k = 0; k < groups; ++k)
-      parts.push_back(conv2d(
-          slice(input, {0, 0, 0, k * c}, {input.dim(0), input.dim(1), input.dim(2), (k + 1) * c}),
-          slice(filter, {0, 0, 0, k * f}, {filter.dim(0), filter.dim(1), c, (k + 1) * f}),
-          win.strides, win.padding, win.dilation));
-    y = concat(parts, 3);
-  }
+  Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
   if (std::optional<Tensor> bias = n.optionalInput(2))
     y = add(y, *bias); // [F] along NHWC's last dimension: conv2d's epilogue
   n.setOutput(0, lower(y, spatial.size() == 1));
@@ -129,10 +117,16 @@ void convTranspose(NodeImporter &n) {
   Tensor x = n.input(0), w = n.input(1);
   std::vector<int64_t> spatial = spatialDims(n, x), filterShape = w.shape();
   size_t rank = spatial.size();
-  if (n.attrInt("group", 1) != 1)
-    n.unsupported("group=" + std::to_string(n.attrInt("group", 1)));
   if (w.rank() != x.rank())
     fail(ImportErrorKind::BadFile, "the filter's rank differs from the input's");
+  // W is [C_in, C_out/g, KH, KW]: the forward convolution's grouped filter, mapping C_out
+  // channels to C_in in g groups.
+  int64_t groups = n.attrInt("group", 1);
+  if (groups < 1 || x.dim(1) % groups != 0 || w.dim(0) != x.dim(1))
+    fail(ImportErrorKind::BadFile, "group=" + std::to_string(groups) + " does not divide " +
+                                       std::to_string(x.dim(1)) + " input channels, or the "
+                                       "filter's first dimension " + std::to_string(w.dim(0)) +
+                                       " is not their count");
   std::vector<int64_t> kernel(filterShape.begin() + 2, filterShape.end()), ones(rank, 1);
   std::vector<int64_t> strides = n.attrInts("strides", ones), dilation = n.attrInts("dilations", ones);
   std::vector<int64_t> outputPadding = n.attrInts("output_padding", std::vector<int64_t>(rank, 0));
@@ -172,10 +166,11 @@ void convTranspose(NodeImporter &n) {
   Pair dilation2 = {oneD ? 1 : dilation[0], dilation.back()};
   Quad padding = {oneD ? 0 : pads[0], oneD ? 0 : pads[2], oneD ? pads[0] : pads[1],
                   oneD ? pads[1] : pads[3]};
-  std::vector<int64_t> resultShape = {x.dim(0), oneD ? 1 : out[0], out.back(), filterShape[1]};
+  std::vector<int64_t> resultShape = {x.dim(0), oneD ? 1 : out[0], out.back(),
+                                     filterShape[1] * groups};
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [C_in, C_out, KH, KW] -> [KH, KW, C_out, C_in]
   Tensor y = conv2dBackwardInput(foldingTranspose(lift(x), kToNhwc), filter, resultShape,
-                                 strides2, padding, dilation2);
+                                 strides2, padding, dilation2, groups);
   if (std::optional<Tensor> bias = n.optionalInput(2))
     y = add(y, *bias);
   n.setOutput(0, lower(y, oneD));

@@ -1,5 +1,7 @@
-// Contractions: matmul and conv2d (forward, backward input, backward filter). f32 runs on
-// oneDNN primitives built once per step; f16/bf16 stage through f32; f64, which oneDNN lacks,
+// Contractions: matmul and conv2d (forward, backward input, backward filter; grouped and
+// depthwise too). f32 runs on oneDNN primitives built once per step, a convolution's filter in
+// the layout the primitive chose (constant filters reordered once, at preparation); f16/bf16
+// stage through f32; f64, which oneDNN lacks,
 // runs plain loops in double (it serves reference and gradient checks, not speed). A matmul's
 // or conv2d's epilogue (bias, then activation) is oneDNN's bias argument and an eltwise
 // post-op, applied before the primitive stores its result; the f64 loops apply it after.
@@ -13,6 +15,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace smelt::rt::cpu {
 
@@ -159,7 +164,7 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
   const TensorType &output = mode == ConvMode::Forward         ? types.result
                              : mode == ConvMode::BackwardInput ? types.operands[0]
                                                                : types.operands[1];
-  auto bad = [&](const char *why) {
+  auto bad = [&](const std::string &why) {
     return Status::error(fmt::format("{}: input {}, filter {}, output {}: {}", describe(step),
                                      input.str(), filter.str(), output.str(), why));
   };
@@ -168,9 +173,13 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
   Window2D g{input.shape[0], input.shape[1], input.shape[2], input.shape[3], filter.shape[0],
              filter.shape[1], filter.shape[3], output.shape[1], output.shape[2], strides[0],
              strides[1], padding[0], padding[1], padding[2], padding[3], dilation[0],
-             dilation[1]};
-  if (filter.shape[2] != g.c || output.shape[0] != g.n || output.shape[3] != g.f || g.sh < 1 ||
-      g.sw < 1 || g.dh < 1 || g.dw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 || g.pr < 0)
+             dilation[1], params.groups};
+  if (g.groups < 1 || g.c % g.groups != 0 || g.f % g.groups != 0)
+    return bad(fmt::format("{} feature groups do not divide {} channels into {} filters",
+                           g.groups, g.c, g.f));
+  if (filter.shape[2] * g.groups != g.c || output.shape[0] != g.n || output.shape[3] != g.f ||
+      g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 ||
+      g.pr < 0)
     return bad("shapes or window attributes do not agree");
   int64_t eh = g.dh * (g.kh - 1) + 1, ew = g.dw * (g.kw - 1) + 1;
   if (g.h + g.pt + g.pb < eh || g.w + g.pl + g.pr < ew ||
@@ -181,6 +190,82 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
       return bad("operands and result need one float dtype");
   return g;
 }
+
+/// A convolution's filter in the layout its primitive chose. The primitive is made with the
+/// filter's layout left to oneDNN (format `any`): its fast kernels, depthwise ones above all,
+/// read blocked layouts, and given Smelt's plain HWIO it would fall back to slower ones. So the
+/// filter is reordered into that layout before the call (the forward and backward-input read
+/// it) or out of it after (the backward-filter writes it). A constant filter is reordered once
+/// per primitive, when first needed (the first at preparation), and kept.
+class ChosenFilterLayout {
+public:
+  /// `plain` describes Smelt's filter; `query` is the primitive's filter argument
+  /// (weights or diff_weights); `constant` its bytes when the filter is a constant.
+  ChosenFilterLayout(memory::desc plain, dnnl_query_t query, const void *constant)
+      : state_(std::make_shared<State>()) {
+    state_->plain = plain;
+    state_->query = query;
+    state_->constant = constant;
+  }
+
+  /// The filter's memory for a call of `primitive` on `filter` (Smelt's layout), reordered in
+  /// if the primitive reads it. `finish` then reorders a written filter back out.
+  memory in(const dnnl::primitive &primitive, void *filter, bool written) const {
+    Entry &e = entry(primitive);
+    memory user(state_->plain, oneDnnEngine(), filter);
+    if (e.same)
+      return user;
+    if (!written && !(state_->constant && e.packed)) {
+      dnnl::reorder(user, e.chosen).execute(oneDnnStream(), user, e.chosen);
+      e.packed = state_->constant != nullptr;
+    }
+    return e.chosen;
+  }
+  void finish(const dnnl::primitive &primitive, void *filter) const {
+    Entry &e = entry(primitive);
+    if (e.same)
+      return;
+    memory user(state_->plain, oneDnnEngine(), filter);
+    dnnl::reorder(e.chosen, user).execute(oneDnnStream(), e.chosen, user);
+  }
+  /// Packs the constant filter for `primitive` now, at preparation.
+  void prepack(const dnnl::primitive &primitive) const {
+    if (state_->constant) {
+      in(primitive, const_cast<void *>(state_->constant), false);
+      oneDnnStream().wait();
+    }
+  }
+
+private:
+  struct Entry {
+    bool same = true; // the primitive reads Smelt's layout itself
+    memory chosen;    // otherwise the filter in its layout
+    bool packed = false;
+  };
+  struct State {
+    memory::desc plain;
+    dnnl_query_t query;
+    const void *constant = nullptr;
+    std::mutex mutex;
+    std::map<dnnl_primitive_t, Entry> byPrimitive; // one primitive per thread count
+  };
+
+  Entry &entry(const dnnl::primitive &primitive) const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto [it, added] = state_->byPrimitive.try_emplace(primitive.get());
+    if (added) {
+      const dnnl_memory_desc_t *chosen =
+          dnnl_primitive_desc_query_md(primitive.get_primitive_desc(), state_->query, 0);
+      memory::desc desc(*chosen);
+      it->second.same = desc == state_->plain;
+      if (!it->second.same)
+        it->second.chosen = memory(desc, oneDnnEngine());
+    }
+    return it->second;
+  }
+
+  std::shared_ptr<State> state_;
+};
 
 Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   Expected<Window2D> geometry = convGeometry(step, types, mode);
@@ -207,9 +292,15 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
     });
   }
   memory::desc src({g.n, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
-  memory::desc weights({g.f, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::hwio);
   memory::desc dst({g.n, g.f, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
   memory::desc bias({g.f}, memory::data_type::f32, Tag::x);
+  // Smelt's HWIO filter [KH, KW, C/G, F] is oneDNN's grouped (G, F/G, C/G, KH, KW) in hwigo
+  // order, or (F, C, KH, KW) in hwio order for one group.
+  memory::dims filterDims = g.groups == 1
+                                ? memory::dims{g.f, g.c, g.kh, g.kw}
+                                : memory::dims{g.groups, g.f / g.groups, g.c / g.groups, g.kh, g.kw};
+  memory::desc weights(filterDims, memory::data_type::f32, g.groups == 1 ? Tag::hwio : Tag::hwigo);
+  memory::desc anyWeights(filterDims, memory::data_type::f32, Tag::any);
   memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, padL{g.pt, g.pl},
       padR{g.pb, g.pr};
   Expected<PrimitivePerThreads> primitive = PrimitivePerThreads::create(
@@ -217,44 +308,66 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
     auto algorithm = dnnl::algorithm::convolution_direct;
     dnnl::convolution_forward::primitive_desc forward(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
-                                        weights, dst, strides, dilates, padL, padR),
+                                        anyWeights, dst, strides, dilates, padL, padR),
         oneDnnEngine());
     if (mode == ConvMode::Forward && epilogue.any())
       return dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(
           epilogue.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          algorithm, src, weights, bias, dst,
+                                                          algorithm, src, anyWeights, bias, dst,
                                                           strides, dilates, padL, padR)
                         : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          algorithm, src, weights, dst, strides,
-                                                          dilates, padL, padR),
+                                                          algorithm, src, anyWeights, dst,
+                                                          strides, dilates, padL, padR),
           postOps(epilogue.activation), oneDnnEngine()));
     if (mode == ConvMode::Forward)
       return dnnl::convolution_forward(forward);
     if (mode == ConvMode::BackwardInput)
       return dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
-          dnnl::convolution_backward_data::desc(algorithm, src, weights, dst, strides, dilates,
-                                                padL, padR),
+          dnnl::convolution_backward_data::desc(algorithm, src, anyWeights, dst, strides,
+                                                dilates, padL, padR),
           oneDnnEngine(), forward));
     return dnnl::convolution_backward_weights(
         dnnl::convolution_backward_weights::primitive_desc(
-            dnnl::convolution_backward_weights::desc(algorithm, src, weights, dst, strides,
+            dnnl::convolution_backward_weights::desc(algorithm, src, anyWeights, dst, strides,
                                                      dilates, padL, padR),
             oneDnnEngine(), forward));
   });
   if (!primitive)
     return primitive.status();
-  std::vector<std::pair<int, memory::desc>> forwardSlots{{DNNL_ARG_SRC, src},
-                                                          {DNNL_ARG_WEIGHTS, weights}};
-  if (epilogue.bias)
-    forwardSlots.push_back({DNNL_ARG_BIAS, bias});
-  Kernel kernel =
-      mode == ConvMode::Forward
-          ? primitiveKernel(*primitive, forwardSlots, {DNNL_ARG_DST, dst})
-      : mode == ConvMode::BackwardInput
-          ? primitiveKernel(*primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
-                            {DNNL_ARG_DIFF_SRC, src})
-          : primitiveKernel(*primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
-                            {DNNL_ARG_DIFF_WEIGHTS, weights});
+  bool filterWritten = mode == ConvMode::BackwardFilter;
+  ChosenFilterLayout filter(weights,
+                            filterWritten ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
+                            types.result.dtype == DType::f32 ? types.constant(1) : nullptr);
+  if (Status s = oneDnnChecked(describe(step), [&] { filter.prepack(primitive->current()); });
+      !s.ok())
+    return s;
+  Kernel kernel = [primitive = *primitive, filter, mode, src, dst, bias,
+                   hasBias = epilogue.bias](const void *const *in, void *out) {
+    const dnnl::primitive &p = primitive.current();
+    auto at = [](const memory::desc &d, const void *data) {
+      return memory(d, oneDnnEngine(), const_cast<void *>(data));
+    };
+    std::unordered_map<int, memory> args;
+    if (mode == ConvMode::Forward) {
+      args = {{DNNL_ARG_SRC, at(src, in[0])},
+              {DNNL_ARG_WEIGHTS, filter.in(p, const_cast<void *>(in[1]), false)},
+              {DNNL_ARG_DST, at(dst, out)}};
+      if (hasBias)
+        args.emplace(DNNL_ARG_BIAS, at(bias, in[2]));
+    } else if (mode == ConvMode::BackwardInput) {
+      args = {{DNNL_ARG_DIFF_DST, at(dst, in[0])},
+              {DNNL_ARG_WEIGHTS, filter.in(p, const_cast<void *>(in[1]), false)},
+              {DNNL_ARG_DIFF_SRC, at(src, out)}};
+    } else {
+      args = {{DNNL_ARG_SRC, at(src, in[0])},
+              {DNNL_ARG_DIFF_DST, at(dst, in[1])},
+              {DNNL_ARG_DIFF_WEIGHTS, filter.in(p, out, true)}};
+    }
+    p.execute(oneDnnStream(), args);
+    if (mode == ConvMode::BackwardFilter)
+      filter.finish(p, out);
+    oneDnnStream().wait();
+  };
   return stagedThrough(DType::f32, kernel, types);
 }
 

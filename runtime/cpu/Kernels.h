@@ -15,10 +15,16 @@ namespace smelt::rt::cpu {
 /// Runs one step: operand pointers in step order, then the result pointer.
 using Kernel = std::function<void(const void *const *operands, void *result)>;
 
-/// The types a step reads and writes, looked up from the Executable's buffers.
+/// The types a step reads and writes, looked up from the Executable's buffers, and the bytes
+/// of each operand that is one of the Executable's constants (nullptr for the others): they
+/// never change, so a kernel may lay them out its own way once, when it is prepared.
 struct StepTypes {
   std::vector<TensorType> operands;
   TensorType result;
+  std::vector<const void *> constants;
+  const void *constant(size_t operand) const {
+    return operand < constants.size() ? constants[operand] : nullptr;
+  }
 };
 
 /// "'matmul' (model.mlir:4:10)": how messages name a step.

@@ -11,7 +11,8 @@ void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y
   double *zeroed = mode == ConvMode::Forward ? y : mode == ConvMode::BackwardInput ? x : w;
   int64_t zeroCount = mode == ConvMode::Forward         ? g.n * g.oh * g.ow * g.f
                       : mode == ConvMode::BackwardInput ? g.n * g.h * g.w * g.c
-                                                        : g.kh * g.kw * g.c * g.f;
+                                                        : g.kh * g.kw * g.c / g.groups * g.f;
+  int64_t cg = g.c / g.groups, fg = g.f / g.groups; // channels and filters of one group
   std::fill(zeroed, zeroed + zeroCount, 0.0);
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oy = 0; oy < g.oh; ++oy)
@@ -25,17 +26,19 @@ void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y
             if (ix < 0 || ix >= g.w)
               continue;
             double *xs = x + ((b * g.h + iy) * g.w + ix) * g.c;
-            double *ws = w + (ky * g.kw + kx) * g.c * g.f;
+            double *ws = w + (ky * g.kw + kx) * cg * g.f;
             double *ys = y + ((b * g.oh + oy) * g.ow + ox) * g.f;
-            for (int64_t c = 0; c < g.c; ++c)
-              for (int64_t f = 0; f < g.f; ++f) {
+            for (int64_t c = 0; c < g.c; ++c) {
+              int64_t group = c / cg, row = (c % cg) * g.f;
+              for (int64_t f = group * fg; f < (group + 1) * fg; ++f) {
                 if (mode == ConvMode::Forward)
-                  ys[f] += xs[c] * ws[c * g.f + f];
+                  ys[f] += xs[c] * ws[row + f];
                 else if (mode == ConvMode::BackwardInput)
-                  xs[c] += ys[f] * ws[c * g.f + f];
+                  xs[c] += ys[f] * ws[row + f];
                 else
-                  ws[c * g.f + f] += xs[c] * ys[f];
+                  ws[row + f] += xs[c] * ys[f];
               }
+            }
           }
         }
 }

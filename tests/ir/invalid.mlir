@@ -412,6 +412,38 @@ func.func @conv_dilation(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x4xf32>) {
 
 // -----
 
+func.func @conv_groups_zero(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x4xf32>) {
+  // expected-error @+1 {{'smelt.conv2d' op feature_group_count = 0 must be at least 1}}
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] feature_group_count = 0 : tensor<1x8x8x4xf32>, tensor<3x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_groups_divide_filters(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x2x3xf32>) {
+  // expected-error @+1 {{'smelt.conv2d' op feature_group_count = 2 must divide the input's 4 channels ('tensor<1x8x8x4xf32>') and the filter's 3 output channels ('tensor<3x3x2x3xf32>')}}
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] feature_group_count = 2 : tensor<1x8x8x4xf32>, tensor<3x3x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_groups_channels(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x4xf32>) {
+  // expected-error @+1 {{'smelt.conv2d' op input has 4 channels ('tensor<1x8x8x4xf32>') but filter expects 8 ('tensor<3x3x4x4xf32>', 4 per group of 2)}}
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] feature_group_count = 2 : tensor<1x8x8x4xf32>, tensor<3x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_filter_groups(%x: tensor<1x8x8x4xf32>, %dy: tensor<1x6x6x4xf32>) {
+  // expected-error @+1 {{'smelt.conv2d_backward_filter' op input has 4 channels ('tensor<1x8x8x4xf32>') but filter expects 16 ('tensor<3x3x4x4xf32>', 4 per group of 4)}}
+  %0 = smelt.conv2d_backward_filter %x, %dy strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] feature_group_count = 4 : tensor<1x8x8x4xf32>, tensor<1x6x6x4xf32> -> tensor<3x3x4x4xf32>
+  return
+}
+
+// -----
+
 func.func @conv_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x2x4xf32>) {
   // expected-error @+1 {{'smelt.conv2d' op input has 3 channels ('tensor<1x8x8x3xf32>') but filter expects 2 ('tensor<3x3x2x4xf32>')}}
   %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x8x8x3xf32>, tensor<3x3x2x4xf32>

@@ -164,6 +164,21 @@ func.func @convolution(%x: tensor<2x9x9x3xf32>, %w: tensor<3x3x3x8xf32>, %dy: te
   return %y, %dx, %dw : tensor<2x5x5x8xf32>, tensor<2x9x9x3xf32>, tensor<3x3x3x8xf32>
 }
 
+// Grouped (two groups of 3 channels into 4 filters each) and depthwise (6 groups of one).
+// CHECK-LABEL: func.func @grouped_convolution
+func.func @grouped_convolution(%x: tensor<2x9x9x6xf32>, %w: tensor<3x3x3x8xf32>, %dy: tensor<2x5x5x8xf32>, %d: tensor<3x3x1x6xf32>) -> (tensor<2x5x5x8xf32>, tensor<2x9x9x6xf32>, tensor<3x3x3x8xf32>, tensor<2x9x9x6xf32>) {
+  // CHECK: smelt.conv2d %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 2 : tensor<2x9x9x6xf32>, tensor<3x3x3x8xf32>
+  %y = smelt.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 2 : tensor<2x9x9x6xf32>, tensor<3x3x3x8xf32>
+  // CHECK: smelt.conv2d_backward_input %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 2 : tensor<2x5x5x8xf32>, tensor<3x3x3x8xf32> -> tensor<2x9x9x6xf32>
+  %dx = smelt.conv2d_backward_input %dy, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 2 : tensor<2x5x5x8xf32>, tensor<3x3x3x8xf32> -> tensor<2x9x9x6xf32>
+  // CHECK: smelt.conv2d_backward_filter %{{.*}}, %{{.*}} strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 2 : tensor<2x9x9x6xf32>, tensor<2x5x5x8xf32> -> tensor<3x3x3x8xf32>
+  %dw = smelt.conv2d_backward_filter %x, %dy strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 2 : tensor<2x9x9x6xf32>, tensor<2x5x5x8xf32> -> tensor<3x3x3x8xf32>
+  // CHECK: smelt.conv2d %{{.*}}, %{{.*}} strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 6 bias %{{.*}} activation relu : tensor<2x9x9x6xf32>, tensor<3x3x1x6xf32>, tensor<6xf32>
+  %b = smelt.constant dense<0.5> : tensor<6xf32>
+  %z = smelt.conv2d %x, %d strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 6 bias %b activation relu : tensor<2x9x9x6xf32>, tensor<3x3x1x6xf32>, tensor<6xf32>
+  return %y, %dx, %dw, %z : tensor<2x5x5x8xf32>, tensor<2x9x9x6xf32>, tensor<3x3x3x8xf32>, tensor<2x9x9x6xf32>
+}
+
 // CHECK-LABEL: func.func @pooling
 func.func @pooling(%x: tensor<2x8x8x4xf32>, %dy: tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>, tensor<2x8x8x4xf32>) {
   // CHECK: smelt.max_pool2d %{{.*}} window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : tensor<2x8x8x4xf32>

@@ -88,8 +88,8 @@ Executable everything() {
   step(StepOp::Copy, NoParams{}, {18}, {19}, "m.mlir:25:5");
   step(StepOp::ReplicaId, NoParams{}, {}, {20}, "");
   step(StepOp::AvgPool2DBackward, PoolParams{{1, 2}, {3, 4}, {5, 6, 7, 8}}, {9}, {21}, "");
-  step(StepOp::Conv2DBackwardFilter, ConvParams{{1, 1}, {0, 0, 0, 0}, {2, 2}}, {0, 1}, {22}, "");
-  step(StepOp::Conv2D, ConvParams{{2, 1}, {1, 0, 0, 1}, {1, 3}, {false, Activation::relu}}, {0, 1},
+  step(StepOp::Conv2DBackwardFilter, ConvParams{{1, 1}, {0, 0, 0, 0}, {2, 2}, kMax}, {0, 1}, {22}, "");
+  step(StepOp::Conv2D, ConvParams{{2, 1}, {1, 0, 0, 1}, {1, 3}, 3, {false, Activation::relu}}, {0, 1},
        {24}, "m.mlir:26:5");
   step(StepOp::Concat, AxisParams{kMin}, {0, 1}, {23}, "");
   exe.outputs = {12, 0, 4, 12};
