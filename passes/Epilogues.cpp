@@ -25,10 +25,7 @@ Library libraryFor(Operation *op, bool convs) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   if (!deviceOf(op).starts_with("gpu"))
     return {"oneDNN", true,
-            convs || !isa<Conv2DOp>(op)
-                ? ""
-                : "oneDNN's gemm convolution applies a bias and post-op slower than the fused "
-                  "kernel they join (conv-epilogues folds them anyway)"};
+            convs || !isa<Conv2DOp>(op) ? "" : "conv-epilogues=false leaves them to a kernel"};
   if (isa<Conv2DOp>(op))
     return {"cuDNN", false, "the cuDNN convolution here takes no epilogue"};
   if (type.getElementType().isF64())

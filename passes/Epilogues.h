@@ -5,11 +5,11 @@
 //
 // For each matmul and conv2d C without an epilogue, in program order:
 //  1. Which library runs C, from its device: oneDNN (cpu, or no device yet) takes a bias and
-//     relu, tanh or logistic after a matmul, and after a conv2d when `convs` says so (oneDNN
-//     2.6 runs its gemm convolution with a bias and post-op 3x slower on this machine's CNN
-//     layers than without, more than the fused kernel they otherwise join costs:
-//     bench/RESULTS.md); cuBLASLt (gpu) a bias and relu after a matmul in f32, f16 or bf16; the
-//     cuDNN convolutions here take none.
+//     relu, tanh or logistic after a matmul, and after a conv2d unless `convs` is false (the
+//     convolution runs in the filter layout oneDNN chose, whose kernels apply post-ops as they
+//     store; with Smelt's plain filter layout oneDNN 2.6 fell back to a gemm convolution that
+//     ran 3x slower with them: bench/RESULTS.md); cuBLASLt (gpu) a bias and relu after a matmul
+//     in f32, f16 or bf16; the cuDNN convolutions here take none.
 //  2. Bias: C's result has one user, an add on C's device whose other operand is a vector V
 //     [N] of C's element type broadcast along the result's last dimension (broadcast_in_dim V,
 //     dims = [rank - 1]; N is that dimension). V becomes C's bias operand.

@@ -39,8 +39,8 @@ struct PipelineOptions {
   /// With fusion, fold bias adds and activations into the matmuls and conv2ds before them
   /// (oneDNN post-ops, cuBLASLt epilogues: passes/Epilogues.h).
   bool epilogues = true;
-  /// And into conv2ds on the CPU, which oneDNN 2.6 runs slower so (bench/RESULTS.md).
-  bool convEpilogues = false;
+  /// And into conv2ds on the CPU (oneDNN post-ops, as for matmul).
+  bool convEpilogues = true;
   /// Where smelt-fuse writes its decisions ("" for nowhere, "-" for stdout).
   std::string fusionReport;
   /// The most bytes smelt-bucket-all-reduce puts in one collective.

@@ -88,9 +88,9 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
 
     First, with `epilogues` (the default), the bias add and the activation after a matmul or
     conv2d fold into the op when the library that runs it applies them before storing its
-    result (oneDNN: bias and relu, tanh or logistic; cuBLASLt: bias and relu after a matmul;
-    conv2d only with `conv-epilogues`, being slower so); passes/Epilogues.h lists the
-    conditions. Run it after smelt-autodiff.
+    result (oneDNN: bias and relu, tanh or logistic, after a conv2d too unless
+    `conv-epilogues=false`; cuBLASLt: bias and relu after a matmul); passes/Epilogues.h lists
+    the conditions. Run it after smelt-autodiff.
 
     Codegen compiles only kernels and library calls, so every elementwise, shape and reduce op
     must end up in a fusion: with `one-op-per-kernel` each gets a kernel of its own, which is
@@ -121,9 +121,9 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
     Option<"epilogues", "epilogues", "bool", /*default=*/"true",
            "Fold the bias add and activation after a matmul or conv2d into the library call "
            "(oneDNN post-ops, cuBLASLt epilogues); not with one-op-per-kernel">,
-    Option<"convEpilogues", "conv-epilogues", "bool", /*default=*/"false",
-           "Fold into conv2d on the CPU too: oneDNN 2.6's gemm convolution applies them slower "
-           "than the fused kernel they otherwise join (bench/RESULTS.md)">,
+    Option<"convEpilogues", "conv-epilogues", "bool", /*default=*/"true",
+           "Fold into conv2d on the CPU too (oneDNN's convolution applies them as it stores its "
+           "result); false leaves them to the fused kernel after it">,
   ];
   let statistics = [
     Statistic<"numFusions", "fusions", "Fusion kernels formed">,

@@ -19,20 +19,11 @@ Tensor keepLarge(Tensor x, Tensor rounded) {
 }
 Tensor truncated(Tensor x) { return convert(convert(x, DType::i64), x.dtype()); }
 
-/// Op(x), computed before x's transpose when x is one: an elementwise op commutes with a
-/// transpose, and below it the NCHW/NHWC transposes that Conv and the pools put around a
-/// Conv -> Relu -> MaxPool meet and cancel (foldingTranspose) instead of costing a pass each.
-/// The transpose is left to others that read it, or to eraseDeadOps.
-template <Tensor (*Op)(Tensor, Loc)> Tensor belowTranspose(Tensor x) {
-  if (auto t = x.value().getDefiningOp<TransposeOp>())
-    return transpose(Op(Tensor(&x.graph(), t.getX()), Loc::current()), t.getPermutation().vec());
-  return Op(x, Loc::current());
-}
 template <Tensor (*Op)(Tensor, Loc)> void unaryFloat(NodeImporter &n) {
-  n.setOutput(0, belowTranspose<Op>(floatInput(n, 0)));
+  n.setOutput(0, Op(floatInput(n, 0), Loc::current()));
 }
 template <Tensor (*Op)(Tensor, Loc)> void unaryNumber(NodeImporter &n) {
-  n.setOutput(0, belowTranspose<Op>(n.input(0)));
+  n.setOutput(0, Op(n.input(0), Loc::current()));
 }
 
 /// The operands of a binary op; ONNX requires one element type, Smelt too.

@@ -13,6 +13,8 @@ using ::onnx::AttributeProto;
 Tensor NodeImporter::input(int i) const {
   if (!hasInput(i))
     fail(ImportErrorKind::BadFile, "input " + std::to_string(i) + " is required but missing");
+  if (auto it = substitutes_.find(i); it != substitutes_.end())
+    return it->second;
   const std::string &name = node.input(i);
   if (auto it = values_.tensors.find(name); it != values_.tensors.end())
     return it->second;

@@ -136,12 +136,23 @@ public:
   /// The model's opset of the default domain: some ops changed meaning between opsets.
   int64_t opset;
 
+  /// Makes input(i) give `t` until clearSubstitutes(): a converter then runs on another
+  /// layout of its inputs (convertBelowTranspose).
+  void substituteInput(int i, Tensor t) { substitutes_[i] = t; }
+  void clearSubstitutes() { substitutes_.clear(); }
+
 private:
   Values &values_;
+  std::map<int, Tensor> substitutes_;
 };
 
 using Converter = void (*)(NodeImporter &);
 using ConverterTable = std::map<std::string, Converter>;
+
+/// Converts elementwise node `n` with `convert` on the sources of the transposes it reads and
+/// transposes its results back (TransposeSinking.cpp); false, converting nothing, when `n` is
+/// not elementwise or its inputs do not share one transpose.
+bool convertBelowTranspose(NodeImporter &n, Converter convert);
 /// Each op file adds its converters.
 void addElementwiseOps(ConverterTable &table);
 void addActivationOps(ConverterTable &table);

@@ -174,7 +174,10 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
     Converter convert = findConverter(node.op_type());
     if (!convert)
       fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
-    g.atomically([&] { convert(n); });
+    g.atomically([&] {
+      if (!convertBelowTranspose(n, convert))
+        convert(n);
+    });
     recordKnownResult(n);
   } catch (const Failure &f) {
     throw Failure{f.kind, where + ": " + f.message, f.value};

@@ -263,6 +263,15 @@ TEST(Gradients, ConvolutionAndPooling) {
                  [](Graph &, std::vector<Tensor> &x) {
                    return conv2d(x[0], x[1], {2, 1}, {1, 1, 0, 1}, {1, 2});
                  });
+  // Two groups of 2 channels into 3 filters each, and depthwise with a channel multiplier of 2.
+  checkGradients("grouped conv2d", {{{2, 6, 5, 4}}, {{3, 2, 2, 6}}},
+                 [](Graph &, std::vector<Tensor> &x) {
+                   return conv2d(x[0], x[1], {2, 1}, {1, 1, 0, 1}, {1, 2}, 2);
+                 });
+  checkGradients("depthwise conv2d", {{{2, 5, 5, 3}}, {{3, 3, 1, 6}}},
+                 [](Graph &, std::vector<Tensor> &x) {
+                   return conv2d(x[0], x[1], {1, 1}, {1, 1, 1, 1}, {1, 1}, 3);
+                 });
   checkGradients("max_pool2d", {{{2, 6, 6, 2}}}, [](Graph &, std::vector<Tensor> &x) {
     return maxPool2d(x[0], {2, 3}, {2, 2}, {0, 1, 1, 1});
   });

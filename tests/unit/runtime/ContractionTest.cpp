@@ -1,6 +1,7 @@
 // matmul and conv2d against naive float64 loops: every transpose-flag combination with batch
-// dims, conv2d with non-square stride, padding and dilation, and both convolution gradients,
-// checked directly and through the adjoint identity <conv(x,w), g> = <x, dx(g,w)> = <w, dw(x,g)>.
+// dims, conv2d with non-square stride, padding and dilation, grouped and depthwise, and both
+// convolution gradients, checked directly and through the adjoint identity
+// <conv(x,w), g> = <x, dx(g,w)> = <w, dw(x,g)>; constant filters, which the step lays out once.
 #include "RuntimeTestUtil.h"
 
 #include "runtime/CpuThreads.h"
@@ -85,6 +86,7 @@ TEST(Contraction, MatmulF64IsExactOnDyadicInputs) {
 struct ConvCase {
   int64_t n, h, w, c, kh, kw, f;
   Ints strides, padding, dilation;
+  int64_t groups = 1;
   int64_t oh() const {
     return (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
   }
@@ -92,10 +94,11 @@ struct ConvCase {
     return (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
   }
   Ints input() const { return {n, h, w, c}; }
-  Ints filter() const { return {kh, kw, c, f}; }
+  Ints filter() const { return {kh, kw, c / groups, f}; }
   Ints output() const { return {n, oh(), ow(), f}; }
   Attrs attrs() const {
-    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation}};
+    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation},
+            {"groups", groups}};
   }
 };
 
@@ -103,6 +106,11 @@ const ConvCase kConvCases[] = {
     {2, 9, 7, 3, 3, 2, 4, {2, 1}, {1, 2, 0, 1}, {2, 1}},
     {1, 6, 8, 2, 2, 3, 5, {1, 2}, {0, 0, 2, 1}, {1, 2}},
     {2, 5, 5, 4, 1, 1, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+    // Grouped: 3 groups of 2 channels into 2 filters each, strided and dilated.
+    {2, 8, 7, 6, 3, 2, 6, {2, 1}, {1, 1, 0, 1}, {1, 2}, 3},
+    // Depthwise (MobileNet's 3x3, stride 2, padding 1) and with a channel multiplier of 2.
+    {2, 9, 9, 16, 3, 3, 16, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16},
+    {1, 7, 6, 4, 3, 3, 8, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4},
 };
 
 /// Calls fn(xIndex, wIndex, yIndex) for every product term of the direct convolution: the one
@@ -117,11 +125,14 @@ template <typename Fn> void forEachConvTerm(const ConvCase &g, Fn fn) {
             int64_t ix = ox * g.strides[1] - g.padding[2] + kx * g.dilation[1];
             if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
               continue;
-            for (int64_t c = 0; c < g.c; ++c)
-              for (int64_t f = 0; f < g.f; ++f)
-                fn(size_t(((b * g.h + iy) * g.w + ix) * g.c + c),
-                   size_t(((ky * g.kw + kx) * g.c + c) * g.f + f),
-                   size_t(((b * g.oh() + oy) * g.ow() + ox) * g.f + f));
+            // Group k: channels [k*cg, (k+1)*cg) into filters [k*fg, (k+1)*fg).
+            int64_t cg = g.c / g.groups, fg = g.f / g.groups;
+            for (int64_t k = 0; k < g.groups; ++k)
+              for (int64_t c = 0; c < cg; ++c)
+                for (int64_t f = k * fg; f < (k + 1) * fg; ++f)
+                  fn(size_t(((b * g.h + iy) * g.w + ix) * g.c + k * cg + c),
+                     size_t(((ky * g.kw + kx) * cg + c) * g.f + f),
+                     size_t(((b * g.oh() + oy) * g.ow() + ox) * g.f + f));
           }
 }
 
@@ -257,6 +268,53 @@ TEST(Contraction, Conv2DEpilogueEachActivationAgainstLoops) {
       }
 }
 
+// A constant filter is laid out in the primitive's own format once, when the step is prepared
+// (and once more for each other thread count the step meets); every run after reads that copy.
+// The forward (with an epilogue) and backward-input convolutions must still be the loops', run
+// after run, grouped and not.
+TEST(Contraction, ConstantFiltersLaidOutOnceGiveTheLoopsResultsEveryRun) {
+  Expected<int> before = cpuThreads();
+  ASSERT_TRUE(before) << before.message();
+  for (const ConvCase &g : kConvCases)
+    for (bool forward : {true, false}) {
+      HostTensor w = randomTensor(DType::f32, g.filter());
+      TensorType in{DType::f32, forward ? g.input() : g.output()};
+      TensorType out{DType::f32, forward ? g.output() : g.input()};
+      Attrs attrs = g.attrs();
+      if (forward)
+        attrs["activation"] = int64_t(2); // tanh: the post-op path too
+      Executable exe = oneStep(forward ? "conv2d" : "conv2d_backward_input", {in, w.type()}, out,
+                               attrs);
+      // Buffer 1 becomes a constant holding the filter's bytes.
+      exe.inputs = {0};
+      exe.constants.push_back(
+          {1, std::vector<uint8_t>(w.data<uint8_t>(), w.data<uint8_t>() + w.byteSize())});
+      Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+      ASSERT_TRUE(exec) << exec.message();
+      std::vector<double> wv = w.toDoubles();
+      for (int threads : {2, 1, 2}) {
+        setCpuThreads(threads);
+        HostTensor x = randomTensor(DType::f32, in.shape);
+        std::vector<double> xv = x.toDoubles(), ref(size_t(out.numElements()), 0.0);
+        forEachConvTerm(g, [&](size_t xi, size_t wi, size_t yi) {
+          if (forward)
+            ref[yi] += xv[xi] * wv[wi];
+          else
+            ref[xi] += xv[yi] * wv[wi];
+        });
+        if (forward)
+          ref = withEpilogue(ref, {}, 2);
+        std::vector<HostTensor> outputs;
+        ASSERT_TRUE(exec->run({x}, outputs).ok());
+        expectClose(outputs.at(0), ref,
+                    fmt::format("{} with constant filter {} on {} threads",
+                                forward ? "conv2d" : "conv2d_backward_input", w.type().str(),
+                                threads));
+      }
+    }
+  setCpuThreads(*before);
+}
+
 TEST(Contraction, RejectsEpiloguesThatDoNotFit) {
   TensorType a{DType::f32, {4, 5}}, b{DType::f32, {5, 3}}, c{DType::f32, {4, 3}};
   std::string missing = createError("matmul", {a, b}, c, {{"bias", int64_t(1)}});
@@ -297,6 +355,14 @@ TEST(Contraction, RejectsShapesThatDoNotContract) {
       createError("conv2d", {{DType::f32, g.input()}, {DType::f32, g.filter()}},
                   {DType::f32, g.output()}, {{"strides", g.strides}, {"padding", g.padding}});
   EXPECT_NE(missing.find("dilation = [] needs 2 values"), std::string::npos) << missing;
+  // 3 channels cannot split into 2 feature groups (a file's steps are checked, not trusted).
+  Attrs grouped = g.attrs();
+  grouped["groups"] = int64_t(2);
+  std::string groups = createError("conv2d", {{DType::f32, g.input()}, {DType::f32, g.filter()}},
+                                   {DType::f32, g.output()}, grouped);
+  EXPECT_NE(groups.find("2 feature groups do not divide 3 channels into 4 filters"),
+            std::string::npos)
+      << groups;
 }
 
 } // namespace
