@@ -11,6 +11,11 @@
 //    strided views of one 4-D shape, so the filter, viewed as dims [F, C, KH, KW] with HWIO
 //    strides [1, F, KW*C*F, C*F], is copied to KRSC strides [KH*KW*C, 1, KW*C, C] before the
 //    forward and input-gradient passes, and the filter gradient comes back the same way.
+//    Grouped convolutions change only C: with the convolution descriptor's group count G,
+//    cuDNN's filter is [F, C/G, KH, KW] (the Legacy API guide's "Grouped Convolutions"), group
+//    k's filters the consecutive K = k*F/G .. (k+1)*F/G - 1 (the weights PyTorch hands it
+//    as they are). Smelt's HWIO [KH, KW, C/G, F] groups F the same way, so the same copy with
+//    C/G for C is the grouped KRSC filter.
 // 2. Asymmetric padding. The convolution descriptor pads both sides alike, so cuDNN pads by
 //    min(top, bottom) and min(left, right); what is left over (say bottom - top rows) is an
 //    explicitly zero-padded copy of the input (cuMemsetD8Async, then cudnnTransformTensor into
@@ -51,6 +56,9 @@ size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 struct Geometry {
   int64_t n, h, w, c, kh, kw, f, sh, sw, pt, pb, pl, pr, dh = 1, dw = 1;
   int64_t padH, padW, extraTop, extraLeft, hp, wp;
+  int64_t groups = 1;
+  /// The filter's input channels: C/G, those of one group.
+  int64_t cg() const { return c / groups; }
   int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
   bool paddedCopy() const { return hp != h || wp != w; }
@@ -72,6 +80,7 @@ Geometry geometry(const Conv2DCall &call) {
   Geometry g = geometry(call.input, call.filter.shape[0], call.filter.shape[1],
                         call.filter.shape[3], call.strides, call.padding);
   g.dh = call.dilation[0], g.dw = call.dilation[1];
+  g.groups = call.groups;
   return g;
 }
 
@@ -182,14 +191,14 @@ public:
   Expected<cudnnTensorDescriptor_t> nchw(int64_t n, int64_t h, int64_t w, int64_t c) {
     return tensor({n, c, h, w}, {c * h * w, h * w, w, 1});
   }
-  /// The filter as cuDNN convolves it: KRSC (NHWC-format [F, KH, KW, C]), or KCRS for NCHW.
+  /// The filter as cuDNN convolves it: KRSC (NHWC-format [F, KH, KW, C/G]), or KCRS for NCHW.
   Expected<cudnnFilterDescriptor_t> filter(const Geometry &g, bool nchw) {
     cudnnFilterDescriptor_t d = nullptr;
     SMELT_CUDNN_TRY(lib_.check(lib_.createFilterDescriptor(&d), "cudnnCreateFilterDescriptor"));
     filters_.push_back(d);
     SMELT_CUDNN_TRY(lib_.check(
         lib_.setFilter4dDescriptor(d, type_, nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
-                                   int(g.f), int(g.c), int(g.kh), int(g.kw)),
+                                   int(g.f), int(g.cg()), int(g.kh), int(g.kw)),
         "cudnnSetFilter4dDescriptor"));
     return d;
   }
@@ -204,6 +213,9 @@ public:
                                         int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
                                         CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor"));
+    // Set for 1 too: the descriptor then says what it computes whatever cuDNN's default.
+    SMELT_CUDNN_TRY(lib_.check(lib_.setConvolutionGroupCount(d, int(g.groups)),
+                               "cudnnSetConvolutionGroupCount"));
     return d;
   }
   Expected<cudnnPoolingDescriptor_t> pooling(const Geometry &g, PoolKind kind) {
@@ -248,10 +260,11 @@ char *at(void *base, size_t offset) { return static_cast<char *>(base) + offset;
 // ---------------------------------------------------------------------------------------------
 
 std::string describe(const Conv2DCall &call) {
-  return fmt::format("{} input {} filter {} output {} strides [{}] padding [{}] dilation [{}]",
+  return fmt::format("{} input {} filter {} output {} strides [{}] padding [{}] dilation [{}]{}",
                      dtypeName(call.input.dtype), call.input.str(), call.filter.str(),
                      call.output.str(), fmt::join(call.strides, ", "),
-                     fmt::join(call.padding, ", "), fmt::join(call.dilation, ", "));
+                     fmt::join(call.padding, ", "), fmt::join(call.dilation, ", "),
+                     call.groups == 1 ? "" : fmt::format(" groups {}", call.groups));
 }
 
 std::string describe(const Pool2DCall &call) {
@@ -271,10 +284,19 @@ static std::string convShapeError(const Conv2DCall &call) {
                           checkOperand("output", "NHWC", call.output, call.input.dtype)})
     if (!why.empty())
       return why;
-  if (call.filter.shape[2] != call.input.shape[3])
+  int64_t groups = call.groups, c = call.input.shape[3], f = call.filter.shape[3];
+  if (groups < 1 || c % groups != 0 || f % groups != 0)
+    return fmt::format("feature_group_count {} must be positive and divide the {} channels of "
+                       "input {} (NHWC) and the {} output channels of filter {} (HWIO)",
+                       groups, c, call.input.str(), f, call.filter.str());
+  if (groups == 1 && call.filter.shape[2] != c)
     return fmt::format("filter {} (HWIO) has {} input channels but input {} (NHWC) has {}",
-                       call.filter.str(), call.filter.shape[2], call.input.str(),
-                       call.input.shape[3]);
+                       call.filter.str(), call.filter.shape[2], call.input.str(), c);
+  if (call.filter.shape[2] * groups != c)
+    return fmt::format("filter {} (HWIO) has {} input channels per group but input {} (NHWC) "
+                       "has {} in {} groups, {} per group",
+                       call.filter.str(), call.filter.shape[2], call.input.str(), c, groups,
+                       c / groups);
   Geometry g = geometry(call);
   if (g.h + g.pt + g.pb < g.dh * (g.kh - 1) + 1 || g.w + g.pl + g.pr < g.dw * (g.kw - 1) + 1)
     return fmt::format("the dilated filter window of filter {} does not fit in input {} padded "
@@ -357,11 +379,14 @@ Status Cudnn::validate(const Pool2DCall &call, const std::string &what) {
 /// and bf16 with channels (C or F) that are not a multiple of 8. The legacy API's NHWC
 /// half-precision kernels are tensor-core kernels, which need that alignment; its NCHW ones pad
 /// channels themselves (cuDNN's "Data and Filter Formats"). The CNN's first convolution (C = 1)
-/// in mixed precision is one.
+/// in mixed precision is one. A grouped convolution's kernels work a group at a time, so the
+/// channels of one group (C/G and F/G) are what must align: a depthwise one (C/G = 1) may run
+/// in NCHW. Saying yes costs only workspace: NCHW is tried when NHWC has no algorithm.
 static bool mayNeedNchw(const Conv2DCall &call) {
   DType dtype = call.input.dtype;
+  int64_t groups = call.groups;
   return (dtype == DType::f16 || dtype == DType::bf16) &&
-         (call.input.shape[3] % 8 != 0 || call.filter.shape[3] % 8 != 0);
+         ((call.input.shape[3] / groups) % 8 != 0 || (call.filter.shape[3] / groups) % 8 != 0);
 }
 
 /// The NCHW copies of the (padded) input and of the output.
@@ -519,11 +544,12 @@ Expected<ConvViews> convViews(Descriptors &make, const Geometry &g, DType dtype,
                              : make.nhwc(g.n, g.oh(), g.ow(), g.f));
   SMELT_CUDNN_ASSIGN(interior, nchw ? make.tensor({g.n, c, g.h, g.w}, {c * hp * wp, hp * wp, wp, 1})
                                     : make.tensor({g.n, c, g.h, g.w}, {hp * wp * c, 1, wp * c, c}));
-  // The filter in dims [F, C, KH, KW] as cuDNN convolves it.
-  SMELT_CUDNN_ASSIGN(filterView,
-                     nchw ? make.tensor({g.f, c, g.kh, g.kw}, {c * g.kh * g.kw, g.kh * g.kw, g.kw, 1})
-                          : make.tensor({g.f, c, g.kh, g.kw},
-                                        {g.kh * g.kw * c, 1, g.kw * c, c}));
+  // The filter in dims [F, C/G, KH, KW] as cuDNN convolves it.
+  int64_t cg = g.cg();
+  SMELT_CUDNN_ASSIGN(filterView, nchw ? make.tensor({g.f, cg, g.kh, g.kw},
+                                                    {cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1})
+                                      : make.tensor({g.f, cg, g.kh, g.kw},
+                                                    {g.kh * g.kw * cg, 1, g.kw * cg, cg}));
   SMELT_CUDNN_ASSIGN(w, make.filter(g, nchw));
   v.x = x, v.y = y, v.interior = interior, v.filterView = filterView, v.w = w;
   int64_t corner = g.extraTop * wp + g.extraLeft;
@@ -601,9 +627,10 @@ Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, con
     bool copiesX = nchw || g.paddedCopy();
 
     Descriptors make(lib, dtype);
-    // The filter as stored: HWIO, in dims [F, C, KH, KW]; input and output as stored: NHWC.
-    SMELT_CUDNN_ASSIGN(hwio, make.tensor({g.f, g.c, g.kh, g.kw},
-                                         {1, g.f, g.kw * g.c * g.f, g.c * g.f}));
+    // The filter as stored: HWIO, in dims [F, C/G, KH, KW]; input and output as stored: NHWC.
+    int64_t cg = g.cg();
+    SMELT_CUDNN_ASSIGN(hwio, make.tensor({g.f, cg, g.kh, g.kw},
+                                         {1, g.f, g.kw * cg * g.f, cg * g.f}));
     SMELT_CUDNN_ASSIGN(input, make.nhwc(g.n, g.h, g.w, g.c));
     SMELT_CUDNN_ASSIGN(output, make.nhwc(g.n, g.oh(), g.ow(), g.f));
     SMELT_CUDNN_ASSIGN(views, convViews(make, g, dtype, nchw));

@@ -5,9 +5,13 @@
 //
 // Smelt's layouts, and how they reach cuDNN (details in Cudnn.cpp):
 // - activations are NHWC: described to cuDNN by explicit strides, no copy.
-// - filters are HWIO [KH, KW, C, F], which is no cuDNN filter layout (those are KCRS and KRSC,
-//   and cudnnSetFilter4dDescriptor takes no strides): each call transposes the filter to KRSC
-//   in the workspace with cudnnTransformTensor (and the filter gradient back).
+// - filters are HWIO [KH, KW, C/G, F], which is no cuDNN filter layout (those are KCRS and
+//   KRSC, and cudnnSetFilter4dDescriptor takes no strides): each call transposes the filter to
+//   KRSC in the workspace with cudnnTransformTensor (and the filter gradient back).
+// - grouped convolutions (G = feature_group_count > 1, depthwise when G == C): the convolution
+//   descriptor carries G (cudnnSetConvolutionGroupCount) and the filter descriptor is cuDNN's
+//   grouped one, [K = F, C/G, KH, KW]. Both Smelt and cuDNN keep each group's output channels
+//   consecutive, so the KRSC copy is the ungrouped one with C/G input channels.
 // - f16/bf16 with channels that are not a multiple of 8: cuDNN may have no NHWC algorithm; the
 //   call then runs on NCHW copies of its tensors in the workspace (prepare() finds out when an
 //   executor is created).
@@ -47,11 +51,14 @@ namespace smelt::rt::cuda {
 /// result's; for conv2d_backward_filter `filter` is the result's.
 struct Conv2DCall {
   TensorType input;  ///< NHWC [N, H, W, C]; f32, f16 or bf16, the same for all three
-  TensorType filter; ///< HWIO [KH, KW, C, F]
+  TensorType filter; ///< HWIO [KH, KW, C/groups, F]
   TensorType output; ///< NHWC [N, OH, OW, F]
   std::vector<int64_t> strides{1, 1};        ///< [sh, sw]
   std::vector<int64_t> padding{0, 0, 0, 0};  ///< [top, bottom, left, right]
   std::vector<int64_t> dilation{1, 1};       ///< [dh, dw]
+  /// feature_group_count: group k convolves input channels [k*C/G, (k+1)*C/G) into output
+  /// channels [k*F/G, (k+1)*F/G). It divides C and F; G == C is a depthwise convolution.
+  int64_t groups = 1;
   /// f32 only: let cuDNN use TF32 tensor cores (10-bit mantissa products). Off: FMA kernels,
   /// full f32 products. f16/bf16 always accumulate in f32.
   bool allowTf32 = false;
@@ -71,8 +78,8 @@ struct Pool2DCall {
 };
 
 /// "f16 input tensor<3x9x7x5xf16> filter tensor<3x3x5x7xf16> output tensor<...> strides [2, 1]
-/// padding [1, 2, 0, 1] dilation [2, 1]" and "max f32 input ... window [3, 2] ...": for
-/// messages and algorithm cache keys.
+/// padding [1, 2, 0, 1] dilation [2, 1]" (then "groups 5" when not 1) and "max f32 input ...
+/// window [3, 2] ...": for messages and algorithm cache keys.
 std::string describe(const Conv2DCall &call);
 std::string describe(const Pool2DCall &call);
 
@@ -89,10 +96,11 @@ public:
   /// that is missing, or what cudnnCreate said.
   static Expected<Cudnn *> get(const CudaDevice &device);
 
-  /// What can be checked without a GPU: ranks, attribute lengths and signs, one float dtype,
-  /// shapes that agree with each other and with the attributes (naming the operand and its
-  /// shape), then cudnnUnsupported(). Errors begin with `what` ("conv2d at model.mlir:12:5").
-  /// Every call below checks the same first; an executor can call it at creation.
+  /// What can be checked without a GPU: ranks, attribute lengths and signs, a group count that
+  /// divides both channel counts, one float dtype, shapes that agree with each other and with
+  /// the attributes (naming the operand and its shape), then cudnnUnsupported(). Errors begin
+  /// with `what` ("conv2d at model.mlir:12:5"). Every call below checks the same first; an
+  /// executor can call it at creation.
   static Status validate(const Conv2DCall &call, const std::string &what);
   static Status validate(const Pool2DCall &call, const std::string &what);
 

@@ -26,6 +26,7 @@ namespace smelt::rt::cuda {
   X(cudnnCreateConvolutionDescriptor, createConvolutionDescriptor)                                 \
   X(cudnnSetConvolution2dDescriptor, setConvolution2dDescriptor)                                   \
   X(cudnnSetConvolutionMathType, setConvolutionMathType)                                           \
+  X(cudnnSetConvolutionGroupCount, setConvolutionGroupCount)                                       \
   X(cudnnDestroyConvolutionDescriptor, destroyConvolutionDescriptor)                               \
   X(cudnnCreatePoolingDescriptor, createPoolingDescriptor)                                         \
   X(cudnnSetPooling2dDescriptor, setPooling2dDescriptor)                                           \

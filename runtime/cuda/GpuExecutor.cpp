@@ -124,6 +124,7 @@ Expected<Plan> convPlan(const Executable &exe, const Step &step, Plan plan, bool
   call.strides = params.strides;
   call.padding = params.padding;
   call.dilation = params.dilation;
+  call.groups = params.groups;
   const TensorType &first = typeOf(exe, step.operands[0]),
                    &second = typeOf(exe, step.operands[1]),
                    &result = typeOf(exe, step.results[0]);

@@ -7,6 +7,12 @@
 // on the handle's stream (EmuCuda.h) and reads device memory only through hostView() when it
 // runs. Descriptors and host scalars (alpha, beta) are read at the call, as cuDNN does.
 //
+// Grouped convolutions (cudnnSetConvolutionGroupCount, the Legacy API guide's "Grouped
+// Convolutions"): the descriptors describe the whole convolution, x with C channels, y with K,
+// and the filter [K, C/groupCount, R, S]; group g convolves x's channels g*C/G .. (g+1)*C/G - 1
+// into y's channels g*K/G .. (g+1)*K/G - 1 with filters g*K/G .. (g+1)*K/G - 1. A descriptor
+// starts with a group count of 1; cudnnSetConvolution2dDescriptor leaves it as it is.
+//
 // Arithmetic: each operand is gathered from its strided layout into a dense NHWC array of the
 // compute type (float; double for f64 data), computed there, and scattered back as
 // y = alpha * result + beta * y (y is not read when beta is 0). TRUE_HALF_CONFIG also
@@ -27,7 +33,10 @@
 //    these as the conditions for Tensor Core kernels, and its Padding section pads unaligned
 //    channels automatically for packed NCHW data only. The emulation is stricter than the guide: it
 //    offers no NHWC half kernel at all without them, so every getter entry is NOT_SUPPORTED and the
-//    calls return CUDNN_STATUS_NOT_SUPPORTED.
+//    calls return CUDNN_STATUS_NOT_SUPPORTED. Grouped, it asks the same of each group's channels
+//    (C/G and K/G), so a depthwise half convolution runs in NCHW only: whether cuDNN asks it of
+//    the whole C and K or of each group is not settled here, and the stricter reading is the
+//    one that exercises Smelt's NCHW fallback.
 // 2. f64 in NHWC: not supported (PyTorch gives cuDNN only NCHW doubles, "disable NHWC for
 //    float64 input", aten/src/ATen/native/ConvUtils.h since pytorch#33784).
 // 3. TRUE_HALF_CONFIG backward filter in NHWC: the cuDNN 7.6.5 reference lists no algorithm.
@@ -76,6 +85,7 @@ struct cudnnConvolutionStruct {
   cudnnConvolutionMode_t mode{};
   cudnnDataType_t compute{};
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  int groups = 1; // cudnnSetConvolutionGroupCount
 };
 struct cudnnPoolingStruct {
   bool set = false;
@@ -377,19 +387,22 @@ cudnnStatus_t usableHandle(cudnnHandle_t handle, const char *call) {
 
 enum class Pass { Forward, BackwardData, BackwardFilter };
 
-/// One checked 2-D convolution: x [n, c, h, w], w [k, c, r, s], y [n, k, oh, ow].
+/// One checked 2-D convolution: x [n, c, h, w], w [k, c/groups, r, s], y [n, k, oh, ow].
 struct Conv {
   View x, w, y;
   cudnnConvolutionStruct desc;
-  int64_t n = 0, c = 0, h = 0, wd = 0, k = 0, r = 0, s = 0, oh = 0, ow = 0;
+  int64_t n = 0, c = 0, h = 0, wd = 0, k = 0, r = 0, s = 0, oh = 0, ow = 0, groups = 1;
   bool nhwc = false; // channels-last activations or an NHWC (KRSC) filter
   cudnnDataType_t type() const { return x.type; }
-  double flops() const { return 2.0 * n * k * oh * ow * c * r * s; }
+  int64_t cg() const { return c / groups; } // input channels of one group (the filter's c)
+  int64_t kg() const { return k / groups; } // output channels of one group
+  double flops() const { return 2.0 * n * k * oh * ow * cg() * r * s; }
   std::string str() const {
     return std::string("x") + x.str() + " w" + w.str() + " y" + y.str() + " pad " +
            std::to_string(desc.pad[0]) + "," + std::to_string(desc.pad[1]) + " stride " +
            std::to_string(desc.stride[0]) + "," + std::to_string(desc.stride[1]) + " dilation " +
-           std::to_string(desc.dilation[0]) + "," + std::to_string(desc.dilation[1]);
+           std::to_string(desc.dilation[0]) + "," + std::to_string(desc.dilation[1]) +
+           (groups == 1 ? "" : " groups " + std::to_string(groups));
   }
 };
 
@@ -411,9 +424,17 @@ cudnnStatus_t checkConv(const char *call, const cudnnTensorStruct *x, const cudn
   if (x->type != w->type || x->type != y->type)
     return fail(CUDNN_STATUS_BAD_PARAM, call, "x, w and y have different data types: " + out.str());
   out.n = x->dims[0], out.c = x->dims[1], out.h = x->dims[2], out.wd = x->dims[3];
-  out.k = w->k, out.r = w->h, out.s = w->w;
-  if (w->c != out.c)
-    return fail(CUDNN_STATUS_BAD_PARAM, call, "x and w disagree on input channels: " + out.str());
+  out.k = w->k, out.r = w->h, out.s = w->w, out.groups = desc->groups;
+  // Grouped, w's c is one group's: x has groupCount times as many.
+  if (int64_t(w->c) * out.groups != out.c)
+    return fail(CUDNN_STATUS_BAD_PARAM, call,
+                "x and w disagree on input channels" +
+                    (out.groups == 1 ? std::string()
+                                     : " (w's c times the group count is not x's c)") +
+                    ": " + out.str());
+  if (out.k % out.groups)
+    return fail(CUDNN_STATUS_BAD_PARAM, call,
+                "the group count does not divide w's k output channels: " + out.str());
   if (y->dims[0] != out.n || y->dims[1] != out.k)
     return fail(CUDNN_STATUS_BAD_PARAM, call,
                 "y's batch or channels do not match x and w: " + out.str());
@@ -451,11 +472,11 @@ std::string supportLimit(const Conv &g, Pass pass) {
   cudnnDataType_t t = g.type();
   if (!g.nhwc)
     return "";
-  if ((t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16) && (g.c % 8 || g.k % 8))
+  if ((t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16) && (g.cg() % 8 || g.kg() % 8))
     return std::string("NHWC ") + typeName(t) +
-           " needs input and output channels that are "
-           "multiples of 8, not C=" +
-           std::to_string(g.c) + " K=" + std::to_string(g.k);
+           " needs input and output channels (per group) that are multiples of 8, not C=" +
+           std::to_string(g.cg()) + " K=" + std::to_string(g.kg()) +
+           (g.groups == 1 ? "" : " in each of " + std::to_string(g.groups) + " groups");
   if (t == CUDNN_DATA_DOUBLE)
     return "no NHWC algorithm for f64";
   if (pass == Pass::BackwardFilter && g.desc.compute == CUDNN_DATA_HALF)
@@ -475,15 +496,15 @@ struct Algo {
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 std::vector<Algo> algorithms(Pass pass, const Conv &g) {
-  size_t filterFloats = align256(size_t(g.k * g.c * g.r * g.s) * 4);
+  size_t filterFloats = align256(size_t(g.k * g.cg() * g.r * g.s) * 4);
   switch (pass) {
   case Pass::Forward:
     return {{CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, true, true, false, 1.0, 0},
             {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, true, true, true, 2.0,
-             align256(size_t(g.c * g.r * g.s) * 4)},
-            // An explicit im2col of one image: NCHW only.
+             align256(size_t(g.cg() * g.r * g.s) * 4)},
+            // An explicit im2col of one image's group: NCHW only.
             {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, !g.nhwc, true, false, 1.5,
-             align256(size_t(g.c * g.r * g.s * g.oh * g.ow) * elementBytes(g.type()))},
+             align256(size_t(g.cg() * g.r * g.s * g.oh * g.ow) * elementBytes(g.type()))},
             {CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, false, true, false, 0, 0},
             {CUDNN_CONVOLUTION_FWD_ALGO_FFT, false, true, false, 0, 0},
             {CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, false, true, false, 0, 0},
@@ -593,17 +614,18 @@ cudnnStatus_t checkConvCall(const char *call, cudnnHandle_t handle, Pass pass, C
   return CUDNN_STATUS_SUCCESS;
 }
 
-/// The filter as [r][s][c][k] (k innermost, for the kernels' inner loops) from its dense
-/// [k][r][s][c] gather; CUDNN_CONVOLUTION flips it in r and s.
+/// The filter as [r][s][c][k] (k innermost, for the kernels' inner loops; c one group's) from
+/// its dense [k][r][s][c] gather; CUDNN_CONVOLUTION flips it in r and s.
 template <typename Acc> std::vector<Acc> filterRsck(const Conv &g, const std::vector<Acc> &krsc) {
   bool flip = g.desc.mode == CUDNN_CONVOLUTION;
+  const int64_t cg = g.cg();
   std::vector<Acc> out(krsc.size());
   for (int64_t k = 0; k < g.k; ++k)
     for (int64_t r = 0; r < g.r; ++r)
       for (int64_t s = 0; s < g.s; ++s)
-        for (int64_t c = 0; c < g.c; ++c) {
+        for (int64_t c = 0; c < cg; ++c) {
           int64_t rr = flip ? g.r - 1 - r : r, ss = flip ? g.s - 1 - s : s;
-          out[((rr * g.s + ss) * g.c + c) * g.k + k] = krsc[((k * g.r + r) * g.s + s) * g.c + c];
+          out[((rr * g.s + ss) * cg + c) * g.k + k] = krsc[((k * g.r + r) * g.s + s) * cg + c];
         }
   return out;
 }
@@ -633,7 +655,10 @@ void convolve(Pass pass, const Conv &g, const void *a, const void *b, void *out,
   std::vector<Acc> A = gather<Acc>(av, emu::hostView(a, av.extentBytes(), what + " input"), kNhwc);
   std::vector<Acc> B = gather<Acc>(bv, emu::hostView(b, bv.extentBytes(), what + " input"), kNhwc);
   void *o = emu::hostView(out, ov.extentBytes(), what + " output");
-  const int64_t C = g.c, K = g.k;
+  // Channel c of x meets only the filters of its group: k in [kBegin(c), kBegin(c) + KG), at
+  // c's index within the group, c % CG (the filter's c). One group: every k, at c itself.
+  const int64_t C = g.c, K = g.k, CG = g.cg(), KG = g.kg();
+  auto kBegin = [&](int64_t c) { return c / CG * KG; };
   std::vector<Acc> result(size_t(ov.elements()), Acc(0));
   if (pass == Pass::Forward) {
     std::vector<Acc> w = filterRsck(g, B);
@@ -645,10 +670,12 @@ void convolve(Pass pass, const Conv &g, const void *a, const void *b, void *out,
             std::fill(acc.begin(), acc.end(), Acc(0));
             taps(g, oh, ow, [&](int64_t r, int64_t s, int64_t ih, int64_t iw) {
               const Acc *xr = &A[((n * g.h + ih) * g.wd + iw) * C];
-              const Acc *wr = &w[(r * g.s + s) * C * K];
-              for (int64_t c = 0; c < C; ++c)
-                for (int64_t k = 0; k < K; ++k)
-                  acc[k] += xr[c] * wr[c * K + k];
+              const Acc *wr = &w[(r * g.s + s) * CG * K];
+              for (int64_t c = 0; c < C; ++c) {
+                const Acc *wc = wr + c % CG * K;
+                for (int64_t k = kBegin(c), end = k + KG; k < end; ++k)
+                  acc[k] += xr[c] * wc[k];
+              }
             });
             std::copy(acc.begin(), acc.end(), &result[((n * g.oh + oh) * g.ow + ow) * K]);
           }
@@ -662,11 +689,12 @@ void convolve(Pass pass, const Conv &g, const void *a, const void *b, void *out,
             const Acc *dy = &B[((n * g.oh + oh) * g.ow + ow) * K];
             taps(g, oh, ow, [&](int64_t r, int64_t s, int64_t ih, int64_t iw) {
               Acc *dx = &result[((n * g.h + ih) * g.wd + iw) * C];
-              const Acc *wr = &w[(r * g.s + s) * C * K];
+              const Acc *wr = &w[(r * g.s + s) * CG * K];
               for (int64_t c = 0; c < C; ++c) {
+                const Acc *wc = wr + c % CG * K;
                 Acc sum = 0;
-                for (int64_t k = 0; k < K; ++k)
-                  sum += dy[k] * wr[c * K + k];
+                for (int64_t k = kBegin(c), end = k + KG; k < end; ++k)
+                  sum += dy[k] * wc[k];
                 dx[c] += sum;
               }
             });
@@ -684,10 +712,12 @@ void convolve(Pass pass, const Conv &g, const void *a, const void *b, void *out,
             const Acc *dy = &B[((n * g.oh + oh) * g.ow + ow) * K];
             taps(g, oh, ow, [&](int64_t r, int64_t s, int64_t ih, int64_t iw) {
               const Acc *xr = &A[((n * g.h + ih) * g.wd + iw) * C];
-              Acc *dwr = &dw[(r * g.s + s) * C * K];
-              for (int64_t c = 0; c < C; ++c)
-                for (int64_t k = 0; k < K; ++k)
-                  dwr[c * K + k] += xr[c] * dy[k];
+              Acc *dwr = &dw[(r * g.s + s) * CG * K];
+              for (int64_t c = 0; c < C; ++c) {
+                Acc *dwc = dwr + c % CG * K;
+                for (int64_t k = kBegin(c), end = k + KG; k < end; ++k)
+                  dwc[k] += xr[c] * dy[k];
+              }
             });
           }
     });
@@ -695,12 +725,12 @@ void convolve(Pass pass, const Conv &g, const void *a, const void *b, void *out,
     for (int64_t k = 0; k < K; ++k)
       for (int64_t r = 0; r < g.r; ++r)
         for (int64_t s = 0; s < g.s; ++s)
-          for (int64_t c = 0; c < C; ++c) {
+          for (int64_t c = 0; c < CG; ++c) {
             int64_t rr = flip ? g.r - 1 - r : r, ss = flip ? g.s - 1 - s : s;
             Acc sum = 0;
             for (const auto &part : parts)
-              sum += part[((rr * g.s + ss) * C + c) * K + k];
-            result[((k * g.r + r) * g.s + s) * C + c] = sum;
+              sum += part[((rr * g.s + ss) * CG + c) * K + k];
+            result[((k * g.r + r) * g.s + s) * CG + c] = sum;
           }
   }
   scatter(ov, o, kNhwc, result, alpha, beta);
@@ -1005,6 +1035,25 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnM
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionMathType",
                 "null or dead descriptor, or an invalid math type");
   d->math = math;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// The Legacy API reference documents BAD_PARAM for an invalid descriptor; a count below 1 is
+// one no convolution can have, rejected the same way.
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groupCount) {
+  if (!live(d) || groupCount < 1)
+    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionGroupCount",
+                "null or dead descriptor, or a group count below 1: " +
+                    std::to_string(groupCount));
+  d->groups = groupCount;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int *groupCount) {
+  if (!live(d) || !groupCount)
+    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionGroupCount",
+                "null or dead descriptor, or a null groupCount");
+  *groupCount = d->groups;
   return CUDNN_STATUS_SUCCESS;
 }
 

@@ -1,8 +1,8 @@
 // Known-answer tests of the emulated cuDNN (Cudnn.cpp), from the cuDNN API reference rather
-// than from Smelt's calls: convolutions against hand-computed numbers and a float64 reference
-// written here, layouts through strides, alpha/beta, pooling both ways, TransformTensor, the
-// NHWC support limits, and each invalid argument's documented status. Inputs are random with a
-// seed printed once; SMELT_TEST_SEED replays it.
+// than from Smelt's calls: convolutions (grouped and depthwise too) against hand-computed
+// numbers and a float64 reference written here, layouts through strides, alpha/beta, pooling
+// both ways, TransformTensor, the NHWC support limits, and each invalid argument's documented
+// status. Inputs are random with a seed printed once; SMELT_TEST_SEED replays it.
 #include "EmuCuda.h"
 
 #include <gtest/gtest.h>
@@ -113,26 +113,32 @@ template <typename T> std::vector<double> unplace(const std::vector<T> &m, Dims 
 struct Geometry {
   int n, c, h, w, k, r, s, padH = 0, padW = 0, u = 1, v = 1, dh = 1, dw = 1;
   bool convolution = false; // CUDNN_CONVOLUTION flips the filter; cross-correlation does not
+  /// The group count: filters [k, c/groups, r, s]; group g maps x's channels g*c/groups ..
+  /// (g+1)*c/groups - 1 to y's channels g*k/groups .. (g+1)*k/groups - 1 (the developer guide's
+  /// "Grouped Convolutions").
+  int groups = 1;
   int oh() const { return (h + 2 * padH - (dh * (r - 1) + 1)) / u + 1; }
   int ow() const { return (w + 2 * padW - (dw * (s - 1) + 1)) / v + 1; }
   Dims x() const { return {n, c, h, w}; }
-  Dims f() const { return {k, c, r, s}; }
+  Dims f() const { return {k, c / groups, r, s}; }
   Dims y() const { return {n, k, oh(), ow()}; }
   /// Calls f(xIndex, wIndex, yIndex) for every product the convolution sums.
   template <typename F> void products(F &&f) const {
+    const int cg = c / groups, kg = k / groups;
     for (int in = 0; in < n; ++in)
       for (int ik = 0; ik < k; ++ik)
         for (int p = 0; p < oh(); ++p)
           for (int q = 0; q < ow(); ++q)
-            for (int ic = 0; ic < c; ++ic)
+            for (int fc = 0; fc < cg; ++fc)
               for (int ir = 0; ir < r; ++ir)
                 for (int is = 0; is < s; ++is) {
                   int ih = p * u - padH + ir * dh, iw = q * v - padW + is * dw;
                   if (ih < 0 || ih >= h || iw < 0 || iw >= w)
                     continue;
+                  int ic = ik / kg * cg + fc; // x's channel: filter channel fc of ik's group
                   int fr = convolution ? r - 1 - ir : ir, fs = convolution ? s - 1 - is : is;
                   f(((size_t(in) * c + ic) * h + ih) * w + iw,
-                    ((size_t(ik) * c + ic) * r + fr) * s + fs,
+                    ((size_t(ik) * cg + fc) * r + fr) * s + fs,
                     ((size_t(in) * k + ik) * oh() + p) * ow() + q);
                 }
   }
@@ -246,6 +252,9 @@ protected:
                   desc, g.padH, g.padW, g.u, g.v, g.dh, g.dw,
                   g.convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, compute),
               CUDNN_STATUS_SUCCESS);
+    if (g.groups != 1) { // a new descriptor's count is 1
+      EXPECT_EQ(cudnnSetConvolutionGroupCount(desc, g.groups), CUDNN_STATUS_SUCCESS);
+    }
     return desc;
   }
   cudnnPoolingDescriptor_t pooling(cudnnPoolingMode_t mode, int window, int pad, int stride) {
@@ -369,6 +378,93 @@ TEST_F(CudnnEmu, Float64HalfAndBfloat16ConvolutionsMatchTheReference) {
   checkPasses<__half>(g, true, 2e-2); // NHWC with C and K multiples of 8
   checkPasses<__half>(g, false, 2e-2);
   checkPasses<__nv_bfloat16>(g, true, 5e-2);
+}
+
+// Grouped convolutions as the developer guide's "Grouped Convolutions" describes them:
+// descriptors of the whole convolution, the filter [K, C/G, R, S], each group of channels a
+// convolution of its own. Depthwise is G == C, with K = C or a multiple of it.
+TEST_F(CudnnEmu, GroupedAndDepthwiseConvolutionsMatchTheFloat64Reference) {
+  // n, c, h, w, k, r, s, padH, padW, u, v, dh, dw, convolution, groups
+  std::vector<Geometry> cases = {
+      {2, 6, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, false, 2}, // 2 groups of 3 channels into 2
+      {2, 6, 8, 7, 9, 3, 2, 1, 0, 2, 1, 1, 2, true, 3},  // 3 groups, strided, dilated, flipped
+      {3, 5, 6, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, false, 5}, // depthwise
+      {2, 4, 6, 5, 8, 3, 3, 2, 1, 1, 2, 2, 1, false, 4}, // depthwise, 2 filters per channel
+  };
+  for (const Geometry &g : cases)
+    for (bool nhwc : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "geometry " << g.n << "x" << g.c << "x" << g.h << "x" << g.w << " filter "
+                   << g.k << "x" << g.c / g.groups << "x" << g.r << "x" << g.s << " groups "
+                   << g.groups << (nhwc ? " NHWC" : " NCHW"));
+      checkPasses<float>(g, nhwc, 1e-5);
+    }
+  checkPasses<double>(cases[1], false, 1e-12);
+  // Half precision: NHWC with 8 channels per group, NCHW depthwise.
+  Geometry half{2, 16, 5, 5, 16, 3, 3, 1, 1, 1, 1, 1, 1, false, 2};
+  checkPasses<__half>(half, true, 2e-2);
+  checkPasses<__half>(half, false, 2e-2);
+  Geometry depthwise{2, 8, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, false, 8};
+  checkPasses<__nv_bfloat16>(depthwise, false, 5e-2);
+}
+
+TEST_F(CudnnEmu, GroupCountIsSetReadAndChecked) {
+  const cudnnDataType_t f = CUDNN_DATA_FLOAT;
+  // A new descriptor's group count is 1.
+  cudnnConvolutionDescriptor_t fresh;
+  ASSERT_EQ(cudnnCreateConvolutionDescriptor(&fresh), CUDNN_STATUS_SUCCESS);
+  convs_.push_back(fresh);
+  int groups = 0;
+  ASSERT_EQ(cudnnGetConvolutionGroupCount(fresh, &groups), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(groups, 1);
+
+  Geometry g{2, 6, 6, 6, 4, 3, 3, 1, 1};
+  g.groups = 2;
+  auto cd = conv(g, f);
+  ASSERT_EQ(cudnnGetConvolutionGroupCount(cd, &groups), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(groups, 2);
+  EXPECT_EQ(cudnnSetConvolutionGroupCount(cd, 0), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnSetConvolutionGroupCount(nullptr, 2), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnGetConvolutionGroupCount(cd, nullptr), CUDNN_STATUS_BAD_PARAM);
+  ASSERT_EQ(cudnnGetConvolutionGroupCount(cd, &groups), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(groups, 2) << "a rejected count leaves the old one";
+
+  // x's C is the filter's C times the count; K divides into the groups.
+  auto xd = tensor(f, g.x(), false), yd = tensor(f, g.y(), false);
+  void *x = allocate(count(g.x()) * 4), *w = allocate(4 * 6 * 3 * 3 * 4); // the largest filter
+  void *y = allocate(count(g.y()) * 4);
+  auto forward = [&](cudnnFilterDescriptor_t wd, cudnnTensorDescriptor_t yd) {
+    return cudnnConvolutionForward(handle_, &oneF_, xd, x, wd, w, cd,
+                                   CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zeroF_,
+                                   yd, y);
+  };
+  EXPECT_EQ(forward(filter(f, {4, 3, 3, 3}, false), yd), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(forward(filter(f, {4, 6, 3, 3}, false), yd), CUDNN_STATUS_BAD_PARAM)
+      << "the ungrouped filter's C";
+  EXPECT_EQ(forward(filter(f, {5, 3, 3, 3}, false), tensor(f, {2, 5, 6, 6}, false)),
+            CUDNN_STATUS_BAD_PARAM)
+      << "K = 5 in 2 groups";
+  cudnnConvolutionFwdAlgoPerf_t perf[16];
+  int n = 0;
+  EXPECT_EQ(cudnnGetConvolutionForwardAlgorithm_v7(handle_, xd, filter(f, {4, 6, 3, 3}, false), cd,
+                                                   yd, 16, &n, perf),
+            CUDNN_STATUS_BAD_PARAM)
+      << "getter with the ungrouped filter's C";
+
+  // NHWC half needs 8 channels in each group: 16 in 2 groups runs, 16 in 4 groups does not.
+  for (int groupCount : {2, 4}) {
+    Geometry h{2, 16, 6, 6, 16, 3, 3, 1, 1};
+    h.groups = groupCount;
+    auto hd = conv(h, CUDNN_DATA_FLOAT);
+    ASSERT_EQ(cudnnGetConvolutionForwardAlgorithm_v7(
+                  handle_, tensor(CUDNN_DATA_HALF, h.x(), true),
+                  filter(CUDNN_DATA_HALF, h.f(), true), hd, tensor(CUDNN_DATA_HALF, h.y(), true),
+                  16, &n, perf),
+              CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(perf[0].status,
+              groupCount == 2 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED)
+        << groupCount << " groups";
+  }
 }
 
 // y = alpha * result + beta * y; with beta 0 the old y is not read (NaN stays out).

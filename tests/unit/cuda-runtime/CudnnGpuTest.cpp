@@ -1,8 +1,8 @@
 // cuDNN convolutions and pooling (runtime/cuda/Cudnn.h) against the CPU executor's kernels run
 // in f64 on the same inputs: conv2d and both gradients with stride 2, symmetric and asymmetric
-// padding, dilation 2, channel counts that are not multiples of 8 and a batch of 3; max and avg
-// pooling and their gradients with padding; every dtype. Validation needs no GPU, so those tests
-// run everywhere; the rest skip, saying why, without one.
+// padding, dilation 2, channel counts that are not multiples of 8 and a batch of 3, grouped and
+// depthwise; max and avg pooling and their gradients with padding; every dtype. Validation
+// needs no GPU, so those tests run everywhere; the rest skip, saying why, without one.
 #include "GpuTestUtil.h"
 #include "RuntimeTestUtil.h"
 
@@ -38,19 +38,22 @@ HostTensor asF64(const HostTensor &t) {
 struct ConvCase {
   int64_t n, h, w, c, kh, kw, f;
   Ints strides, padding, dilation;
+  int64_t groups = 1; // the filter is [kh, kw, c / groups, f]
 
   Conv2DCall call(DType dtype) const {
     Conv2DCall call;
     int64_t oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
     int64_t ow = (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
     call.input = {dtype, {n, h, w, c}};
-    call.filter = {dtype, {kh, kw, c, f}};
+    call.filter = {dtype, {kh, kw, c / groups, f}};
     call.output = {dtype, {n, oh, ow, f}};
     call.strides = strides, call.padding = padding, call.dilation = dilation;
+    call.groups = groups;
     return call;
   }
   Attrs attrs() const {
-    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation}};
+    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation},
+            {"groups", groups}};
   }
 };
 
@@ -65,36 +68,60 @@ const ConvCase kConvCases[] = {
     {3, 6, 5, 6, 1, 1, 10, {1, 1}, {0, 0, 0, 0}, {1, 1}},
 };
 
+// feature_group_count > 1: f16/bf16 with 8 channels per group may take cuDNN's NHWC kernels,
+// fewer (depthwise above all) may fall back to NCHW copies (mayNeedNchw in Cudnn.cpp).
+const ConvCase kGroupedConvCases[] = {
+    // 3 groups of 2 input channels into 3, stride 2
+    {3, 9, 8, 6, 3, 3, 9, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3},
+    // depthwise with 2 filters per channel, asymmetric padding (a padded copy), dilation 2
+    {2, 10, 7, 5, 3, 2, 10, {2, 1}, {2, 1, 0, 1}, {2, 2}, 5},
+    // depthwise with channels a multiple of 8 but one per group
+    {2, 6, 6, 16, 3, 3, 16, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16},
+    // 2 groups of 8 channels into 8
+    {2, 6, 5, 16, 3, 3, 16, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
+};
+
+/// conv2d and both gradients of `g` on the GPU against the CPU executor in f64, every dtype.
+void expectConvMatchesTheCpu(Cudnn &cudnn, const ConvCase &g) {
+  for (DType dtype : kDTypes) {
+    Conv2DCall call = g.call(dtype);
+    std::string what = fmt::format("conv2d {}", cuda::describe(call));
+    HostTensor x = randomTensor(dtype, call.input.shape),
+               w = randomTensor(dtype, call.filter.shape),
+               dy = randomTensor(dtype, call.output.shape);
+    auto f64 = [](TensorType t) { return TensorType{DType::f64, t.shape}; };
+    HostTensor y64 = runOp("conv2d", {asF64(x), asF64(w)}, f64(call.output), g.attrs());
+    HostTensor dx64 =
+        runOp("conv2d_backward_input", {asF64(dy), asF64(w)}, f64(call.input), g.attrs());
+    HostTensor dw64 =
+        runOp("conv2d_backward_filter", {asF64(x), asF64(dy)}, f64(call.filter), g.attrs());
+
+    size_t wsBytes = Cudnn::workspaceBytes(call);
+    DeviceMemory xs(x), ws(w), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
+        dx(call.input.byteSize()), dw(call.filter.byteSize());
+    SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
+                                        workspace.pointer(), wsBytes, what));
+    SMELT_ASSERT_OK(cudnn.conv2dBackwardInput(call, dys.pointer(), ws.pointer(), dx.pointer(),
+                                              workspace.pointer(), wsBytes, what));
+    SMELT_ASSERT_OK(cudnn.conv2dBackwardFilter(call, xs.pointer(), dys.pointer(), dw.pointer(),
+                                               workspace.pointer(), wsBytes, what));
+    // f32 must be full f32 (no TF32): the f32 tolerance, 1e-5, catches 10-bit products.
+    expectClose(y.download(call.output), y64.toDoubles(), "forward " + what);
+    expectClose(dx.download(call.input), dx64.toDoubles(), "input gradient " + what);
+    expectClose(dw.download(call.filter), dw64.toDoubles(), "filter gradient " + what);
+  }
+}
+
 TEST(CudnnGpu, ConvolutionAndBothGradientsMatchTheCpu) {
   SMELT_REQUIRE_CUDNN(cudnn);
   for (const ConvCase &g : kConvCases)
-    for (DType dtype : kDTypes) {
-      Conv2DCall call = g.call(dtype);
-      std::string what = fmt::format("conv2d {}", cuda::describe(call));
-      HostTensor x = randomTensor(dtype, call.input.shape),
-                 w = randomTensor(dtype, call.filter.shape),
-                 dy = randomTensor(dtype, call.output.shape);
-      auto f64 = [](TensorType t) { return TensorType{DType::f64, t.shape}; };
-      HostTensor y64 = runOp("conv2d", {asF64(x), asF64(w)}, f64(call.output), g.attrs());
-      HostTensor dx64 =
-          runOp("conv2d_backward_input", {asF64(dy), asF64(w)}, f64(call.input), g.attrs());
-      HostTensor dw64 =
-          runOp("conv2d_backward_filter", {asF64(x), asF64(dy)}, f64(call.filter), g.attrs());
+    expectConvMatchesTheCpu(cudnn, g);
+}
 
-      size_t wsBytes = Cudnn::workspaceBytes(call);
-      DeviceMemory xs(x), ws(w), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
-          dx(call.input.byteSize()), dw(call.filter.byteSize());
-      SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
-                                          workspace.pointer(), wsBytes, what));
-      SMELT_ASSERT_OK(cudnn.conv2dBackwardInput(call, dys.pointer(), ws.pointer(), dx.pointer(),
-                                                workspace.pointer(), wsBytes, what));
-      SMELT_ASSERT_OK(cudnn.conv2dBackwardFilter(call, xs.pointer(), dys.pointer(), dw.pointer(),
-                                                 workspace.pointer(), wsBytes, what));
-      // f32 must be full f32 (no TF32): the f32 tolerance, 1e-5, catches 10-bit products.
-      expectClose(y.download(call.output), y64.toDoubles(), "forward " + what);
-      expectClose(dx.download(call.input), dx64.toDoubles(), "input gradient " + what);
-      expectClose(dw.download(call.filter), dw64.toDoubles(), "filter gradient " + what);
-    }
+TEST(CudnnGpu, GroupedAndDepthwiseConvolutionsAndGradientsMatchTheCpu) {
+  SMELT_REQUIRE_CUDNN(cudnn);
+  for (const ConvCase &g : kGroupedConvCases)
+    expectConvMatchesTheCpu(cudnn, g);
 }
 
 TEST(CudnnGpu, ConvolutionWithTf32IsCloseToF32) {
@@ -207,6 +234,8 @@ TEST(CudnnValidation, AcceptsTheTestedCalls) {
   for (DType dtype : kDTypes) {
     for (const ConvCase &g : kConvCases)
       EXPECT_EQ(validateError(g.call(dtype)), "");
+    for (const ConvCase &g : kGroupedConvCases)
+      EXPECT_EQ(validateError(g.call(dtype)), "");
     for (const PoolCase &g : kPoolCases)
       for (PoolKind kind : {PoolKind::Max, PoolKind::Avg})
         EXPECT_EQ(validateError(g.call(kind, dtype)), "");
@@ -257,6 +286,32 @@ TEST(CudnnValidation, ConvShapeErrorsNameTheOperandAndShape) {
   ints.input.dtype = ints.filter.dtype = ints.output.dtype = DType::i32;
   EXPECT_NE(validateError(ints).find("must be a float tensor"), std::string::npos)
       << validateError(ints);
+}
+
+TEST(CudnnValidation, GroupCountErrorsNameTheCountAndTheChannels) {
+  Conv2DCall good = kGroupedConvCases[0].call(DType::f32); // 6 channels into 9 in 3 groups
+  EXPECT_NE(cuda::describe(good).find("dilation [1, 1] groups 3"), std::string::npos)
+      << cuda::describe(good);
+
+  Conv2DCall four = good;
+  four.groups = 4;
+  four.filter.shape[2] = 1;
+  EXPECT_EQ(validateError(four),
+            "op at model.mlir:1:2: feature_group_count 4 must be positive and divide the 6 "
+            "channels of input tensor<3x9x8x6xf32> (NHWC) and the 9 output channels of filter "
+            "tensor<3x3x1x9xf32> (HWIO)");
+  Conv2DCall zero = good;
+  zero.groups = 0;
+  EXPECT_NE(validateError(zero).find("feature_group_count 0 must be positive"),
+            std::string::npos)
+      << validateError(zero);
+
+  // The filter of the ungrouped convolution, given with 3 groups.
+  Conv2DCall ungroupedFilter = good;
+  ungroupedFilter.filter.shape[2] = 6;
+  EXPECT_EQ(validateError(ungroupedFilter),
+            "op at model.mlir:1:2: filter tensor<3x3x6x9xf32> (HWIO) has 6 input channels per "
+            "group but input tensor<3x9x8x6xf32> (NHWC) has 6 in 3 groups, 2 per group");
 }
 
 TEST(CudnnValidation, PoolShapeErrorsNameTheOperandAndShape) {

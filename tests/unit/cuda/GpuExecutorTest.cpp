@@ -1,5 +1,6 @@
 // GpuExecutor: small functions placed on gpu:0 and compiled with CUDA code run on the GPU found
-// and match the CPU executor on the same fresh random inputs, run after run; running out of
+// and match the CPU executor on the same fresh random inputs, run after run (grouped and
+// depthwise convolutions and their gradients among them); running out of
 // memory fails a run and leaves the executor usable; steps without a GPU kernel are refused.
 // Validation needs no GPU and runs everywhere; the rest skips, saying why, without a device: it
 // runs on the GPU machine through scripts/gpu-check.sh.
@@ -42,6 +43,23 @@ func.func @main(%x: tensor<2x9x9x3xf32>, %w: tensor<3x3x3x8xf32>) -> tensor<2x3x
   %1 = smelt.relu %0 : tensor<2x9x9x8xf32>
   %2 = smelt.max_pool2d %1 window = [3, 3] strides = [3, 3] padding = [0, 0, 0, 0] : tensor<2x9x9x8xf32>
   return %2 : tensor<2x3x3x8xf32>
+}
+)mlir";
+
+// feature_group_count reaching cuDNN from the steps: a convolution in 3 groups (6 channels into
+// 9) and a depthwise one with 2 filters per channel, each with both gradients.
+const char *const kGroupedConv = R"mlir(
+func.func @main(%x: tensor<2x9x9x6xf32>, %w: tensor<3x3x2x9xf32>, %d: tensor<3x3x1x12xf32>,
+                %dy: tensor<2x5x5x9xf32>, %ddy: tensor<2x9x9x12xf32>)
+    -> (tensor<2x5x5x9xf32>, tensor<2x9x9x6xf32>, tensor<3x3x2x9xf32>,
+        tensor<2x9x9x12xf32>, tensor<2x9x9x6xf32>, tensor<3x3x1x12xf32>) {
+  %0 = smelt.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 3 : tensor<2x9x9x6xf32>, tensor<3x3x2x9xf32>
+  %1 = smelt.conv2d_backward_input %dy, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 3 : tensor<2x5x5x9xf32>, tensor<3x3x2x9xf32> -> tensor<2x9x9x6xf32>
+  %2 = smelt.conv2d_backward_filter %x, %dy strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 3 : tensor<2x9x9x6xf32>, tensor<2x5x5x9xf32> -> tensor<3x3x2x9xf32>
+  %3 = smelt.conv2d %x, %d strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 6 : tensor<2x9x9x6xf32>, tensor<3x3x1x12xf32>
+  %4 = smelt.conv2d_backward_input %ddy, %d strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 6 : tensor<2x9x9x12xf32>, tensor<3x3x1x12xf32> -> tensor<2x9x9x6xf32>
+  %5 = smelt.conv2d_backward_filter %x, %ddy strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 6 : tensor<2x9x9x6xf32>, tensor<2x9x9x12xf32> -> tensor<3x3x1x12xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x5x5x9xf32>, tensor<2x9x9x6xf32>, tensor<3x3x2x9xf32>, tensor<2x9x9x12xf32>, tensor<2x9x9x6xf32>, tensor<3x3x1x12xf32>
 }
 )mlir";
 
@@ -119,7 +137,7 @@ void expectGpuMatchesCpu(const char *text) {
 }
 
 TEST(GpuExecutor, CompiledFunctionsHaveOnlyGpuSteps) {
-  for (const char *text : {kMlp, kConvPool, kExp}) {
+  for (const char *text : {kMlp, kConvPool, kGroupedConv, kExp}) {
     rt::Expected<rt::Executable> exe = compileText(text, "sm_90");
     ASSERT_TRUE(exe.ok()) << exe.message();
     rt::Status s = GpuExecutor::validate(*exe);
@@ -160,6 +178,11 @@ TEST(GpuExecutor, MlpMatchesTheCpu) {
 TEST(GpuExecutor, ConvPoolMatchesTheCpu) {
   REQUIRE_GPU();
   expectGpuMatchesCpu(kConvPool);
+}
+
+TEST(GpuExecutor, GroupedAndDepthwiseConvolutionsMatchTheCpu) {
+  REQUIRE_GPU();
+  expectGpuMatchesCpu(kGroupedConv);
 }
 
 TEST(GpuExecutor, OutOfMemoryFailsTheRunAndLeavesTheExecutorUsable) {
