@@ -1,10 +1,10 @@
 // Contractions: matmul and conv2d (forward, backward input, backward filter; grouped and
-// depthwise too). f32 runs on oneDNN primitives built once per step, a convolution's filter in
-// the layout the primitive chose (constant filters reordered once, at preparation); f16/bf16
-// stage through f32; f64, which oneDNN lacks,
-// runs plain loops in double (it serves reference and gradient checks, not speed). A matmul's
-// or conv2d's epilogue (bias, then activation) is oneDNN's bias argument and an eltwise
-// post-op, applied before the primitive stores its result; the f64 loops apply it after.
+// depthwise too). f32 runs on oneDNN primitives built once per step, a convolution's filter and
+// a matmul's constant weights in the layout the primitive chose (constants reordered once, at
+// preparation); f16/bf16 stage through f32; f64, which oneDNN lacks, runs plain loops in
+// double (it serves reference and gradient checks, not speed). A matmul's or conv2d's epilogue
+// (bias, then activation) is oneDNN's bias argument and an eltwise post-op, applied before the
+// primitive stores its result; the f64 loops apply it after.
 #include "runtime/DTypeDispatch.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/OneDnn.h"
@@ -91,6 +91,83 @@ Status checkBias(const Step &step, const StepTypes &types, Epilogue epilogue, in
                                    dtypeName(types.result.dtype)));
 }
 
+/// A convolution's filter or a matmul's constant weights in the layout the primitive chose.
+/// The primitive is made with that layout left to oneDNN (format `any`): its fast kernels,
+/// depthwise convolutions' above all, read blocked layouts, and given Smelt's plain HWIO filter
+/// oneDNN 2.6 falls back to a gemm convolution several times slower. So the weights are
+/// reordered into that layout before the call (convolution forward and backward-input, matmul)
+/// or out of it after (the backward-filter writes them). Constant weights are reordered once per
+/// primitive, when first needed (the first at preparation), and kept.
+class ChosenWeightsLayout {
+public:
+  /// `plain` describes Smelt's weights; `query` is the primitive's weights argument
+  /// (weights or diff_weights); `constant` their bytes when they are a constant.
+  ChosenWeightsLayout(memory::desc plain, dnnl_query_t query, const void *constant)
+      : state_(std::make_shared<State>()) {
+    state_->plain = plain;
+    state_->query = query;
+    state_->constant = constant;
+  }
+
+  /// The weights' memory for a call of `primitive` on `filter` (Smelt's layout), reordered in
+  /// if the primitive reads them. `finish` then reorders written weights back out.
+  memory in(const dnnl::primitive &primitive, void *filter, bool written) const {
+    Entry &e = entry(primitive);
+    memory user(state_->plain, oneDnnEngine(), filter);
+    if (e.same)
+      return user;
+    if (!written && !(state_->constant && e.packed)) {
+      dnnl::reorder(user, e.chosen).execute(oneDnnStream(), user, e.chosen);
+      e.packed = state_->constant != nullptr;
+    }
+    return e.chosen;
+  }
+  void finish(const dnnl::primitive &primitive, void *filter) const {
+    Entry &e = entry(primitive);
+    if (e.same)
+      return;
+    memory user(state_->plain, oneDnnEngine(), filter);
+    dnnl::reorder(e.chosen, user).execute(oneDnnStream(), e.chosen, user);
+  }
+  /// Packs the constant weights for `primitive` now, at preparation.
+  void prepack(const dnnl::primitive &primitive) const {
+    if (state_->constant) {
+      in(primitive, const_cast<void *>(state_->constant), false);
+      oneDnnStream().wait();
+    }
+  }
+
+private:
+  struct Entry {
+    bool same = true; // the primitive reads Smelt's layout itself
+    memory chosen;    // otherwise the filter in its layout
+    bool packed = false;
+  };
+  struct State {
+    memory::desc plain;
+    dnnl_query_t query;
+    const void *constant = nullptr;
+    std::mutex mutex;
+    std::map<dnnl_primitive_t, Entry> byPrimitive; // one primitive per thread count
+  };
+
+  Entry &entry(const dnnl::primitive &primitive) const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto [it, added] = state_->byPrimitive.try_emplace(primitive.get());
+    if (added) {
+      const dnnl_memory_desc_t *chosen =
+          dnnl_primitive_desc_query_md(primitive.get_primitive_desc(), state_->query, 0);
+      memory::desc desc(*chosen);
+      it->second.same = desc == state_->plain;
+      if (!it->second.same)
+        it->second.chosen = memory(desc, oneDnnEngine());
+    }
+    return it->second;
+  }
+
+  std::shared_ptr<State> state_;
+};
+
 Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   const MatmulParams &params = std::get<MatmulParams>(step.params);
   Epilogue epilogue = params.epilogue;
@@ -136,15 +213,38 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
                    tr ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
   memory::desc dst({batch, m, n}, memory::data_type::f32, memory::dims{m * n, n, 1});
   memory::desc bias({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
+  // Constant weights (a model's layers) are laid out once in the format the primitive
+  // chooses, as a convolution's filter is (ChosenWeightsLayout); others are read in place.
+  const void *constantRhs = a.dtype == DType::f32 ? types.constant(1) : nullptr;
+  memory::desc rhsRead =
+      constantRhs ? memory::desc({batch, k, n}, memory::data_type::f32, Tag::any) : rhs;
   Expected<PrimitivePerThreads> primitive =
       PrimitivePerThreads::create(describe(step), [=]() -> dnnl::primitive {
         return dnnl::matmul(dnnl::matmul::primitive_desc(
-            epilogue.bias ? dnnl::matmul::desc(lhs, rhs, bias, dst)
-                          : dnnl::matmul::desc(lhs, rhs, dst),
+            epilogue.bias ? dnnl::matmul::desc(lhs, rhsRead, bias, dst)
+                          : dnnl::matmul::desc(lhs, rhsRead, dst),
             postOps(epilogue.activation), oneDnnEngine()));
       });
   if (!primitive)
     return primitive.status();
+  if (constantRhs) {
+    ChosenWeightsLayout weights(rhs, dnnl_query_weights_md, constantRhs);
+    if (Status s = oneDnnChecked(describe(step), [&] { weights.prepack(primitive->current()); });
+        !s.ok())
+      return s;
+    return Kernel([primitive = *primitive, weights, lhs, dst, bias,
+                   hasBias = epilogue.bias](const void *const *in, void *out) {
+      const dnnl::primitive &p = primitive.current();
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, memory(lhs, oneDnnEngine(), const_cast<void *>(in[0]))},
+          {DNNL_ARG_WEIGHTS, weights.in(p, const_cast<void *>(in[1]), false)},
+          {DNNL_ARG_DST, memory(dst, oneDnnEngine(), out)}};
+      if (hasBias)
+        args.emplace(DNNL_ARG_BIAS, memory(bias, oneDnnEngine(), const_cast<void *>(in[2])));
+      p.execute(oneDnnStream(), args);
+      oneDnnStream().wait();
+    });
+  }
   std::vector<std::pair<int, memory::desc>> slots{{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}};
   if (epilogue.bias)
     slots.push_back({DNNL_ARG_BIAS, bias});
@@ -190,82 +290,6 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
       return bad("operands and result need one float dtype");
   return g;
 }
-
-/// A convolution's filter in the layout its primitive chose. The primitive is made with the
-/// filter's layout left to oneDNN (format `any`): its fast kernels, depthwise ones above all,
-/// read blocked layouts, and given Smelt's plain HWIO it would fall back to slower ones. So the
-/// filter is reordered into that layout before the call (the forward and backward-input read
-/// it) or out of it after (the backward-filter writes it). A constant filter is reordered once
-/// per primitive, when first needed (the first at preparation), and kept.
-class ChosenFilterLayout {
-public:
-  /// `plain` describes Smelt's filter; `query` is the primitive's filter argument
-  /// (weights or diff_weights); `constant` its bytes when the filter is a constant.
-  ChosenFilterLayout(memory::desc plain, dnnl_query_t query, const void *constant)
-      : state_(std::make_shared<State>()) {
-    state_->plain = plain;
-    state_->query = query;
-    state_->constant = constant;
-  }
-
-  /// The filter's memory for a call of `primitive` on `filter` (Smelt's layout), reordered in
-  /// if the primitive reads it. `finish` then reorders a written filter back out.
-  memory in(const dnnl::primitive &primitive, void *filter, bool written) const {
-    Entry &e = entry(primitive);
-    memory user(state_->plain, oneDnnEngine(), filter);
-    if (e.same)
-      return user;
-    if (!written && !(state_->constant && e.packed)) {
-      dnnl::reorder(user, e.chosen).execute(oneDnnStream(), user, e.chosen);
-      e.packed = state_->constant != nullptr;
-    }
-    return e.chosen;
-  }
-  void finish(const dnnl::primitive &primitive, void *filter) const {
-    Entry &e = entry(primitive);
-    if (e.same)
-      return;
-    memory user(state_->plain, oneDnnEngine(), filter);
-    dnnl::reorder(e.chosen, user).execute(oneDnnStream(), e.chosen, user);
-  }
-  /// Packs the constant filter for `primitive` now, at preparation.
-  void prepack(const dnnl::primitive &primitive) const {
-    if (state_->constant) {
-      in(primitive, const_cast<void *>(state_->constant), false);
-      oneDnnStream().wait();
-    }
-  }
-
-private:
-  struct Entry {
-    bool same = true; // the primitive reads Smelt's layout itself
-    memory chosen;    // otherwise the filter in its layout
-    bool packed = false;
-  };
-  struct State {
-    memory::desc plain;
-    dnnl_query_t query;
-    const void *constant = nullptr;
-    std::mutex mutex;
-    std::map<dnnl_primitive_t, Entry> byPrimitive; // one primitive per thread count
-  };
-
-  Entry &entry(const dnnl::primitive &primitive) const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    auto [it, added] = state_->byPrimitive.try_emplace(primitive.get());
-    if (added) {
-      const dnnl_memory_desc_t *chosen =
-          dnnl_primitive_desc_query_md(primitive.get_primitive_desc(), state_->query, 0);
-      memory::desc desc(*chosen);
-      it->second.same = desc == state_->plain;
-      if (!it->second.same)
-        it->second.chosen = memory(desc, oneDnnEngine());
-    }
-    return it->second;
-  }
-
-  std::shared_ptr<State> state_;
-};
 
 Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   Expected<Window2D> geometry = convGeometry(step, types, mode);
@@ -335,7 +359,7 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   if (!primitive)
     return primitive.status();
   bool filterWritten = mode == ConvMode::BackwardFilter;
-  ChosenFilterLayout filter(weights,
+  ChosenWeightsLayout filter(weights,
                             filterWritten ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
                             types.result.dtype == DType::f32 ? types.constant(1) : nullptr);
   if (Status s = oneDnnChecked(describe(step), [&] { filter.prepack(primitive->current()); });

@@ -33,13 +33,21 @@ for op in $reasons; do
 done
 
 # The metrics of each line, in order: loss, accuracy, val_loss, val_accuracy, test ... (of a
-# line a progress bar rewrote with carriage returns, what it says last).
+# line a progress bar rewrote with carriage returns, what it says last), each with its name.
 numbers() { sed 's/.*\r//' "$1" | grep -E '^[0-9]+/[0-9]+ - |^test loss' |
-  grep -oE '(loss|accuracy): [-0-9.e+]+' | awk '{print $2}'; }
-paste <(numbers "$work/cpu.log") <(numbers "$work/gpu.log") | awk -v tol="$tolerance" '
-  NF != 2 { print "FAIL: the runs print different metrics"; bad = 1; exit }
-  { d = $1 - $2; if (d < 0) d = -d; m = ($1 < 0 ? -$1 : $1);
-    if (d > tol * m + 1e-4) { printf "FAIL: %s on the CPU, %s on the emulated GPU\n", $1, $2; bad = 1 }
+  grep -oE '(loss|accuracy): [-0-9.e+]+' | awk '{print $1, $2}'; }
+# An accuracy counts examples: two correct roundings may put one example of the smallest set
+# on either side of a tie (a conv2d's bias added inside oneDNN's call on the CPU, by a kernel
+# after cuDNN's on the GPU), which moves it by 1/count, more than the tolerance of a loss.
+fewest=$(grep -m1 -oE '[0-9]+ training, [0-9]+ validation, [0-9]+ test' "$work/gpu.log" |
+  grep -oE '[0-9]+' | sort -n | awk '$1 > 0' | head -1)
+paste <(numbers "$work/cpu.log") <(numbers "$work/gpu.log") |
+  awk -v tol="$tolerance" -v fewest="${fewest:-0}" '
+  NF != 4 || $1 != $3 { print "FAIL: the runs print different metrics"; bad = 1; exit }
+  { d = $2 - $4; if (d < 0) d = -d; m = ($2 < 0 ? -$2 : $2);
+    slack = ($1 ~ /accuracy/ && fewest > 0) ? 1.0 / fewest : 0;
+    if (d > tol * m + 1e-4 + slack) {
+      printf "FAIL: %s %s on the CPU, %s on the emulated GPU\n", $1, $2, $4; bad = 1 }
     n++ }
   END { if (!bad && n == 0) { print "FAIL: no metrics printed"; bad = 1 }
         if (!bad) printf "ok: %d metrics within %s of the CPU run\n", n, tol; exit bad }'

@@ -315,6 +315,48 @@ TEST(Contraction, ConstantFiltersLaidOutOnceGiveTheLoopsResultsEveryRun) {
   setCpuThreads(*before);
 }
 
+// A matmul's constant weights are laid out once too: plain and transposed, batched, with a
+// bias and relu, over runs and thread counts.
+TEST(Contraction, ConstantMatmulWeightsLaidOutOnceGiveTheLoopsResultsEveryRun) {
+  Expected<int> before = cpuThreads();
+  ASSERT_TRUE(before) << before.message();
+  struct Case {
+    int64_t batch, m, k, n;
+    bool transposed;
+  };
+  for (Case c : {Case{1, 7, 96, 40, false}, Case{3, 5, 33, 17, true}}) {
+    Ints lhsShape = c.batch == 1 ? Ints{c.m, c.k} : Ints{c.batch, c.m, c.k};
+    Ints rhsShape = c.transposed ? Ints{c.n, c.k} : Ints{c.k, c.n};
+    if (c.batch != 1)
+      rhsShape.insert(rhsShape.begin(), c.batch);
+    Ints outShape = c.batch == 1 ? Ints{c.m, c.n} : Ints{c.batch, c.m, c.n};
+    HostTensor w = randomTensor(DType::f32, rhsShape), bias = randomTensor(DType::f32, {c.n});
+    Executable exe = oneStep("matmul", {{DType::f32, lhsShape}, w.type(), bias.type()},
+                             {DType::f32, outShape},
+                             {{"transpose_rhs", int64_t(c.transposed)},
+                              {"bias", int64_t(1)},
+                              {"activation", int64_t(1)}});
+    exe.inputs = {0, 2}; // buffer 1, the weights, becomes a constant
+    exe.constants.push_back(
+        {1, std::vector<uint8_t>(w.data<uint8_t>(), w.data<uint8_t>() + w.byteSize())});
+    Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+    ASSERT_TRUE(exec) << exec.message();
+    for (int threads : {2, 1, 2}) {
+      setCpuThreads(threads);
+      HostTensor x = randomTensor(DType::f32, lhsShape);
+      std::vector<double> ref = withEpilogue(naiveMatmul(x.toDoubles(), w.toDoubles(), c.batch,
+                                                         c.m, c.k, c.n, false, c.transposed),
+                                             bias.toDoubles(), 1);
+      std::vector<HostTensor> outputs;
+      ASSERT_TRUE(exec->run({x, bias}, outputs).ok());
+      expectClose(outputs.at(0), ref,
+                  fmt::format("matmul with constant weights {} on {} threads", w.type().str(),
+                              threads));
+    }
+  }
+  setCpuThreads(*before);
+}
+
 TEST(Contraction, RejectsEpiloguesThatDoNotFit) {
   TensorType a{DType::f32, {4, 5}}, b{DType::f32, {5, 3}}, c{DType::f32, {4, 3}};
   std::string missing = createError("matmul", {a, b}, c, {{"bias", int64_t(1)}});
