@@ -19,6 +19,9 @@
 #include <memory>
 #include <mutex>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace smelt::rt::cpu {
 
 namespace {
@@ -91,6 +94,19 @@ Status checkBias(const Step &step, const StepTypes &types, Epilogue epilogue, in
                                    dtypeName(types.result.dtype)));
 }
 
+/// Asks the kernel to reclaim the pages wholly inside [data, data + size). Constant weights laid
+/// out anew are not read again, and their pages (most often mapped from the model's file) would
+/// count twice in the process's resident memory. MADV_PAGEOUT never loses data: file pages are
+/// read again and anonymous ones swapped in, should anything touch them; a kernel without it
+/// (before Linux 5.4) refuses the hint, which changes nothing.
+void releaseResidentPages(const void *data, size_t size) {
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (uintptr_t(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (uintptr_t(data) + size) & ~(page - 1);
+  if (begin < end)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_PAGEOUT);
+}
+
 /// A convolution's filter or a matmul's constant weights in the layout the primitive chose.
 /// The primitive is made with that layout left to oneDNN (format `any`): its fast kernels,
 /// depthwise convolutions' above all, read blocked layouts, and given Smelt's plain HWIO filter
@@ -117,8 +133,11 @@ public:
     if (e.same)
       return user;
     if (!written && !(state_->constant && e.packed)) {
+      // oneDNN's CPU stream runs the reorder before execute() returns.
       dnnl::reorder(user, e.chosen).execute(oneDnnStream(), user, e.chosen);
       e.packed = state_->constant != nullptr;
+      if (e.packed)
+        releaseResidentPages(state_->constant, state_->plain.get_size());
     }
     return e.chosen;
   }
