@@ -44,10 +44,28 @@ template <typename Window> rt::ConvParams convParams(Window op) {
 template <typename Contraction> rt::Epilogue epilogueOf(Contraction op) {
   rt::Epilogue epilogue;
   epilogue.bias = bool(op.getBias());
-  if (std::optional<Epilogue> activation = op.getActivation())
-    epilogue.activation = *activation == Epilogue::relu   ? rt::Activation::relu
-                          : *activation == Epilogue::tanh ? rt::Activation::tanh
-                                                          : rt::Activation::logistic;
+  if (std::optional<Epilogue> activation = op.getActivation()) {
+    switch (*activation) {
+    case Epilogue::relu:
+      epilogue.activation = rt::Activation::relu;
+      break;
+    case Epilogue::tanh:
+      epilogue.activation = rt::Activation::tanh;
+      break;
+    case Epilogue::logistic:
+      epilogue.activation = rt::Activation::logistic;
+      break;
+    case Epilogue::relu6:
+      epilogue.activation = rt::Activation::relu6;
+      break;
+    case Epilogue::hardswish:
+      epilogue.activation = rt::Activation::hardswish;
+      break;
+    case Epilogue::swish:
+      epilogue.activation = rt::Activation::swish;
+      break;
+    }
+  }
   return epilogue;
 }
 

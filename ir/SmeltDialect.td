@@ -47,9 +47,12 @@ def Smelt_ReduceKind : I32EnumAttr<"ReduceKind", "combiner of reduce", [
 }
 
 // What a matmul or conv2d applies to its result after the bias, in the library call itself
-// (smelt-fuse folds it there): the same functions as the relu, tanh and logistic ops.
+// (smelt-fuse folds it there): the same functions as the relu, tanh and logistic ops; relu6
+// is min(max(x, 0), 6), hardswish x * min(max(x / 6 + 0.5, 0), 1) and swish x * logistic(x), as
+// ONNX's Clip(0, 6), HardSwish and x * Sigmoid(x) import (MobileNet's and EfficientNet's).
 def Smelt_Epilogue : I32EnumAttr<"Epilogue", "activation in a contraction's epilogue", [
-    I32EnumAttrCase<"relu", 0>, I32EnumAttrCase<"tanh", 1>, I32EnumAttrCase<"logistic", 2>]> {
+    I32EnumAttrCase<"relu", 0>, I32EnumAttrCase<"tanh", 1>, I32EnumAttrCase<"logistic", 2>,
+    I32EnumAttrCase<"relu6", 3>, I32EnumAttrCase<"hardswish", 4>, I32EnumAttrCase<"swish", 5>]> {
   let cppNamespace = "::smelt";
 }
 

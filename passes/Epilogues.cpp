@@ -75,18 +75,124 @@ Operation *soleUser(Value value, Operation *op, const std::string &what, std::st
   return nullptr;
 }
 
-std::optional<Epilogue> activationOf(Operation *op, const Library &library, std::string &why) {
-  std::optional<Epilogue> kind = llvm::TypeSwitch<Operation *, std::optional<Epilogue>>(op)
+/// The one value of `value`'s elements when they are all one float: a splat constant, or a
+/// broadcast of one (how the importer and the builder write Clip's bounds and scalars).
+std::optional<double> splatOf(Value value) {
+  if (auto broadcast = value.getDefiningOp<BroadcastInDimOp>())
+    value = broadcast.getX();
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// `user` as a binary op of kind Op of `value` and a splat of `splat` (either side), or null.
+template <typename Op> Op withSplat(Operation *user, Value value, double splat) {
+  auto op = dyn_cast_or_null<Op>(user);
+  if (!op)
+    return nullptr;
+  Value other = op.getLhs() == value ? op.getRhs() : op.getRhs() == value ? op.getLhs() : Value();
+  std::optional<double> s = other && other != value ? splatOf(other) : std::nullopt;
+  // 1/6 is rounded to the tensor's type.
+  return s && std::abs(*s - splat) <= 1e-6 * std::max(1.0, std::abs(splat)) ? op : nullptr;
+}
+
+/// min(max(x, 0), 6) on `value` (ONNX's Clip(0, 6), MobileNetV2's activation), the two ops
+/// appended to `chain`; false if the ops after `value` are not that.
+bool relu6After(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
+  std::string ignored;
+  auto max = withSplat<MaxOp>(soleUser(value, op, "", ignored), value, 0);
+  auto min = max ? withSplat<MinOp>(soleUser(max.getResult(), op, "", ignored), max.getResult(), 6)
+                 : nullptr;
+  if (!min)
+    return false;
+  chain.append({max, min});
+  return true;
+}
+
+/// x * min(max(x * (1/6) + 0.5, 0), 1) on x = `value` (ONNX's HardSwish as imported,
+/// MobileNetV3's activation): `value` feeds the scale and the last product; the five ops
+/// appended to `chain`.
+bool hardswishAfter(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
+  SmallVector<Operation *> users(value.getUsers());
+  if (users.size() != 2)
+    return false;
+  std::string ignored;
+  for (int first = 0; first < 2; ++first) {
+    auto scale = withSplat<MulOp>(users[first], value, 1.0 / 6);
+    auto product = dyn_cast<MulOp>(users[1 - first]);
+    if (!scale || !product || deviceOf(scale) != deviceOf(op) || deviceOf(product) != deviceOf(op))
+      continue;
+    auto shift = withSplat<AddOp>(soleUser(scale.getResult(), op, "", ignored), scale.getResult(), 0.5);
+    auto max = shift ? withSplat<MaxOp>(soleUser(shift.getResult(), op, "", ignored),
+                                        shift.getResult(), 0)
+                     : nullptr;
+    auto min = max ? withSplat<MinOp>(soleUser(max.getResult(), op, "", ignored), max.getResult(), 1)
+                   : nullptr;
+    if (!min || soleUser(min.getResult(), op, "", ignored) != product.getOperation())
+      continue;
+    Value other = product.getLhs() == min.getResult() ? product.getRhs() : product.getLhs();
+    if (other != value)
+      continue;
+    chain.append({scale, shift, max, min, product});
+    return true;
+  }
+  return false;
+}
+
+/// x * logistic(x) on x = `value` (EfficientNet's activation, ONNX's x * Sigmoid(x)): the two
+/// ops appended to `chain`.
+bool swishAfter(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
+  SmallVector<Operation *> users(value.getUsers());
+  if (users.size() != 2)
+    return false;
+  std::string ignored;
+  for (int first = 0; first < 2; ++first) {
+    auto logistic = dyn_cast<LogisticOp>(users[first]);
+    auto product = dyn_cast<MulOp>(users[1 - first]);
+    if (!logistic || !product || deviceOf(logistic) != deviceOf(op) ||
+        soleUser(logistic.getResult(), op, "", ignored) != product.getOperation())
+      continue;
+    Value other = product.getLhs() == logistic.getResult() ? product.getRhs() : product.getLhs();
+    if (other != value)
+      continue;
+    chain.append({logistic, product});
+    return true;
+  }
+  return false;
+}
+
+/// The activation the ops after `value` compute, if `library` applies it; its ops are appended
+/// to `chain` (one op for relu, tanh and logistic, more for relu6, hardswish and swish). Otherwise
+/// nothing, and `why`.
+std::optional<Epilogue> activationAfter(Value value, Operation *op, const Library &library,
+                                        SmallVectorImpl<Operation *> &chain, std::string &why) {
+  // Written out by ops of their own only on the CPU's oneDNN (post-ops).
+  if (library.postOps && hardswishAfter(value, op, chain))
+    return Epilogue::hardswish;
+  if (library.postOps && swishAfter(value, op, chain))
+    return Epilogue::swish;
+  Operation *user = soleUser(
+      value, op, value == op->getResult(0) ? "its result" : "the bias add's result", why);
+  if (!user)
+    return std::nullopt;
+  if (library.postOps && relu6After(value, op, chain))
+    return Epilogue::relu6;
+  std::optional<Epilogue> kind = llvm::TypeSwitch<Operation *, std::optional<Epilogue>>(user)
                                      .Case([](ReluOp) { return Epilogue::relu; })
                                      .Case([](TanhOp) { return Epilogue::tanh; })
                                      .Case([](LogisticOp) { return Epilogue::logistic; })
                                      .Default([](Operation *) { return std::nullopt; });
   if (!kind) {
-    why = "its user " + describe(op) + " is not relu, tanh or logistic";
+    why = "its user " + describe(user) +
+          " is not relu, tanh, logistic, relu6 (min(max(x, 0), 6)), hardswish or swish";
     return std::nullopt;
   }
-  if (*kind == Epilogue::relu || library.postOps)
+  if (*kind == Epilogue::relu || library.postOps) {
+    chain.push_back(user);
     return kind;
+  }
   why = std::string(library.name) + " has no " + stringifyEpilogue(*kind).str() + " epilogue";
   return std::nullopt;
 }
@@ -116,7 +222,7 @@ void rebuild(Operation *op, Value biasOperand, std::optional<Epilogue> activatio
   SetVector<Operation *> unused; // each once: an op erased is never looked at again
   for (Operation *dead : llvm::reverse(folded)) {
     for (Value operand : dead->getOperands())
-      if (isa_and_present<BroadcastInDimOp, ConvertOp>(operand.getDefiningOp()))
+      if (isa_and_present<BroadcastInDimOp, ConvertOp, ConstantOp>(operand.getDefiningOp()))
         unused.insert(operand.getDefiningOp());
     dead->erase();
   }
@@ -124,7 +230,8 @@ void rebuild(Operation *op, Value biasOperand, std::optional<Epilogue> activatio
     Operation *candidate = unused.pop_back_val();
     if (!candidate->use_empty())
       continue;
-    if (isa_and_present<BroadcastInDimOp>(candidate->getOperand(0).getDefiningOp()))
+    if (candidate->getNumOperands() &&
+        isa_and_present<BroadcastInDimOp, ConstantOp>(candidate->getOperand(0).getDefiningOp()))
       unused.insert(candidate->getOperand(0).getDefiningOp());
     candidate->erase();
   }
@@ -138,24 +245,24 @@ std::string fold(Operation *op, bool convs, unsigned &count) {
     return head + "nothing folded: " + library.none;
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   std::string why;
-  SmallVector<Operation *, 3> folded{op};
-  Value bias; // the add's operand that broadcasts it
-  Operation *user = soleUser(op->getResult(0), op, "its result", why);
-  if (auto add = dyn_cast_or_null<AddOp>(user)) {
-    Value other = add.getLhs() == op->getResult(0) ? add.getRhs() : add.getLhs();
-    if (other != op->getResult(0) && biasVector(other, resultType, nullptr))
+  SmallVector<Operation *, 8> folded{op};
+  Value bias;                     // the add's operand that broadcasts it
+  Value value = op->getResult(0); // what the activation would read
+  std::string ignored;
+  if (auto add = dyn_cast_or_null<AddOp>(soleUser(value, op, "", ignored))) {
+    Value other = add.getLhs() == value ? add.getRhs() : add.getLhs();
+    if (other != value && biasVector(other, resultType, nullptr))
       bias = other;
     if (bias) {
       folded.push_back(add);
-      user = soleUser(add.getResult(), op, "the bias add's result", why);
-    } else {
-      why = "its user 'add' adds no vector broadcast along the last dimension";
-      user = nullptr;
+      value = add.getResult();
     }
   }
-  std::optional<Epilogue> activation = user ? activationOf(user, library, why) : std::nullopt;
-  if (activation)
-    folded.push_back(user);
+  std::optional<Epilogue> activation;
+  if (bias || !isa_and_present<AddOp>(soleUser(value, op, "", ignored)))
+    activation = activationAfter(value, op, library, folded, why);
+  else
+    why = "its user 'add' adds no vector broadcast along the last dimension";
   if (!bias && !activation)
     return head + "nothing folded: " + why;
   rebuild(op, bias, activation, folded);

@@ -5,7 +5,8 @@
 //
 // For each matmul and conv2d C without an epilogue, in program order:
 //  1. Which library runs C, from its device: oneDNN (cpu, or no device yet) takes a bias and
-//     relu, tanh or logistic after a matmul, and after a conv2d unless `convs` is false (the
+//     relu, tanh, logistic, relu6, hardswish or swish after a matmul, and after a conv2d
+//     unless `convs` is false (the
 //     convolution runs in the filter layout oneDNN chose, whose kernels apply post-ops as they
 //     store; with Smelt's plain filter layout oneDNN 2.6 fell back to a gemm convolution that
 //     ran 3x slower with them: bench/RESULTS.md); cuBLASLt (gpu) a bias and relu after a matmul
@@ -14,7 +15,10 @@
 //     [N] of C's element type broadcast along the result's last dimension (broadcast_in_dim V,
 //     dims = [rank - 1]; N is that dimension). V becomes C's bias operand.
 //  3. Activation: the value so far (C's result, or the add's) has one user, a relu, tanh or
-//     logistic on C's device that the library applies.
+//     logistic on C's device that the library applies; or, for oneDNN, the ops the importer
+//     writes for relu6 (max with a splat 0, then min with a splat 6: ONNX's Clip(0, 6)),
+//     hardswish (x * min(max(x * 1/6 + 0.5, 0), 1)) or swish (x * logistic(x)), each op of
+//     the chain the only user of the one before (x feeds the last product as well).
 //  4. C is rebuilt with the bias and activation where the last folded op was; the folded ops
 //     are erased (the broadcast too, once nothing else reads it).
 // Autodiff must run first (a contraction with an epilogue has no gradient rule); relu's rule

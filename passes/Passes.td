@@ -88,9 +88,9 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
 
     First, with `epilogues` (the default), the bias add and the activation after a matmul or
     conv2d fold into the op when the library that runs it applies them before storing its
-    result (oneDNN: bias and relu, tanh or logistic, after a conv2d too unless
-    `conv-epilogues=false`; cuBLASLt: bias and relu after a matmul); passes/Epilogues.h lists
-    the conditions. Run it after smelt-autodiff.
+    result (oneDNN: bias and relu, tanh, logistic, relu6, hardswish or swish, after a conv2d
+    too unless `conv-epilogues=false`; cuBLASLt: bias and relu after a matmul);
+    passes/Epilogues.h lists the conditions. Run it after smelt-autodiff.
 
     Codegen compiles only kernels and library calls, so every elementwise, shape and reduce op
     must end up in a fusion: with `one-op-per-kernel` each gets a kernel of its own, which is

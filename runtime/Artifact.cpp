@@ -48,7 +48,7 @@ template <typename T> constexpr uint8_t kByteValues = 0;
 template <> constexpr uint8_t kByteValues<bool> = 2;
 template <> constexpr uint8_t kByteValues<ReduceKind> = 2;
 template <> constexpr uint8_t kByteValues<Activation> = kNumActivations;
-static_assert(uint8_t(Activation::logistic) == 3 && kNumActivations == 4);
+static_assert(uint8_t(Activation::swish) == 6 && kNumActivations == 7);
 
 uint32_t crcOf(const uint8_t *data, size_t size) { return uint32_t(crc32_z(0, data, size)); }
 

@@ -1,10 +1,11 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 8 (7 had no convolution group count, 6 no scatter_add step, 5 no
-// matmul/conv2d epilogue fields, 4 no kernel types, no argument or result names and CPU code
-// with startup files, 3 string-keyed step attributes, 2 no peak bytes, 1 no step devices). A reader refuses every other version,
-// naming both. Every integer is little-endian; offsets count from the start of the file.
+// Format, version 8 (7 had no convolution group count and no relu6, hardswish or swish activation, 6
+// no scatter_add step, 5 no matmul/conv2d epilogue fields, 4 no kernel types, no argument or
+// result names and CPU code with startup files, 3 string-keyed step attributes, 2 no peak
+// bytes, 1 no step devices). A reader refuses every other version, naming both. Every integer
+// is little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
@@ -42,7 +43,8 @@
 //                                   op's parameters list (Executable.h), each as u8 (bool,
 //                                   enum: 0..values-1), i64, f64 (IEEE bits) or list<i64>;
 //                                   matmul's and conv2d's end with u8 bias (a third operand)
-//                                   and u8 activation (0 none, 1 relu, 2 tanh, 3 logistic)
+//                                   and u8 activation (0 none, 1 relu, 2 tanh, 3 logistic,
+//                                   4 relu6, 5 hardswish, 6 swish)
 //         list<peak>     peak     = str device, u64 bytes (smelt-assign-buffers' prediction)
 //
 // A reader checks everything before use: magic, version, flags, checksums, every length and

@@ -60,6 +60,12 @@ const char *activationName(Activation activation) {
     return "tanh";
   case Activation::logistic:
     return "logistic";
+  case Activation::relu6:
+    return "relu6";
+  case Activation::hardswish:
+    return "hardswish";
+  case Activation::swish:
+    return "swish";
   }
   return "unknown";
 }

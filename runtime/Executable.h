@@ -28,8 +28,16 @@ enum class ReduceKind : uint8_t { sum, mean };
 /// What a matmul or conv2d applies to its result after the bias, inside the library call
 /// (smelt-fuse folds it there): the relu, tanh and logistic ops' functions. The numbers are the
 /// AOT format's.
-enum class Activation : uint8_t { none = 0, relu = 1, tanh = 2, logistic = 3 };
-inline constexpr uint8_t kNumActivations = 4;
+enum class Activation : uint8_t {
+  none = 0,
+  relu = 1,
+  tanh = 2,
+  logistic = 3,
+  relu6 = 4,     // min(max(x, 0), 6)
+  hardswish = 5, // x * min(max(x / 6 + 0.5, 0), 1)
+  swish = 6,     // x * logistic(x)
+};
+inline constexpr uint8_t kNumActivations = 7;
 /// "none", "relu", "tanh", "logistic".
 const char *activationName(Activation activation);
 

@@ -46,17 +46,22 @@ Kernel primitiveKernel(PrimitivePerThreads primitive,
 }
 
 /// The epilogue as oneDNN primitive attributes: the activation as an eltwise post-op with
-/// oneDNN's definitions of relu (alpha 0), tanh and logistic, which are Smelt's.
+/// oneDNN's definitions of relu (alpha 0), tanh, logistic, clip to [0, 6], hardswish
+/// (x * relu6(x + 3) / 6) and swish (alpha 1), which are Smelt's.
 dnnl::primitive_attr postOps(Activation activation) {
   dnnl::primitive_attr attr;
   if (activation == Activation::none)
     return attr;
   dnnl::post_ops ops;
   ops.append_eltwise(1.f,
-                     activation == Activation::relu   ? dnnl::algorithm::eltwise_relu
-                     : activation == Activation::tanh ? dnnl::algorithm::eltwise_tanh
-                                                      : dnnl::algorithm::eltwise_logistic,
-                     0.f, 0.f);
+                     activation == Activation::relu        ? dnnl::algorithm::eltwise_relu
+                     : activation == Activation::tanh      ? dnnl::algorithm::eltwise_tanh
+                     : activation == Activation::logistic  ? dnnl::algorithm::eltwise_logistic
+                     : activation == Activation::relu6     ? dnnl::algorithm::eltwise_clip
+                     : activation == Activation::swish     ? dnnl::algorithm::eltwise_swish
+                                                           : dnnl::algorithm::eltwise_hardswish,
+                     activation == Activation::swish ? 1.f : 0.f, // swish: x * logistic(1 * x)
+                     activation == Activation::relu6 ? 6.f : 0.f);
   attr.set_post_ops(ops);
   return attr;
 }
@@ -76,6 +81,15 @@ void applyEpilogue(Epilogue epilogue, const double *bias, double *y, int64_t cou
       break;
     case Activation::logistic:
       v = 1 / (1 + std::exp(-v));
+      break;
+    case Activation::relu6:
+      v = std::min(std::max(v, 0.0), 6.0);
+      break;
+    case Activation::hardswish:
+      v = v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0);
+      break;
+    case Activation::swish:
+      v = v / (1 + std::exp(-v));
       break;
     }
     y[i] = v;

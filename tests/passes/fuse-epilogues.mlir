@@ -68,7 +68,7 @@ func.func @bias_only_and_activations(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, 
 // REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: its result has 2 users
 // REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: its user 'add' adds no vector broadcast along the last dimension
 // REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: its user 'add' adds no vector broadcast along the last dimension
-// REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: its user 'exp' {{.*}} is not relu, tanh or logistic
+// REPORT-NEXT: epilogue: 'matmul' {{.*}}: nothing folded: its user 'exp' {{.*}} is not relu, tanh, logistic, relu6 (min(max(x, 0), 6)), hardswish or swish
 func.func @vetoes(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %full: tensor<4x16xf32>, %rows: tensor<4xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
   %0 = smelt.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32>
   %1 = smelt.relu %0 : tensor<4x16xf32>
@@ -174,4 +174,55 @@ func.func @mixed_precision_gpu(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: 
   %3 = smelt.add %0, %2 {smelt.device = "gpu:0"} : tensor<4x16xbf16>
   %4 = smelt.relu %3 {smelt.device = "gpu:0"} : tensor<4x16xbf16>
   return %4 : tensor<4x16xbf16>
+}
+
+// -----
+
+// MobileNet's activations after a convolution and its bias, as the ONNX importer writes them:
+// Clip(0, 6) (max then min with splat bounds) and HardSwish (x * min(max(x / 6 + 0.5, 0), 1),
+// x read twice) become oneDNN's clip and hardswish post-ops; their constants go too.
+// REPORT-LABEL: report for @conv_relu6_hardswish
+// REPORT-NEXT: epilogue: 'conv2d' {{.*}}: bias add and relu6 folded into the oneDNN call (bias argument and eltwise post-op)
+// REPORT-NEXT: epilogue: 'conv2d' {{.*}}: bias add and hardswish folded into the oneDNN call (bias argument and eltwise post-op)
+// CHECK-LABEL: func.func @conv_relu6_hardswish
+// CHECK-NEXT: %[[A:.+]] = smelt.conv2d %arg0, %arg1 {{.*}} bias %arg2 activation relu6
+// CHECK-NEXT: %[[B:.+]] = smelt.conv2d %[[A]], %arg3 {{.*}} feature_group_count = 8 bias %arg4 activation hardswish
+// CHECK-NEXT: return %[[B]]
+// A clip to other bounds is no relu6: it stays a kernel after the convolution.
+// REPORT-LABEL: report for @conv_clip_other_bounds
+// REPORT-NEXT: epilogue: 'conv2d' {{.*}}: bias add folded into the oneDNN call (bias argument); no activation: its user 'max' {{.*}} is not relu, tanh, logistic, relu6 (min(max(x, 0), 6)), hardswish or swish
+// CHECK-LABEL: func.func @conv_clip_other_bounds
+// CHECK: smelt.conv2d {{.*}} bias %arg2 :
+// CHECK-NEXT: smelt.fusion loop
+func.func @conv_relu6_hardswish(%x: tensor<2x6x6x3xf32>, %w: tensor<3x3x3x8xf32>, %b: tensor<8xf32>, %d: tensor<3x3x1x8xf32>, %e: tensor<8xf32>) -> tensor<2x6x6x8xf32> {
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] : tensor<2x6x6x3xf32>, tensor<3x3x3x8xf32>
+  %1 = smelt.broadcast_in_dim %b, dims = [3] : tensor<8xf32> -> tensor<2x6x6x8xf32>
+  %2 = smelt.add %0, %1 : tensor<2x6x6x8xf32>
+  %zero = smelt.constant dense<0.0> : tensor<2x6x6x8xf32>
+  %six = smelt.constant dense<6.0> : tensor<2x6x6x8xf32>
+  %3 = smelt.max %2, %zero : tensor<2x6x6x8xf32>
+  %4 = smelt.min %3, %six : tensor<2x6x6x8xf32>
+  %5 = smelt.conv2d %4, %d strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] feature_group_count = 8 : tensor<2x6x6x8xf32>, tensor<3x3x1x8xf32>
+  %6 = smelt.broadcast_in_dim %e, dims = [3] : tensor<8xf32> -> tensor<2x6x6x8xf32>
+  %7 = smelt.add %5, %6 : tensor<2x6x6x8xf32>
+  %sixth = smelt.constant dense<0.166666672> : tensor<2x6x6x8xf32>
+  %half = smelt.constant dense<0.5> : tensor<2x6x6x8xf32>
+  %one = smelt.constant dense<1.0> : tensor<2x6x6x8xf32>
+  %8 = smelt.mul %7, %sixth : tensor<2x6x6x8xf32>
+  %9 = smelt.add %8, %half : tensor<2x6x6x8xf32>
+  %10 = smelt.max %9, %zero : tensor<2x6x6x8xf32>
+  %11 = smelt.min %10, %one : tensor<2x6x6x8xf32>
+  %12 = smelt.mul %7, %11 : tensor<2x6x6x8xf32>
+  return %12 : tensor<2x6x6x8xf32>
+}
+
+func.func @conv_clip_other_bounds(%x: tensor<2x6x6x3xf32>, %w: tensor<3x3x3x8xf32>, %b: tensor<8xf32>) -> tensor<2x6x6x8xf32> {
+  %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] : tensor<2x6x6x3xf32>, tensor<3x3x3x8xf32>
+  %1 = smelt.broadcast_in_dim %b, dims = [3] : tensor<8xf32> -> tensor<2x6x6x8xf32>
+  %2 = smelt.add %0, %1 : tensor<2x6x6x8xf32>
+  %lo = smelt.constant dense<-1.0> : tensor<2x6x6x8xf32>
+  %hi = smelt.constant dense<6.0> : tensor<2x6x6x8xf32>
+  %3 = smelt.max %2, %lo : tensor<2x6x6x8xf32>
+  %4 = smelt.min %3, %hi : tensor<2x6x6x8xf32>
+  return %4 : tensor<2x6x6x8xf32>
 }

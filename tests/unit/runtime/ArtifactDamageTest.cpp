@@ -180,12 +180,12 @@ TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
             fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
                         "'transpose_lhs' is 2, not within 0..1",
                         flag));
-  // After transpose_rhs and bias, the activation: an enum of four values.
+  // After transpose_rhs and bias, the activation: an enum of seven values.
   size_t activation = flag + 3;
   ASSERT_EQ((*encoded)[activation], 0);
-  EXPECT_EQ(errorAfterPatch(*encoded, activation, 4, 1),
+  EXPECT_EQ(errorAfterPatch(*encoded, activation, 7, 1),
             fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
-                        "'activation' is 4, not within 0..3",
+                        "'activation' is 7, not within 0..6",
                         activation));
   Bytes logistic = *encoded;
   storeLE(logistic, activation, uint64_t(Activation::logistic), 1);

@@ -216,9 +216,12 @@ std::vector<double> withEpilogue(std::vector<double> y, const std::vector<double
                                  int64_t activation) {
   for (size_t i = 0; i < y.size(); ++i) {
     double v = y[i] + (bias.empty() ? 0.0 : bias[i % bias.size()]);
-    y[i] = activation == 1 ? std::max(v, 0.0)
+    y[i] = activation == 1   ? std::max(v, 0.0)
            : activation == 2 ? std::tanh(v)
            : activation == 3 ? 1 / (1 + std::exp(-v))
+           : activation == 4 ? std::clamp(v, 0.0, 6.0)
+           : activation == 5 ? v * std::clamp(v / 6 + 0.5, 0.0, 1.0)
+           : activation == 6 ? v / (1 + std::exp(-v))
                              : v;
   }
   return y;
@@ -230,8 +233,10 @@ TEST(Contraction, MatmulEpilogueEachActivationAgainstLoops) {
   int64_t batch = 2, m = 5, k = 19, n = 7;
   for (DType dtype : kFloats)
     for (bool bias : {false, true})
-      for (int64_t activation = 0; activation < 4; ++activation) {
-        HostTensor a = randomTensor(dtype, {batch, m, k}), b = randomTensor(dtype, {batch, n, k});
+      for (int64_t activation = 0; activation < kNumActivations; ++activation) {
+        // Wide enough that relu6's upper bound and hardswish's both bends are crossed.
+        HostTensor a = randomTensor(dtype, {batch, m, k}, [] { return draw(-3, 3, 0.05); }),
+                   b = randomTensor(dtype, {batch, n, k});
         HostTensor c = randomTensor(dtype, {n});
         std::vector<HostTensor> operands{a, b};
         if (bias)
@@ -252,9 +257,9 @@ TEST(Contraction, MatmulEpilogueEachActivationAgainstLoops) {
 TEST(Contraction, Conv2DEpilogueEachActivationAgainstLoops) {
   for (const ConvCase &g : kConvCases)
     for (DType dtype : kFloats)
-      for (int64_t activation = 0; activation < 4; ++activation) {
-        HostTensor x = randomTensor(dtype, g.input()), w = randomTensor(dtype, g.filter()),
-                   bias = randomTensor(dtype, {g.f});
+      for (int64_t activation = 0; activation < kNumActivations; ++activation) {
+        HostTensor x = randomTensor(dtype, g.input(), [] { return draw(-3, 3, 0.05); }),
+                   w = randomTensor(dtype, g.filter()), bias = randomTensor(dtype, {g.f});
         std::vector<double> xv = x.toDoubles(), wv = w.toDoubles();
         std::vector<double> y(size_t(g.n * g.oh() * g.ow() * g.f), 0.0);
         forEachConvTerm(g, [&](size_t xi, size_t wi, size_t yi) { y[yi] += xv[xi] * wv[wi]; });
