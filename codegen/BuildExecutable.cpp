@@ -44,28 +44,12 @@ template <typename Window> rt::ConvParams convParams(Window op) {
 template <typename Contraction> rt::Epilogue epilogueOf(Contraction op) {
   rt::Epilogue epilogue;
   epilogue.bias = bool(op.getBias());
-  if (std::optional<Epilogue> activation = op.getActivation()) {
-    switch (*activation) {
-    case Epilogue::relu:
-      epilogue.activation = rt::Activation::relu;
-      break;
-    case Epilogue::tanh:
-      epilogue.activation = rt::Activation::tanh;
-      break;
-    case Epilogue::logistic:
-      epilogue.activation = rt::Activation::logistic;
-      break;
-    case Epilogue::relu6:
-      epilogue.activation = rt::Activation::relu6;
-      break;
-    case Epilogue::hardswish:
-      epilogue.activation = rt::Activation::hardswish;
-      break;
-    case Epilogue::swish:
-      epilogue.activation = rt::Activation::swish;
-      break;
-    }
-  }
+  // rt::Activation is the dialect's Epilogue after its `none`.
+  static_assert(uint8_t(rt::Activation::relu) == uint32_t(Epilogue::relu) + 1 &&
+                uint8_t(rt::Activation::swish) == uint32_t(Epilogue::swish) + 1 &&
+                rt::kNumActivations == uint32_t(Epilogue::swish) + 2);
+  if (std::optional<Epilogue> activation = op.getActivation())
+    epilogue.activation = rt::Activation(uint8_t(uint32_t(*activation) + 1));
   return epilogue;
 }
 

@@ -111,56 +111,69 @@ bool relu6After(Value value, Operation *op, SmallVectorImpl<Operation *> &chain)
   return true;
 }
 
-/// x * min(max(x * (1/6) + 0.5, 0), 1) on x = `value` (ONNX's HardSwish as imported,
-/// MobileNetV3's activation): `value` feeds the scale and the last product; the five ops
-/// appended to `chain`.
-bool hardswishAfter(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
+/// x * g(x) on x = `value`: `value` has two users, the first op of the gate g, which `gate`
+/// follows from there (appending its ops to the list it is given and returning g(x), or null),
+/// and the product of x and g(x), g(x)'s only user. The gate's ops and the product are appended
+/// to `chain`.
+template <typename Gate>
+bool gatedAfter(Value value, Operation *op, Gate gate, SmallVectorImpl<Operation *> &chain) {
   SmallVector<Operation *> users(value.getUsers());
   if (users.size() != 2)
     return false;
   std::string ignored;
   for (int first = 0; first < 2; ++first) {
-    auto scale = withSplat<MulOp>(users[first], value, 1.0 / 6);
     auto product = dyn_cast<MulOp>(users[1 - first]);
-    if (!scale || !product || deviceOf(scale) != deviceOf(op) || deviceOf(product) != deviceOf(op))
+    if (!product || deviceOf(users[first]) != deviceOf(op) || deviceOf(product) != deviceOf(op))
       continue;
-    auto shift = withSplat<AddOp>(soleUser(scale.getResult(), op, "", ignored), scale.getResult(), 0.5);
-    auto max = shift ? withSplat<MaxOp>(soleUser(shift.getResult(), op, "", ignored),
-                                        shift.getResult(), 0)
-                     : nullptr;
-    auto min = max ? withSplat<MinOp>(soleUser(max.getResult(), op, "", ignored), max.getResult(), 1)
-                   : nullptr;
-    if (!min || soleUser(min.getResult(), op, "", ignored) != product.getOperation())
+    SmallVector<Operation *, 4> gateOps;
+    Value gated = gate(users[first], gateOps);
+    if (!gated || soleUser(gated, op, "", ignored) != product.getOperation())
       continue;
-    Value other = product.getLhs() == min.getResult() ? product.getRhs() : product.getLhs();
+    Value other = product.getLhs() == gated ? product.getRhs() : product.getLhs();
     if (other != value)
       continue;
-    chain.append({scale, shift, max, min, product});
+    chain.append(gateOps.begin(), gateOps.end());
+    chain.push_back(product);
     return true;
   }
   return false;
 }
 
+/// x * min(max(x * (1/6) + 0.5, 0), 1) on x = `value` (ONNX's HardSwish as imported,
+/// MobileNetV3's activation): the five ops appended to `chain`.
+bool hardswishAfter(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
+  auto gate = [&](Operation *first, SmallVectorImpl<Operation *> &ops) -> Value {
+    std::string ignored;
+    auto scale = withSplat<MulOp>(first, value, 1.0 / 6);
+    auto shift =
+        scale ? withSplat<AddOp>(soleUser(scale.getResult(), op, "", ignored), scale.getResult(),
+                                 0.5)
+              : nullptr;
+    auto max = shift ? withSplat<MaxOp>(soleUser(shift.getResult(), op, "", ignored),
+                                        shift.getResult(), 0)
+                     : nullptr;
+    auto min = max ? withSplat<MinOp>(soleUser(max.getResult(), op, "", ignored),
+                                      max.getResult(), 1)
+                   : nullptr;
+    if (!min)
+      return {};
+    ops.append({scale, shift, max, min});
+    return min.getResult();
+  };
+  return gatedAfter(value, op, gate, chain);
+}
+
 /// x * logistic(x) on x = `value` (EfficientNet's activation, ONNX's x * Sigmoid(x)): the two
 /// ops appended to `chain`.
 bool swishAfter(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
-  SmallVector<Operation *> users(value.getUsers());
-  if (users.size() != 2)
-    return false;
-  std::string ignored;
-  for (int first = 0; first < 2; ++first) {
-    auto logistic = dyn_cast<LogisticOp>(users[first]);
-    auto product = dyn_cast<MulOp>(users[1 - first]);
-    if (!logistic || !product || deviceOf(logistic) != deviceOf(op) ||
-        soleUser(logistic.getResult(), op, "", ignored) != product.getOperation())
-      continue;
-    Value other = product.getLhs() == logistic.getResult() ? product.getRhs() : product.getLhs();
-    if (other != value)
-      continue;
-    chain.append({logistic, product});
-    return true;
-  }
-  return false;
+  auto gate = [&](Operation *first, SmallVectorImpl<Operation *> &ops) -> Value {
+    auto logistic = dyn_cast<LogisticOp>(first);
+    if (!logistic)
+      return {};
+    ops.push_back(logistic);
+    return logistic.getResult();
+  };
+  return gatedAfter(value, op, gate, chain);
 }
 
 /// The activation the ops after `value` compute, if `library` applies it; its ops are appended
