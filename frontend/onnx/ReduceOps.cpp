@@ -3,6 +3,8 @@
 // TopK and CumSum.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -83,6 +85,18 @@ void reduceOp(NodeImporter &n, Reduction kind) {
     fail(ImportErrorKind::UnsupportedDtype, "a bool input (only ReduceMax and ReduceMin take one)");
   if (isBool)
     x = convert(x, DType::i32);
+  // Below a transpose (the NCHW view of an NHWC activation, as a squeeze-and-excitation block's
+  // global pooling reads): its source reduced over the same dimensions, the kept-dims result
+  // transposed back, so the reduction reads memory in order and the transposes around it cancel
+  // with the convolutions' (TransposeSinking.cpp does the same for elementwise nodes).
+  std::optional<std::vector<int64_t>> below;
+  if (auto t = x.value().getDefiningOp<TransposeOp>(); t && keep == KeepDims::yes) {
+    below = t.getPermutation().vec();
+    for (int64_t &a : axes)
+      a = (*below)[size_t(a)];
+    std::sort(axes.begin(), axes.end());
+    x = Tensor(&n.g, t.getX());
+  }
   Tensor y;
   switch (kind) {
   case Reduction::Sum:
@@ -121,6 +135,8 @@ void reduceOp(NodeImporter &n, Reduction kind) {
     break;
   }
   }
+  if (below)
+    y = foldingTranspose(y, *below);
   n.setOutput(0, isBool ? convert(y, DType::i1) : y);
 }
 
