@@ -98,11 +98,11 @@ template <typename Op> Op withSplat(Operation *user, Value value, double splat) 
   return s && std::abs(*s - splat) <= 1e-6 * std::max(1.0, std::abs(splat)) ? op : nullptr;
 }
 
-/// min(max(x, 0), 6) on `value` (ONNX's Clip(0, 6), MobileNetV2's activation), the two ops
-/// appended to `chain`; false if the ops after `value` are not that.
-bool relu6After(Value value, Operation *op, SmallVectorImpl<Operation *> &chain) {
+/// min(max(x, 0), 6) on `value`, whose only user is `user` (ONNX's Clip(0, 6), MobileNetV2's
+/// activation), the two ops appended to `chain`; false if the ops after `value` are not that.
+bool relu6After(Value value, Operation *user, Operation *op, SmallVectorImpl<Operation *> &chain) {
   std::string ignored;
-  auto max = withSplat<MaxOp>(soleUser(value, op, "", ignored), value, 0);
+  auto max = withSplat<MaxOp>(user, value, 0);
   auto min = max ? withSplat<MinOp>(soleUser(max.getResult(), op, "", ignored), max.getResult(), 6)
                  : nullptr;
   if (!min)
@@ -190,7 +190,7 @@ std::optional<Epilogue> activationAfter(Value value, Operation *op, const Librar
       value, op, value == op->getResult(0) ? "its result" : "the bias add's result", why);
   if (!user)
     return std::nullopt;
-  if (library.postOps && relu6After(value, op, chain))
+  if (library.postOps && relu6After(value, user, op, chain))
     return Epilogue::relu6;
   std::optional<Epilogue> kind = llvm::TypeSwitch<Operation *, std::optional<Epilogue>>(user)
                                      .Case([](ReluOp) { return Epilogue::relu; })
@@ -262,7 +262,8 @@ std::string fold(Operation *op, bool convs, unsigned &count) {
   Value bias;                     // the add's operand that broadcasts it
   Value value = op->getResult(0); // what the activation would read
   std::string ignored;
-  if (auto add = dyn_cast_or_null<AddOp>(soleUser(value, op, "", ignored))) {
+  auto add = dyn_cast_or_null<AddOp>(soleUser(value, op, "", ignored));
+  if (add) {
     Value other = add.getLhs() == value ? add.getRhs() : add.getLhs();
     if (other != value && biasVector(other, resultType, nullptr))
       bias = other;
@@ -272,10 +273,10 @@ std::string fold(Operation *op, bool convs, unsigned &count) {
     }
   }
   std::optional<Epilogue> activation;
-  if (bias || !isa_and_present<AddOp>(soleUser(value, op, "", ignored)))
-    activation = activationAfter(value, op, library, folded, why);
-  else
+  if (add && !bias)
     why = "its user 'add' adds no vector broadcast along the last dimension";
+  else
+    activation = activationAfter(value, op, library, folded, why);
   if (!bias && !activation)
     return head + "nothing folded: " + why;
   rebuild(op, bias, activation, folded);

@@ -177,10 +177,14 @@ Tensor axisLast(Tensor x, int64_t axis) {
 }
 
 Tensor axisBack(Tensor x, int64_t axis) {
-  std::vector<int64_t> last = axisLastOrder(x.rank(), axis), inverse(last.size());
-  for (size_t i = 0; i < last.size(); ++i)
-    inverse[size_t(last[i])] = int64_t(i);
-  return foldingTranspose(x, inverse);
+  return foldingTranspose(x, inversePermutation(axisLastOrder(x.rank(), axis)));
+}
+
+std::vector<int64_t> inversePermutation(const std::vector<int64_t> &permutation) {
+  std::vector<int64_t> inverse(permutation.size());
+  for (size_t i = 0; i < permutation.size(); ++i)
+    inverse[size_t(permutation[i])] = int64_t(i);
+  return inverse;
 }
 
 Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation) {

@@ -209,5 +209,7 @@ Tensor axisBack(Tensor x, int64_t axis);
 /// transpose that folds into a transpose producing `x` (and disappears when they cancel), so
 /// the NCHW <-> NHWC transposes around consecutive convolutions and pools vanish.
 Tensor foldingTranspose(Tensor x, const std::vector<int64_t> &permutation);
+/// The permutation that undoes `permutation` (transposing by one, then the other, is none).
+std::vector<int64_t> inversePermutation(const std::vector<int64_t> &permutation);
 
 } // namespace smelt::onnx

@@ -49,9 +49,7 @@ bool convertBelowTranspose(NodeImporter &n, Converter convert) {
   if (!permutation)
     return false;
   int64_t rank = int64_t(permutation->size());
-  std::vector<int64_t> inverse(permutation->size());
-  for (int64_t i = 0; i < rank; ++i)
-    inverse[size_t((*permutation)[size_t(i)])] = i;
+  std::vector<int64_t> inverse = inversePermutation(*permutation);
   // Each input in the transposes' source layout, or no conversion here at all.
   std::vector<std::optional<Tensor>> sources;
   for (int i = 0; i < n.numInputs(); ++i) {

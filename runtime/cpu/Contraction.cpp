@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,18 +30,126 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
+/// Asks the kernel to reclaim the pages wholly inside [data, data + size). Constant weights laid
+/// out anew are not read again, and their pages (most often mapped from the model's file) would
+/// count twice in the process's resident memory. MADV_PAGEOUT never loses data: file pages are
+/// read again and anonymous ones swapped in, should anything touch them; a kernel without it
+/// (before Linux 5.4) refuses the hint, which changes nothing.
+void releaseResidentPages(const void *data, size_t size) {
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (uintptr_t(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (uintptr_t(data) + size) & ~(page - 1);
+  if (begin < end)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_PAGEOUT);
+}
+
+/// A convolution's filter or a matmul's constant weights in the layout the primitive chose.
+/// The primitive is made with that layout left to oneDNN (format `any`): its fast kernels,
+/// depthwise convolutions' above all, read blocked layouts, and given Smelt's plain HWIO filter
+/// oneDNN 2.6 falls back to a gemm convolution several times slower. So the weights are
+/// reordered into that layout before the call (convolution forward and backward-input, matmul)
+/// or out of it after (the backward-filter writes them). Constant weights are reordered once per
+/// primitive, when first needed (the first at preparation), and kept.
+class ChosenWeightsLayout {
+public:
+  /// `plain` describes Smelt's weights, which are the primitive's argument `arg`
+  /// (DNNL_ARG_WEIGHTS, read, or DNNL_ARG_DIFF_WEIGHTS, written); `constant` their bytes when
+  /// they are a constant.
+  ChosenWeightsLayout(memory::desc plain, int arg, const void *constant)
+      : state_(std::make_shared<State>()) {
+    state_->plain = plain;
+    state_->arg = arg;
+    state_->constant = constant;
+  }
+
+  /// The primitive argument the weights are.
+  int arg() const { return state_->arg; }
+  bool written() const { return state_->arg == DNNL_ARG_DIFF_WEIGHTS; }
+
+  /// The weights' memory for a call of `primitive` on `filter` (Smelt's layout), reordered in
+  /// if the primitive reads them. `finish` then reorders written weights back out.
+  memory in(const dnnl::primitive &primitive, void *filter) const {
+    Entry &e = entry(primitive);
+    memory user(state_->plain, oneDnnEngine(), filter);
+    if (e.same)
+      return user;
+    if (!written() && !(state_->constant && e.packed)) {
+      // oneDNN's CPU stream runs the reorder before execute() returns.
+      dnnl::reorder(user, e.chosen).execute(oneDnnStream(), user, e.chosen);
+      e.packed = state_->constant != nullptr;
+      if (e.packed)
+        releaseResidentPages(state_->constant, state_->plain.get_size());
+    }
+    return e.chosen;
+  }
+  void finish(const dnnl::primitive &primitive, void *filter) const {
+    Entry &e = entry(primitive);
+    if (e.same)
+      return;
+    memory user(state_->plain, oneDnnEngine(), filter);
+    dnnl::reorder(e.chosen, user).execute(oneDnnStream(), e.chosen, user);
+  }
+  /// Packs the constant weights for `primitive` now, at preparation.
+  void prepack(const dnnl::primitive &primitive) const {
+    if (state_->constant) {
+      in(primitive, const_cast<void *>(state_->constant));
+      oneDnnStream().wait();
+    }
+  }
+
+private:
+  struct Entry {
+    bool same = true; // the primitive reads Smelt's layout itself
+    memory chosen;    // otherwise the filter in its layout
+    bool packed = false;
+  };
+  struct State {
+    memory::desc plain;
+    int arg = DNNL_ARG_WEIGHTS;
+    const void *constant = nullptr;
+    std::mutex mutex;
+    std::map<dnnl_primitive_t, Entry> byPrimitive; // one primitive per thread count
+  };
+
+  Entry &entry(const dnnl::primitive &primitive) const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto [it, added] = state_->byPrimitive.try_emplace(primitive.get());
+    if (added) {
+      const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(
+          primitive.get_primitive_desc(),
+          written() ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
+      memory::desc desc(*chosen);
+      it->second.same = desc == state_->plain;
+      if (!it->second.same)
+        it->second.chosen = memory(desc, oneDnnEngine());
+    }
+    return it->second;
+  }
+
+  std::shared_ptr<State> state_;
+};
+
 /// Wraps a primitive and its argument slots into a Kernel: `slots[i]` is the DNNL_ARG of
-/// operand i; the result goes to `resultSlot`.
+/// operand i; the result goes to `result`. The operand or result that is `layout`'s argument
+/// goes through it (ChosenWeightsLayout); the others are read and written in place.
 Kernel primitiveKernel(PrimitivePerThreads primitive,
                        std::vector<std::pair<int, memory::desc>> slots,
-                       std::pair<int, memory::desc> result) {
+                       std::pair<int, memory::desc> result,
+                       std::optional<ChosenWeightsLayout> layout = std::nullopt) {
   return [=](const void *const *in, void *out) {
+    const dnnl::primitive &p = primitive.current();
+    auto bind = [&](const std::pair<int, memory::desc> &slot, const void *data) {
+      return layout && layout->arg() == slot.first
+                 ? layout->in(p, const_cast<void *>(data))
+                 : memory(slot.second, oneDnnEngine(), const_cast<void *>(data));
+    };
     std::unordered_map<int, memory> args;
     for (size_t i = 0; i < slots.size(); ++i)
-      args.emplace(slots[i].first,
-                   memory(slots[i].second, oneDnnEngine(), const_cast<void *>(in[i])));
-    args.emplace(result.first, memory(result.second, oneDnnEngine(), out));
-    primitive.current().execute(oneDnnStream(), args);
+      args.emplace(slots[i].first, bind(slots[i], in[i]));
+    args.emplace(result.first, bind(result, out));
+    p.execute(oneDnnStream(), args);
+    if (layout && layout->arg() == result.first)
+      layout->finish(p, out);
     oneDnnStream().wait();
   };
 }
@@ -108,99 +217,6 @@ Status checkBias(const Step &step, const StepTypes &types, Epilogue epilogue, in
                                    dtypeName(types.result.dtype)));
 }
 
-/// Asks the kernel to reclaim the pages wholly inside [data, data + size). Constant weights laid
-/// out anew are not read again, and their pages (most often mapped from the model's file) would
-/// count twice in the process's resident memory. MADV_PAGEOUT never loses data: file pages are
-/// read again and anonymous ones swapped in, should anything touch them; a kernel without it
-/// (before Linux 5.4) refuses the hint, which changes nothing.
-void releaseResidentPages(const void *data, size_t size) {
-  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t begin = (uintptr_t(data) + page - 1) & ~(page - 1);
-  uintptr_t end = (uintptr_t(data) + size) & ~(page - 1);
-  if (begin < end)
-    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_PAGEOUT);
-}
-
-/// A convolution's filter or a matmul's constant weights in the layout the primitive chose.
-/// The primitive is made with that layout left to oneDNN (format `any`): its fast kernels,
-/// depthwise convolutions' above all, read blocked layouts, and given Smelt's plain HWIO filter
-/// oneDNN 2.6 falls back to a gemm convolution several times slower. So the weights are
-/// reordered into that layout before the call (convolution forward and backward-input, matmul)
-/// or out of it after (the backward-filter writes them). Constant weights are reordered once per
-/// primitive, when first needed (the first at preparation), and kept.
-class ChosenWeightsLayout {
-public:
-  /// `plain` describes Smelt's weights; `query` is the primitive's weights argument
-  /// (weights or diff_weights); `constant` their bytes when they are a constant.
-  ChosenWeightsLayout(memory::desc plain, dnnl_query_t query, const void *constant)
-      : state_(std::make_shared<State>()) {
-    state_->plain = plain;
-    state_->query = query;
-    state_->constant = constant;
-  }
-
-  /// The weights' memory for a call of `primitive` on `filter` (Smelt's layout), reordered in
-  /// if the primitive reads them. `finish` then reorders written weights back out.
-  memory in(const dnnl::primitive &primitive, void *filter, bool written) const {
-    Entry &e = entry(primitive);
-    memory user(state_->plain, oneDnnEngine(), filter);
-    if (e.same)
-      return user;
-    if (!written && !(state_->constant && e.packed)) {
-      // oneDNN's CPU stream runs the reorder before execute() returns.
-      dnnl::reorder(user, e.chosen).execute(oneDnnStream(), user, e.chosen);
-      e.packed = state_->constant != nullptr;
-      if (e.packed)
-        releaseResidentPages(state_->constant, state_->plain.get_size());
-    }
-    return e.chosen;
-  }
-  void finish(const dnnl::primitive &primitive, void *filter) const {
-    Entry &e = entry(primitive);
-    if (e.same)
-      return;
-    memory user(state_->plain, oneDnnEngine(), filter);
-    dnnl::reorder(e.chosen, user).execute(oneDnnStream(), e.chosen, user);
-  }
-  /// Packs the constant weights for `primitive` now, at preparation.
-  void prepack(const dnnl::primitive &primitive) const {
-    if (state_->constant) {
-      in(primitive, const_cast<void *>(state_->constant), false);
-      oneDnnStream().wait();
-    }
-  }
-
-private:
-  struct Entry {
-    bool same = true; // the primitive reads Smelt's layout itself
-    memory chosen;    // otherwise the filter in its layout
-    bool packed = false;
-  };
-  struct State {
-    memory::desc plain;
-    dnnl_query_t query;
-    const void *constant = nullptr;
-    std::mutex mutex;
-    std::map<dnnl_primitive_t, Entry> byPrimitive; // one primitive per thread count
-  };
-
-  Entry &entry(const dnnl::primitive &primitive) const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    auto [it, added] = state_->byPrimitive.try_emplace(primitive.get());
-    if (added) {
-      const dnnl_memory_desc_t *chosen =
-          dnnl_primitive_desc_query_md(primitive.get_primitive_desc(), state_->query, 0);
-      memory::desc desc(*chosen);
-      it->second.same = desc == state_->plain;
-      if (!it->second.same)
-        it->second.chosen = memory(desc, oneDnnEngine());
-    }
-    return it->second;
-  }
-
-  std::shared_ptr<State> state_;
-};
-
 Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   const MatmulParams &params = std::get<MatmulParams>(step.params);
   Epilogue epilogue = params.epilogue;
@@ -260,29 +276,18 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
       });
   if (!primitive)
     return primitive.status();
+  std::optional<ChosenWeightsLayout> weights;
   if (constantRhs) {
-    ChosenWeightsLayout weights(rhs, dnnl_query_weights_md, constantRhs);
-    if (Status s = oneDnnChecked(describe(step), [&] { weights.prepack(primitive->current()); });
+    weights.emplace(rhs, DNNL_ARG_WEIGHTS, constantRhs);
+    if (Status s = oneDnnChecked(describe(step), [&] { weights->prepack(primitive->current()); });
         !s.ok())
       return s;
-    return Kernel([primitive = *primitive, weights, lhs, dst, bias,
-                   hasBias = epilogue.bias](const void *const *in, void *out) {
-      const dnnl::primitive &p = primitive.current();
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, memory(lhs, oneDnnEngine(), const_cast<void *>(in[0]))},
-          {DNNL_ARG_WEIGHTS, weights.in(p, const_cast<void *>(in[1]), false)},
-          {DNNL_ARG_DST, memory(dst, oneDnnEngine(), out)}};
-      if (hasBias)
-        args.emplace(DNNL_ARG_BIAS, memory(bias, oneDnnEngine(), const_cast<void *>(in[2])));
-      p.execute(oneDnnStream(), args);
-      oneDnnStream().wait();
-    });
   }
   std::vector<std::pair<int, memory::desc>> slots{{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}};
   if (epilogue.bias)
     slots.push_back({DNNL_ARG_BIAS, bias});
-  return stagedThrough(DType::f32, primitiveKernel(*primitive, slots, {DNNL_ARG_DST, dst}),
-                       types);
+  return stagedThrough(DType::f32,
+                       primitiveKernel(*primitive, slots, {DNNL_ARG_DST, dst}, weights), types);
 }
 
 /// The convolution geometry of a step, whichever of the three tensors is its result.
@@ -391,40 +396,24 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   });
   if (!primitive)
     return primitive.status();
-  bool filterWritten = mode == ConvMode::BackwardFilter;
-  ChosenWeightsLayout filter(weights,
-                            filterWritten ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
-                            types.result.dtype == DType::f32 ? types.constant(1) : nullptr);
+  ChosenWeightsLayout filter(
+      weights, mode == ConvMode::BackwardFilter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS,
+      types.result.dtype == DType::f32 ? types.constant(1) : nullptr);
   if (Status s = oneDnnChecked(describe(step), [&] { filter.prepack(primitive->current()); });
       !s.ok())
     return s;
-  Kernel kernel = [primitive = *primitive, filter, mode, src, dst, bias,
-                   hasBias = epilogue.bias](const void *const *in, void *out) {
-    const dnnl::primitive &p = primitive.current();
-    auto at = [](const memory::desc &d, const void *data) {
-      return memory(d, oneDnnEngine(), const_cast<void *>(data));
-    };
-    std::unordered_map<int, memory> args;
-    if (mode == ConvMode::Forward) {
-      args = {{DNNL_ARG_SRC, at(src, in[0])},
-              {DNNL_ARG_WEIGHTS, filter.in(p, const_cast<void *>(in[1]), false)},
-              {DNNL_ARG_DST, at(dst, out)}};
-      if (hasBias)
-        args.emplace(DNNL_ARG_BIAS, at(bias, in[2]));
-    } else if (mode == ConvMode::BackwardInput) {
-      args = {{DNNL_ARG_DIFF_DST, at(dst, in[0])},
-              {DNNL_ARG_WEIGHTS, filter.in(p, const_cast<void *>(in[1]), false)},
-              {DNNL_ARG_DIFF_SRC, at(src, out)}};
-    } else {
-      args = {{DNNL_ARG_SRC, at(src, in[0])},
-              {DNNL_ARG_DIFF_DST, at(dst, in[1])},
-              {DNNL_ARG_DIFF_WEIGHTS, filter.in(p, out, true)}};
-    }
-    p.execute(oneDnnStream(), args);
-    if (mode == ConvMode::BackwardFilter)
-      filter.finish(p, out);
-    oneDnnStream().wait();
-  };
+  std::vector<std::pair<int, memory::desc>> forwardSlots{{DNNL_ARG_SRC, src},
+                                                          {DNNL_ARG_WEIGHTS, weights}};
+  if (epilogue.bias)
+    forwardSlots.push_back({DNNL_ARG_BIAS, bias});
+  Kernel kernel =
+      mode == ConvMode::Forward
+          ? primitiveKernel(*primitive, forwardSlots, {DNNL_ARG_DST, dst}, filter)
+      : mode == ConvMode::BackwardInput
+          ? primitiveKernel(*primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
+                            {DNNL_ARG_DIFF_SRC, src}, filter)
+          : primitiveKernel(*primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
+                            {DNNL_ARG_DIFF_WEIGHTS, weights}, filter);
   return stagedThrough(DType::f32, kernel, types);
 }
 
