@@ -57,6 +57,12 @@ FusionWalk::IndexRef FusionWalk::coordIndex(ArrayRef<int64_t> shape, ArrayRef<Va
   return IndexRef(indices_.size() - 1);
 }
 
+FusionWalk::IndexRef FusionWalk::knownIndex(ArrayRef<int64_t> shape, Val linear,
+                                            ArrayRef<Val> coords) {
+  indices_.push_back({SmallVector<int64_t>(shape), linear, SmallVector<Val>(coords), true});
+  return IndexRef(indices_.size() - 1);
+}
+
 Val FusionWalk::linear(IndexRef at) {
   Index &index = indices_[at];
   if (!index.linear) {

@@ -85,6 +85,8 @@ public:
   IndexRef linearIndex(llvm::ArrayRef<int64_t> shape, Val linear);
   /// An index into a tensor of `shape` at `coords` (one per dimension).
   IndexRef coordIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Val> coords);
+  /// An index the caller knows both ways (a loop nest's): `linear` and `coords` must agree.
+  IndexRef knownIndex(llvm::ArrayRef<int64_t> shape, Val linear, llvm::ArrayRef<Val> coords);
   /// The index into `reduce`'s operand from the result's coordinates (`kept`, one per kept
   /// dimension) and the coordinates along its reduced axes (`reduced`, in axis order).
   IndexRef reduceOperandIndex(ReduceOp reduce, llvm::ArrayRef<Val> kept,

@@ -93,20 +93,6 @@ public:
 private:
   Value i64(int64_t value) { return intConstant(b_, b_.getI64Type(), value); }
 
-  /// Coordinates of `linear` in `shape`, peeled from the last dimension.
-  SmallVector<Val> coordinates(Value linear, ArrayRef<int64_t> shape) {
-    SmallVector<Val> coords(shape.size());
-    Val rest = target_.wrap(linear);
-    for (size_t d = shape.size(); d-- > 0;) {
-      coords[d] = shape[d] == 1 ? target_.indexConstant(0)
-                  : d == 0      ? rest
-                                : target_.indexRem(rest, shape[d]);
-      if (d > 0 && shape[d] != 1)
-        rest = target_.indexDiv(rest, shape[d]);
-    }
-    return coords;
-  }
-
   /// One loop per reduced axis, outermost first, carrying `accs`; `innermost` gets the
   /// accumulators and returns their next values (reduced_ holds the loop variables).
   SmallVector<Value> reducedLoops(ValueRange accs,
@@ -155,7 +141,7 @@ private:
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(units.getBody());
     Value unit = units.getInductionVar();
-    SmallVector<Val> kept = coordinates(unit, keptShape_);
+    SmallVector<Val> kept = target_.coordinates(unit, keptShape_);
     SmallVector<Value> inits;
     for (size_t r = 0; r < roots_.size(); ++r)
       inits.push_back(initial(r));
@@ -193,7 +179,7 @@ private:
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(rows.getBody());
     Value row = rows.getInductionVar();
-    SmallVector<Val> prefix = coordinates(row, rowShape);
+    SmallVector<Val> prefix = target_.coordinates(row, rowShape);
     Value rowStart = arith::MulIOp::create(b_, row, i64(size));
     // This thread's part of the row: [begin, end) may start or stop inside it.
     Value lo = arith::MaxSIOp::create(b_, arith::SubIOp::create(b_, body_.begin, rowStart), i64(0));

@@ -2,6 +2,8 @@
 // composed (the walk's index remapping), against the same ops run unfused.
 #include "FusionTestUtil.h"
 
+#include "runtime/CpuThreads.h"
+
 namespace smelt::rt::test {
 namespace {
 
@@ -131,6 +133,55 @@ TEST(FusedShape, BroadcastsFeedElementwiseOps) {
         {randomTensor(dtype, {6, 5}), randomTensor(dtype, {5}), randomTensor(dtype, {})},
         std::string("bias add ") + std::string(dtypeName(dtype)));
   }
+}
+
+// A body that reads at coordinates runs as a loop over rows around one along the last
+// dimension (codegen/cpu/LoopKernel.cpp); threads split the elements wherever the counts
+// fall, so a range starts and ends inside rows (73455 / 2 and / 4 are not multiples of 59).
+const char *kGateAndTranspose = R"(
+func.func @f(%x: tensor<3x5x83x59xf32>, %g: tensor<59xf32>, %t: tensor<83x59x3x5xf32>) -> (tensor<3x5x83x59xf32>, tensor<3x5x83x59xf32>) {
+  %r:2 = smelt.fusion loop (%x, %g, %t) : (tensor<3x5x83x59xf32>, tensor<59xf32>, tensor<83x59x3x5xf32>) -> (tensor<3x5x83x59xf32>, tensor<3x5x83x59xf32>) {
+  ^bb0(%xs: tensor<3x5x83x59xf32>, %gs: tensor<59xf32>, %ts: tensor<83x59x3x5xf32>):
+    %0 = smelt.broadcast_in_dim %gs, dims = [3] : tensor<59xf32> -> tensor<3x5x83x59xf32>
+    %1 = smelt.mul %xs, %0 : tensor<3x5x83x59xf32>
+    %2 = smelt.transpose %ts, permutation = [2, 3, 0, 1] : tensor<83x59x3x5xf32>
+    %3 = smelt.add %2, %1 : tensor<3x5x83x59xf32>
+    smelt.yield %1, %3 : tensor<3x5x83x59xf32>, tensor<3x5x83x59xf32>
+  }
+  return %r#0, %r#1 : tensor<3x5x83x59xf32>, tensor<3x5x83x59xf32>
+}
+)";
+
+TEST(FusedShape, RowLoopsSplitAcrossThreadsInsideRows) {
+  std::optional<Compiled> compiled = compileBoth(kGateAndTranspose);
+  ASSERT_TRUE(compiled);
+  TensorType type{DType::f32, {3, 5, 83, 59}};
+  Expected<int> before = cpuThreads();
+  ASSERT_TRUE(before) << before.message();
+  for (int threads : {1, 2, 3, 4}) {
+    setCpuThreads(threads);
+    // Fresh inputs for every run: a result buffer may be the last run's memory again, and an
+    // element left unwritten must not find the right value there.
+    std::vector<HostTensor> inputs = {randomTensor(DType::f32, {3, 5, 83, 59}),
+                                      randomTensor(DType::f32, {59}),
+                                      randomTensor(DType::f32, {83, 59, 3, 5})};
+    // The float64 reference, element by element (the unfused kernels are loop kernels too).
+    std::vector<double> x = inputs[0].toDoubles(), g = inputs[1].toDoubles(),
+                        t = inputs[2].toDoubles(), gated(x.size()), sum(x.size());
+    for (int64_t a = 0, i = 0; a < 3; ++a)
+      for (int64_t b = 0; b < 5; ++b)
+        for (int64_t c = 0; c < 83; ++c)
+          for (int64_t d = 0; d < 59; ++d, ++i) {
+            gated[size_t(i)] = x[size_t(i)] * g[size_t(d)];
+            sum[size_t(i)] = gated[size_t(i)] + t[size_t(((c * 59 + d) * 3 + a) * 5 + b)];
+          }
+    std::vector<HostTensor> got = runExecutable(compiled->fused, inputs);
+    ASSERT_EQ(got.size(), 2u);
+    std::string what = "on " + std::to_string(threads) + " threads";
+    expectMatch(got[0], HostTensor::fromDoubles(type, gated), 1e-6, "gate " + what);
+    expectMatch(got[1], HostTensor::fromDoubles(type, sum), 1e-6, "transpose " + what);
+  }
+  setCpuThreads(*before);
 }
 
 } // namespace
