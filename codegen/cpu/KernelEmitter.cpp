@@ -3,13 +3,31 @@
 #include "codegen/cpu/KernelEmitter.h"
 
 #include "codegen/FusionWalk.h"
+#include "codegen/cpu/Numerics.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 
 namespace smelt::codegen::cpu {
+
+RowLoop emitRowLoop(const KernelBody &body, int64_t size, ImplicitLocOpBuilder &b) {
+  auto i64 = [&](int64_t value) { return intConstant(b, b.getI64Type(), value); };
+  Value first = arith::DivUIOp::create(b, body.begin, i64(size));
+  Value last =
+      arith::DivUIOp::create(b, arith::AddIOp::create(b, body.end, i64(size - 1)), i64(size));
+  auto rows = scf::ForOp::create(b, first, last, i64(1));
+  b.setInsertionPointToStart(rows.getBody());
+  RowLoop loop;
+  loop.row = rows.getInductionVar();
+  loop.rowStart = arith::MulIOp::create(b, loop.row, i64(size));
+  loop.lo = arith::MaxSIOp::create(b, arith::SubIOp::create(b, body.begin, loop.rowStart), i64(0));
+  loop.hi = arith::MinSIOp::create(b, arith::SubIOp::create(b, body.end, loop.rowStart), i64(size));
+  return loop;
+}
 
 std::string emitKernel(ModuleOp module, FusionOp fusion, StringRef name) {
   MLIRContext *context = module.getContext();

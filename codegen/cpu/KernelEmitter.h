@@ -28,6 +28,15 @@ struct KernelBody {
   mlir::Value begin, end;
 };
 
+/// A body's units taken as rows of `size`: the loop over the rows that [begin, end) touches,
+/// with the builder's insertion point left at the start of its body (the caller keeps an
+/// InsertionGuard), the row's first unit, and this range's part of the row, [lo, hi): the
+/// range may start or stop inside a row.
+struct RowLoop {
+  mlir::Value row, rowStart, lo, hi;
+};
+RowLoop emitRowLoop(const KernelBody &body, int64_t size, mlir::ImplicitLocOpBuilder &b);
+
 /// The loops of the two kinds of fusion, emitted at the builder's insertion point; they return
 /// the CPU target's error ("" when none).
 std::string emitLoopBody(FusionOp fusion, const KernelBody &body, mlir::ImplicitLocOpBuilder &b);

@@ -65,23 +65,13 @@ private:
 
   void emitRows() {
     int64_t size = shape_.back();
-    Value first = arith::DivUIOp::create(b_, body_.begin, i64(size));
-    Value last =
-        arith::DivUIOp::create(b_, arith::AddIOp::create(b_, body_.end, i64(size - 1)), i64(size));
-    auto rows = scf::ForOp::create(b_, first, last, i64(1));
     OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(rows.getBody());
-    Value row = rows.getInductionVar();
-    SmallVector<Val> prefix = target_.coordinates(row, shape_.drop_back());
-    Value rowStart = arith::MulIOp::create(b_, row, i64(size));
-    // This thread's part of the row: [begin, end) may start or stop inside it.
-    Value lo = arith::MaxSIOp::create(b_, arith::SubIOp::create(b_, body_.begin, rowStart), i64(0));
-    Value hi =
-        arith::MinSIOp::create(b_, arith::SubIOp::create(b_, body_.end, rowStart), i64(size));
-    auto columns = scf::ForOp::create(b_, lo, hi, i64(1));
+    RowLoop rows = emitRowLoop(body_, size, b_);
+    SmallVector<Val> prefix = target_.coordinates(rows.row, shape_.drop_back());
+    auto columns = scf::ForOp::create(b_, rows.lo, rows.hi, i64(1));
     b_.setInsertionPointToStart(columns.getBody());
     Value column = columns.getInductionVar();
-    Value i = arith::AddIOp::create(b_, rowStart, column);
+    Value i = arith::AddIOp::create(b_, rows.rowStart, column);
     walk_.newScope();
     SmallVector<Val> coords = prefix;
     coords.push_back(target_.wrap(column));

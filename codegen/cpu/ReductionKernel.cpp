@@ -172,19 +172,10 @@ private:
                                              computeType(b_.getContext(), accDTypes.back()),
                                              i64(kTile), /*alignment=*/64));
     }
-    Value first = arith::DivUIOp::create(b_, body_.begin, i64(size));
-    Value last =
-        arith::DivUIOp::create(b_, arith::AddIOp::create(b_, body_.end, i64(size - 1)), i64(size));
-    auto rows = scf::ForOp::create(b_, first, last, i64(1));
     OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(rows.getBody());
-    Value row = rows.getInductionVar();
-    SmallVector<Val> prefix = target_.coordinates(row, rowShape);
-    Value rowStart = arith::MulIOp::create(b_, row, i64(size));
-    // This thread's part of the row: [begin, end) may start or stop inside it.
-    Value lo = arith::MaxSIOp::create(b_, arith::SubIOp::create(b_, body_.begin, rowStart), i64(0));
-    Value hi =
-        arith::MinSIOp::create(b_, arith::SubIOp::create(b_, body_.end, rowStart), i64(size));
+    RowLoop rows = emitRowLoop(body_, size, b_);
+    SmallVector<Val> prefix = target_.coordinates(rows.row, rowShape);
+    Value rowStart = rows.rowStart, lo = rows.lo, hi = rows.hi;
     auto tileLoop = scf::ForOp::create(b_, lo, hi, i64(kTile));
     b_.setInsertionPointToStart(tileLoop.getBody());
     Value k0 = tileLoop.getInductionVar();
