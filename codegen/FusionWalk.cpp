@@ -114,6 +114,60 @@ FusionWalk::IndexRef FusionWalk::reduceOperandIndex(ReduceOp reduce, ArrayRef<Va
   return coordIndex(shape, coords);
 }
 
+std::optional<SmallVector<Val>> FusionWalk::reshapedCoords(ArrayRef<int64_t> from, IndexRef at) {
+  SmallVector<int64_t> to = indices_[at].shape;
+  if (!indices_[at].hasCoords || to.empty() || from.empty() || llvm::is_contained(to, 0) ||
+      llvm::is_contained(from, 0))
+    return std::nullopt;
+  SmallVector<Val> outer(indices_[at].coords);
+  SmallVector<Val> result(from.size());
+  size_t i = 0, j = 0;
+  while (i < to.size() || j < from.size()) {
+    // A group: one dimension from each side (while there are), then the side with the smaller
+    // product grows until the products meet; size-1 dimensions left over form groups alone.
+    size_t i0 = i, j0 = j;
+    int64_t toCount = 1, fromCount = 1;
+    while (true) {
+      if (i < to.size() && (i == i0 || toCount < fromCount))
+        toCount *= to[i++];
+      else if (j < from.size() && (j == j0 || fromCount < toCount))
+        fromCount *= from[j++];
+      else
+        break;
+    }
+    // The position within the group, row-major over its result dimensions...
+    std::optional<Val> position;
+    for (size_t d = i0; d < i; ++d) {
+      if (to[d] == 1)
+        continue;
+      position = position ? target_.indexAdd(target_.indexMul(*position, to[d]), outer[d])
+                          : outer[d];
+    }
+    // ...peeled into its operand dimensions from the last; the first that is not 1 takes the
+    // rest without a remainder.
+    size_t firstWide = j;
+    for (size_t d = j0; d < j; ++d)
+      if (from[d] != 1) {
+        firstWide = d;
+        break;
+      }
+    Val rest = position ? *position : target_.indexConstant(0);
+    for (size_t d = j; d-- > j0;) {
+      if (from[d] == 1) {
+        result[d] = target_.indexConstant(0);
+        continue;
+      }
+      if (d == firstWide) {
+        result[d] = rest;
+        continue;
+      }
+      result[d] = target_.indexRem(rest, from[d]);
+      rest = target_.indexDiv(rest, from[d]);
+    }
+  }
+  return result;
+}
+
 FusionWalk::IndexRef FusionWalk::gatherIndicesIndex(GatherOp gather, IndexRef at) {
   auto [it, inserted] = indicesIndex_.try_emplace({gather, at}, 0);
   if (!inserted)
@@ -135,7 +189,12 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
   ArrayRef<int64_t> from = shapeOf(operand);
   IndexRef result;
   bool sameShape = from == ArrayRef<int64_t>(indices_[at].shape);
-  if (isa<ReshapeOp>(op) || (isa<BroadcastInDimOp>(op) && sameShape)) {
+  std::optional<SmallVector<Val>> reshaped;
+  if (isa<ReshapeOp>(op) && (reshaped = reshapedCoords(from, at))) {
+    // Both ways: the linear position is the same, and the coordinates came cheaply.
+    indices_.push_back({SmallVector<int64_t>(from), indices_[at].linear, *reshaped, true});
+    result = IndexRef(indices_.size() - 1);
+  } else if (isa<ReshapeOp>(op) || (isa<BroadcastInDimOp>(op) && sameShape)) {
     // Same row-major position, counted in the operand's shape (an identity broadcast too).
     result = linearIndex(from, linear(at));
   } else if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {

@@ -115,6 +115,13 @@ private:
   /// The index into `op`'s operand that element `at` of its result reads (a gather's table,
   /// once its index element is emitted).
   IndexRef operandIndex(mlir::Operation *op, IndexRef at);
+  /// The coordinates in `from` of a reshape's operand element that element `at` of its result
+  /// is, computed group by group where the coordinates of `at` are known: the dimensions that
+  /// a reshape splits or merges form groups holding the same elements on both sides, and only
+  /// a group that splits a dimension divides (a channel shuffle's 232 -> 116 x 2 by 2), where
+  /// going through the linear index would divide for every dimension. Nullopt where `at` has
+  /// no coordinates yet, or a shape is empty or has no elements.
+  std::optional<llvm::SmallVector<Val>> reshapedCoords(llvm::ArrayRef<int64_t> from, IndexRef at);
   /// The index into a gather's `indices` that element `at` of its result reads: the result's
   /// leading coordinates.
   IndexRef gatherIndicesIndex(GatherOp gather, IndexRef at);

@@ -109,6 +109,64 @@ TEST(FusedShape, ComposedShapeOpsRemapIndices) {
       expectShapeOp(substitute(c.body, {{"E", std::string(dtypeName(dtype))}}), c.in, c.out, dtype);
 }
 
+/// `values` of `shape` transposed by `permutation`, in float64: result dimension i is
+/// operand dimension permutation[i].
+std::vector<double> transposed(const std::vector<double> &values, const Shape &shape,
+                               const Shape &permutation) {
+  size_t rank = shape.size();
+  Shape strides(rank, 1), out(rank);
+  for (size_t d = rank - 1; d-- > 0;)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  for (size_t d = 0; d < rank; ++d)
+    out[d] = shape[size_t(permutation[d])];
+  std::vector<double> result(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    int64_t rest = int64_t(i), from = 0;
+    for (size_t d = rank; d-- > 0;) {
+      from += (rest % out[d]) * strides[size_t(permutation[d])];
+      rest /= out[d];
+    }
+    result[i] = values[size_t(from)];
+  }
+  return result;
+}
+
+// reshape -> transpose -> reshape, as a channel shuffle is written: the walk maps the result's
+// coordinates through each reshape group by group (FusionWalk::reshapedCoords), so groups that
+// split, merge, or only carry size-1 dimensions must all land on the right element.
+TEST(FusedShape, ReshapesAroundATransposeMapCoordinatesByGroups) {
+  const struct {
+    Shape in, middle, permutation, out;
+  } cases[] = {
+      {{1, 6, 5, 7}, {1, 2, 3, 5, 7}, {0, 2, 1, 3, 4}, {1, 6, 5, 7}}, // channel shuffle
+      {{3, 1, 4, 2}, {3, 4, 1, 2, 1}, {1, 0, 4, 3, 2}, {12, 2}},
+      {{2, 3, 4, 5}, {6, 20}, {1, 0}, {4, 5, 3, 2}},
+      {{1, 12, 1}, {2, 1, 6}, {2, 1, 0}, {3, 1, 2, 2, 1}},
+  };
+  for (const auto &c : cases) {
+    Shape turned;
+    for (int64_t d : c.permutation)
+      turned.push_back(c.middle[size_t(d)]);
+    std::string body = "%m = smelt.reshape %a : ${IN} -> " + tensorType(c.middle, DType::f32) +
+                       "\n    %t = smelt.transpose %m, permutation = " + dims(c.permutation) +
+                       " : " + tensorType(c.middle, DType::f32) +
+                       "\n    %y = smelt.reshape %t : " + tensorType(turned, DType::f32) +
+                       " -> ${OUT}";
+    std::string text = substitute(substitute(kShapeOp, {{"BODY", body}}),
+                                  {{"IN", tensorType(c.in, DType::f32)},
+                                   {"OUT", tensorType(c.out, DType::f32)}});
+    std::optional<Compiled> compiled = compileBoth(text);
+    ASSERT_TRUE(compiled) << body;
+    HostTensor x = randomTensor(DType::f32, c.in);
+    std::vector<HostTensor> got = runExecutable(compiled->fused, {x});
+    ASSERT_EQ(got.size(), 1u) << body;
+    expectMatch(got[0],
+                HostTensor::fromDoubles(TensorType{DType::f32, c.out},
+                                        transposed(x.toDoubles(), c.middle, c.permutation)),
+                1e-7, body);
+  }
+}
+
 const char *kBiasAdd = R"(
 func.func @f(%x: tensor<6x5x${E}>, %b: tensor<5x${E}>, %c: tensor<${E}>) -> tensor<6x5x${E}> {
   %r = smelt.fusion loop (%x, %b, %c) : (tensor<6x5x${E}>, tensor<5x${E}>, tensor<${E}>) -> tensor<6x5x${E}> {
