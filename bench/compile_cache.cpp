@@ -3,8 +3,9 @@
 // memory (the same JitCache again) and warm on disk (a new JitCache on the same directory, as a
 // new process: read the artifact and dlopen its CPU code, no LLVM). Prints the median of
 // several runs of each.
-//   smelt-bench-compile-cache [runs=5] [mlp|cnn|gpt]   (gpt: batch 32, bench/GptWorkload.h)
-#include "bench/GptWorkload.h"
+//   smelt-bench-compile-cache [runs=5] [mlp|cnn|gpt|lstm[:steps]]
+// (gpt: batch 32; lstm: batch 64, unrolled over 32 steps or `steps`; bench/TextWorkloads.h)
+#include "bench/TextWorkloads.h"
 #include "codegen/JitCache.h"
 #include "frontend/Graph.h"
 #include "train/Trainer.h"
@@ -35,8 +36,15 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 5;
   std::string model = argc > 2 ? argv[2] : "mlp";
-  if (runs < 1 || (model != "mlp" && model != "cnn" && model != "gpt"))
-    return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] [mlp|cnn|gpt]\n"),
+  int64_t lstmSteps = 32;
+  if (model.rfind("lstm:", 0) == 0) {
+    lstmSteps = std::atoll(model.c_str() + 5);
+    model = "lstm";
+  }
+  if (runs < 1 || lstmSteps < 1 ||
+      (model != "mlp" && model != "cnn" && model != "gpt" && model != "lstm"))
+    return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] "
+                              "[mlp|cnn|gpt|lstm[:steps]]\n"),
            1;
   namespace fs = std::filesystem;
   mlir::MLIRContext context;
@@ -49,8 +57,16 @@ int main(int argc, char **argv) {
       return fmt::print(stderr, "error: {}\n", gpt.message()), 1;
     config.model = smelt::train::gptModel(gpt->config);
     config.batch = 32;
+  } else if (model == "lstm") {
+    auto lstm = smelt::bench::loadLstmWorkload(lstmSteps);
+    if (!lstm)
+      return fmt::print(stderr, "error: {}\n", lstm.message()), 1;
+    config.model = smelt::train::lstmModel(lstm->config);
+    config.batch = 64;
   }
+  auto buildStart = Clock::now();
   std::unique_ptr<smelt::Graph> graph = smelt::train::buildTrainStep(context, config);
+  double buildMs = msSince(buildStart);
   mlir::ModuleOp module = graph->module();
 
   std::vector<double> cold, memory, disk;
@@ -76,6 +92,7 @@ int main(int argc, char **argv) {
     fs::remove_all(pattern);
   }
   fmt::print("{} train step (batch {}), median of {} runs:\n", model, config.batch, runs);
+  fmt::print("  build (the step and its gradients) {:9.1f} ms, once\n", buildMs);
   fmt::print("  cold (empty cache directory)       {:9.1f} ms\n", median(cold));
   fmt::print("  warm, in memory (same JitCache)    {:9.3f} ms\n", median(memory));
   fmt::print("  warm, on disk (new JitCache)       {:9.1f} ms\n", median(disk));

@@ -1,12 +1,13 @@
 // CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default), or of the
-// char-level GPT on text (bench/GptWorkload.h; batch 32 by default): the
-// median of 50 steps after a warm-up of 10 steps and 0.6 s, measured between consecutive steps
+// char-level GPT on text (bench/TextWorkloads.h; batch 32 by default), or of the char LSTM
+// (lstm, batch 64, unrolled over 32 steps; lstm:128 over 128): the
+// median of 50 steps (fewer where the text has fewer windows) after a warm-up of 10 steps and 0.6 s, measured between consecutive steps
 // of an epoch, for each of `variants` in turn (default fused,unfused): the default pipeline
 // (fused: kernels, and epilogues folded into matmuls and conv2ds), with matmuls' only
 // (no-conv-epilogues), fused kernels without epilogue folding (no-epilogues), every op as its own
 // step (unfused). Ratios are against the first variant.
-//   smelt-bench-train-step [mlp|cnn|gpt] [batch] [precision] [variants]
-#include "bench/GptWorkload.h"
+//   smelt-bench-train-step [mlp|cnn|gpt|lstm[:steps]] [batch] [precision] [variants]
+#include "bench/TextWorkloads.h"
 #include "data/Mnist.h"
 #include "train/Trainer.h"
 
@@ -20,8 +21,16 @@
 int main(int argc, char **argv) {
   using Clock = std::chrono::steady_clock;
   std::string model = argc > 1 ? argv[1] : "mlp";
-  int64_t batch = argc > 2 ? std::stoll(argv[2]) : model == "gpt" ? 32 : 256;
-  const int warmup = 10, measured = 50;
+  int64_t lstmSteps = 32;
+  if (model.rfind("lstm:", 0) == 0) {
+    lstmSteps = std::stoll(model.substr(5));
+    model = "lstm";
+  }
+  int64_t batch = argc > 2   ? std::stoll(argv[2])
+                  : model == "gpt"  ? 32
+                  : model == "lstm" ? 64
+                                    : 256;
+  const int64_t warmup = 10;
   smelt::train::TrainConfig config;
   config.model = model;
   std::optional<smelt::data::Dataset> loaded;
@@ -33,6 +42,14 @@ int main(int argc, char **argv) {
     }
     config.model = smelt::train::gptModel(gpt->config);
     loaded = std::move(gpt->windows);
+  } else if (model == "lstm") {
+    auto lstm = smelt::bench::loadLstmWorkload(lstmSteps);
+    if (!lstm) {
+      fmt::print(stderr, "error: {}\n", lstm.message());
+      return 1;
+    }
+    config.model = smelt::train::lstmModel(lstm->config);
+    loaded = std::move(lstm->windows);
   } else {
     auto split = smelt::data::loadMnist("/usr/share/datasets/fashion-mnist", "train");
     if (!split) {
@@ -42,6 +59,12 @@ int main(int argc, char **argv) {
     loaded = smelt::data::Dataset(std::move(split->images), std::move(split->labels));
   }
   const smelt::data::Dataset &all = *loaded;
+  int64_t measured = std::min<int64_t>(50, all.size() / batch - warmup - 1);
+  if (measured < 5) {
+    fmt::print(stderr, "error: {} examples make too few batches of {} to measure\n", all.size(),
+               batch);
+    return 1;
+  }
   // Warm-up batches, then the measured ones: one more, as the first interval measured ends at
   // its second step.
   smelt::rt::Expected<smelt::data::Dataset> warmData = all.slice(0, batch * warmup),

@@ -3,6 +3,8 @@
 // gradients. The builder's Graph::gradients runs this pass too (frontend/Graph.cpp).
 #include "passes/Passes.h"
 
+#include "passes/GradientSum.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -37,7 +39,9 @@ bool isFloatTensor(Type type) {
 ///     (a backward walk); only ops on both paths are differentiated, so unused gradient work is
 ///     never built;
 ///  2. seeds d loss = 1 and visits those ops in reverse, asking each for its vector-Jacobian
-///     product (DifferentiableOpInterface) and summing the gradients of values used twice;
+///     product (DifferentiableOpInterface); a value used more than once gets the sum of its
+///     users' gradients once they are all built (sumGradients: slices' pads join into one
+///     concat);
 ///  3. ops that state Smelt_NoGradient (compare, argmax, iota, rng, constant) stop the gradient.
 /// A `wrt` value the loss does not depend on gets a zero gradient. Fails with a diagnostic on
 /// the op that has no gradient rule.
@@ -68,15 +72,21 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
   }
 
   // 2. The reverse walk.
-  llvm::DenseMap<Value, Value> grads;
-  auto accumulate = [&](Value v, Value g) {
-    auto [it, inserted] = grads.try_emplace(v, g);
-    if (!inserted)
-      it->second = AddOp::create(builder, g.getLoc(), it->second, g);
+  // Each value's gradients from its users, summed when the walk reaches the value's own op
+  // (every user comes after it, so every contribution is in by then).
+  llvm::DenseMap<Value, SmallVector<Value, 1>> grads;
+  auto accumulate = [&](Value v, Value g) { grads[v].push_back(g); };
+  auto gradientOf = [&](Value v) -> Value {
+    auto it = grads.find(v);
+    if (it == grads.end())
+      return Value();
+    if (it->second.size() > 1)
+      it->second = {sumGradients(builder, it->second)};
+    return it->second.front();
   };
-  grads[loss] = ConstantOp::create(
-      builder, loc, DenseElementsAttr::get(lossType, builder.getFloatAttr(
-                                                         lossType.getElementType(), 1.0)));
+  grads[loss].push_back(ConstantOp::create(
+      builder, loc,
+      DenseElementsAttr::get(lossType, builder.getFloatAttr(lossType.getElementType(), 1.0))));
   for (Operation *op : relevant) {
     // Gradient rules take one result's gradient; ops with several results (fusions, all_reduce
     // buckets) are made by passes that run after autodiff.
@@ -85,7 +95,7 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
              << op->getNumResults()
              << " results and no gradient rule for that; differentiate before the passes that "
                 "make such ops (smelt-bucket-all-reduce, smelt-fuse)";
-    Value g = grads.lookup(op->getResult(0));
+    Value g = gradientOf(op->getResult(0));
     if (!g)
       continue;
     auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
@@ -106,7 +116,7 @@ FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss, Val
 
   SmallVector<Value> result;
   for (Value w : wrt) {
-    Value g = grads.lookup(w);
+    Value g = gradientOf(w);
     result.push_back(g ? g : zerosLike(builder, w.getLoc(), w.getType()));
   }
   return result;

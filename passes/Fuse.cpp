@@ -34,6 +34,7 @@
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -59,6 +60,9 @@ constexpr int64_t kFlopsPerByte = 8;
 /// the CPU and 20,000 ops 122 s. Capped, a long chain becomes kernels of this size and
 /// compiles in linear time; one intermediate tensor per 256 ops costs nothing measurable.
 constexpr size_t kMaxOpsPerFusion = 256;
+/// The most ops one reachability question walks (Fuser::reaches). The seed models' training
+/// steps walk at most 1,820 (the GPT's); an LSTM unrolled over T steps walks ~24 T.
+constexpr size_t kReachableWalk = 4096;
 
 struct Group {
   FusionKind kind;
@@ -129,19 +133,26 @@ public:
     // A group's sets can name an op that an earlier outlining erased (an op that is the root
     // of its own group and copied into others): its address may now hold one of the fusions
     // made here, which must never be taken for it (a fusion nested in a fusion). The others
-    // then read that op's value from the fusion that computes it.
-    DenseSet<Operation *> madeHere;
+    // then read that op's value from the fusion that computes it. Members are put in block
+    // order by their positions, not by a scan of the block for each group (quadratic in an
+    // unrolled recurrence).
+    DenseSet<Operation *> erased;
     for (Group &g : groups_) {
       if (g.merged)
         continue;
-      SmallVector<Operation *> members;
-      for (Operation &op : block)
-        if (!madeHere.contains(&op) &&
-            (g.members.contains(&op) || g.duplicated.contains(&op)))
-          members.push_back(&op);
+      SetVector<Operation *> taken;
+      for (Operation *op : g.members)
+        if (!erased.contains(op))
+          taken.insert(op);
+      for (Operation *op : g.duplicated)
+        if (!erased.contains(op))
+          taken.insert(op);
+      SmallVector<Operation *> members(taken.begin(), taken.end());
+      llvm::sort(members, [&](Operation *a, Operation *b) { return position[a] < position[b]; });
       auto device = g.root->getAttrOfType<StringAttr>("smelt.device"); // the root is erased
-      FusionOp fusion = outlineFusion(g.kind, members, g.duplicated);
-      madeHere.insert(fusion);
+      SmallVector<Operation *> gone;
+      FusionOp fusion = outlineFusion(g.kind, members, g.duplicated, gone);
+      erased.insert(gone.begin(), gone.end());
       if (device)
         fusion->setAttr("smelt.device", device);
       fusion->setAttr("smelt.fusion_id", IntegerAttr::get(IntegerType::get(fusion.getContext(), 64),
@@ -241,6 +252,11 @@ private:
 
   /// Whether anything reachable from `from` (following users, and through whole groups once
   /// they are fused) lies in group `id`.
+  /// Whether a path of uses from `from` leads into group `id` (a group counting as one node:
+  /// its kernel runs as a whole). Past kReachableWalk ops the answer is yes: fusing then
+  /// loses a merge or an extra result, never makes a cycle, and each question costs at most
+  /// that much, where a walk to the end of the function from every step of an unrolled
+  /// recurrence fused in time growing with the square of its steps (issue 35).
   bool reaches(Operation *from, unsigned id) {
     SmallVector<Operation *> work{from};
     DenseSet<Operation *> seen;
@@ -251,6 +267,8 @@ private:
       Operation *op = work.pop_back_val();
       if (!seen.insert(op).second)
         continue;
+      if (seen.size() > kReachableWalk)
+        return true;
       auto it = groupOf_.find(op);
       if (it != groupOf_.end()) {
         if (it->second == id)
@@ -418,13 +436,23 @@ private:
             size(groups_[a]) + size(groups_[b]) > kMaxOpsPerFusion)
           continue;
         const SetVector<Value> &ia = inputsFor(a), &ib = inputsFor(b);
-        auto shared = llvm::find_if(ia, [&](Value v) { return ib.contains(v); });
+        // A splat constant or iota read by both is no reason: each kernel computes it in place
+        // for free. (In an unrolled recurrence every step's gradient reads the same ones, and
+        // pairing all the steps through them made this loop quadratic in the steps.)
+        auto shared = llvm::find_if(ia, [&](Value v) {
+          Operation *producer = v.getDefiningOp();
+          return ib.contains(v) && !(producer && fusionRole(producer) == FusionRole::Source);
+        });
         if (shared == ia.end() || reaches(groups_[a].root, b) || reaches(groups_[b].root, a))
           continue;
         Group &into = groups_[a], &from = groups_[b];
         std::string what;
         llvm::raw_string_ostream os(what);
-        shared->printAsOperand(os, OpPrintingFlags());
+        // One numbering of the function's values for every merge: printAsOperand without a
+        // state numbers (and verifies) the whole function each time, quadratic in its size.
+        if (!names_)
+          names_ = std::make_unique<AsmState>(function_);
+        shared->printAsOperand(os, *names_);
         into.log.push_back("merged sibling: the fusion rooted at " + describe(from.root) +
                            " (both read " + what + ")");
         for (Operation *op : from.members) {
@@ -448,6 +476,7 @@ private:
   std::vector<std::string> epilogueLog_;
   std::vector<Group> groups_;
   DenseMap<Operation *, unsigned> groupOf_;
+  std::unique_ptr<AsmState> names_; // value names for the report, made once
   DenseSet<Operation *> dead_;
   /// Ops some group holds a copy of: they never move into another group, so every copy's
   /// original stays for outlining.

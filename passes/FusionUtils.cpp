@@ -51,7 +51,8 @@ int64_t numBytes(Value value) {
 }
 
 FusionOp outlineFusion(FusionKind kind, ArrayRef<Operation *> members,
-                       const SmallPtrSetImpl<Operation *> &duplicated) {
+                       const SmallPtrSetImpl<Operation *> &duplicated,
+                       SmallVectorImpl<Operation *> &erased) {
   SmallPtrSet<Operation *, 16> inside(members.begin(), members.end());
   // A duplicated member's original stays for users outside, so it reads from outside too.
   auto outside = [&](Operation *user) {
@@ -92,8 +93,10 @@ FusionOp outlineFusion(FusionKind kind, ArrayRef<Operation *> members,
     });
   // Moved members are now unused outside; erase users before producers.
   for (Operation *op : llvm::reverse(members))
-    if (!duplicated.contains(op) && op->use_empty())
+    if (!duplicated.contains(op) && op->use_empty()) {
+      erased.push_back(op);
       op->erase();
+    }
   return fusion;
 }
 

@@ -33,8 +33,10 @@ int64_t numBytes(mlir::Value value);
 /// Members in `duplicated` are cloned into the body and stay outside for their other users;
 /// the rest move in. The fusion's inputs are the values members read from outside, its results
 /// the moved members' values used outside, in block order; the fusion is created where its
-/// first member was (the caller sorts the block afterwards).
+/// first member was (the caller sorts the block afterwards). The members it erased (moved in,
+/// unused outside) are appended to `erased`: their addresses may be reused for new ops.
 FusionOp outlineFusion(FusionKind kind, llvm::ArrayRef<mlir::Operation *> members,
-                       const llvm::SmallPtrSetImpl<mlir::Operation *> &duplicated);
+                       const llvm::SmallPtrSetImpl<mlir::Operation *> &duplicated,
+                       llvm::SmallVectorImpl<mlir::Operation *> &erased);
 
 } // namespace smelt

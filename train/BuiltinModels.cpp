@@ -4,6 +4,7 @@
 
 #include "frontend/Layers.h"
 #include "frontend/Models.h"
+#include "frontend/Recurrent.h"
 
 namespace smelt::train {
 
@@ -44,6 +45,16 @@ ModelSpec gptModel(const GptConfig &config) {
   TensorSpec tokens{{config.context}, DType::i32};
   return ModelSpec("gpt", tokens, tokens, [config](Graph &, const ModelInputs &in) {
     Tensor logits = gptLogits(in.examples, config, in.training, in.seed, in.step);
+    return classification(logits, in.labels);
+  });
+}
+
+ModelSpec lstmModel(const LstmConfig &config) {
+  TensorSpec tokens{{config.context}, DType::i32};
+  return ModelSpec("lstm", tokens, tokens, [config](Graph &, const ModelInputs &in) {
+    Tensor x = embedding(in.examples, config.vocab, config.width, "token_embedding",
+                         Initializer::uniform(-0.05, 0.05), config.dtype);
+    Tensor logits = dense(lstm(x, config.hidden, "lstm"), config.vocab, "logits");
     return classification(logits, in.labels);
   });
 }

@@ -1,5 +1,5 @@
 // The models `smelt train` offers, as ModelSpecs any user could have written: the
-// Fashion-MNIST MLP and CNN classifiers, and the character-level GPT.
+// Fashion-MNIST MLP and CNN classifiers, the character-level GPT and the character LSTM.
 #pragma once
 
 #include "frontend/Gpt.h"
@@ -17,5 +17,19 @@ rt::Expected<ModelSpec> builtinModel(const std::string &name, double dropout);
 /// (data::nextTokenWindows), the loss the mean cross-entropy over every position, the metric
 /// its token accuracy.
 ModelSpec gptModel(const GptConfig &config);
+
+/// The character LSTM: token embeddings, one unrolled LSTM layer (frontend/Recurrent.h) and a
+/// projection to the vocabulary at every step.
+struct LstmConfig {
+  int64_t vocab = 0;    // token ids are in [0, vocab)
+  int64_t context = 32; // tokens per sequence: the steps unrolled
+  int64_t width = 64;   // embedding width
+  int64_t hidden = 128; // LSTM units
+  DType dtype = DType::f32;
+};
+
+/// The LSTM of `config` as a next-token model, as gptModel: [context] i32 tokens in and out,
+/// the mean cross-entropy over every position, its token accuracy.
+ModelSpec lstmModel(const LstmConfig &config);
 
 } // namespace smelt::train

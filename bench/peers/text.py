@@ -1,4 +1,4 @@
-"""The GPT workload's data for the peers, as bench/GptWorkload.h builds it: the characters of
+"""The GPT workload's data for the peers, as bench/TextWorkloads.h builds it: the characters of
 Debian's fortunes literature ($SMELT_TEXT overrides) as ids in byte order, in windows of 64
 starting every 16 characters, each labelled with the next 64; and the GPT's shape."""
 import os

@@ -143,3 +143,31 @@ func.func @main(%x: tensor<3xf32>) -> tensor<f32> {
   %2 = smelt.reduce sum %1 axes = [0] : tensor<3xf32>
   return %2 : tensor<f32>
 }
+
+// -----
+
+// A value sliced several times gets its gradient once every slice's is built: the pads of
+// pieces along one axis that do not overlap join into one concat in offset order, zeros in
+// the gap (column 3); the slice that overlaps them (columns 1-2) keeps its pad, and the sum
+// adds it once. No pad of the joined pieces is left.
+// CHECK-LABEL: func.func @main_grad
+// CHECK-DAG: %[[GAP:.+]] = smelt.constant dense<0.000000e+00> : tensor<2x1xf32>
+// CHECK-DAG: %[[OVER:.+]] = smelt.pad %{{.+}} low = [0, 1] high = [0, 3] value = 0.000000e+00 : tensor<2x2xf32>
+// CHECK: %[[JOINED:.+]] = smelt.concat %[[A:.+]], %[[B:.+]], %[[GAP]], %[[C:.+]] dim = 1 : tensor<2x2xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x2xf32>
+// CHECK: %[[SUM:.+]] = smelt.add %[[JOINED]], %[[OVER]] : tensor<2x6xf32>
+// CHECK-NOT: smelt.pad
+// CHECK: return %{{.+}}, %[[SUM]]
+func.func @main(%x: tensor<2x6xf32>) -> tensor<f32> {
+  %a = smelt.slice %x [0:2:1, 0:2:1] : tensor<2x6xf32>
+  %b = smelt.slice %x [0:2:1, 2:3:1] : tensor<2x6xf32>
+  %c = smelt.slice %x [0:2:1, 4:6:1] : tensor<2x6xf32>
+  %d = smelt.slice %x [0:2:1, 1:3:1] : tensor<2x6xf32>
+  %sa = smelt.reduce sum %a axes = [0, 1] : tensor<2x2xf32>
+  %sb = smelt.reduce sum %b axes = [0, 1] : tensor<2x1xf32>
+  %sc = smelt.reduce sum %c axes = [0, 1] : tensor<2x2xf32>
+  %sd = smelt.reduce sum %d axes = [0, 1] : tensor<2x2xf32>
+  %0 = smelt.add %sa, %sb : tensor<f32>
+  %1 = smelt.add %0, %sc : tensor<f32>
+  %2 = smelt.add %1, %sd : tensor<f32>
+  return %2 : tensor<f32>
+}
