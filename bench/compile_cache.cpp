@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 
 namespace {
@@ -70,6 +71,7 @@ int main(int argc, char **argv) {
   mlir::ModuleOp module = graph->module();
 
   std::vector<double> cold, memory, disk;
+  std::map<std::string, uint64_t> peakBytes;
   for (int run = 0; run < runs; ++run) {
     std::string pattern = (fs::temp_directory_path() / "smelt-bench-cache-XXXXXX").string();
     if (!::mkdtemp(pattern.data()))
@@ -78,9 +80,11 @@ int main(int argc, char **argv) {
     options.cacheDir = pattern;
     auto timed = [&](smelt::codegen::JitCache &cache, std::vector<double> &into) {
       auto start = Clock::now();
-      if (mlir::failed(cache.get(module, "train_step")))
+      auto exe = cache.get(module, "train_step");
+      if (mlir::failed(exe))
         return false;
       into.push_back(msSince(start));
+      peakBytes = (*exe)->peakBytes;
       return true;
     };
     smelt::codegen::JitCache first(options);
@@ -96,5 +100,7 @@ int main(int argc, char **argv) {
   fmt::print("  cold (empty cache directory)       {:9.1f} ms\n", median(cold));
   fmt::print("  warm, in memory (same JitCache)    {:9.3f} ms\n", median(memory));
   fmt::print("  warm, on disk (new JitCache)       {:9.1f} ms\n", median(disk));
+  for (const auto &[device, peak] : peakBytes)
+    fmt::print("  planned peak memory on {}        {:9.1f} MiB\n", device, double(peak) / (1 << 20));
   return 0;
 }

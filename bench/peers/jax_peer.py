@@ -1,8 +1,9 @@
-"""JAX's side of bench/peers (XLA:CPU): Smelt's seed models and its char-level GPT trained as a
+"""JAX's side of bench/peers (XLA:CPU): Smelt's seed models, its char-level GPT and its char
+LSTM (one lax.scan over the steps, as a JAX user writes a recurrence) trained as a
 JAX user writes them, one jitted step with Adam and the parameters donated, and the 6-op chain
 of bench/fusion_chain.cpp jitted. Prints one JSON line (common_args.report); compile_ms is
 lower + compile of the step, what jit costs before the first result.
-  jax_peer.py mlp|cnn|gpt|chain jit [--batch 256 (gpt: 32)]"""
+  jax_peer.py mlp|cnn|gpt|lstm|chain jit [--batch 256 (gpt: 32, lstm: 64)]"""
 import time
 
 import jax
@@ -52,6 +53,35 @@ def gpt_init(key, vocab):
                 logits=dense(w, vocab))
 
 
+def lstm_init(key, vocab):
+    """train::lstmModel's parameters: uniform(-0.05, 0.05) embeddings, Glorot-uniform kernels,
+    zero biases; gates in Keras' order (input, forget, cell, output)."""
+    e, u = text.LSTM_EMBED, text.LSTM_UNITS
+    keys = jax.random.split(key, 4)
+    return dict(embed=jax.random.uniform(keys[0], (vocab, e), jnp.float32, -0.05, 0.05),
+                kernel=glorot(keys[1], (e, 4 * u), e, 4 * u),
+                recurrent=glorot(keys[2], (u, 4 * u), u, 4 * u), bias=jnp.zeros(4 * u),
+                logits=(glorot(keys[3], (u, vocab), u, vocab), jnp.zeros(vocab)))
+
+
+def lstm_logits(params, tokens):
+    b = tokens.shape[0]
+    u = text.LSTM_UNITS
+    inputs = params["embed"][tokens] @ params["kernel"] + params["bias"]  # [B, T, 4U]
+
+    def cell(state, z):
+        h, c = state
+        z = z + h @ params["recurrent"]
+        i, f, g, o = (z[:, k * u:(k + 1) * u] for k in range(4))
+        c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+        h = jax.nn.sigmoid(o) * jnp.tanh(c)
+        return (h, c), h
+
+    zeros = jnp.zeros((b, u))
+    _, hs = jax.lax.scan(cell, (zeros, zeros), inputs.transpose(1, 0, 2))
+    return hs.transpose(1, 0, 2) @ params["logits"][0] + params["logits"][1]
+
+
 def layer_norm(x, gain_bias):
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
@@ -82,6 +112,8 @@ def gpt_logits(params, tokens, key):
 def logits_of(name, params, x, key):
     if name == "gpt":
         return gpt_logits(params, x, key)
+    if name == "lstm":
+        return lstm_logits(params, x)
     keys = jax.random.split(key, 2)
     if name == "mlp":
         for i, (w, b) in enumerate(params[:-1]):
@@ -124,6 +156,9 @@ def train(args):
     if args.workload == "gpt":
         images, labels, vocab = text.load_windows()
         params = gpt_init(jax.random.PRNGKey(0), vocab)
+    elif args.workload == "lstm":
+        images, labels, vocab = text.load_windows(text.LSTM_CONTEXT)
+        params = lstm_init(jax.random.PRNGKey(0), vocab)
     else:
         images, labels = load_train()
         params = init(args.workload, jax.random.PRNGKey(0))

@@ -7,7 +7,7 @@ Prints the median of each cell and Smelt/peer ratios (below 1: Smelt is faster).
 A run counts only when other processes (niced ones aside) took at most 10% of the cores while
 it ran (from /proc/stat less the run's own CPU time); a busier run is repeated, up to three
 times, and kept marked when none was quiet.
-  bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,gpt,chain]
+  bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,gpt,lstm,chain]
 The venv is bench/peers/setup.sh's (PyTorch and JAX from PyPI)."""
 import argparse
 import json
@@ -56,7 +56,7 @@ def smelt_train(build, model):
             m = re.search(rf", {variant}: .*?median ([0-9.]+) ms", out)
             got[f"smelt {variant}"] = {"step_ms": float(m.group(1))}
         return got
-    batch = "32" if model == "gpt" else "256"
+    batch = {"gpt": "32", "lstm": "64"}.get(model, "256")
     return [f"{build}/bin/smelt-bench-train-step", model, batch, "f32", "fused,unfused"], parse
 
 

@@ -1,8 +1,8 @@
-"""PyTorch's side of bench/peers: Smelt's seed models (train/BuiltinModels.cpp) and its
-char-level GPT (frontend/Gpt.cpp) trained as a PyTorch user writes them, eager or under
+"""PyTorch's side of bench/peers: Smelt's seed models (train/BuiltinModels.cpp), its
+char-level GPT (frontend/Gpt.cpp) and its char LSTM (nn.LSTM) trained as a PyTorch user writes them, eager or under
 torch.compile, and the 6-op elementwise chain of bench/fusion_chain.cpp. Prints one JSON line
 (common_args.report).
-  torch_peer.py mlp|cnn|gpt|chain eager|compile [--batch 256 (gpt: 32)]"""
+  torch_peer.py mlp|cnn|gpt|lstm|chain eager|compile [--batch 256 (gpt: 32, lstm: 64)]"""
 import time
 
 import torch
@@ -53,6 +53,19 @@ class Gpt(nn.Module):
         return self.logits(self.norm(self.blocks(x)))
 
 
+class CharLstm(nn.Module):
+    """train::lstmModel: embedding, one LSTM layer over every step, logits at every step."""
+
+    def __init__(self, vocab):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, text.LSTM_EMBED)
+        self.lstm = nn.LSTM(text.LSTM_EMBED, text.LSTM_UNITS, batch_first=True)
+        self.logits = nn.Linear(text.LSTM_UNITS, vocab)
+
+    def forward(self, tokens):
+        return self.logits(self.lstm(self.embed(tokens))[0])
+
+
 def seed_model(name):
     """The MLP (784-512-256-10, relu, dropout 0.2) or the CNN (conv 32 and 64, 3x3 same, relu,
     2x2 max pooling, dropout 0.2, dense 10), Glorot-uniform kernels and zero biases as Smelt's
@@ -79,6 +92,9 @@ def train(args):
     if args.workload == "gpt":
         examples, labels, vocab = text.load_windows()
         model = Gpt(vocab)
+    elif args.workload == "lstm":
+        examples, labels, vocab = text.load_windows(text.LSTM_CONTEXT)
+        model = CharLstm(vocab)
     else:
         model = seed_model(args.workload)
         examples, labels = load_train()
