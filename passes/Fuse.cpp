@@ -186,6 +186,9 @@ public:
       for (size_t i = 0; i < g.log.size(); ++i)
         os << (i ? "  " : "") << g.log[i] << "\n";
     }
+    // The pass's own work, which must grow linearly with the function (tests count it).
+    os << "reachability: " << reachQuestions_ << " questions, " << reachWalked_
+       << " ops walked\n";
   }
 
   unsigned numDuplicated = 0, numRejected = 0, numMerged = 0;
@@ -258,6 +261,7 @@ private:
   /// that much, where a walk to the end of the function from every step of an unrolled
   /// recurrence fused in time growing with the square of its steps (issue 35).
   bool reaches(Operation *from, unsigned id) {
+    ++reachQuestions_;
     SmallVector<Operation *> work{from};
     DenseSet<Operation *> seen;
     // A group's members are pushed once, when the walk first enters it: pushing them again
@@ -267,6 +271,7 @@ private:
       Operation *op = work.pop_back_val();
       if (!seen.insert(op).second)
         continue;
+      ++reachWalked_;
       if (seen.size() > kReachableWalk)
         return true;
       auto it = groupOf_.find(op);
@@ -477,6 +482,7 @@ private:
   std::vector<Group> groups_;
   DenseMap<Operation *, unsigned> groupOf_;
   std::unique_ptr<AsmState> names_; // value names for the report, made once
+  uint64_t reachQuestions_ = 0, reachWalked_ = 0;
   DenseSet<Operation *> dead_;
   /// Ops some group holds a copy of: they never move into another group, so every copy's
   /// original stays for outlining.

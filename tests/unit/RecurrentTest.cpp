@@ -5,9 +5,18 @@
 
 #include "frontend/Recurrent.h"
 #include "ir/SmeltDialect.h"
+#include "codegen/Compile.h"
+#include "passes/Passes.h"
+#include "train/BuiltinModels.h"
+#include "train/Trainer.h"
 #include "runtime/CpuExecutor.h"
 
+#include "mlir/Pass/PassManager.h"
+
 #include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
 
 namespace smelt::test {
 namespace {
@@ -88,6 +97,44 @@ TEST(Lstm, StepSliceGradientsJoinIntoConcats) {
   EXPECT_EQ(pads, 0);
   EXPECT_EQ(stepConcats, 1);
   EXPECT_EQ(gateConcats, T);
+}
+
+/// The reachability questions smelt-fuse asked on the training step (forward, gradients,
+/// Adam) of the char LSTM unrolled over `steps`, summed over its functions' reports.
+uint64_t fuseQuestions(int64_t steps) {
+  mlir::MLIRContext ctx;
+  codegen::loadDialects(ctx);
+  train::TrainConfig config;
+  config.model = train::lstmModel({.vocab = 10, .context = steps, .width = 8, .hidden = 8});
+  config.batch = 4;
+  std::unique_ptr<Graph> graph = train::buildTrainStep(ctx, config);
+  std::string path = ::testing::TempDir() + "/lstm-fuse-" + std::to_string(steps) + ".txt";
+  mlir::PassManager pm(&ctx);
+  PipelineOptions options;
+  options.fusionReport = path;
+  buildDefaultPipeline(pm, options);
+  EXPECT_TRUE(mlir::succeeded(pm.run(graph->module())));
+  std::ifstream file(path);
+  std::stringstream report;
+  report << file.rdbuf();
+  std::string text = report.str();
+  uint64_t questions = 0;
+  std::regex line("reachability: ([0-9]+) questions");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+       it != std::sregex_iterator(); ++it)
+    questions += std::stoull((*it)[1].str());
+  EXPECT_GT(questions, 0u) << text.substr(0, 2000);
+  return questions;
+}
+
+// smelt-fuse's work on an unrolled recurrence grows linearly with its steps: pairing every
+// step's gradient kernels through the splat constants they all read made the questions grow
+// with the square of the steps (issue 35), and each question walks at most a fixed number of
+// ops. A count of the pass's work, not a timing.
+TEST(Lstm, FuseAsksLinearlyManyQuestionsInTheSteps) {
+  uint64_t q16 = fuseQuestions(16), q32 = fuseQuestions(32), q64 = fuseQuestions(64);
+  EXPECT_LE(double(q32), 2.3 * double(q16)) << q16 << " -> " << q32;
+  EXPECT_LE(double(q64), 2.3 * double(q32)) << q32 << " -> " << q64;
 }
 
 } // namespace
