@@ -63,6 +63,8 @@ constexpr size_t kMaxOpsPerFusion = 256;
 /// The most ops one reachability question walks (Fuser::reaches). The seed models' training
 /// steps walk at most 1,820 (the GPT's); an LSTM unrolled over T steps walks ~24 T.
 constexpr size_t kReachableWalk = 4096;
+/// The most kernels a cheap op (not a source or broadcast) is copied into (Fuser::decide).
+constexpr size_t kMaxCopies = 16;
 
 struct Group {
   FusionKind kind;
@@ -375,7 +377,11 @@ private:
     int64_t saved = numBytes(producer->getResult(0)) * (1 + users);
     int64_t cost = (users - 1) * (elements * elementCost(producer) / kFlopsPerByte + operandBytes) +
                    users * recomputeBytes;
-    if (everyUserFusible && saved >= cost) {
+    // At most kMaxCopies kernels recompute one op: copies of copies otherwise recompute a
+    // whole chain in every kernel below it (an LSTM's cell state c_t = f c_{t-1} + i g, copied
+    // into each step's kernel with all the steps before it: kernels of 6, 12, ... 186 ops,
+    // quadratic in the steps).
+    if (everyUserFusible && saved >= cost && copiedInto_[producer].size() < kMaxCopies) {
       g.duplicated.insert(producer);
       copied_.insert(producer);
       copiedInto_[producer].push_back(id);

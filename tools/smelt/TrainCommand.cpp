@@ -46,12 +46,13 @@ static CacheFlags cacheFlags(trainSubcommand);
 
 static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout), cnn "
                                                     "(conv-pool-conv-pool-dense) on "
-                                                    "Fashion-MNIST, or gpt on --text"),
+                                                    "Fashion-MNIST, or gpt or lstm (a character "
+                                                    "LSTM) on --text"),
                                   cl::init("mlp"), cl::sub(trainSubcommand),
                                   cl::cat(smeltCategory()));
 static cl::opt<int> epochs("epochs", cl::desc("Epochs to train"), cl::init(5),
                            cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<int> batch("batch", cl::desc("Batch size (gpt: 32 unless given)"), cl::init(256),
+static cl::opt<int> batch("batch", cl::desc("Batch size (gpt: 32, lstm: 64 unless given)"), cl::init(256),
                           cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<double> learningRate("lr", cl::desc("Learning rate"), cl::init(1e-3),
                                     cl::sub(trainSubcommand), cl::cat(smeltCategory()));
@@ -69,13 +70,14 @@ static cl::opt<double> weightDecay("weight-decay", cl::desc("AdamW's decoupled w
                                                             "parameters of rank >= 2"),
                                    cl::init(0.004), cl::sub(trainSubcommand),
                                    cl::cat(smeltCategory()));
-static cl::opt<std::string> textPath("text", cl::desc("--model=gpt: the text file to train on, "
-                                                      "by characters"),
+static cl::opt<std::string> textPath("text", cl::desc("--model=gpt or lstm: the text file to "
+                                                      "train on, by characters"),
                                      cl::value_desc("file"), cl::sub(trainSubcommand),
                                      cl::cat(smeltCategory()));
-static cl::opt<int> gptContext("context", cl::desc("--model=gpt: tokens per sequence"),
+static cl::opt<int> gptContext("context", cl::desc("--model=gpt or lstm: tokens per sequence "
+                                                         "(the LSTM's steps)"),
                                cl::init(64), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<int> gptWidth("width", cl::desc("--model=gpt: model width"), cl::init(128),
+static cl::opt<int> gptWidth("width", cl::desc("--model=gpt: model width; lstm: its units"), cl::init(128),
                              cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<int> gptLayers("layers", cl::desc("--model=gpt: transformer blocks"), cl::init(4),
                               cl::sub(trainSubcommand), cl::cat(smeltCategory()));
@@ -357,10 +359,12 @@ int trainCommand() {
     return failJob("--lr-schedule=" + lrSchedule + " is not constant, step:EVERY:FACTOR, "
                    "exponential:EVERY:FACTOR or cosine:WARMUP:TOTAL[:FINAL_FRACTION] with "
                    "counts >= 1, factors in (0, 1] and WARMUP <= TOTAL");
-  if (model == "gpt" && textPath.empty())
-    return failJob("--model=gpt trains on a text file: give --text=FILE");
-  if (model != "gpt" && !textPath.empty())
-    return failJob("--text is the GPT's training data: give --model=gpt with it");
+  bool textModel = model == "gpt" || model == "lstm";
+  if (textModel && textPath.empty())
+    return failJob("--model=" + model + " trains on a text file: give --text=FILE");
+  if (!textModel && !textPath.empty())
+    return failJob("--text is the training data of the text models: give --model=gpt or "
+                   "--model=lstm with it");
   std::optional<PrecisionPolicy> policy = parsePrecisionPolicy(precision);
   if (!policy)
     return failJob("--precision=" + precision + " is not one of f32, mixed_bf16, mixed_f16");
@@ -393,7 +397,7 @@ int trainCommand() {
   bool speaks = !mpiCommunicator || mpiCommunicator->rank() == 0;
   llvm::raw_ostream &out = speaks ? llvm::outs() : llvm::nulls();
 
-  rt::Expected<TrainingData> loaded = model == "gpt" ? loadText() : loadFashionMnist();
+  rt::Expected<TrainingData> loaded = textModel ? loadText() : loadFashionMnist();
   if (!loaded)
     return failJob(loaded.message());
   data::Dataset &train = loaded->train;
@@ -401,9 +405,19 @@ int trainCommand() {
   int64_t validationCount = validation ? validation->size() : 0;
 
   train::TrainConfig config;
-  config.model = model == "gpt" ? train::gptModel(loaded->gpt) : train::ModelSpec(model);
-  // The GPT's sequences are 64 examples of work each: 32 make a step, as nanoGPT's do.
-  config.batch = model == "gpt" && !batch.getNumOccurrences() ? 32 : int(batch);
+  train::LstmConfig lstm;
+  lstm.vocab = loaded->gpt.vocab;
+  lstm.context = gptContext;
+  lstm.hidden = gptWidth;
+  config.model = model == "gpt"    ? train::gptModel(loaded->gpt)
+                 : model == "lstm" ? train::lstmModel(lstm)
+                                   : train::ModelSpec(model);
+  // The GPT's sequences are 64 examples of work each: 32 make a step, as nanoGPT's do; the
+  // LSTM's steps are cheaper, 64 of them.
+  if (!batch.getNumOccurrences() && textModel)
+    config.batch = model == "gpt" ? 32 : 64;
+  else
+    config.batch = int(batch);
   config.dropRemainder = dropRemainder;
   config.seed = seed;
   config.dropout = dropoutRate;
@@ -451,6 +465,11 @@ int trainCommand() {
                         (long long)loaded->gpt.vocab, (long long)loaded->gpt.layers,
                         (long long)loaded->gpt.width, (long long)loaded->gpt.heads,
                         (long long)loaded->gpt.context, parameterCount(**trainer));
+  if (model == "lstm")
+    out << llvm::format("lstm: %lld characters, embedding %lld, %lld units unrolled over %lld "
+                        "steps; %zu parameters\n",
+                        (long long)lstm.vocab, (long long)lstm.width, (long long)lstm.hidden,
+                        (long long)lstm.context, parameterCount(**trainer));
   out << "placement: " << (*trainer)->placement() << "\n";
   if (replicaCount > 1)
     out << llvm::format("data parallel: %lld replicas %s, %lld examples each of a global batch "
