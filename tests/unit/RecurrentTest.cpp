@@ -99,6 +99,24 @@ TEST(Lstm, StepSliceGradientsJoinIntoConcats) {
   EXPECT_EQ(gateConcats, T);
 }
 
+/// Runs `pm` on `module` with smelt-fuse's report written to `path`, and sums the number the
+/// first group of `pattern` captures on every match in the report.
+uint64_t sumInFuseReport(mlir::PassManager &pm, mlir::ModuleOp module, const std::string &path,
+                         const std::string &pattern) {
+  EXPECT_TRUE(mlir::succeeded(pm.run(module)));
+  std::ifstream file(path);
+  std::stringstream report;
+  report << file.rdbuf();
+  std::string text = report.str();
+  uint64_t sum = 0;
+  std::regex line(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+       it != std::sregex_iterator(); ++it)
+    sum += std::stoull((*it)[1].str());
+  EXPECT_GT(sum, 0u) << text.substr(0, 2000);
+  return sum;
+}
+
 /// The reachability questions smelt-fuse asked on the training step (forward, gradients,
 /// Adam) of the char LSTM unrolled over `steps`, summed over its functions' reports.
 uint64_t fuseQuestions(int64_t steps) {
@@ -113,18 +131,7 @@ uint64_t fuseQuestions(int64_t steps) {
   PipelineOptions options;
   options.fusionReport = path;
   buildDefaultPipeline(pm, options);
-  EXPECT_TRUE(mlir::succeeded(pm.run(graph->module())));
-  std::ifstream file(path);
-  std::stringstream report;
-  report << file.rdbuf();
-  std::string text = report.str();
-  uint64_t questions = 0;
-  std::regex line("reachability: ([0-9]+) questions");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
-       it != std::sregex_iterator(); ++it)
-    questions += std::stoull((*it)[1].str());
-  EXPECT_GT(questions, 0u) << text.substr(0, 2000);
-  return questions;
+  return sumInFuseReport(pm, graph->module(), path, "reachability: ([0-9]+) questions");
 }
 
 // smelt-fuse's work on an unrolled recurrence grows linearly with its steps: pairing every
@@ -149,18 +156,7 @@ uint64_t forwardFusedOps(int64_t steps) {
   FuseOptions options;
   options.reportPath = path;
   pm.addPass(createFuse(options));
-  EXPECT_TRUE(mlir::succeeded(pm.run(g.module())));
-  std::ifstream file(path);
-  std::stringstream report;
-  report << file.rdbuf();
-  std::string text = report.str();
-  uint64_t ops = 0;
-  std::regex line("fusion [0-9]+ \\(.*, ([0-9]+) ops\\)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
-       it != std::sregex_iterator(); ++it)
-    ops += std::stoull((*it)[1].str());
-  EXPECT_GT(ops, 0u) << text.substr(0, 2000);
-  return ops;
+  return sumInFuseReport(pm, g.module(), path, "fusion [0-9]+ \\(.*, ([0-9]+) ops\\)");
 }
 
 // The cell state c_t = f c_{t-1} + i g is cheap, so smelt-fuse copies it into the kernels
