@@ -8,6 +8,8 @@ A run counts only when other processes (niced ones aside) took at most 10% of th
 it ran (from /proc/stat less the run's own CPU time); a busier run is repeated, up to three
 times, and kept marked when none was quiet.
   bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,gpt,lstm,chain]
+`--threads N` runs every engine on N threads (SMELT_CPU_THREADS and OMP_NUM_THREADS for Smelt and
+PyTorch, and for JAX at 1 XLA's single-threaded Eigen); by default each uses all the cores.
 The venv is bench/peers/setup.sh's (PyTorch and JAX from PyPI)."""
 import argparse
 import json
@@ -112,9 +114,16 @@ def main():
                                                      os.path.expanduser("~/.cache/smelt/peers-venv")))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workloads", default="mlp,cnn,gpt,chain")
+    p.add_argument("--threads", type=int, help="threads for every engine (default: all cores)")
     args = p.parse_args()
     args.workloads = args.workloads.split(",")
     env = dict(os.environ, PYTHONPATH=HERE)
+    if args.threads:
+        env.update(SMELT_CPU_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads),
+                   MKL_NUM_THREADS=str(args.threads))
+        if args.threads == 1:
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+                                " intra_op_parallelism_threads=1").strip()
     todo = list(jobs(args))
     cells, noisy = {}, 0  # (workload, who, metric) -> values
     for r in range(args.rounds):
@@ -132,7 +141,8 @@ def main():
         values = cells.get((workload, who, metric))
         return median(values) if values else None
 
-    print(f"# {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, medians of {args.rounds} "
+    threads = f"{args.threads} thread(s)" if args.threads else "all cores"
+    print(f"# {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores ({threads}), medians of {args.rounds} "
           f"rounds ({noisy} runs with other processes over 10% of the cores)")
     peers = ("torch eager", "torch compile", "jax jit")
     print("\n| step (ms) | smelt fused | smelt unfused | " + " | ".join(peers) +
