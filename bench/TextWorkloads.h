@@ -11,6 +11,7 @@
 #include "train/BuiltinModels.h"
 
 #include <cstdlib>
+#include <string>
 
 namespace smelt::bench {
 
@@ -50,6 +51,19 @@ struct LstmWorkload {
   train::LstmConfig config;
   data::Dataset windows;
 };
+
+/// The benchmarks' model name "lstm:STEPS" is the LSTM unrolled over STEPS: `model` becomes
+/// "lstm" and STEPS is returned; 32 for any other name, 0 for a STEPS that is not a whole
+/// number >= 1.
+inline int64_t takeLstmSteps(std::string &model) {
+  if (model.rfind("lstm:", 0) != 0)
+    return 32;
+  std::string count = model.substr(5);
+  model = "lstm";
+  char *end = nullptr;
+  long long steps = std::strtoll(count.c_str(), &end, 10);
+  return !count.empty() && *end == '\0' && steps >= 1 ? steps : 0;
+}
 
 /// The LSTM unrolled over `context` steps.
 inline rt::Expected<LstmWorkload> loadLstmWorkload(int64_t context = 32) {

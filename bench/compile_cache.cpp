@@ -37,11 +37,7 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 5;
   std::string model = argc > 2 ? argv[2] : "mlp";
-  int64_t lstmSteps = 32;
-  if (model.rfind("lstm:", 0) == 0) {
-    lstmSteps = std::atoll(model.c_str() + 5);
-    model = "lstm";
-  }
+  int64_t lstmSteps = smelt::bench::takeLstmSteps(model);
   if (runs < 1 || lstmSteps < 1 ||
       (model != "mlp" && model != "cnn" && model != "gpt" && model != "lstm"))
     return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] "

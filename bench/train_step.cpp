@@ -21,10 +21,10 @@
 int main(int argc, char **argv) {
   using Clock = std::chrono::steady_clock;
   std::string model = argc > 1 ? argv[1] : "mlp";
-  int64_t lstmSteps = 32;
-  if (model.rfind("lstm:", 0) == 0) {
-    lstmSteps = std::stoll(model.substr(5));
-    model = "lstm";
+  int64_t lstmSteps = smelt::bench::takeLstmSteps(model);
+  if (lstmSteps < 1) {
+    fmt::print(stderr, "error: lstm:STEPS needs a whole number of steps >= 1\n");
+    return 1;
   }
   int64_t batch = argc > 2   ? std::stoll(argv[2])
                   : model == "gpt"  ? 32

@@ -37,6 +37,21 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
+SmallVector<Val> delinearize(ElementTarget &target, Val linear, ArrayRef<int64_t> shape) {
+  SmallVector<Val> coords(shape.size());
+  Val rest = linear;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) {
+      coords[d] = target.indexConstant(0);
+      continue;
+    }
+    coords[d] = d == 0 ? rest : target.indexRem(rest, shape[d]);
+    if (d > 0)
+      rest = target.indexDiv(rest, shape[d]);
+  }
+  return coords;
+}
+
 FusionWalk::FusionWalk(FusionOp fusion, ElementTarget &target)
     : fusion_(fusion), target_(target) {}
 
@@ -57,7 +72,7 @@ FusionWalk::IndexRef FusionWalk::coordIndex(ArrayRef<int64_t> shape, ArrayRef<Va
   return IndexRef(indices_.size() - 1);
 }
 
-FusionWalk::IndexRef FusionWalk::knownIndex(ArrayRef<int64_t> shape, Val linear,
+FusionWalk::IndexRef FusionWalk::knownIndex(ArrayRef<int64_t> shape, std::optional<Val> linear,
                                             ArrayRef<Val> coords) {
   indices_.push_back({SmallVector<int64_t>(shape), linear, SmallVector<Val>(coords), true});
   return IndexRef(indices_.size() - 1);
@@ -83,19 +98,7 @@ Val FusionWalk::linear(IndexRef at) {
 ArrayRef<Val> FusionWalk::coords(IndexRef at) {
   Index &index = indices_[at];
   if (!index.hasCoords) {
-    // Peel dimensions from the last: coordinate = rest % size, rest /= size.
-    SmallVector<Val> coords(index.shape.size());
-    Val rest = *index.linear;
-    for (size_t d = index.shape.size(); d-- > 0;) {
-      int64_t size = index.shape[d];
-      if (size == 1) {
-        coords[d] = target_.indexConstant(0);
-        continue;
-      }
-      coords[d] = d == 0 ? rest : target_.indexRem(rest, size);
-      if (d > 0)
-        rest = target_.indexDiv(rest, size);
-    }
+    SmallVector<Val> coords = delinearize(target_, *index.linear, index.shape);
     Index &again = indices_[at]; // the target may not grow indices_, but be safe
     again.coords = std::move(coords);
     again.hasCoords = true;
@@ -191,9 +194,8 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
   bool sameShape = from == ArrayRef<int64_t>(indices_[at].shape);
   std::optional<SmallVector<Val>> reshaped;
   if (isa<ReshapeOp>(op) && (reshaped = reshapedCoords(from, at))) {
-    // Both ways: the linear position is the same, and the coordinates came cheaply.
-    indices_.push_back({SmallVector<int64_t>(from), indices_[at].linear, *reshaped, true});
-    result = IndexRef(indices_.size() - 1);
+    // The linear position is the same (when known), and the coordinates came cheaply.
+    result = knownIndex(from, indices_[at].linear, *reshaped);
   } else if (isa<ReshapeOp>(op) || (isa<BroadcastInDimOp>(op) && sameShape)) {
     // Same row-major position, counted in the operand's shape (an identity broadcast too).
     result = linearIndex(from, linear(at));

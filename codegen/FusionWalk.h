@@ -74,6 +74,12 @@ public:
                       rt::DType dtype) = 0;
 };
 
+/// The row-major coordinates of position `linear` in `shape`, peeled from the last dimension
+/// (coordinate = rest % size, rest /= size): a remainder and a division per dimension after
+/// the first, none for a dimension of size 1.
+llvm::SmallVector<Val> delinearize(ElementTarget &target, Val linear,
+                                   llvm::ArrayRef<int64_t> shape);
+
 class FusionWalk {
 public:
   /// Names an index the walk keeps: valid until the next newScope().
@@ -85,8 +91,10 @@ public:
   IndexRef linearIndex(llvm::ArrayRef<int64_t> shape, Val linear);
   /// An index into a tensor of `shape` at `coords` (one per dimension).
   IndexRef coordIndex(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Val> coords);
-  /// An index the caller knows both ways (a loop nest's): `linear` and `coords` must agree.
-  IndexRef knownIndex(llvm::ArrayRef<int64_t> shape, Val linear, llvm::ArrayRef<Val> coords);
+  /// An index whose coordinates the caller knows, and its row-major position when given (a
+  /// loop nest knows both): `linear` and `coords` must agree.
+  IndexRef knownIndex(llvm::ArrayRef<int64_t> shape, std::optional<Val> linear,
+                      llvm::ArrayRef<Val> coords);
   /// The index into `reduce`'s operand from the result's coordinates (`kept`, one per kept
   /// dimension) and the coordinates along its reduced axes (`reduced`, in axis order).
   IndexRef reduceOperandIndex(ReduceOp reduce, llvm::ArrayRef<Val> kept,

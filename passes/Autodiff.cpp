@@ -22,12 +22,6 @@ namespace smelt {
 
 namespace {
 
-Value zerosLike(OpBuilder &b, Location loc, Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
-}
-
 bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && isa<FloatType>(tensor.getElementType());

@@ -255,8 +255,6 @@ private:
     return std::max<int64_t>(1, evaluated / std::max<int64_t>(1, numElements(producer->getResult(0))));
   }
 
-  /// Whether anything reachable from `from` (following users, and through whole groups once
-  /// they are fused) lies in group `id`.
   /// Whether a path of uses from `from` leads into group `id` (a group counting as one node:
   /// its kernel runs as a whole). Past kReachableWalk ops the answer is yes: fusing then
   /// loses a merge or an extra result, never makes a cycle, and each question costs at most

@@ -31,11 +31,6 @@ std::optional<int64_t> placedAlong(PadOp pad) {
   return axis;
 }
 
-Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
-  return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
-}
-
 /// One concat along `axis` of the pads' pieces (sorted by offset, not overlapping), zeros
 /// filling the gaps, in the pads' result type.
 Value joinPieces(OpBuilder &b, MutableArrayRef<PadOp> pads, int64_t axis) {
@@ -48,7 +43,7 @@ Value joinPieces(OpBuilder &b, MutableArrayRef<PadOp> pads, int64_t axis) {
       return;
     SmallVector<int64_t> shape(type.getShape());
     shape[axis] = until - at;
-    parts.push_back(zeros(b, loc, type.clone(shape)));
+    parts.push_back(zerosLike(b, loc, type.clone(shape)));
   };
   for (PadOp pad : pads) {
     int64_t low = pad.getLow()[axis];
@@ -61,6 +56,12 @@ Value joinPieces(OpBuilder &b, MutableArrayRef<PadOp> pads, int64_t axis) {
 }
 
 } // namespace
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+}
 
 Value sumGradients(OpBuilder &b, ArrayRef<Value> contributions) {
   // Pads by axis, in the order they came; everything else as it is.

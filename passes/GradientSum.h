@@ -18,4 +18,8 @@ namespace smelt {
 /// order.
 mlir::Value sumGradients(mlir::OpBuilder &b, mlir::ArrayRef<mlir::Value> contributions);
 
+/// A smelt.constant of zeros of the float tensor `type`: the gradient of a value the loss does
+/// not depend on, and the gaps between joined pieces.
+mlir::Value zerosLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
+
 } // namespace smelt

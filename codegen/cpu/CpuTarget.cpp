@@ -206,17 +206,6 @@ Val CpuTarget::indexMul(Val a, int64_t factor) {
   return wrap(indexOp<arith::MulIOp>(b_, value(a), intConstant(b_, b_.getI64Type(), factor)));
 }
 
-SmallVector<Val> CpuTarget::coordinates(Value linear, ArrayRef<int64_t> shape) {
-  SmallVector<Val> coords(shape.size());
-  Val rest = wrap(linear);
-  for (size_t d = shape.size(); d-- > 0;) {
-    coords[d] = shape[d] == 1 ? indexConstant(0) : d == 0 ? rest : indexRem(rest, shape[d]);
-    if (d > 0 && shape[d] != 1)
-      rest = indexDiv(rest, shape[d]);
-  }
-  return coords;
-}
-
 // Indices are non-negative: unsigned division by a constant is the cheapest.
 Val CpuTarget::indexDiv(Val a, int64_t divisor) {
   return wrap(arith::DivUIOp::create(b_, value(a), intConstant(b_, b_.getI64Type(), divisor)));

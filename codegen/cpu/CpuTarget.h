@@ -22,9 +22,6 @@ public:
   /// variable).
   mlir::Value value(Val v) const { return values_[v]; }
   Val wrap(mlir::Value v);
-  /// The row-major coordinates of position `linear` (an i64 value) in `shape`: a division and
-  /// a remainder per dimension after the first, none for a dimension of size 1.
-  llvm::SmallVector<Val> coordinates(mlir::Value linear, llvm::ArrayRef<int64_t> shape);
   /// What the walk asked for that this target cannot compute ("" when nothing): an op the
   /// fusion verifier admits but this file does not know yet.
   const std::string &error() const { return error_; }

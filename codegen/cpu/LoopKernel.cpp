@@ -67,7 +67,7 @@ private:
     int64_t size = shape_.back();
     OpBuilder::InsertionGuard guard(b_);
     RowLoop rows = emitRowLoop(body_, size, b_);
-    SmallVector<Val> prefix = target_.coordinates(rows.row, shape_.drop_back());
+    SmallVector<Val> prefix = delinearize(target_, target_.wrap(rows.row), shape_.drop_back());
     auto columns = scf::ForOp::create(b_, rows.lo, rows.hi, i64(1));
     b_.setInsertionPointToStart(columns.getBody());
     Value column = columns.getInductionVar();

@@ -141,7 +141,7 @@ private:
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(units.getBody());
     Value unit = units.getInductionVar();
-    SmallVector<Val> kept = target_.coordinates(unit, keptShape_);
+    SmallVector<Val> kept = delinearize(target_, target_.wrap(unit), keptShape_);
     SmallVector<Value> inits;
     for (size_t r = 0; r < roots_.size(); ++r)
       inits.push_back(initial(r));
@@ -174,7 +174,7 @@ private:
     }
     OpBuilder::InsertionGuard guard(b_);
     RowLoop rows = emitRowLoop(body_, size, b_);
-    SmallVector<Val> prefix = target_.coordinates(rows.row, rowShape);
+    SmallVector<Val> prefix = delinearize(target_, target_.wrap(rows.row), rowShape);
     Value rowStart = rows.rowStart, lo = rows.lo, hi = rows.hi;
     auto tileLoop = scf::ForOp::create(b_, lo, hi, i64(kTile));
     b_.setInsertionPointToStart(tileLoop.getBody());

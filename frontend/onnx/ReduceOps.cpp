@@ -4,7 +4,6 @@
 #include "frontend/onnx/NodeImporter.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <numeric>
 #include <set>
