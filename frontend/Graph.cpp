@@ -199,7 +199,7 @@ Tensor Graph::make(llvm::StringRef opName, ValueRange operands,
 }
 
 Tensor Graph::addArgument(const std::string &name, const std::vector<int64_t> &shape,
-                          DType dtype, bool isParameter, Loc loc) {
+                          DType dtype, llvm::StringRef marker, Loc loc) {
   if (finished_)
     fail(loc, "graph @" + name_ + " is finished; add inputs before setOutputs");
   for (int64_t d : shape)
@@ -213,8 +213,8 @@ Tensor Graph::addArgument(const std::string &name, const std::vector<int64_t> &s
   unsigned index = function_.getNumArguments();
   SmallVector<NamedAttribute> attrs = {builder_.getNamedAttr("smelt.name",
                                                              builder_.getStringAttr(name))};
-  if (isParameter)
-    attrs.push_back(builder_.getNamedAttr("smelt.param", builder_.getUnitAttr()));
+  if (!marker.empty())
+    attrs.push_back(builder_.getNamedAttr(marker, builder_.getUnitAttr()));
   Type type = RankedTensorType::get(shape, elementType(dtype));
   (void)function_.insertArgument(index, type, builder_.getDictionaryAttr(attrs), location(loc));
   return Tensor(this, function_.getArgument(index));
@@ -222,11 +222,21 @@ Tensor Graph::addArgument(const std::string &name, const std::vector<int64_t> &s
 
 Tensor Graph::input(const std::string &name, const std::vector<int64_t> &shape, DType dtype,
                     Loc loc) {
-  return addArgument(name, shape, dtype, false, loc);
+  return addArgument(name, shape, dtype, {}, loc);
 }
 
 Tensor Graph::parameter(const std::string &name, const std::vector<int64_t> &shape,
                         Initializer init, DType dtype, Loc loc) {
+  return addWeight(name, shape, init, dtype, /*trainable=*/true, loc);
+}
+
+Tensor Graph::variable(const std::string &name, const std::vector<int64_t> &shape,
+                       Initializer init, DType dtype, Loc loc) {
+  return addWeight(name, shape, init, dtype, /*trainable=*/false, loc);
+}
+
+Tensor Graph::addWeight(const std::string &name, const std::vector<int64_t> &shape,
+                        Initializer init, DType dtype, bool trainable, Loc loc) {
   // Checked now rather than in buildInitializer, so the error points at this call.
   bool random = init.kind == Initializer::Kind::GlorotUniform ||
                 init.kind == Initializer::Kind::HeNormal || init.kind == Initializer::Kind::Uniform;
@@ -236,10 +246,38 @@ Tensor Graph::parameter(const std::string &name, const std::vector<int64_t> &sha
   if (init.kind == Initializer::Kind::Uniform && !(init.value < init.high))
     fail(loc, "parameter '" + name + "': a uniform initializer needs low < high, got [" +
                   std::to_string(init.value) + ", " + std::to_string(init.high) + ")");
-  Tensor t = addArgument(name, shape, dtype, true, loc);
+  Tensor t = addArgument(name, shape, dtype, trainable ? "smelt.param" : "smelt.variable", loc);
   parameters_.push_back(
-      {name, shape, dtype, init, parameterSeed(seed_, parameters_.size()), loc});
+      {name, shape, dtype, init, parameterSeed(seed_, parameters_.size()), loc, trainable});
   return t;
+}
+
+void Graph::assign(Tensor variable, Tensor value, Loc loc) {
+  if (finished_)
+    fail(loc, "graph @" + name_ + " is finished; assign variables before setOutputs");
+  if (!variable || !value || &variable.graph() != this || &value.graph() != this)
+    fail(loc, "assign: the variable and its value must be tensors of @" + name_);
+  auto arg = dyn_cast<BlockArgument>(variable.value());
+  if (!arg || arg.getOwner() != &function_.getBody().front() ||
+      !function_.getArgAttr(arg.getArgNumber(), "smelt.variable"))
+    fail(loc, "assign: the tensor assigned to is not a variable (Graph::variable)");
+  auto name = function_.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "smelt.name");
+  std::string what = "variable '" + name.str() + "'";
+  if (variable.type() != value.type())
+    fail(loc, "assign: " + what + " is " + shapeString(variable.shape()) + " " +
+                  dtypeName(variable.dtype()) + ", its new value " + shapeString(value.shape()) +
+                  " " + dtypeName(value.dtype()));
+  for (auto &[assigned, next] : assignments_)
+    if (assigned == variable.value())
+      fail(loc, "assign: " + what + " already has its next value (one assignment per step)");
+  assignments_.push_back({variable.value(), value.value()});
+}
+
+Tensor Graph::assignedValue(Tensor variable) {
+  for (auto &[assigned, next] : assignments_)
+    if (assigned == variable.value())
+      return Tensor(this, next);
+  return variable;
 }
 
 void Graph::setSeed(uint64_t seed) {
@@ -250,7 +288,8 @@ void Graph::setSeed(uint64_t seed) {
 
 Graph::Mark Graph::mark() {
   mlir::Block &body = function_.getBody().front();
-  return {body.empty() ? nullptr : &body.back(), function_.getNumArguments(), parameters_.size()};
+  return {body.empty() ? nullptr : &body.back(), function_.getNumArguments(), parameters_.size(),
+          assignments_.size()};
 }
 
 void Graph::rollback(const Mark &mark) {
@@ -261,6 +300,7 @@ void Graph::rollback(const Mark &mark) {
   while (function_.getNumArguments() > mark.numArguments)
     (void)function_.eraseArgument(function_.getNumArguments() - 1);
   parameters_.resize(mark.numParameters);
+  assignments_.resize(mark.numAssignments);
 }
 
 /// Runs `pm` on `module`, turning a failure into a BuildError at `loc` with the first
@@ -397,13 +437,17 @@ std::vector<Tensor> Graph::gradients(Tensor loss, const std::vector<Tensor> &wrt
   return out;
 }
 
-std::vector<Tensor> Graph::parameterTensors() {
+std::vector<Tensor> Graph::argumentsMarked(llvm::StringRef marker) {
   std::vector<Tensor> out;
   for (unsigned i = 0; i < function_.getNumArguments(); ++i)
-    if (function_.getArgAttr(i, "smelt.param"))
+    if (function_.getArgAttr(i, marker))
       out.emplace_back(this, function_.getArgument(i));
   return out;
 }
+
+std::vector<Tensor> Graph::parameterTensors() { return argumentsMarked("smelt.param"); }
+
+std::vector<Tensor> Graph::variableTensors() { return argumentsMarked("smelt.variable"); }
 
 void Graph::setOutputs(const std::vector<Tensor> &outputs, const std::vector<std::string> &names,
                        Loc loc) {

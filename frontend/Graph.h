@@ -91,7 +91,7 @@ private:
   mlir::Value value_;
 };
 
-/// What buildInitializer needs to know about a parameter.
+/// What buildInitializer needs to know about a parameter or a variable.
 struct ParameterSpec {
   std::string name;
   std::vector<int64_t> shape;
@@ -99,6 +99,8 @@ struct ParameterSpec {
   Initializer init;
   uint64_t seed;          // parameterSeed(graph seed, index)
   Loc loc = Loc::current(); // where parameter() was called: the init ops point there
+  /// False for a variable (Graph::variable): state that no gradient moves.
+  bool trainable = true;
 };
 
 /// "[3, 4]": how messages print shapes.
@@ -127,6 +129,19 @@ public:
   /// A trainable parameter: an argument marked `smelt.param`, initialized by @<name>_init.
   Tensor parameter(const std::string &name, const std::vector<int64_t> &shape, Initializer init,
                    DType dtype = DType::f32, Loc loc = Loc::current());
+  /// Non-gradient state (Keras' non-trainable weights, Flax's `batch_stats`): an argument
+  /// marked `smelt.variable`, initialized by @<name>_init like a parameter, never
+  /// differentiated. A model reads it as any tensor and gives it its next value with assign();
+  /// the Trainer carries it from step to step, averages it over replicas, checkpoints it and
+  /// feeds it to evaluation (a batch norm's moving averages).
+  Tensor variable(const std::string &name, const std::vector<int64_t> &shape, Initializer init,
+                  DType dtype = DType::f32, Loc loc = Loc::current());
+  /// Makes `value` the next value of `variable` (a tensor variable() returned, of the same
+  /// type): whoever runs the function (the Trainer's step) returns it in place of the current
+  /// one. One assignment per variable and function; a second is a BuildError.
+  void assign(Tensor variable, Tensor value, Loc loc = Loc::current());
+  /// The value assign() gave `variable`, or `variable` itself when it has none.
+  Tensor assignedValue(Tensor variable);
   /// The gradients of the rank-0 `loss` with respect to each of `wrt` (reverse-mode autodiff:
   /// the smelt-autodiff pass, run on a copy of this function), built into this graph so
   /// optimizer steps can use them.
@@ -151,11 +166,13 @@ public:
   }
   /// The parameters created so far, as tensors of this graph, in creation order.
   std::vector<Tensor> parameterTensors();
+  /// The variables created so far, as tensors of this graph, in creation order.
+  std::vector<Tensor> variableTensors();
   /// Ends the function: returns `outputs`, named `names` (`smelt.name` on the results).
   void setOutputs(const std::vector<Tensor> &outputs, const std::vector<std::string> &names = {},
                   Loc loc = Loc::current());
-  /// Adds @<name>_init: no arguments, every parameter's initial value in parameter order
-  /// (results named like the parameters). Call it once, after the last parameter.
+  /// Adds @<name>_init: no arguments, every parameter's and variable's initial value in
+  /// creation order (results named like them). Call it once, after the last parameter.
   void buildInitializer(Loc loc = Loc::current());
 
   /// The graph seed; each parameter's seed is parameterSeed(seed, its index), so changing it
@@ -167,6 +184,7 @@ public:
   mlir::func::FuncOp function() { return function_; }
   mlir::MLIRContext &context() { return *moduleOp_->getContext(); }
   const std::string &name() const { return name_; }
+  /// The parameters and variables (ParameterSpec::trainable false), in creation order.
   const std::vector<ParameterSpec> &parameters() const { return parameters_; }
   /// True once setOutputs was called: the function takes no more ops or arguments.
   bool finished() const { return finished_; }
@@ -205,12 +223,18 @@ private:
     mlir::Operation *lastOp;
     unsigned numArguments;
     size_t numParameters;
+    size_t numAssignments;
   };
   Mark mark();
   void rollback(const Mark &mark);
   void createFunction(Loc loc);
+  /// `marker`: the argument's unit attribute ("smelt.param", "smelt.variable"), or empty.
   Tensor addArgument(const std::string &name, const std::vector<int64_t> &shape, DType dtype,
-                     bool isParameter, Loc loc);
+                     llvm::StringRef marker, Loc loc);
+  /// A parameter or variable: checked `init`, an argument marked `marker`, its ParameterSpec.
+  Tensor addWeight(const std::string &name, const std::vector<int64_t> &shape, Initializer init,
+                   DType dtype, bool trainable, Loc loc);
+  std::vector<Tensor> argumentsMarked(llvm::StringRef marker);
 
   std::string name_;
   uint64_t seed_;
@@ -219,6 +243,8 @@ private:
   mlir::func::FuncOp function_;
   mlir::OpBuilder builder_;
   std::vector<ParameterSpec> parameters_;
+  /// (variable, its next value), in the order assign() was called.
+  std::vector<std::pair<mlir::Value, mlir::Value>> assignments_;
   bool finished_ = false;
   std::string deviceScope_; // requested device of new ops; empty: the default
 };

@@ -88,16 +88,21 @@ rt::Status EarlyStopping::onEpochEnd(Trainer &trainer, const EpochLogs &logs, bo
   if (improves(*value, best_, larger_, minDelta_)) {
     best_ = *value;
     wait_ = 0;
-    if (restoreBest_)
+    if (restoreBest_) {
       bestParameters_ = trainer.parameters();
+      bestVariables_ = trainer.variables();
+    }
     return rt::Status();
   }
   if (++wait_ <= patience_)
     return rt::Status();
   stop = true;
   stoppedEpoch_ = logs.epoch;
-  if (restoreBest_ && !bestParameters_.empty())
-    return trainer.setParameters(bestParameters_);
+  if (restoreBest_ && !bestParameters_.empty()) {
+    if (rt::Status s = trainer.setParameters(bestParameters_); !s.ok())
+      return s;
+    return trainer.setVariables(bestVariables_);
+  }
   return rt::Status();
 }
 

@@ -81,7 +81,7 @@ private:
   double minDelta_;
   bool restoreBest_, larger_;
   std::optional<double> best_;
-  std::vector<rt::HostTensor> bestParameters_;
+  std::vector<rt::HostTensor> bestParameters_, bestVariables_;
   int64_t wait_ = 0, stoppedEpoch_ = -1;
 };
 

@@ -35,6 +35,11 @@ ModelSpec resolvedModel(const TrainConfig &config) {
   return std::move(*builtin);
 }
 
+std::string argName(Graph &g, unsigned i) {
+  auto name = g.function().getArgAttrOfType<mlir::StringAttr>(i, "smelt.name");
+  return name ? name.str() : "arg" + std::to_string(i);
+}
+
 /// [batch, ...spec.shape]
 std::vector<int64_t> batched(int64_t batch, const TensorSpec &spec) {
   std::vector<int64_t> shape = {batch};
@@ -53,7 +58,17 @@ ModelOutputs buildModel(Graph &g, const ModelSpec &model, const TrainConfig &con
   in.seed = config.seed;
   if (makeStep)
     in.step = makeStep();
+  // The model's function adds parameters and variables; the batch, step and rate are the
+  // Trainer's inputs, which it feeds. An input the model made itself would be fed nothing.
+  unsigned ownArguments = g.function().getNumArguments();
   ModelOutputs out = model.build(g, in);
+  for (unsigned i = ownArguments; i < g.function().getNumArguments(); ++i)
+    if (!g.function().getArgAttr(i, "smelt.param") && !g.function().getArgAttr(i, "smelt.variable"))
+      throw BuildError("model '" + model.name + "': its function made the graph input '" +
+                       argName(g, i) +
+                       "', which the Trainer cannot feed; the batch comes in ModelInputs, "
+                       "weights are Graph::parameter, and state that the model updates itself "
+                       "(moving averages, counters) is Graph::variable with Graph::assign");
   auto checkScalar = [&](Tensor t, const std::string &what) {
     if (!t || t.rank() != 0)
       throw BuildError("model '" + model.name + "': its " + what +
@@ -112,11 +127,6 @@ rt::Expected<std::unique_ptr<rt::Executor>> compileFunction(Graph &graph,
   return makeExecutor(*exe, config, nullptr);
 }
 
-std::string argName(Graph &g, unsigned i) {
-  auto name = g.function().getArgAttrOfType<mlir::StringAttr>(i, "smelt.name");
-  return name ? name.str() : "arg" + std::to_string(i);
-}
-
 rt::HostTensor scalarI64(int64_t v) {
   rt::HostTensor t = rt::HostTensor::zeros({rt::DType::i64, {}});
   *t.data<int64_t>() = v;
@@ -159,6 +169,15 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   if (params.empty())
     throw BuildError("model '" + model.name + "' has no parameters to train");
   std::vector<Tensor> metrics = crossReplicaMean(reported(out), replicas);
+  // Each replica updates the variables from its own share of the batch; their mean keeps every
+  // replica's the same (what TensorFlow's ON_READ, MEAN-aggregated variables read).
+  std::vector<Tensor> variables = g.variableTensors(), newVariables;
+  for (const Tensor &v : variables) {
+    Tensor next = g.assignedValue(v);
+    newVariables.push_back(isFloatType(v.dtype()) && next.value() != v.value()
+                               ? crossReplicaMean({next}, replicas)[0]
+                               : next);
+  }
   std::vector<Tensor> newParams, stateInputs, newState;
   std::vector<double> initialValues;
   std::optional<Tensor> skipped;
@@ -178,12 +197,15 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   for (size_t i = 0; i < stateInputs.size(); ++i)
     g.function().setArgAttr(mlir::cast<mlir::BlockArgument>(stateInputs[i].value()).getArgNumber(),
                             kInitialValue, g.builder().getF64FloatAttr(initialValues[i]));
-  // Every result named: the parameters and state as their inputs are, then the loss and the
-  // metrics (which the Trainer reads its metric names from).
+  // Every result named: the parameters, variables and optimizer state as their inputs are,
+  // then the loss and the metrics (which the Trainer reads its metric names from).
   std::vector<Tensor> outputs = newParams;
   std::vector<std::string> names;
   for (const Tensor &p : params)
     names.push_back(parameterName(p));
+  outputs.insert(outputs.end(), newVariables.begin(), newVariables.end());
+  for (const Tensor &v : variables)
+    names.push_back(parameterName(v));
   outputs.insert(outputs.end(), newState.begin(), newState.end());
   for (const Tensor &s : stateInputs)
     names.push_back(parameterName(s));
@@ -271,20 +293,26 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
     }
   }
   try {
-    // The training step: (examples, labels, step, learning_rate, params..., state...) ->
-    // (params..., state..., loss, metrics...).
+    // The training step: (examples, labels, step, learning_rate, the model's parameters and
+    // variables in creation order..., optimizer state...) -> (params..., variables...,
+    // state..., loss, metrics...).
     std::unique_ptr<Graph> graph = buildTrainStep(*trainer->context_, config);
     Graph &g = *graph;
-    unsigned firstParam = 4, firstState = firstParam + unsigned(g.parameters().size());
+    unsigned firstModelArg = 4, firstState = firstModelArg + unsigned(g.parameters().size());
+    for (unsigned i = firstModelArg; i < firstState; ++i) {
+      bool variable = bool(g.function().getArgAttr(i, "smelt.variable"));
+      std::vector<std::string> &names = variable ? trainer->variableNames_ : trainer->paramNames_;
+      trainer->modelArgs_.push_back({variable, names.size()});
+      names.push_back(argName(g, i));
+    }
+    for (unsigned i = firstState; i < g.function().getNumArguments(); ++i)
+      trainer->stateNames_.push_back(argName(g, i));
     // The metrics' names are those of the results after the loss.
-    unsigned numState = g.function().getNumArguments() - firstState;
-    unsigned firstMetric = unsigned(g.parameters().size()) + numState + 1;
+    unsigned firstMetric = g.function().getNumArguments() - firstModelArg + 1;
     for (unsigned i = firstMetric; i < g.function().getNumResults(); ++i)
       if (auto name = g.function().getResultAttrOfType<mlir::StringAttr>(i, "smelt.name");
           name && name.getValue() != "skipped")
         trainer->metricNames_.push_back(name.str());
-    for (unsigned i = firstParam; i < g.function().getNumArguments(); ++i)
-      (i < firstState ? trainer->paramNames_ : trainer->stateNames_).push_back(argName(g, i));
     // Optimizer state starts where buildTrainStep says (zero; the loss scale at its initial
     // value).
     std::vector<rt::HostTensor> state;
@@ -299,13 +327,15 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
       if (argName(g, i) == "loss_scale/scale")
         trainer->lossScaleSlot_ = int64_t(state.size()) - 1;
     }
-    // Every replica starts from the same parameters: the initializer is seeded.
+    // Every replica starts from the same parameters and variables: the initializer is seeded.
     auto init = compileFunction(g, "train_step_init", config, trainer->cache_.get());
     if (!init)
       return init.status();
-    std::vector<rt::HostTensor> params;
-    if (rt::Status s = (*init)->run(std::vector<rt::HostTensor>{}, params); !s.ok())
+    std::vector<rt::HostTensor> initial, params, variables;
+    if (rt::Status s = (*init)->run(std::vector<rt::HostTensor>{}, initial); !s.ok())
       return s;
+    for (size_t i = 0; i < initial.size(); ++i)
+      (g.parameters()[i].trainable ? params : variables).push_back(std::move(initial[i]));
     rt::Expected<rt::Executable> step =
         compileExecutable(g, "train_step", config, trainer->cache_.get());
     if (!step)
@@ -317,8 +347,8 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
       if (!executor)
         return executor.status();
       r.trainStep = std::move(*executor);
-      for (const rt::HostTensor &p : params)
-        r.params.push_back(p);
+      r.params = params;
+      r.variables = variables;
       for (const rt::HostTensor &t : state)
         r.state.push_back(t);
     }
@@ -401,6 +431,23 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
     return it->second.get();
   try {
     std::unique_ptr<Graph> g = buildEvalStep(*context_, config_, batch);
+    // It takes the training step's parameters and variables, in the same order.
+    for (size_t i = 0; i < modelArgs_.size(); ++i) {
+      unsigned arg = unsigned(2 + i);
+      std::string expected = modelArgName(modelArgs_[i]);
+      if (arg >= g->function().getNumArguments() || argName(*g, arg) != expected)
+        return rt::Status::error(fmt::format(
+            "model '{}' builds other parameters or variables for evaluation than for training "
+            "(the training step's {} is '{}', evaluation's '{}'): create the same ones, in the "
+            "same order, whether training or not",
+            config_.model.name, i, expected,
+            arg < g->function().getNumArguments() ? argName(*g, arg) : "nothing"));
+    }
+    if (g->function().getNumArguments() != 2 + modelArgs_.size())
+      return rt::Status::error(fmt::format(
+          "model '{}' builds more parameters or variables for evaluation than for training (the "
+          "first is '{}'): create the same ones, in the same order, whether training or not",
+          config_.model.name, argName(*g, unsigned(2 + modelArgs_.size()))));
     auto exe = compileFunction(*g, "eval_step", config_, cache_.get());
     if (!exe)
       return exe.status();
@@ -465,7 +512,8 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
   shard.insert(shard.end(), last, last + lastShare);
   int64_t total = steps + (lastShare > 0);
   data::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/false);
-  size_t paramCount = r.params.size(), stateCount = r.state.size();
+  size_t paramCount = r.params.size(), variableCount = r.variables.size(),
+         stateCount = r.state.size();
   std::vector<rt::HostTensor> outputs;
   for (int64_t i = 0; std::optional<data::Batch> batch = stream.next(); ++i) {
     int64_t n = batch->examples.type().shape[0];
@@ -476,8 +524,7 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     rt::HostTensor rate =
         scalarF32(config_.optimizer.schedule.at(config_.optimizer.learningRate, step_ + i));
     std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step, &rate};
-    for (const rt::HostTensor &p : r.params)
-      args.push_back(&p);
+    addModelArguments(r, args);
     for (const rt::HostTensor &s : r.state)
       args.push_back(&s);
     if (rt::Status s = (*exe)->run(args, outputs); !s.ok())
@@ -487,12 +534,14 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     // none of them (the executor writes the new values straight in).
     for (size_t k = 0; k < paramCount; ++k)
       std::swap(r.params[k], outputs[k]);
+    for (size_t k = 0; k < variableCount; ++k)
+      std::swap(r.variables[k], outputs[paramCount + k]);
     for (size_t k = 0; k < stateCount; ++k)
-      std::swap(r.state[k], outputs[paramCount + k]);
+      std::swap(r.state[k], outputs[paramCount + variableCount + k]);
     // Every replica computes the same metrics (averaged in the step); the first reports.
     if (&r != &replicas_[0])
       continue;
-    size_t first = paramCount + stateCount;
+    size_t first = paramCount + variableCount + stateCount;
     if (lossScaleSlot_ >= 0) {
       running.skippedSteps += outputs[first + 1 + metricNames_.size()].at(0) != 0;
       running.lossScale = r.state[lossScaleSlot_].at(0);
@@ -577,8 +626,7 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
     if (!exe)
       return exe.status();
     std::vector<const rt::HostTensor *> args = {&batch.examples, &batch.labels};
-    for (const rt::HostTensor &p : replicas_[0].params)
-      args.push_back(&p);
+    addModelArguments(replicas_[0], args);
     std::vector<rt::HostTensor> out;
     if (rt::Status s = (*exe)->run(args, out); !s.ok())
       return s;
@@ -604,6 +652,8 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
   const Replica &r = replicas_[0];
   for (size_t i = 0; i < r.params.size(); ++i)
     tensors.push_back({paramNames_[i], r.params[i]});
+  for (size_t i = 0; i < r.variables.size(); ++i)
+    tensors.push_back({variableNames_[i], r.variables[i]});
   for (size_t i = 0; i < r.state.size(); ++i)
     tensors.push_back({stateNames_[i], r.state[i]});
   CheckpointInfo info{config_.model.name, precisionPolicyName(config_.precision).str(), epochsDone,
@@ -611,19 +661,37 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
   return saveCheckpoint(path, std::move(tensors), info);
 }
 
-rt::Status Trainer::setParameters(const std::vector<rt::HostTensor> &params) {
-  const std::vector<rt::HostTensor> &current = replicas_[0].params;
-  if (params.size() != current.size())
-    return rt::Status::error(fmt::format("{} parameters given, model '{}' has {}", params.size(),
+rt::Status Trainer::replaceInReplicas(std::vector<rt::HostTensor> Replica::*member,
+                                      const std::vector<rt::HostTensor> &values,
+                                      const std::vector<std::string> &names, const char *what) {
+  const std::vector<rt::HostTensor> &current = replicas_[0].*member;
+  if (values.size() != current.size())
+    return rt::Status::error(fmt::format("{} {}s given, model '{}' has {}", values.size(), what,
                                          config_.model.name, current.size()));
-  for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].type() != current[i].type())
-      return rt::Status::error(fmt::format("parameter '{}' is {}, the value given is {}",
-                                           paramNames_[i], current[i].type().str(),
-                                           params[i].type().str()));
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].type() != current[i].type())
+      return rt::Status::error(fmt::format("{} '{}' is {}, the value given is {}", what, names[i],
+                                           current[i].type().str(), values[i].type().str()));
   for (Replica &replica : replicas_)
-    replica.params = params;
+    replica.*member = values;
   return rt::Status();
+}
+
+rt::Status Trainer::setParameters(const std::vector<rt::HostTensor> &params) {
+  return replaceInReplicas(&Replica::params, params, paramNames_, "parameter");
+}
+
+rt::Status Trainer::setVariables(const std::vector<rt::HostTensor> &variables) {
+  return replaceInReplicas(&Replica::variables, variables, variableNames_, "variable");
+}
+
+std::string Trainer::modelArgName(const ModelArg &arg) const {
+  return arg.variable ? variableNames_[arg.index] : paramNames_[arg.index];
+}
+
+void Trainer::addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args) const {
+  for (const ModelArg &arg : modelArgs_)
+    args.push_back(arg.variable ? &r.variables[arg.index] : &r.params[arg.index]);
 }
 
 /// Moves each tensor names[i] of a file's `byName` into into[i], taking it out of `byName`; one
@@ -661,11 +729,25 @@ rt::Status Trainer::initParameters(const std::string &path) {
   if (!file)
     return file.status();
   std::map<std::string, rt::HostTensor *> tensors = byName(file->tensors);
-  std::vector<rt::HostTensor> params = replicas_[0].params;
+  std::vector<rt::HostTensor> params = replicas_[0].params,
+                              variables = replicas_[0].variables;
   if (rt::Status s =
           takeByName(tensors, path, config_.model.name, "parameter", paramNames_, params);
       !s.ok())
     return s;
+  // Variables the file holds start from it (an imported model's moving averages); the others
+  // keep their initial values.
+  for (size_t i = 0; i < variableNames_.size(); ++i) {
+    auto it = tensors.find(variableNames_[i]);
+    if (it == tensors.end())
+      continue;
+    if (it->second->type() != variables[i].type())
+      return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the variable is {}", path,
+                                           variableNames_[i], it->second->type().str(),
+                                           variables[i].type().str()));
+    variables[i] = std::move(*it->second);
+    tensors.erase(it);
+  }
   // Another run's checkpoint also holds that run's optimizer state: fine-tuning starts a fresh
   // optimizer, so the rest of a Smelt checkpoint (its metadata names the model) is left. In a
   // plain weights file an extra tensor is a mistake.
@@ -674,7 +756,9 @@ rt::Status Trainer::initParameters(const std::string &path) {
                                          "parameters: {})",
                                          path, tensors.begin()->first, config_.model.name,
                                          fmt::join(paramNames_, ", ")));
-  return setParameters(params);
+  if (rt::Status s = setParameters(params); !s.ok())
+    return s;
+  return setVariables(variables);
 }
 
 rt::Expected<int64_t> Trainer::load(const std::string &path) {
@@ -686,15 +770,20 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
                                          path, checkpoint->info.model, config_.model.name));
   std::map<std::string, rt::HostTensor *> tensors = byName(checkpoint->tensors);
   // Restored into copies, so a checkpoint that fails half way leaves the run as it was.
-  std::vector<rt::HostTensor> params = replicas_[0].params, state = replicas_[0].state;
+  std::vector<rt::HostTensor> params = replicas_[0].params, state = replicas_[0].state,
+                              variables = replicas_[0].variables;
   const std::string &model = config_.model.name;
   if (rt::Status s = takeByName(tensors, path, model, "parameter", paramNames_, params); !s.ok())
+    return s;
+  if (rt::Status s = takeByName(tensors, path, model, "variable", variableNames_, variables);
+      !s.ok())
     return s;
   if (rt::Status s = takeByName(tensors, path, model, "optimizer state", stateNames_, state);
       !s.ok())
     return s;
   for (Replica &replica : replicas_) {
     replica.params = params;
+    replica.variables = variables;
     replica.state = state;
   }
   step_ = checkpoint->info.globalStep;

@@ -92,14 +92,17 @@ struct Metrics {
   double accuracy() const { return value("accuracy"); }
 };
 
-/// The training step as a graph: @train_step (examples, labels, step, learning_rate,
-/// params..., state...) -> (params..., state..., loss, metrics...[, skipped]) and
-/// @train_step_init; `skipped` (1 when the step was skipped) and the loss-scale state exist
-/// under mixed_f16. `batch` is one replica's (config.batch / config.replicas when 0). Throws
+/// The training step as a graph: @train_step (examples, labels, step, learning_rate, the
+/// model's params and variables in creation order..., state...) -> (params..., variables...,
+/// state..., loss, metrics...[, skipped]) and @train_step_init; `skipped` (1 when the step was
+/// skipped) and the loss-scale state exist under mixed_f16. A variable's result is its
+/// assigned value (Graph::assign), averaged over replicas when it is a float. A graph input
+/// the model function makes itself is a BuildError. `batch` is one replica's (config.batch / config.replicas when 0). Throws
 /// BuildError, also for an unknown built-in model.
 std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainConfig &config,
                                       int64_t batch = 0);
-/// The evaluation step: @eval_step (examples, labels, params...) -> (loss, metrics...).
+/// The evaluation step: @eval_step (examples, labels, params and variables...) -> (loss,
+/// metrics...).
 std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConfig &config,
                                      int64_t batch);
 
@@ -120,7 +123,7 @@ public:
   /// all-reduced.
   rt::Expected<Metrics> evaluate(const data::Dataset &data);
 
-  /// Parameters, optimizer state and progress as safetensors, written atomically, with a
+  /// Parameters, variables, optimizer state and progress as safetensors, written atomically, with a
   /// checksum of the tensors (train/Checkpoint.h).
   rt::Status save(const std::string &path, int64_t epochsDone) const;
   /// Restores a checkpoint written by save() for the same model, after checking its metadata
@@ -129,16 +132,22 @@ public:
   /// Starts from the parameters in the safetensors file at `path`, by name, for fine-tuning:
   /// the weights of an imported model (`smelt import` names them as the ONNX file does) or of
   /// another run; the optimizer's state and the step count stay fresh. Every parameter must be
-  /// there with its type, and every tensor there must be a parameter: a typo or another
-  /// model's file is an error naming the tensor, never a half-initialized model.
+  /// there with its type, and every tensor there must be a parameter or a variable: a typo or
+  /// another model's file is an error naming the tensor, never a half-initialized model.
+  /// Variables the file lacks (a model trained without them) keep their initial values.
   rt::Status initParameters(const std::string &path);
   /// Replaces every replica's parameters with `params` (in parameterNames() order, each of its
   /// parameter's type); an error naming the first that does not fit.
   rt::Status setParameters(const std::vector<rt::HostTensor> &params);
+  /// The same for the variables (variableNames() order).
+  rt::Status setVariables(const std::vector<rt::HostTensor> &variables);
 
   /// The parameters (of this process's first replica: every replica holds the same).
   const std::vector<rt::HostTensor> &parameters() const { return replicas_[0].params; }
   const std::vector<std::string> &parameterNames() const { return paramNames_; }
+  /// The model's variables (Graph::variable: moving averages...), as the last step left them.
+  const std::vector<rt::HostTensor> &variables() const { return replicas_[0].variables; }
+  const std::vector<std::string> &variableNames() const { return variableNames_; }
   int64_t globalStep() const { return step_; }
   /// The learning rate the next training step gets (the schedule at globalStep()).
   double learningRate() const;
@@ -176,7 +185,12 @@ private:
     /// The step compiled for a short last batch (its size), when an epoch needed one.
     std::unique_ptr<rt::Executor> shortStep;
     int64_t shortBatch = 0;
-    std::vector<rt::HostTensor> params, state;
+    std::vector<rt::HostTensor> params, variables, state;
+  };
+  /// A model argument of the steps: which parameter or variable.
+  struct ModelArg {
+    bool variable;
+    size_t index;
   };
 
   Trainer() = default;
@@ -185,6 +199,14 @@ private:
   /// Ends every replica's collectives after one failed: the others fail instead of waiting.
   void abortReplicas(const std::string &message);
   rt::Expected<rt::Executor *> evalExecutor(int64_t batch);
+  std::string modelArgName(const ModelArg &arg) const;
+  /// Replaces every replica's parameters or variables (`member`) with `values` after checking
+  /// their count and types; `what` ("parameter", "variable") and `names` make the errors.
+  rt::Status replaceInReplicas(std::vector<rt::HostTensor> Replica::*member,
+                               const std::vector<rt::HostTensor> &values,
+                               const std::vector<std::string> &names, const char *what);
+  /// Appends `r`'s parameters and variables in the steps' argument order.
+  void addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args) const;
   /// Replica `r`'s step for a batch of `share` examples: its usual one, or one compiled for
   /// the epoch's short last batch.
   rt::Expected<rt::Executor *> trainExecutor(Replica &r, int64_t share);
@@ -207,7 +229,9 @@ private:
   std::unique_ptr<rt::LocalGroup> group_;
   std::vector<Replica> replicas_;
   std::map<int64_t, std::unique_ptr<rt::Executor>> evalSteps_;
-  std::vector<std::string> paramNames_, stateNames_, metricNames_;
+  std::vector<std::string> paramNames_, variableNames_, stateNames_, metricNames_;
+  /// The steps' parameter and variable arguments, in order (after the batch, step and rate).
+  std::vector<ModelArg> modelArgs_;
   int64_t step_ = 0;
   std::string gpuCollectives_;
   /// Index in state_ of the loss scale (mixed_f16), else -1.
