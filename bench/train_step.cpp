@@ -1,4 +1,5 @@
-// CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default), or of the
+// CPU training-step time of the seed models on Fashion-MNIST (batch 256 by default; the ResNet
+// with batch norm, resnet, 64), or of the
 // char-level GPT on text (bench/TextWorkloads.h; batch 32 by default), or of the char LSTM
 // (lstm, batch 64, unrolled over 32 steps; lstm:128 over 128): the
 // median of 50 steps (fewer where the text has fewer windows) after a warm-up of 10 steps and 0.6 s, measured between consecutive steps
@@ -6,7 +7,7 @@
 // (fused: kernels, and epilogues folded into matmuls and conv2ds), with matmuls' only
 // (no-conv-epilogues), fused kernels without epilogue folding (no-epilogues), every op as its own
 // step (unfused). Ratios are against the first variant.
-//   smelt-bench-train-step [mlp|cnn|gpt|lstm[:steps]] [batch] [precision] [variants]
+//   smelt-bench-train-step [mlp|cnn|resnet|gpt|lstm[:steps]] [batch] [precision] [variants]
 #include "bench/TextWorkloads.h"
 #include "data/Mnist.h"
 #include "train/Trainer.h"
@@ -28,8 +29,8 @@ int main(int argc, char **argv) {
   }
   int64_t batch = argc > 2   ? std::stoll(argv[2])
                   : model == "gpt"  ? 32
-                  : model == "lstm" ? 64
-                                    : 256;
+                  : model == "lstm" || model == "resnet" ? 64
+                                                         : 256;
   const int64_t warmup = 10;
   smelt::train::TrainConfig config;
   config.model = model;

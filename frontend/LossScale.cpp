@@ -10,6 +10,17 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
                                            const std::vector<Tensor> &params,
                                            int64_t replicas,
                                            std::optional<Tensor> learningRate, Loc loc) {
+  return applyLossScaling(
+      g, scaling, loss, params, replicas,
+      [&](const std::vector<Tensor> &grads) {
+        return applyOptimizer(g, optimizer, params, grads, learningRate, loc);
+      },
+      loc);
+}
+
+ScaledUpdate applyLossScaling(Graph &g, const LossScaleConfig &scaling, Tensor loss,
+                              const std::vector<Tensor> &params, int64_t replicas,
+                              const UpdateRule &rule, Loc loc) {
   if (scaling.initialScale <= 0 || scaling.growthInterval < 1)
     g.fail(loc, "loss scaling needs a positive initial scale and growth interval");
   ScaledUpdate out;
@@ -31,10 +42,7 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
   }
   Tensor finite = compare(probe, scalarLike(probe, 0.0, loc), CompareDirection::eq, loc);
 
-  OptimizerUpdate update = applyOptimizer(g, optimizer, params, grads, learningRate, loc);
-  auto keepUnlessFinite = [&](Tensor updated, Tensor old) {
-    return select(broadcastTo(finite, old.shape(), loc), updated, old, loc);
-  };
+  OptimizerUpdate update = appliedIf(finite, params, rule(grads), loc);
   Tensor good = add(goodSteps, scalarLike(goodSteps, 1.0, loc), loc);
   Tensor grow = compare(good, scalarLike(good, double(scaling.growthInterval), loc),
                         CompareDirection::ge, loc);
@@ -46,13 +54,8 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
   out.initialValues = {scaling.initialScale, 0.0};
   out.newState = {select(finite, scaleIfFinite, mul(scale, scalarLike(scale, 0.5, loc), loc), loc),
                   select(finite, goodIfFinite, zero, loc)};
-  for (size_t i = 0; i < params.size(); ++i)
-    out.newParams.push_back(keepUnlessFinite(update.newParams[i], params[i]));
-  for (size_t i = 0; i < update.stateInputs.size(); ++i) {
-    out.stateInputs.push_back(update.stateInputs[i]);
-    out.initialValues.push_back(update.initialValues[i]);
-    out.newState.push_back(keepUnlessFinite(update.newState[i], update.stateInputs[i]));
-  }
+  out.newParams = update.newParams;
+  out.appendState(update);
   out.skipped = select(finite, zero, scalarLike(scale, 1.0, loc), loc);
   return out;
 }

@@ -14,15 +14,10 @@ struct LossScaleConfig {
   int64_t growthInterval = 2000;
 };
 
-struct ScaledUpdate {
-  /// "loss_scale/scale" and "loss_scale/good_steps" (f32 scalars), then the optimizer's state
-  /// inputs; newState follows the same order.
-  std::vector<Tensor> stateInputs;
-  /// What each state input starts at: the scale at LossScaleConfig::initialScale (a state
-  /// filled with zeros would start the scale at 0 and every gradient at 0), the rest at 0.
-  std::vector<double> initialValues;
-  std::vector<Tensor> newParams;
-  std::vector<Tensor> newState;
+/// The state inputs are "loss_scale/scale" and "loss_scale/good_steps" (f32 scalars), then the
+/// optimizer's; the scale starts at LossScaleConfig::initialScale (a state filled with zeros
+/// would start the scale at 0 and every gradient at 0), the rest at 0.
+struct ScaledUpdate : OptimizerUpdate {
   /// 1 when this step was skipped for non-finite gradients, else 0 (f32 scalar).
   Tensor skipped;
 };
@@ -37,5 +32,10 @@ ScaledUpdate applyOptimizerWithLossScaling(Graph &g, const OptimizerConfig &opti
                                            int64_t replicas = 1,
                                            std::optional<Tensor> learningRate = std::nullopt,
                                            Loc loc = Loc::current());
+
+/// The same around any optimizer update: `rule` gets the unscaled gradients of `params`.
+ScaledUpdate applyLossScaling(Graph &g, const LossScaleConfig &scaling, Tensor loss,
+                              const std::vector<Tensor> &params, int64_t replicas,
+                              const UpdateRule &rule, Loc loc = Loc::current());
 
 } // namespace smelt

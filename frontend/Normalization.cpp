@@ -1,4 +1,5 @@
-// batchNormalization: statistics, the moving-average update and the normalization as ops.
+// batchNormalization: statistics, the moving-average update and the
+// normalization as ops.
 #include "frontend/Normalization.h"
 
 #include <numeric>
@@ -12,17 +13,18 @@ Tensor batchNormalization(Tensor x, bool training, const std::string &name,
     g.fail(loc, "batch normalization '" + name + "' needs [batch, ..., channels], got " +
                     shapeString(x.shape()));
   if (!isFloatType(x.dtype()))
-    g.fail(loc, "batch normalization '" + name + "' needs a float input, got " +
-                    dtypeName(x.dtype()));
+    g.fail(loc,
+           "batch normalization '" + name + "' needs a float input, got " + dtypeName(x.dtype()));
   if (!(options.momentum >= 0 && options.momentum <= 1) || !(options.epsilon > 0))
-    g.fail(loc, "batch normalization '" + name + "': momentum must be in [0, 1] and epsilon > 0"
-                ", got " + std::to_string(options.momentum) + " and " +
-                    std::to_string(options.epsilon));
+    g.fail(loc, "batch normalization '" + name +
+                    "': momentum must be in [0, 1] and epsilon > 0"
+                    ", got " +
+                    std::to_string(options.momentum) + " and " + std::to_string(options.epsilon));
   return g.atomically([&] {
     int64_t channels = x.dim(-1);
     DType dtype = x.dtype();
-    // Created in both modes, in the same order, so the training and evaluation steps take the
-    // same arguments.
+    // Created in both modes, in the same order, so the training and evaluation
+    // steps take the same arguments.
     std::optional<Tensor> gamma, beta;
     if (options.scale)
       gamma = g.parameter(name + "/gamma", {channels}, Initializer::constant(1), dtype, loc);
@@ -36,8 +38,8 @@ Tensor batchNormalization(Tensor x, bool training, const std::string &name,
     if (training) {
       std::vector<int64_t> axes(size_t(x.rank() - 1));
       std::iota(axes.begin(), axes.end(), 0);
-      // Two passes (the mean, then the mean square about it): no cancellation when the mean
-      // is large against the spread, as after a ReLU.
+      // Two passes (the mean, then the mean square about it): no cancellation
+      // when the mean is large against the spread, as after a ReLU.
       mu = mean(x, axes, loc);
       Tensor centered = sub(x, mu, loc);
       var = mean(mul(centered, centered, loc), axes, loc);
@@ -48,7 +50,8 @@ Tensor batchNormalization(Tensor x, bool training, const std::string &name,
       g.assign(movingMean, moving(movingMean, mu), loc);
       g.assign(movingVariance, moving(movingVariance, var), loc);
     }
-    // gamma / sqrt(var + epsilon) per channel first: one multiply per element after it.
+    // gamma / sqrt(var + epsilon) per channel first: one multiply per element
+    // after it.
     Tensor factor = rsqrt(add(var, scalarLike(var, options.epsilon, loc), loc), loc);
     if (gamma)
       factor = mul(factor, *gamma, loc);

@@ -23,9 +23,16 @@ bool decaysWeight(const OptimizerConfig &config, Tensor param) {
 }
 
 namespace {
-std::string slotName(const char *optimizer, const char *slot, Tensor param) {
+/// `name` behind "<scope>/" when the optimizer has a scope.
+std::string scoped(const OptimizerConfig &config, const std::string &name) {
+  return config.scope.empty() ? name : config.scope + "/" + name;
+}
+
+std::string slotName(const OptimizerConfig &config, const char *optimizer, const char *slot,
+                     Tensor param) {
   std::string name = parameterName(param);
-  return std::string(optimizer) + "/" + slot + "/" + (name.empty() ? "param" : name);
+  return scoped(config,
+                std::string(optimizer) + "/" + slot + "/" + (name.empty() ? "param" : name));
 }
 } // namespace
 
@@ -50,6 +57,25 @@ std::vector<Tensor> clipByGlobalNorm(const std::vector<Tensor> &grads, double cl
   for (const Tensor &grad : grads)
     clipped.push_back(mul(grad, convert(scale, grad.dtype(), loc), loc));
   return clipped;
+}
+
+void OptimizerUpdate::appendState(const OptimizerUpdate &other) {
+  stateInputs.insert(stateInputs.end(), other.stateInputs.begin(), other.stateInputs.end());
+  initialValues.insert(initialValues.end(), other.initialValues.begin(),
+                       other.initialValues.end());
+  newState.insert(newState.end(), other.newState.begin(), other.newState.end());
+}
+
+OptimizerUpdate appliedIf(Tensor apply, const std::vector<Tensor> &params, OptimizerUpdate update,
+                          Loc loc) {
+  auto keep = [&](Tensor updated, Tensor old) {
+    return select(broadcastTo(apply, old.shape(), loc), updated, old, loc);
+  };
+  for (size_t i = 0; i < params.size(); ++i)
+    update.newParams[i] = keep(update.newParams[i], params[i]);
+  for (size_t i = 0; i < update.stateInputs.size(); ++i)
+    update.newState[i] = keep(update.newState[i], update.stateInputs[i]);
+  return update;
 }
 
 std::optional<OptimizerKind> parseOptimizer(const std::string &name) {
@@ -91,8 +117,8 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
     break;
   case OptimizerKind::Momentum:
     for (size_t i = 0; i < params.size(); ++i) {
-      Tensor v = g.input(slotName("momentum", "velocity", params[i]), params[i].shape(),
-                         params[i].dtype(), loc);
+      Tensor v = g.input(slotName(config, "momentum", "velocity", params[i]),
+                         params[i].shape(), params[i].dtype(), loc);
       Tensor mu = scalarLike(v, config.momentum, loc);
       Tensor newV = sub(mul(mu, v, loc), mul(lr(v), grads[i], loc), loc);
       update.stateInputs.push_back(v);
@@ -104,7 +130,8 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
   case OptimizerKind::AdamW: {
     // The step count lives in the parameters' dtype so the bias correction is as precise as
     // the parameters (f32 master weights in training, f64 in gradient tests).
-    Tensor step = g.input("adam/step", {}, params.empty() ? DType::f32 : params[0].dtype(), loc);
+    Tensor step = g.input(scoped(config, "adam/step"), {},
+                          params.empty() ? DType::f32 : params[0].dtype(), loc);
     Tensor t = add(step, scalarLike(step, 1.0, loc), loc);
     Tensor b1 = scalarLike(step, config.beta1, loc), b2 = scalarLike(step, config.beta2, loc);
     Tensor one = scalarLike(step, 1.0, loc);
@@ -116,8 +143,8 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
     update.newState.push_back(t);
     for (size_t i = 0; i < params.size(); ++i) {
       Tensor p = params[i], gr = grads[i];
-      Tensor m = g.input(slotName("adam", "m", p), p.shape(), p.dtype(), loc);
-      Tensor v = g.input(slotName("adam", "v", p), p.shape(), p.dtype(), loc);
+      Tensor m = g.input(slotName(config, "adam", "m", p), p.shape(), p.dtype(), loc);
+      Tensor v = g.input(slotName(config, "adam", "v", p), p.shape(), p.dtype(), loc);
       Tensor newM = add(m, mul(sub(gr, m, loc), scalarLike(m, 1 - config.beta1, loc), loc), loc);
       Tensor newV = add(v, mul(sub(mul(gr, gr, loc), v, loc),
                                scalarLike(v, 1 - config.beta2, loc), loc),

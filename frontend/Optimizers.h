@@ -30,6 +30,9 @@ struct OptimizerConfig {
   /// gains and biases) do not, as GPT-2 and nanoGPT train; decaying a norm's gain towards 0
   /// fights the normalization, and a bias has no scale for decay to regularize.
   std::function<bool(const std::string &name, const std::vector<int64_t> &shape)> decays;
+  /// Prefixes the names of the optimizer's state inputs ("<scope>/adam/step"): two optimizers
+  /// in one graph (parameter groups, ParameterGroups.h) each need a scope of their own.
+  std::string scope;
 };
 
 /// The optimizer's state inputs and the updated parameters and state.
@@ -39,10 +42,14 @@ struct OptimizerUpdate {
   std::vector<double> initialValues;
   std::vector<Tensor> newParams;   // in `params` order
   std::vector<Tensor> newState;    // in `stateInputs` order
+
+  /// Adds `other`'s state inputs, initial values and new state after this one's.
+  void appendState(const OptimizerUpdate &other);
 };
 
 /// Adds the optimizer's state as inputs of `g` (named "<optimizer>/<slot>/<parameter>", plus
-/// "adam/step", in the parameters' dtype, for Adam's bias correction) and builds one update
+/// "adam/step", in the parameters' dtype, for Adam's bias correction; each behind
+/// "<config.scope>/" when it has one) and builds one update
 /// step of `params` from `grads` (clipped first when config.clipGlobalNorm > 0), with the rank-0
 /// `learningRate` input as lr (config.learningRate as a constant when not given):
 ///   SGD       p -= lr g
@@ -55,6 +62,15 @@ OptimizerUpdate applyOptimizer(Graph &g, const OptimizerConfig &config,
                                const std::vector<Tensor> &grads,
                                std::optional<Tensor> learningRate = std::nullopt,
                                Loc loc = Loc::current());
+
+/// An optimizer update (applyOptimizer, applyParameterGroups, ...) built from the gradients of
+/// parameters the rule knows: what loss scaling and gradient accumulation wrap.
+using UpdateRule = std::function<OptimizerUpdate(const std::vector<Tensor> &grads)>;
+
+/// `update` applied only where the rank-0 i1 `apply` is true: its new parameters and state where
+/// it is, `params` and its state inputs as they were where not (a skipped step).
+OptimizerUpdate appliedIf(Tensor apply, const std::vector<Tensor> &params, OptimizerUpdate update,
+                          Loc loc = Loc::current());
 
 /// `grads` scaled by clip / max(global norm, clip): unchanged when their norm over all of
 /// them is at most `clip`. The norm is computed in f32 (f64 for f64 gradients).

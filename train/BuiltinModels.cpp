@@ -36,9 +36,14 @@ rt::Expected<ModelSpec> builtinModel(const std::string &name, double dropoutRate
       x = dropout(flatten(x), dropoutRate, in.seed + 101, in.training, in.step);
       return classification(dense(x, 10, "logits"), in.labels);
     });
+  if (name == "resnet")
+    return ModelSpec(name, image, label, [](Graph &, const ModelInputs &in) {
+      Tensor x = reshape(in.examples, {in.examples.dim(0), 28, 28, 1});
+      return classification(resnetClassifier(x, ResnetConfig{}, in.training), in.labels);
+    });
   return rt::Status::error("unknown model '" + name +
-                           "': the built-in models are mlp and cnn (gpt takes --text); "
-                           "a ModelSpec with a build function trains any other");
+                           "': the built-in models are mlp, cnn and resnet (gpt and lstm take "
+                           "--text); a ModelSpec with a build function trains any other");
 }
 
 ModelSpec gptModel(const GptConfig &config) {

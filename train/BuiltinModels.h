@@ -8,9 +8,10 @@
 
 namespace smelt::train {
 
-/// "mlp" (784-512-256-10, dropout after each hidden layer) or "cnn" (conv-pool-conv-pool,
-/// dropout, dense) on [784] f32 images with i32 labels, reporting accuracy; an error naming
-/// the choices for another name. Dropout masks derive from the run's seed.
+/// "mlp" (784-512-256-10, dropout after each hidden layer), "cnn" (conv-pool-conv-pool,
+/// dropout, dense) or "resnet" (resnetClassifier's default: 3 stages of 2 basic blocks, 16, 32
+/// and 64 filters, batch norm) on [784] f32 images with i32 labels, reporting accuracy; an
+/// error naming the choices for another name. Dropout masks derive from the run's seed.
 rt::Expected<ModelSpec> builtinModel(const std::string &name, double dropout);
 
 /// The GPT of `config` as a next-token model: examples and labels are [context] i32 tokens

@@ -4,6 +4,7 @@
 
 #include "codegen/Compile.h"
 #include "frontend/DataParallel.h"
+#include "frontend/GradientAccumulation.h"
 #include "frontend/Layers.h"
 #include "runtime/Devices.h"
 #include "train/BuiltinModels.h"
@@ -158,10 +159,14 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   int64_t replicas = config.replicas;
   if (batch == 0)
     batch = config.batch / config.replicas;
-  Tensor step, learningRate;
+  Tensor step;
+  // The default optimizer's rate, then each parameter group's.
+  std::vector<Tensor> learningRates;
   ModelOutputs out = buildModel(g, model, config, batch, /*training=*/true, [&] {
     step = g.input("step", {}, DType::i64);
-    learningRate = g.input("learning_rate", {}, DType::f32);
+    learningRates.push_back(g.input("learning_rate", {}, DType::f32));
+    for (const ParameterGroup &group : config.parameterGroups)
+      learningRates.push_back(g.input("learning_rate/" + group.name, {}, DType::f32));
     return replicaStreamOffset(step, replicas);
   });
   g.applyPrecision(config.precision);
@@ -181,15 +186,24 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   std::vector<Tensor> newParams, stateInputs, newState;
   std::vector<double> initialValues;
   std::optional<Tensor> skipped;
+  // The update, from the inside out: each group's optimizer on its parameters, on the mean of
+  // `accumulateSteps` steps' gradients, under loss scaling with mixed_f16.
+  UpdateRule grouped = [&](const std::vector<Tensor> &grads) {
+    return applyParameterGroups(g, config.optimizer, config.parameterGroups, params, grads,
+                                learningRates);
+  };
+  UpdateRule accumulated = [&](const std::vector<Tensor> &grads) {
+    return accumulateGradients(g, config.accumulateSteps, step, params, grads, grouped);
+  };
   if (config.precision == PrecisionPolicy::mixed_f16) {
-    ScaledUpdate update = applyOptimizerWithLossScaling(g, config.optimizer, config.lossScale,
-                                                        out.loss, params, replicas, learningRate);
+    ScaledUpdate update =
+        applyLossScaling(g, config.lossScale, out.loss, params, replicas, accumulated);
     newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
     initialValues = update.initialValues;
     skipped = update.skipped;
   } else {
-    std::vector<Tensor> grads = crossReplicaMean(g.gradients(out.loss, params), replicas);
-    OptimizerUpdate update = applyOptimizer(g, config.optimizer, params, grads, learningRate);
+    OptimizerUpdate update =
+        accumulated(crossReplicaMean(g.gradients(out.loss, params), replicas));
     newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
     initialValues = update.initialValues;
   }
@@ -239,8 +253,18 @@ double Metrics::value(const std::string &name) const {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-double Trainer::learningRate() const {
-  return config_.optimizer.schedule.at(config_.optimizer.learningRate, step_);
+double Trainer::rateAt(const OptimizerConfig &optimizer, int64_t step) const {
+  // With accumulation the schedule counts optimizer updates, not micro-steps.
+  return optimizer.schedule.at(optimizer.learningRate, step / config_.accumulateSteps);
+}
+
+double Trainer::learningRate() const { return rateAt(config_.optimizer, step_); }
+
+std::vector<const OptimizerConfig *> Trainer::optimizers() const {
+  std::vector<const OptimizerConfig *> all = {&config_.optimizer};
+  for (const ParameterGroup &group : config_.parameterGroups)
+    all.push_back(&group.optimizer);
+  return all;
 }
 
 rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &requested) {
@@ -255,6 +279,15 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
   }
   if (std::string why = config.optimizer.schedule.check(); !why.empty())
     return rt::Status::error("the learning-rate schedule needs " + why);
+  if (std::string why = checkParameterGroups(config.parameterGroups); !why.empty())
+    return rt::Status::error(why);
+  for (const ParameterGroup &group : config.parameterGroups)
+    if (std::string why = group.optimizer.schedule.check(); !why.empty())
+      return rt::Status::error("parameter group '" + group.name +
+                               "': the learning-rate schedule needs " + why);
+  if (config.accumulateSteps < 1)
+    return rt::Status::error(fmt::format("accumulateSteps must be >= 1, got {}",
+                                         config.accumulateSteps));
   if (config.batch < 1 || config.evalBatch < 1)
     return rt::Status::error("batch sizes must be positive");
   if (config.replicas < 1 || config.batch % config.replicas != 0)
@@ -298,7 +331,9 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
     // state..., loss, metrics...).
     std::unique_ptr<Graph> graph = buildTrainStep(*trainer->context_, config);
     Graph &g = *graph;
-    unsigned firstModelArg = 4, firstState = firstModelArg + unsigned(g.parameters().size());
+    // After examples, labels, step and the learning rates.
+    unsigned firstModelArg = unsigned(3 + trainer->optimizers().size());
+    unsigned firstState = firstModelArg + unsigned(g.parameters().size());
     for (unsigned i = firstModelArg; i < firstState; ++i) {
       bool variable = bool(g.function().getArgAttr(i, "smelt.variable"));
       std::vector<std::string> &names = variable ? trainer->variableNames_ : trainer->paramNames_;
@@ -521,9 +556,12 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     if (!exe)
       return exe.status();
     rt::HostTensor step = scalarI64(step_ + i);
-    rt::HostTensor rate =
-        scalarF32(config_.optimizer.schedule.at(config_.optimizer.learningRate, step_ + i));
-    std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step, &rate};
+    std::vector<rt::HostTensor> rates;
+    for (const OptimizerConfig *optimizer : optimizers())
+      rates.push_back(scalarF32(rateAt(*optimizer, step_ + i)));
+    std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step};
+    for (const rt::HostTensor &rate : rates)
+      args.push_back(&rate);
     addModelArguments(r, args);
     for (const rt::HostTensor &s : r.state)
       args.push_back(&s);

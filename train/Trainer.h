@@ -8,6 +8,7 @@
 #include "codegen/JitCache.h"
 #include "frontend/LossScale.h"
 #include "frontend/Optimizers.h"
+#include "frontend/ParameterGroups.h"
 #include "passes/Passes.h"
 #include "runtime/Collectives.h"
 #include "data/Dataset.h"
@@ -30,6 +31,17 @@ struct TrainConfig {
   int64_t batch = 256;
   /// Adam, learning rate 1e-3; its schedule sets the rate fed to each step.
   OptimizerConfig optimizer;
+  /// Parameters that train with another optimizer, rate, schedule or weight decay
+  /// (frontend/ParameterGroups.h: optax's multi_transform, PyTorch's param groups); the first
+  /// group that matches a parameter takes it, `optimizer` the rest. Each group's rate is the
+  /// step's input "learning_rate/<group>", from its own schedule.
+  std::vector<ParameterGroup> parameterGroups;
+  /// > 1: the optimizer updates the parameters every `accumulateSteps` steps, with the mean of
+  /// their gradients (frontend/GradientAccumulation.h), as one batch of accumulateSteps *
+  /// `batch` examples would, in the memory of `batch`. Schedules count these updates. Each
+  /// step's gradient weighs the same, a short last batch's too; accumulation runs on across
+  /// epochs.
+  int64_t accumulateSteps = 1;
   uint64_t seed = 0;          // parameters, shuffling and dropout all derive from it
   double dropout = 0.2;       // the built-in models' dropout rate
   /// The last batch of an epoch is usually short. By default it trains (through a step
@@ -92,8 +104,8 @@ struct Metrics {
   double accuracy() const { return value("accuracy"); }
 };
 
-/// The training step as a graph: @train_step (examples, labels, step, learning_rate, the
-/// model's params and variables in creation order..., state...) -> (params..., variables...,
+/// The training step as a graph: @train_step (examples, labels, step, learning_rate,
+/// learning_rate/<group>..., the model's params and variables in creation order..., state...) -> (params..., variables...,
 /// state..., loss, metrics...[, skipped]) and @train_step_init; `skipped` (1 when the step was
 /// skipped) and the loss-scale state exist under mixed_f16. A variable's result is its
 /// assigned value (Graph::assign), averaged over replicas when it is a float. A graph input
@@ -151,6 +163,10 @@ public:
   int64_t globalStep() const { return step_; }
   /// The learning rate the next training step gets (the schedule at globalStep()).
   double learningRate() const;
+  /// The rate `optimizer` (TrainConfig's, or a group's) gives training step `step`.
+  double rateAt(const OptimizerConfig &optimizer, int64_t step) const;
+  /// TrainConfig::optimizer, then each parameter group's: the steps' learning-rate inputs.
+  std::vector<const OptimizerConfig *> optimizers() const;
   /// The model's metric names, in the order Metrics::values has them.
   const std::vector<std::string> &metricNames() const { return metricNames_; }
   const TrainConfig &config() const { return config_; }

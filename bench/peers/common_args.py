@@ -3,7 +3,7 @@ bench/peers/run.py reads."""
 import argparse
 import json
 
-WORKLOADS = ("mlp", "cnn", "gpt", "lstm", "chain")
+WORKLOADS = ("mlp", "cnn", "resnet", "gpt", "lstm", "chain")
 WARMUP, STEPS = 10, 50  # as smelt-bench-train-step: median of 50 steps after 10 of warm-up
 
 
@@ -14,7 +14,7 @@ def parse(modes):
     p.add_argument("--batch", type=int)
     args = p.parse_args()
     if args.batch is None:
-        args.batch = {"gpt": 32, "lstm": 64}.get(args.workload, 256)
+        args.batch = {"gpt": 32, "lstm": 64, "resnet": 64}.get(args.workload, 256)
     return args
 
 

@@ -1,6 +1,7 @@
-// Batch normalization (frontend/Normalization.h) and the variables under it: the layer against
-// float64 loops and central differences, in both modes; Graph::assign's rules; and the Trainer
-// carrying variables through steps, replicas, evaluation and checkpoints (issue 33).
+// Batch normalization (frontend/Normalization.h) and the variables under it:
+// the layer against float64 loops and central differences, in both modes;
+// Graph::assign's rules; and the Trainer carrying variables through steps,
+// replicas, evaluation and checkpoints (issue 33).
 #include "TestUtil.h"
 
 #include "frontend/Normalization.h"
@@ -15,7 +16,8 @@
 namespace smelt::test {
 namespace {
 
-/// Per-channel mean and population variance of rows [n, channels] of `x`, rows first..last.
+/// Per-channel mean and population variance of rows [n, channels] of `x`, rows
+/// first..last.
 void channelMoments(const std::vector<double> &x, int64_t channels, int64_t first, int64_t last,
                     std::vector<double> &mean, std::vector<double> &variance) {
   mean.assign(size_t(channels), 0.0);
@@ -53,15 +55,18 @@ TEST(BatchNorm, TrainingMatchesFloat64AndFiniteDifferences) {
   std::vector<Tensor> params = g.parameterTensors(), variables = g.variableTensors();
   ASSERT_EQ(params.size(), 2u);
   ASSERT_EQ(variables.size(), 2u);
-  std::optional<rt::CpuExecutor> cpu = compileLossAndGradients(
-      g, reduceSum(mul(y, r), {0, 1, 2, 3}), {x, params[0], params[1]},
-      {y, g.assignedValue(variables[0]), g.assignedValue(variables[1])});
+  std::optional<rt::CpuExecutor> cpu =
+      compileLossAndGradients(g, reduceSum(mul(y, r), {0, 1, 2, 3}), {x, params[0], params[1]},
+                              {y, g.assignedValue(variables[0]), g.assignedValue(variables[1])});
   ASSERT_TRUE(cpu);
-  // A mean far from zero against the spread, as after a ReLU: the statistics must not cancel.
+  // A mean far from zero against the spread, as after a ReLU: the statistics
+  // must not cancel.
   std::vector<rt::HostTensor> args = {
       randomTensor({B, H, W, C}, DType::f64, [] { return 50 + draw(-2, 2); }),
-      randomTensor({B, H, W, C}, DType::f64), randomTensor({C}, DType::f64, [] { return draw(0.5, 2); }),
-      randomTensor({C}, DType::f64), randomTensor({C}, DType::f64),
+      randomTensor({B, H, W, C}, DType::f64),
+      randomTensor({C}, DType::f64, [] { return draw(0.5, 2); }),
+      randomTensor({C}, DType::f64),
+      randomTensor({C}, DType::f64),
       randomTensor({C}, DType::f64, [] { return draw(0.5, 2); })};
   std::vector<rt::HostTensor> result;
   ASSERT_TRUE(cpu->run(args, result).ok());
@@ -101,9 +106,9 @@ TEST(BatchNorm, InferenceNormalizesWithTheMovingAveragesAndAssignsNothing) {
   EXPECT_EQ(g.assignedValue(variables[0]).value(), variables[0].value());
   EXPECT_EQ(g.assignedValue(variables[1]).value(), variables[1].value());
   g.setOutputs({y});
-  std::vector<rt::HostTensor> args = {
-      randomTensor({B, C}, DType::f64), randomTensor({C}, DType::f64),
-      randomTensor({C}, DType::f64), randomTensor({C}, DType::f64, [] { return draw(0.5, 2); })};
+  std::vector<rt::HostTensor> args = {randomTensor({B, C}, DType::f64),
+                                      randomTensor({C}, DType::f64), randomTensor({C}, DType::f64),
+                                      randomTensor({C}, DType::f64, [] { return draw(0.5, 2); })};
   std::vector<rt::HostTensor> out = run(g, args);
   ASSERT_EQ(out.size(), 1u);
   std::vector<double> xs = args[0].toDoubles(), gamma = args[1].toDoubles(),
@@ -124,8 +129,7 @@ TEST(BatchNorm, MistakesAreBuildErrorsThatSayWhatIsWrong) {
   Tensor ids = g.input("ids", {4, 2}, DType::i32);
   expectBuildError([&] { batchNormalization(ids, true, "bn"); }, "needs a float input, got i32");
   Tensor x = g.input("x", {4, 2});
-  expectBuildError([&] { batchNormalization(x, true, "bn", {1.5}); },
-                   "momentum must be in [0, 1]");
+  expectBuildError([&] { batchNormalization(x, true, "bn", {1.5}); }, "momentum must be in [0, 1]");
   EXPECT_TRUE(g.parameters().empty()) << "a failed layer leaves no parameter or variable";
 
   Tensor counter = g.variable("counter", {}, Initializer::zeros(), DType::i64);
@@ -138,7 +142,8 @@ TEST(BatchNorm, MistakesAreBuildErrorsThatSayWhatIsWrong) {
   expectBuildError([&] { g.assign(counter, next); }, "already has its next value");
 }
 
-/// Rows of 3 features far from zero mean, labelled by the sign of their sum about the mean.
+/// Rows of 3 features far from zero mean, labelled by the sign of their sum
+/// about the mean.
 struct Shifted {
   std::vector<double> x, y;
   data::Dataset dataset() const {
@@ -162,7 +167,8 @@ Shifted shiftedData(int64_t count, uint64_t seed) {
     }
     y.push_back(sum > 0);
   }
-  // The examples are stored as f32: the references use the values the model sees.
+  // The examples are stored as f32: the references use the values the model
+  // sees.
   for (double &v : x)
     v = double(float(v));
   return {x, y};
@@ -170,12 +176,11 @@ Shifted shiftedData(int64_t count, uint64_t seed) {
 
 train::TrainConfig batchNormConfig(int64_t batch, int64_t replicas) {
   train::TrainConfig config;
-  config.model = train::ModelSpec("bn-probe", {{3}, DType::f32}, {{}, DType::i32},
-                                  [](Graph &, const train::ModelInputs &in) {
-                                    Tensor z = batchNormalization(in.examples, in.training, "bn",
-                                                                  {/*momentum=*/0.9});
-                                    return train::classification(dense(z, 2, "out"), in.labels);
-                                  });
+  config.model = train::ModelSpec(
+      "bn-probe", {{3}, DType::f32}, {{}, DType::i32}, [](Graph &, const train::ModelInputs &in) {
+        Tensor z = batchNormalization(in.examples, in.training, "bn", {/*momentum=*/0.9});
+        return train::classification(dense(z, 2, "out"), in.labels);
+      });
   config.batch = batch;
   config.evalBatch = batch;
   config.replicas = replicas;
@@ -183,9 +188,10 @@ train::TrainConfig batchNormConfig(int64_t batch, int64_t replicas) {
   return config;
 }
 
-// With the whole dataset as the batch, the moving averages after k steps are known whatever
-// the order: mean * (1 - 0.9^k), and 0.9^k + variance * (1 - 0.9^k), where two replicas each
-// see half the batch and their variances are averaged. Evaluation then normalizes with them.
+// With the whole dataset as the batch, the moving averages after k steps are
+// known whatever the order: mean * (1 - 0.9^k), and 0.9^k + variance * (1 -
+// 0.9^k), where two replicas each see half the batch and their variances are
+// averaged. Evaluation then normalizes with them.
 TEST(BatchNorm, TrainerCarriesMovingAveragesThroughStepsReplicasAndEvaluation) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const int64_t N = 64;
@@ -202,8 +208,9 @@ TEST(BatchNorm, TrainerCarriesMovingAveragesThroughStepsReplicasAndEvaluation) {
               (std::vector<std::string>{"bn/gamma", "bn/beta", "out/kernel", "out/bias"}));
     for (int64_t epoch = 0; epoch < 2; ++epoch)
       ASSERT_TRUE((*trainer)->trainEpoch(data, epoch).ok());
-    // Each replica's share is one half of the shuffled order; the mean is the same either way,
-    // and the averaged half-variances are checked against their bounds below.
+    // Each replica's share is one half of the shuffled order; the mean is the
+    // same either way, and the averaged half-variances are checked against
+    // their bounds below.
     std::vector<double> mean, variance;
     channelMoments(xs, 3, 0, N, mean, variance);
     double kept = 0.9 * 0.9;
@@ -213,7 +220,8 @@ TEST(BatchNorm, TrainerCarriesMovingAveragesThroughStepsReplicasAndEvaluation) {
       EXPECT_NEAR(gotMean[c], mean[c] * (1 - kept), 1e-5 * std::abs(mean[c])) << c;
       if (replicas == 1)
         EXPECT_NEAR(gotVariance[c], kept + variance[c] * (1 - kept), 1e-5 * variance[c]) << c;
-      else // the mean of two halves' variances is below the whole's (it lacks the between-half term)
+      else // the mean of two halves' variances is below the whole's (it lacks
+           // the between-half term)
         EXPECT_LE(gotVariance[c], kept + variance[c] * (1 - kept) + 1e-5) << c;
     }
 
@@ -225,9 +233,9 @@ TEST(BatchNorm, TrainerCarriesMovingAveragesThroughStepsReplicasAndEvaluation) {
     for (int64_t i = 0; i < N; ++i) {
       double logits[2] = {bias[0], bias[1]};
       for (size_t c = 0; c < 3; ++c) {
-        double z = gamma[c] * (xs[size_t(i) * 3 + c] - gotMean[c]) /
-                       std::sqrt(gotVariance[c] + 1e-3) +
-                   beta[c];
+        double z =
+            gamma[c] * (xs[size_t(i) * 3 + c] - gotMean[c]) / std::sqrt(gotVariance[c] + 1e-3) +
+            beta[c];
         logits[0] += z * kernel[c * 2], logits[1] += z * kernel[c * 2 + 1];
       }
       double top = std::max(logits[0], logits[1]);
@@ -269,7 +277,8 @@ TEST(BatchNorm, CheckpointsHoldTheVariablesAndResumeBitForBit) {
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].byteSize()), 0)
         << (*resumed)->variableNames()[i];
-  // The moving averages moved: a run that never updated them would also resume equal.
+  // The moving averages moved: a run that never updated them would also resume
+  // equal.
   EXPECT_NE(a[0].toDoubles()[0], 0.0);
   std::filesystem::remove(path);
 }

@@ -2,6 +2,7 @@
 // all_reduce steps against a float64 reference, bucketing in the compiled step, N replicas with
 // shares of the global batch against one replica with all of it, and the errors users hit.
 #include "TestUtil.h"
+#include "TrainTestUtil.h"
 #include "Tolerance.h"
 
 #include "frontend/DataParallel.h"
@@ -135,18 +136,8 @@ TEST(DataParallel, GradientsAreBucketedAndStartedBeforeTheOptimizer) {
 /// further step, and the claim under test is one step's reduction order, not that growth.
 std::vector<rt::HostTensor> trainedParameters(train::TrainConfig config, int64_t epochs,
                                               train::Metrics *last = nullptr) {
-  data::Dataset data = fashion("train", 512);
-  auto trainer = train::Trainer::create(config);
-  EXPECT_TRUE(trainer.ok()) << trainer.message();
-  if (!trainer.ok())
-    return {};
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    rt::Expected<train::Metrics> m = (*trainer)->trainEpoch(data, epoch);
-    EXPECT_TRUE(m.ok()) << m.message();
-    if (last && m.ok())
-      *last = *m;
-  }
-  return (*trainer)->parameters();
+  std::unique_ptr<train::Trainer> trainer = trainedFor(config, fashion("train", 512), epochs, last);
+  return trainer ? trainer->parameters() : std::vector<rt::HostTensor>{};
 }
 
 TEST(DataParallel, TwoReplicasWithHalfBatchesMatchOneWithTheFullBatch) {

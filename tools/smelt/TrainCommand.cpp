@@ -45,9 +45,10 @@ static DeviceFlags deviceFlags(trainSubcommand);
 static CacheFlags cacheFlags(trainSubcommand);
 
 static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout), cnn "
-                                                    "(conv-pool-conv-pool-dense) on "
-                                                    "Fashion-MNIST, or gpt or lstm (a character "
-                                                    "LSTM) on --text"),
+                                                    "(conv-pool-conv-pool-dense) or resnet (3 "
+                                                    "stages of 2 residual blocks, batch norm) "
+                                                    "on Fashion-MNIST, or gpt or lstm (a "
+                                                    "character LSTM) on --text"),
                                   cl::init("mlp"), cl::sub(trainSubcommand),
                                   cl::cat(smeltCategory()));
 static cl::opt<int> epochs("epochs", cl::desc("Epochs to train"), cl::init(5),
