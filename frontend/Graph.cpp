@@ -243,6 +243,12 @@ Tensor Graph::addWeight(const std::string &name, const std::vector<int64_t> &sha
   if (random && !isFloatType(dtype))
     fail(loc, "parameter '" + name + "' is " + dtypeName(dtype) +
                   ": a random initializer needs a float dtype");
+  for (const ConstantSlice &slice : init.constantSlices)
+    if (shape.empty() || slice.begin < 0 || slice.begin >= slice.end ||
+        slice.end > shape.back())
+      fail(loc, "'" + name + "' of shape " + shapeString(shape) + ": a constant slice [" +
+                    std::to_string(slice.begin) + ", " + std::to_string(slice.end) +
+                    ") must be a non-empty range of its last axis");
   if (init.kind == Initializer::Kind::Uniform && !(init.value < init.high))
     fail(loc, "parameter '" + name + "': a uniform initializer needs low < high, got [" +
                   std::to_string(init.value) + ", " + std::to_string(init.high) + ")");

@@ -34,7 +34,8 @@ uint64_t parameterSeed(uint64_t graphSeed, uint64_t index) {
   return (z ^ (z >> 31)) & 0x7fffffffffffffffull;
 }
 
-Tensor initialValue(Graph &g, const ParameterSpec &p) {
+/// The draw (or constant) of `p`'s initializer, before its constant slices.
+static Tensor drawnValue(Graph &g, const ParameterSpec &p) {
   // The init function's ops point at the parameter's creation site: a bad initializer (an
   // rng on an integer parameter, say) is reported where the user asked for it.
   switch (p.init.kind) {
@@ -52,6 +53,22 @@ Tensor initialValue(Graph &g, const ParameterSpec &p) {
     break;
   }
   return constant(g, p.init.value, p.shape, p.dtype, p.loc);
+}
+
+Tensor initialValue(Graph &g, const ParameterSpec &p) {
+  Tensor value = drawnValue(g, p);
+  if (p.init.constantSlices.empty())
+    return value;
+  Tensor column = iota(g, p.shape, int64_t(p.shape.size()) - 1, DType::i64, p.loc);
+  for (const ConstantSlice &slice : p.init.constantSlices) {
+    Tensor from = compare(column, scalarLike(column, double(slice.begin), p.loc),
+                          CompareDirection::ge, p.loc);
+    Tensor below = compare(column, scalarLike(column, double(slice.end), p.loc),
+                           CompareDirection::lt, p.loc);
+    Tensor fill = constant(g, slice.value, p.shape, p.dtype, p.loc);
+    value = select(from, select(below, fill, value, p.loc), value, p.loc);
+  }
+  return value;
 }
 
 } // namespace smelt

@@ -11,6 +11,13 @@ class Graph;
 class Tensor;
 struct ParameterSpec;
 
+/// Elements [begin, end) along a parameter's last axis, set to `value` after its initializer
+/// drew the rest (an LSTM's forget-gate slice of its bias: Keras' unit_forget_bias).
+struct ConstantSlice {
+  int64_t begin = 0, end = 0;
+  double value = 0;
+};
+
 /// How a parameter gets its first value. Fans are computed as Keras does (see kerasFans).
 struct Initializer {
   enum class Kind { GlorotUniform, HeNormal, Uniform, Zeros, Constant } kind = Kind::Zeros;
@@ -30,6 +37,15 @@ struct Initializer {
   static Initializer uniform(double low, double high) { return {Kind::Uniform, low, high}; }
   static Initializer zeros() { return {Kind::Zeros}; }
   static Initializer constant(double v) { return {Kind::Constant, v}; }
+
+  /// Applied in order after the draw; Graph::parameter checks them against the shape.
+  std::vector<ConstantSlice> constantSlices;
+  /// This initializer with elements [begin, end) of the last axis set to `value`.
+  Initializer withConstantSlice(int64_t begin, int64_t end, double value) const {
+    Initializer copy = *this;
+    copy.constantSlices.push_back({begin, end, value});
+    return copy;
+  }
 };
 
 /// Keras' fans of a kernel shape: [in, out] for a matrix; for a conv kernel [..., in, out]

@@ -7,13 +7,32 @@
 
 namespace smelt {
 
-/// Keras' LSTM(units, return_sequences=True) on x [batch, time, features]: hidden states
-/// [batch, time, units] from zero initial states. Gates in Keras' order (input, forget, cell,
-/// output): z = x_t W + h_{t-1} U + b, i = sigmoid(z_i), f = sigmoid(z_f), c_t = f c_{t-1} +
-/// i tanh(z_c), h_t = sigmoid(z_o) tanh(c_t). Parameters "<name>/kernel" W [features, 4 units]
-/// and "<name>/recurrent_kernel" U [units, 4 units] (Glorot uniform), "<name>/bias" b
-/// [4 units] (zeros). The input projection is one matmul over every step ([batch * time,
+/// What Keras' recurrent layers take besides their units.
+struct RecurrentOptions {
+  /// Every step's state [batch, time, units]; false: the last step's [batch, units].
+  bool returnSequences = true;
+  /// LSTM: the forget gate's bias starts at 1 (Keras' unit_forget_bias, its default), so the
+  /// cell state is kept at first rather than halved each step.
+  bool unitForgetBias = true;
+};
+
+/// Keras' LSTM(units) on x [batch, time, features], from zero initial states. Gates in Keras'
+/// order (input, forget, cell, output): z = x_t W + h_{t-1} U + b, i = sigmoid(z_i), f =
+/// sigmoid(z_f), c_t = f c_{t-1} + i tanh(z_c), h_t = sigmoid(z_o) tanh(c_t). Parameters
+/// "<name>/kernel" W [features, 4 units] and "<name>/recurrent_kernel" U [units, 4 units]
+/// (Glorot uniform), "<name>/bias" b [4 units] (zeros, the forget slice ones with
+/// unitForgetBias). The input projection is one matmul over every step ([batch * time,
 /// features] rows); each step adds its slice to one recurrent matmul.
-Tensor lstm(Tensor x, int64_t units, const std::string &name, Loc loc = Loc::current());
+Tensor lstm(Tensor x, int64_t units, const std::string &name, const RecurrentOptions &options = {},
+            Loc loc = Loc::current());
+
+/// Keras' GRU(units) with its default reset_after=True on x [batch, time, features], from a
+/// zero initial state. Gates in Keras' order (update, reset, candidate): x_t W + b_0 = (xz, xr,
+/// xh) and h_{t-1} U + b_1 = (hz, hr, hh); z = sigmoid(xz + hz), r = sigmoid(xr + hr), n =
+/// tanh(xh + r hh), h_t = z h_{t-1} + (1 - z) n. Parameters "<name>/kernel" W [features, 3
+/// units], "<name>/recurrent_kernel" U [units, 3 units] (Glorot uniform) and "<name>/bias"
+/// [2, 3 units] (zeros: the input bias b_0, then the recurrent one b_1).
+Tensor gru(Tensor x, int64_t units, const std::string &name, const RecurrentOptions &options = {},
+           Loc loc = Loc::current());
 
 } // namespace smelt

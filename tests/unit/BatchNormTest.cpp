@@ -33,16 +33,6 @@ void channelMoments(const std::vector<double> &x, int64_t channels, int64_t firs
     }
 }
 
-/// Runs `build`, which must throw a BuildError containing `part`.
-template <typename Fn> void expectBuildError(Fn build, const std::string &part) {
-  try {
-    build();
-    ADD_FAILURE() << "expected a BuildError containing: " << part;
-  } catch (const BuildError &e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
-
 TEST(BatchNorm, TrainingMatchesFloat64AndFiniteDifferences) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const int64_t B = 4, H = 3, W = 2, C = 5;

@@ -1,15 +1,15 @@
-// The unrolled LSTM (frontend/Recurrent.h): its hidden states against float64 loops, its
-// gradients against central differences, and the gradient of its per-step slices built as
+// The unrolled LSTM and GRU (frontend/Recurrent.h): their hidden states against float64 loops,
+// their gradients against central differences, unit_forget_bias through the init function, and the gradient of its per-step slices built as
 // one concat rather than one full-size pad per step (issue 35).
 #include "TestUtil.h"
 
+#include "codegen/Compile.h"
 #include "frontend/Recurrent.h"
 #include "ir/SmeltDialect.h"
-#include "codegen/Compile.h"
 #include "passes/Passes.h"
+#include "runtime/CpuExecutor.h"
 #include "train/BuiltinModels.h"
 #include "train/Trainer.h"
-#include "runtime/CpuExecutor.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -23,55 +23,158 @@ namespace {
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
-TEST(Lstm, MatchesFloat64LoopsAndFiniteDifferences) {
-  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
-  const int64_t B = 2, T = 3, D = 3, U = 2;
+// The float64 checks' sizes: batch, time, features, units.
+constexpr int64_t B = 2, T = 3, D = 3, U = 2;
+
+/// A layer's states [B, T, U] in float64 loops, from x [B, T, D], W [D, gates U], U [U, gates U]
+/// and its bias.
+using Reference = std::function<std::vector<double>(
+    const std::vector<double> &x, const std::vector<double> &w, const std::vector<double> &u,
+    const std::vector<double> &bias)>;
+
+/// Builds `layer` (`name`, `gates` gates of U units, a bias of `biasShape`) on an f64 input,
+/// runs it on fresh random inputs and weights, and checks its states against `reference` and
+/// its gradients (of sum(states * r), r random) against central differences.
+void expectLayerMatches(const std::string &name,
+                        const std::function<Tensor(Tensor, int64_t)> &layer, int64_t gates,
+                        const std::vector<int64_t> &biasShape, const Reference &reference) {
+  SCOPED_TRACE(name + " SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
   Tensor x = g.input("x", {B, T, D}, DType::f64), r = g.input("r", {B, T, U}, DType::f64);
-  Tensor out = lstm(x, U, "lstm");
+  Tensor out = layer(x, U);
   std::vector<Tensor> params = g.parameterTensors(); // kernel, recurrent_kernel, bias
   ASSERT_EQ(params.size(), 3u);
   std::vector<Tensor> wrt = {x, params[0], params[1], params[2]};
   std::optional<rt::CpuExecutor> cpu =
       compileLossAndGradients(g, reduceSum(mul(out, r), {0, 1, 2}), wrt, {out});
   ASSERT_TRUE(cpu);
-  std::vector<rt::HostTensor> args = {randomTensor({B, T, D}, DType::f64),
-                                      randomTensor({B, T, U}, DType::f64),
-                                      randomTensor({D, 4 * U}, DType::f64),
-                                      randomTensor({U, 4 * U}, DType::f64),
-                                      randomTensor({4 * U}, DType::f64)};
+  std::vector<rt::HostTensor> args = {
+      randomTensor({B, T, D}, DType::f64), randomTensor({B, T, U}, DType::f64),
+      randomTensor({D, gates * U}, DType::f64), randomTensor({U, gates * U}, DType::f64),
+      randomTensor(biasShape, DType::f64)};
   std::vector<rt::HostTensor> result;
   ASSERT_TRUE(cpu->run(args, result).ok());
   ASSERT_EQ(result.size(), 6u);
-
-  std::vector<double> xs = args[0].toDoubles(), w = args[2].toDoubles(),
-                      u = args[3].toDoubles(), bias = args[4].toDoubles(), want;
-  std::vector<double> h(size_t(B * U), 0.0), c(size_t(B * U), 0.0), states(size_t(B * T * U));
-  for (int64_t t = 0; t < T; ++t) {
-    std::vector<double> next(h.size());
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t k = 0; k < U; ++k) {
-        double z[4];
-        for (int64_t gate = 0; gate < 4; ++gate) {
-          int64_t col = gate * U + k;
-          double sum = bias[size_t(col)];
-          for (int64_t d = 0; d < D; ++d)
-            sum += xs[size_t((b * T + t) * D + d)] * w[size_t(d * 4 * U + col)];
-          for (int64_t j = 0; j < U; ++j)
-            sum += h[size_t(b * U + j)] * u[size_t(j * 4 * U + col)];
-          z[gate] = sum;
-        }
-        double &cell = c[size_t(b * U + k)];
-        cell = sigmoid(z[1]) * cell + sigmoid(z[0]) * std::tanh(z[2]);
-        next[size_t(b * U + k)] = sigmoid(z[3]) * std::tanh(cell);
-        states[size_t((b * T + t) * U + k)] = next[size_t(b * U + k)];
-      }
-    h = next;
-  }
+  std::vector<double> states =
+      reference(args[0].toDoubles(), args[2].toDoubles(), args[3].toDoubles(), args[4].toDoubles());
   EXPECT_LT(relError(result[5].toDoubles(), states), 1e-12);
-  expectGradientsMatchDifferences(*cpu, args, {0, 2, 3, 4}, 1e-6,
-                                  {"x", "lstm/kernel", "lstm/recurrent_kernel", "lstm/bias"});
+  expectGradientsMatchDifferences(
+      *cpu, args, {0, 2, 3, 4}, 1e-6,
+      {"x", name + "/kernel", name + "/recurrent_kernel", name + "/bias"});
+}
+
+/// sum_d x[b, t, d] w[d, col] + sum_j h[b, j] u[j, col] + bias[col] for every gate column.
+struct GateSums {
+  std::vector<double> fromInput, fromState;
+};
+GateSums gateSums(const std::vector<double> &x, const std::vector<double> &w,
+                  const std::vector<double> &u, const std::vector<double> &h, int64_t b, int64_t t,
+                  int64_t gates) {
+  GateSums sums{std::vector<double>(size_t(gates * U)), std::vector<double>(size_t(gates * U))};
+  for (int64_t col = 0; col < gates * U; ++col) {
+    for (int64_t d = 0; d < D; ++d)
+      sums.fromInput[size_t(col)] +=
+          x[size_t((b * T + t) * D + d)] * w[size_t(d * gates * U + col)];
+    for (int64_t j = 0; j < U; ++j)
+      sums.fromState[size_t(col)] += h[size_t(b * U + j)] * u[size_t(j * gates * U + col)];
+  }
+  return sums;
+}
+
+TEST(Lstm, MatchesFloat64LoopsAndFiniteDifferences) {
+  auto reference = [](const std::vector<double> &x, const std::vector<double> &w,
+                      const std::vector<double> &u, const std::vector<double> &bias) {
+    std::vector<double> h(size_t(B * U), 0.0), c(size_t(B * U), 0.0), states(size_t(B * T * U));
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> next(h.size());
+      for (int64_t b = 0; b < B; ++b) {
+        GateSums sums = gateSums(x, w, u, h, b, t, 4);
+        for (int64_t k = 0; k < U; ++k) {
+          double z[4];
+          for (int64_t gate = 0; gate < 4; ++gate) {
+            size_t col = size_t(gate * U + k);
+            z[gate] = sums.fromInput[col] + sums.fromState[col] + bias[col];
+          }
+          double &cell = c[size_t(b * U + k)];
+          cell = sigmoid(z[1]) * cell + sigmoid(z[0]) * std::tanh(z[2]);
+          next[size_t(b * U + k)] = sigmoid(z[3]) * std::tanh(cell);
+          states[size_t((b * T + t) * U + k)] = next[size_t(b * U + k)];
+        }
+      }
+      h = next;
+    }
+    return states;
+  };
+  expectLayerMatches(
+      "lstm", [](Tensor x, int64_t units) { return lstm(x, units, "lstm"); }, 4, {4 * U},
+      reference);
+}
+
+TEST(Gru, MatchesFloat64LoopsAndFiniteDifferences) {
+  auto reference = [](const std::vector<double> &x, const std::vector<double> &w,
+                      const std::vector<double> &u, const std::vector<double> &bias) {
+    std::vector<double> h(size_t(B * U), 0.0), states(size_t(B * T * U));
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> next(h.size());
+      for (int64_t b = 0; b < B; ++b) {
+        GateSums sums = gateSums(x, w, u, h, b, t, 3);
+        for (int64_t k = 0; k < U; ++k) {
+          // bias row 0 adds to the input's sums, row 1 to the state's (reset_after).
+          auto in = [&](int64_t gate) {
+            return sums.fromInput[size_t(gate * U + k)] + bias[size_t(gate * U + k)];
+          };
+          auto st = [&](int64_t gate) {
+            return sums.fromState[size_t(gate * U + k)] + bias[size_t(3 * U + gate * U + k)];
+          };
+          double z = sigmoid(in(0) + st(0)), reset = sigmoid(in(1) + st(1));
+          double n = std::tanh(in(2) + reset * st(2));
+          next[size_t(b * U + k)] = z * h[size_t(b * U + k)] + (1 - z) * n;
+          states[size_t((b * T + t) * U + k)] = next[size_t(b * U + k)];
+        }
+      }
+      h = next;
+    }
+    return states;
+  };
+  expectLayerMatches(
+      "gru", [](Tensor x, int64_t units) { return gru(x, units, "gru"); }, 3, {2, 3 * U},
+      reference);
+}
+
+// unit_forget_bias: the bias starts at 1 on the forget gate's slice only, through the init
+// function; without returnSequences the layer gives the last step's state.
+TEST(Lstm, UnitForgetBiasAndTheLastState) {
+  const int64_t B = 2, T = 4, D = 3, U = 3;
+  mlir::MLIRContext ctx;
+  Graph g(ctx, "f", /*seed=*/rngSeed());
+  Tensor x = g.input("x", {B, T, D});
+  RecurrentOptions lastOnly;
+  lastOnly.returnSequences = false;
+  Tensor sequence = lstm(x, U, "seq"), last = lstm(x, U, "last", lastOnly);
+  EXPECT_EQ(last.shape(), (std::vector<int64_t>{B, U}));
+  g.setOutputs({sequence, last});
+  g.buildInitializer();
+  std::vector<rt::HostTensor> initial = run(g, {}, "f_init");
+  ASSERT_EQ(initial.size(), 6u);
+  std::vector<double> bias = initial[2].toDoubles(), want(size_t(4 * U), 0.0);
+  std::fill(want.begin() + U, want.begin() + 2 * U, 1.0);
+  EXPECT_EQ(bias, want);
+  // Both layers with the "seq" weights: the last state is the sequence's last step.
+  std::vector<rt::HostTensor> args = {randomTensor({B, T, D}, DType::f32)};
+  for (int copy = 0; copy < 2; ++copy)
+    for (int i = 0; i < 3; ++i)
+      args.push_back(initial[size_t(i)]);
+  std::vector<rt::HostTensor> out = run(g, args);
+  std::vector<double> states = out[0].toDoubles(), lastState;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t k = 0; k < U; ++k)
+      lastState.push_back(states[size_t((b * T + T - 1) * U + k)]);
+  EXPECT_LT(relError(out[1].toDoubles(), lastState), 1e-6);
+
+  expectBuildError(
+      [&] { g.parameter("b", {4}, Initializer::zeros().withConstantSlice(2, 6, 1.0)); },
+      "a constant slice [2, 6) must be a non-empty range of its last axis");
 }
 
 // The gradient of the projected inputs [B, T, 4U] gathers one [B, 1, 4U] piece per step, and
@@ -110,8 +213,8 @@ uint64_t sumInFuseReport(mlir::PassManager &pm, mlir::ModuleOp module, const std
   std::string text = report.str();
   uint64_t sum = 0;
   std::regex line(pattern);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
-       it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it)
     sum += std::stoull((*it)[1].str());
   EXPECT_GT(sum, 0u) << text.substr(0, 2000);
   return sum;

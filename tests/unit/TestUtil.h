@@ -62,6 +62,16 @@ void expectGradientsMatchDifferences(rt::CpuExecutor &cpu, std::vector<rt::HostT
                                      const std::vector<size_t> &wrt, double tolerance,
                                      const std::vector<std::string> &names);
 
+/// Runs `build`, which must throw a BuildError whose message contains `part`.
+template <typename Fn> void expectBuildError(Fn build, const std::string &part) {
+  try {
+    build();
+    ADD_FAILURE() << "expected a BuildError containing: " << part;
+  } catch (const BuildError &e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 /// ||got - ref|| / ||ref|| (absolute norm when ref is all zeros).
 double relError(const std::vector<double> &got, const std::vector<double> &ref);
 
