@@ -1,9 +1,10 @@
-"""JAX's side of bench/peers (XLA:CPU): Smelt's seed models, its char-level GPT and its char
+"""JAX's side of bench/peers (XLA:CPU): Smelt's seed models, its ResNet with batch norm (plain
+pytrees, the moving averages threaded through the step as state), its char-level GPT and its char
 LSTM (one lax.scan over the steps, as a JAX user writes a recurrence) trained as a
 JAX user writes them, one jitted step with Adam and the parameters donated, and the 6-op chain
 of bench/fusion_chain.cpp jitted. Prints one JSON line (common_args.report); compile_ms is
 lower + compile of the step, what jit costs before the first result.
-  jax_peer.py mlp|cnn|gpt|lstm|chain jit [--batch 256 (gpt: 32, lstm: 64)]"""
+  jax_peer.py mlp|cnn|resnet|gpt|lstm|chain jit [--batch 256 (gpt: 32, lstm and resnet: 64)]"""
 import time
 
 import jax
@@ -82,6 +83,80 @@ def lstm_logits(params, tokens):
     return hs.transpose(1, 0, 2) @ params["logits"][0] + params["logits"][1]
 
 
+def he_normal(key, shape, fan_in):
+    """He-normal weights: a normal of standard deviation sqrt(2 / fan_in)."""
+    return jax.random.normal(key, shape, jnp.float32) * np.sqrt(2.0 / fan_in)
+
+
+def resnet_init(key):
+    """frontend/Models.cpp's resnetClassifier: a 3x3 stem of 16 filters, 3 stages of 2 blocks
+    (16, 32, 64 filters, the first block of stages 1 and 2 at stride 2, a 1x1 shortcut where a
+    block halves the image or changes the channels), global average pooling, dense 10. Returns
+    its parameters (HWIO He-normal kernels, unit gammas, zero betas; a Glorot-uniform dense with
+    a zero bias) and its state (zero moving means, unit moving variances), dicts keyed by the
+    names Smelt gives its convBns ("stem", "stage0/block0/conv1", ...)."""
+    keys = iter(jax.random.split(key, 20))
+    params, state = {}, {}
+
+    def conv_bn_init(name, c_in, filters, kernel):
+        params[name] = dict(kernel=he_normal(next(keys), (kernel, kernel, c_in, filters),
+                                             kernel * kernel * c_in),
+                            gamma=jnp.ones(filters), beta=jnp.zeros(filters))
+        state[name] = dict(mean=jnp.zeros(filters), var=jnp.ones(filters))
+
+    conv_bn_init("stem", 1, 16, 3)
+    channels = 16
+    for s in range(3):
+        filters = 16 << s
+        for b in range(2):
+            name = f"stage{s}/block{b}"
+            stride = 2 if s > 0 and b == 0 else 1
+            conv_bn_init(name + "/conv1", channels, filters, 3)
+            conv_bn_init(name + "/conv2", filters, filters, 3)
+            if channels != filters or stride != 1:
+                conv_bn_init(name + "/shortcut", channels, filters, 1)
+            channels = filters
+    params["logits"] = (glorot(next(keys), (64, 10), 64, 10), jnp.zeros(10))
+    return params, state
+
+
+def conv_bn(x, p, s, stride, momentum=0.9, eps=1e-5):
+    """frontend/Models.cpp's convBn in training mode: a bias-free convolution with TensorFlow's
+    "SAME" padding, then batch norm over N, H and W with the batch's (population) statistics.
+    Returns the output and the updated moving averages."""
+    y = jax.lax.conv_general_dilated(x, p["kernel"], (stride, stride), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    mean = y.mean((0, 1, 2))
+    var = ((y - mean) ** 2).mean((0, 1, 2))
+    y = (y - mean) * jax.lax.rsqrt(var + eps) * p["gamma"] + p["beta"]
+    return y, dict(mean=momentum * s["mean"] + (1 - momentum) * mean,
+                   var=momentum * s["var"] + (1 - momentum) * var)
+
+
+def resnet_logits(params, state, x):
+    """The ResNet's logits on a batch of [B, 784] images (NHWC [B, 28, 28, 1]) and its new state,
+    each batch norm's moving averages moved toward the batch's statistics."""
+    new_state = {}
+
+    def cbn(name, x, stride):
+        y, new_state[name] = conv_bn(x, params[name], state[name], stride)
+        return y
+
+    x = jax.nn.relu(cbn("stem", x.reshape(-1, 28, 28, 1), 1))
+    for s in range(3):
+        filters = 16 << s
+        for b in range(2):
+            name = f"stage{s}/block{b}"
+            stride = 2 if s > 0 and b == 0 else 1
+            h = jax.nn.relu(cbn(name + "/conv1", x, stride))
+            h = cbn(name + "/conv2", h, 1)
+            shortcut = (x if x.shape[-1] == filters and stride == 1
+                        else cbn(name + "/shortcut", x, stride))
+            x = jax.nn.relu(h + shortcut)
+    w, b = params["logits"]
+    return x.mean((1, 2)) @ w + b, new_state
+
+
 def layer_norm(x, gain_bias):
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
@@ -132,14 +207,22 @@ def logits_of(name, params, x, key):
 
 
 def make_step(name):
-    def loss_fn(params, x, y, key):
-        logits = logits_of(name, params, x, key)
+    """One jitted training step: (params, state, m, v, t, x, y) -> (params, state, m, v, t, loss,
+    accuracy), Adam's update; `state` (the ResNet's moving averages, empty for the others) is
+    what the step carries besides the gradients. The parameters, the state and Adam's moments are
+    donated."""
+    def loss_fn(params, state, x, y, key):
+        if name == "resnet":
+            logits, state = resnet_logits(params, state, x)
+        else:
+            logits = logits_of(name, params, x, key)
         picked = jnp.take_along_axis(jax.nn.log_softmax(logits), y[..., None], -1)
-        return -jnp.mean(picked), logits
+        return -jnp.mean(picked), (logits, state)
 
-    def step(params, m, v, t, x, y):
+    def step(params, state, m, v, t, x, y):
         key = jax.random.fold_in(jax.random.PRNGKey(101), t)
-        (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, x, y, key)
+        (loss, (logits, state)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            params, state, x, y, key)
         t = t + 1
         b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-7  # Smelt's Adam: Keras' defaults
         m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, m, grads)
@@ -147,18 +230,22 @@ def make_step(name):
         rate = lr * jnp.sqrt(1 - b2 ** t) / (1 - b1 ** t)
         params = jax.tree.map(lambda p, m, v: p - rate * m / (jnp.sqrt(v) + eps), params, m, v)
         acc = jnp.mean(jnp.argmax(logits, -1) == y)
-        return params, m, v, t, loss, acc
+        return params, state, m, v, t, loss, acc
 
-    return jax.jit(step, donate_argnums=(0, 1, 2))
+    return jax.jit(step, donate_argnums=(0, 1, 2, 3))
 
 
 def train(args):
+    state = {}
     if args.workload == "gpt":
         images, labels, vocab = text.load_windows()
         params = gpt_init(jax.random.PRNGKey(0), vocab)
     elif args.workload == "lstm":
         images, labels, vocab = text.load_windows(text.LSTM_CONTEXT)
         params = lstm_init(jax.random.PRNGKey(0), vocab)
+    elif args.workload == "resnet":
+        images, labels = load_train()
+        params, state = resnet_init(jax.random.PRNGKey(0))
     else:
         images, labels = load_train()
         params = init(args.workload, jax.random.PRNGKey(0))
@@ -167,13 +254,14 @@ def train(args):
     t = jnp.int32(0)
     step = make_step(args.workload)
     start = time.perf_counter()
-    step = step.lower(params, m, v, t, images[:args.batch], labels[:args.batch]).compile()
+    step = step.lower(params, state, m, v, t, images[:args.batch],
+                      labels[:args.batch]).compile()
     compile_ms = (time.perf_counter() - start) * 1e3
     times = []
     last = time.perf_counter()
     for i, (x, y) in enumerate(batches(images, labels, args.batch,
                                        common_args.WARMUP + common_args.STEPS)):
-        params, m, v, t, loss, acc = step(params, m, v, t, x, y)
+        params, state, m, v, t, loss, acc = step(params, state, m, v, t, x, y)
         float(loss)  # the step's results are read, as Smelt's trainer reads its metrics
         now = time.perf_counter()
         if i >= common_args.WARMUP:
