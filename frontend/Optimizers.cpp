@@ -78,6 +78,30 @@ OptimizerUpdate appliedIf(Tensor apply, const std::vector<Tensor> &params, Optim
   return update;
 }
 
+OptimizerUpdate withMovingAverage(Graph &g, double momentum, const std::vector<Tensor> &params,
+                                  OptimizerUpdate update, Loc loc) {
+  if (!(momentum > 0 && momentum < 1))
+    g.fail(loc, "the moving average of the weights needs a momentum in (0, 1), got " +
+                    std::to_string(momentum));
+  Tensor updates = g.input("ema/updates", {}, DType::f32, loc);
+  Tensor first = compare(updates, scalarLike(updates, 0.0, loc), CompareDirection::eq, loc);
+  update.stateInputs.push_back(updates);
+  update.initialValues.push_back(0.0);
+  update.newState.push_back(add(updates, scalarLike(updates, 1.0, loc), loc));
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string name = parameterName(params[i]);
+    Tensor average = g.input("ema/" + (name.empty() ? "param" : name), params[i].shape(),
+                             params[i].dtype(), loc);
+    Tensor next = update.newParams[i];
+    Tensor moved = add(mul(average, scalarLike(average, momentum, loc), loc),
+                       mul(next, scalarLike(next, 1 - momentum, loc), loc), loc);
+    update.stateInputs.push_back(average);
+    update.initialValues.push_back(0.0);
+    update.newState.push_back(select(broadcastTo(first, next.shape(), loc), next, moved, loc));
+  }
+  return update;
+}
+
 std::optional<OptimizerKind> parseOptimizer(const std::string &name) {
   if (name == "sgd")
     return OptimizerKind::SGD;

@@ -72,6 +72,14 @@ using UpdateRule = std::function<OptimizerUpdate(const std::vector<Tensor> &grad
 OptimizerUpdate appliedIf(Tensor apply, const std::vector<Tensor> &params, OptimizerUpdate update,
                           Loc loc = Loc::current());
 
+/// `update` plus an exponential moving average of the parameters it produces (Keras'
+/// use_ema, optax.ema without debiasing): state inputs "ema/<parameter>" and "ema/updates"
+/// (a count), each average set to the new parameters at the first update and to momentum * ema +
+/// (1 - momentum) * new after it. Inside a gated rule (accumulation, loss scaling) the average
+/// moves only with applied updates.
+OptimizerUpdate withMovingAverage(Graph &g, double momentum, const std::vector<Tensor> &params,
+                                  OptimizerUpdate update, Loc loc = Loc::current());
+
 /// `grads` scaled by clip / max(global norm, clip): unchanged when their norm over all of
 /// them is at most `clip`. The norm is computed in f32 (f64 for f64 gradients).
 std::vector<Tensor> clipByGlobalNorm(const std::vector<Tensor> &grads, double clip,

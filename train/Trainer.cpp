@@ -189,8 +189,10 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   // The update, from the inside out: each group's optimizer on its parameters, on the mean of
   // `accumulateSteps` steps' gradients, under loss scaling with mixed_f16.
   UpdateRule grouped = [&](const std::vector<Tensor> &grads) {
-    return applyParameterGroups(g, config.optimizer, config.parameterGroups, params, grads,
-                                learningRates);
+    OptimizerUpdate update = applyParameterGroups(g, config.optimizer, config.parameterGroups,
+                                                  params, grads, learningRates);
+    return config.emaMomentum > 0 ? withMovingAverage(g, config.emaMomentum, params, update)
+                                  : update;
   };
   UpdateRule accumulated = [&](const std::vector<Tensor> &grads) {
     return accumulateGradients(g, config.accumulateSteps, step, params, grads, grouped);
@@ -285,6 +287,10 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
     if (std::string why = group.optimizer.schedule.check(); !why.empty())
       return rt::Status::error("parameter group '" + group.name +
                                "': the learning-rate schedule needs " + why);
+  if (config.emaMomentum < 0 || config.emaMomentum >= 1)
+    return rt::Status::error(
+        fmt::format("emaMomentum must be in [0, 1) (0: no moving average), got {}",
+                    config.emaMomentum));
   if (config.accumulateSteps < 1)
     return rt::Status::error(fmt::format("accumulateSteps must be >= 1, got {}",
                                          config.accumulateSteps));
@@ -342,6 +348,15 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
     }
     for (unsigned i = firstState; i < g.function().getNumArguments(); ++i)
       trainer->stateNames_.push_back(argName(g, i));
+    auto slotOf = [&](const std::string &name) {
+      return size_t(llvm::find(trainer->stateNames_, name) - trainer->stateNames_.begin());
+    };
+    if (config.emaMomentum > 0) {
+      trainer->averageUpdatesSlot_ = slotOf("ema/updates");
+      for (const std::string &param : trainer->paramNames_)
+        trainer->averageSlots_.push_back(slotOf("ema/" + param));
+    }
+
     // The metrics' names are those of the results after the loss.
     unsigned firstMetric = g.function().getNumArguments() - firstModelArg + 1;
     for (unsigned i = firstMetric; i < g.function().getNumResults(); ++i)
@@ -664,7 +679,7 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
     if (!exe)
       return exe.status();
     std::vector<const rt::HostTensor *> args = {&batch.examples, &batch.labels};
-    addModelArguments(replicas_[0], args);
+    addModelArguments(replicas_[0], args, /*averaged=*/averaging());
     std::vector<rt::HostTensor> out;
     if (rt::Status s = (*exe)->run(args, out); !s.ok())
       return s;
@@ -727,9 +742,26 @@ std::string Trainer::modelArgName(const ModelArg &arg) const {
   return arg.variable ? variableNames_[arg.index] : paramNames_[arg.index];
 }
 
-void Trainer::addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args) const {
+void Trainer::addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args,
+                                bool averaged) const {
   for (const ModelArg &arg : modelArgs_)
-    args.push_back(arg.variable ? &r.variables[arg.index] : &r.params[arg.index]);
+    args.push_back(arg.variable ? &r.variables[arg.index]
+                   : averaged   ? &r.state[averageSlots_[arg.index]]
+                                : &r.params[arg.index]);
+}
+
+bool Trainer::averaging() const {
+  // Before the first update the averages hold nothing yet.
+  return !averageSlots_.empty() && replicas_[0].state[averageUpdatesSlot_].at(0) > 0;
+}
+
+std::vector<rt::HostTensor> Trainer::averagedParameters() const {
+  if (!averaging())
+    return averageSlots_.empty() ? std::vector<rt::HostTensor>{} : replicas_[0].params;
+  std::vector<rt::HostTensor> averages;
+  for (size_t slot : averageSlots_)
+    averages.push_back(replicas_[0].state[slot]);
+  return averages;
 }
 
 /// Moves each tensor names[i] of a file's `byName` into into[i], taking it out of `byName`; one

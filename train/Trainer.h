@@ -42,6 +42,10 @@ struct TrainConfig {
   /// step's gradient weighs the same, a short last batch's too; accumulation runs on across
   /// epochs.
   int64_t accumulateSteps = 1;
+  /// > 0: the step also keeps an exponential moving average of the parameters
+  /// (withMovingAverage: Keras' use_ema with ema_momentum, optax.ema), in the optimizer state
+  /// and checkpoints; evaluation runs on the averages, averagedParameters() gives them.
+  double emaMomentum = 0;
   uint64_t seed = 0;          // parameters, shuffling and dropout all derive from it
   double dropout = 0.2;       // the built-in models' dropout rate
   /// The last batch of an epoch is usually short. By default it trains (through a step
@@ -157,6 +161,10 @@ public:
   /// The parameters (of this process's first replica: every replica holds the same).
   const std::vector<rt::HostTensor> &parameters() const { return replicas_[0].params; }
   const std::vector<std::string> &parameterNames() const { return paramNames_; }
+  /// The moving averages of the parameters (TrainConfig::emaMomentum; empty without), in
+  /// parameterNames() order: what evaluation runs on (the parameters themselves before the
+  /// first update).
+  std::vector<rt::HostTensor> averagedParameters() const;
   /// The model's variables (Graph::variable: moving averages...), as the last step left them.
   const std::vector<rt::HostTensor> &variables() const { return replicas_[0].variables; }
   const std::vector<std::string> &variableNames() const { return variableNames_; }
@@ -221,8 +229,10 @@ private:
   rt::Status replaceInReplicas(std::vector<rt::HostTensor> Replica::*member,
                                const std::vector<rt::HostTensor> &values,
                                const std::vector<std::string> &names, const char *what);
-  /// Appends `r`'s parameters and variables in the steps' argument order.
-  void addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args) const;
+  /// Appends `r`'s parameters (their moving averages with `averaged`) and variables in the
+  /// steps' argument order.
+  void addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args,
+                         bool averaged = false) const;
   /// Replica `r`'s step for a batch of `share` examples: its usual one, or one compiled for
   /// the epoch's short last batch.
   rt::Expected<rt::Executor *> trainExecutor(Replica &r, int64_t share);
@@ -248,6 +258,12 @@ private:
   std::vector<std::string> paramNames_, variableNames_, stateNames_, metricNames_;
   /// The steps' parameter and variable arguments, in order (after the batch, step and rate).
   std::vector<ModelArg> modelArgs_;
+  /// Whether evaluation runs on the moving averages: there are some, and an update made them.
+  bool averaging() const;
+  /// Index in the optimizer state of each parameter's moving average (emaMomentum > 0), and
+  /// of their update count.
+  std::vector<size_t> averageSlots_;
+  size_t averageUpdatesSlot_ = 0;
   int64_t step_ = 0;
   std::string gpuCollectives_;
   /// Index in state_ of the loss scale (mixed_f16), else -1.

@@ -195,5 +195,54 @@ TEST(ParameterGroups, AGroupAtRateZeroStaysAndMistakesAreNamed) {
       << refused.message();
 }
 
+// The average follows the parameters' trajectory (e1 = p1, then e = 0.5 e + 0.5 p with SGD, one
+// step per epoch) and evaluation runs on it.
+TEST(MovingAverage, FollowsTheParametersAndIsWhatEvaluationRuns) {
+  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
+  data::Dataset data = teacherData(16, rngSeed());
+  train::TrainConfig config = teacherConfig(16);
+  config.optimizer.kind = OptimizerKind::SGD;
+  config.optimizer.learningRate = 0.5;
+  config.emaMomentum = 0.5;
+  auto trainer = train::Trainer::create(config);
+  ASSERT_TRUE(trainer.ok()) << trainer.message();
+  std::vector<std::vector<double>> average;
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    ASSERT_TRUE((*trainer)->trainEpoch(data, epoch).ok());
+    const std::vector<rt::HostTensor> &params = (*trainer)->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::vector<double> p = params[i].toDoubles();
+      if (epoch == 0) {
+        average.push_back(p);
+        continue;
+      }
+      for (size_t k = 0; k < p.size(); ++k)
+        average[i][k] = 0.5 * average[i][k] + 0.5 * p[k];
+    }
+  }
+  std::vector<rt::HostTensor> averaged = (*trainer)->averagedParameters();
+  ASSERT_EQ(averaged.size(), average.size());
+  for (size_t i = 0; i < averaged.size(); ++i) {
+    EXPECT_LT(relError(averaged[i].toDoubles(), average[i]), 1e-6)
+        << (*trainer)->parameterNames()[i];
+    EXPECT_GT(relError((*trainer)->parameters()[i].toDoubles(), average[i]), 1e-3)
+        << "the average is the parameters: the test cannot tell";
+  }
+  train::TrainConfig plainConfig = config;
+  plainConfig.emaMomentum = 0;
+  auto plain = train::Trainer::create(plainConfig);
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE((*plain)->setParameters(averaged).ok());
+  rt::Expected<train::Metrics> onAverage = (*trainer)->evaluate(data),
+                               expected = (*plain)->evaluate(data);
+  ASSERT_TRUE(onAverage.ok() && expected.ok());
+  EXPECT_EQ(onAverage->loss, expected->loss);
+
+  config.emaMomentum = 1;
+  auto refused = train::Trainer::create(config);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("emaMomentum must be in [0, 1)"), std::string::npos);
+}
+
 } // namespace
 } // namespace smelt::test
