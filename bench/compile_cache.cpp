@@ -1,9 +1,10 @@
-// Compile time of a seed model's training step (the MLP or the CNN, batch 256) through the JIT
+// Compile time of a seed model's training step (the MLP or the CNN, batch 256; the ResNet with
+// batch norm, batch 64) through the JIT
 // cache (codegen/JitCache.h): cold (an empty cache directory: pipeline, LLVM, linking), warm in
 // memory (the same JitCache again) and warm on disk (a new JitCache on the same directory, as a
 // new process: read the artifact and dlopen its CPU code, no LLVM). Prints the median of
 // several runs of each.
-//   smelt-bench-compile-cache [runs=5] [mlp|cnn|gpt|lstm[:steps]]
+//   smelt-bench-compile-cache [runs=5] [mlp|cnn|resnet|gpt|lstm[:steps]]
 // (gpt: batch 32; lstm: batch 64, unrolled over 32 steps or `steps`; bench/TextWorkloads.h)
 #include "bench/TextWorkloads.h"
 #include "codegen/JitCache.h"
@@ -39,9 +40,10 @@ int main(int argc, char **argv) {
   std::string model = argc > 2 ? argv[2] : "mlp";
   int64_t lstmSteps = smelt::bench::takeLstmSteps(model);
   if (runs < 1 || lstmSteps < 1 ||
-      (model != "mlp" && model != "cnn" && model != "gpt" && model != "lstm"))
+      (model != "mlp" && model != "cnn" && model != "resnet" && model != "gpt" &&
+       model != "lstm"))
     return fmt::print(stderr, "usage: smelt-bench-compile-cache [runs >= 1] "
-                              "[mlp|cnn|gpt|lstm[:steps]]\n"),
+                              "[mlp|cnn|resnet|gpt|lstm[:steps]]\n"),
            1;
   namespace fs = std::filesystem;
   mlir::MLIRContext context;
@@ -59,6 +61,8 @@ int main(int argc, char **argv) {
     if (!lstm)
       return fmt::print(stderr, "error: {}\n", lstm.message()), 1;
     config.model = smelt::train::lstmModel(lstm->config);
+    config.batch = 64;
+  } else if (model == "resnet") {
     config.batch = 64;
   }
   auto buildStart = Clock::now();

@@ -1,5 +1,5 @@
 """Smelt beside its peers on this machine (issue 22): the MLP and CNN train steps (batch 256,
-f32, Adam), the char-level GPT's (batch 32: bench/GptWorkload.h, bench/peers/text.py), the 6-op
+f32, Adam), the ResNet with batch norm's (batch 64), the char-level GPT's (batch 32: bench/GptWorkload.h, bench/peers/text.py), the 6-op
 chain over 16M floats with the best copy as its floor, and cold compile
 times, each in a process of its own, interleaved over several rounds in a rotating order.
 Prints the median of each cell and Smelt/peer ratios (below 1: Smelt is faster).
@@ -7,7 +7,7 @@ Prints the median of each cell and Smelt/peer ratios (below 1: Smelt is faster).
 A run counts only when other processes (niced ones aside) took at most 10% of the cores while
 it ran (from /proc/stat less the run's own CPU time); a busier run is repeated, up to three
 times, and kept marked when none was quiet.
-  bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,gpt,lstm,chain]
+  bench/peers/run.py [--build build] [--venv DIR] [--rounds 3] [--workloads mlp,cnn,resnet,gpt,lstm,chain]
 `--threads N` runs every engine on N threads (SMELT_CPU_THREADS and OMP_NUM_THREADS for Smelt and
 PyTorch, and for JAX at 1 XLA's single-threaded Eigen); by default each uses all the cores.
 The venv is bench/peers/setup.sh's (PyTorch and JAX from PyPI)."""
@@ -58,7 +58,7 @@ def smelt_train(build, model):
             m = re.search(rf", {variant}: .*?median ([0-9.]+) ms", out)
             got[f"smelt {variant}"] = {"step_ms": float(m.group(1))}
         return got
-    batch = {"gpt": "32", "lstm": "64"}.get(model, "256")
+    batch = {"gpt": "32", "lstm": "64", "resnet": "64"}.get(model, "256")
     return [f"{build}/bin/smelt-bench-train-step", model, batch, "f32", "fused,unfused"], parse
 
 
