@@ -437,21 +437,41 @@ private:
         inputs[g] = inputsOf(groups_[g]);
       return *inputs[g];
     };
+    // A splat constant or iota read by both is no reason to merge: each kernel computes it in
+    // place for free. (In an unrolled recurrence every step's gradient reads the same ones, and
+    // pairing all the steps through them made this loop quadratic in the steps.)
+    auto sharable = [](Value v) {
+      Operation *producer = v.getDefiningOp();
+      return !(producer && fusionRole(producer) == FusionRole::Source);
+    };
+    // The groups reading each value: a group's only candidates are those sharing an input
+    // with it, not every later group (a scan of all pairs was quadratic in the groups).
+    DenseMap<Value, SmallVector<unsigned>> readers;
+    for (unsigned g = 0; g < groups_.size(); ++g)
+      for (Value v : inputsFor(g))
+        if (sharable(v))
+          readers[v].push_back(g);
     for (unsigned a = 0; a < groups_.size(); ++a) {
       if (groups_[a].merged)
         continue;
-      for (unsigned b = a + 1; b < groups_.size(); ++b) {
+      // Later groups sharing an input with `a`, taken in order; a merge adds the new inputs'.
+      std::set<unsigned> candidates;
+      auto addCandidates = [&](unsigned after) {
+        for (Value v : inputsFor(a))
+          if (auto it = readers.find(v); it != readers.end())
+            for (unsigned g : it->second)
+              if (g > after)
+                candidates.insert(g);
+      };
+      addCandidates(a);
+      while (!candidates.empty()) {
+        unsigned b = *candidates.begin();
+        candidates.erase(candidates.begin());
         if (groups_[b].merged || !sameSpace(groups_[a], groups_[b]) ||
             size(groups_[a]) + size(groups_[b]) > kMaxOpsPerFusion)
           continue;
         const SetVector<Value> &ia = inputsFor(a), &ib = inputsFor(b);
-        // A splat constant or iota read by both is no reason: each kernel computes it in place
-        // for free. (In an unrolled recurrence every step's gradient reads the same ones, and
-        // pairing all the steps through them made this loop quadratic in the steps.)
-        auto shared = llvm::find_if(ia, [&](Value v) {
-          Operation *producer = v.getDefiningOp();
-          return ib.contains(v) && !(producer && fusionRole(producer) == FusionRole::Source);
-        });
+        auto shared = llvm::find_if(ia, [&](Value v) { return ib.contains(v) && sharable(v); });
         if (shared == ia.end() || reaches(groups_[a].root, b) || reaches(groups_[b].root, a))
           continue;
         Group &into = groups_[a], &from = groups_[b];
@@ -475,6 +495,7 @@ private:
           into.log.push_back(from.log[i]);
         from.merged = true;
         inputs[a].reset(); // `into` grew; `shared` and `what` are used up
+        addCandidates(b);
         ++numMerged;
       }
     }
