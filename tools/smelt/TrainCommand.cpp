@@ -67,6 +67,15 @@ static cl::opt<std::string> lrSchedule(
 static cl::opt<double> clipNorm("clip-norm", cl::desc("Clip the gradients to this global norm "
                                                       "(0: no clipping)"),
                                 cl::init(0), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<int> accumulateSteps("accumulate-steps",
+                                    cl::desc("Update the parameters every K steps with the mean "
+                                             "of their gradients (1: every step)"),
+                                    cl::init(1), cl::sub(trainSubcommand),
+                                    cl::cat(smeltCategory()));
+static cl::opt<double> emaMomentum("ema", cl::desc("Keep a moving average of the weights with "
+                                                   "this momentum and evaluate on it (0: none)"),
+                                   cl::init(0), cl::sub(trainSubcommand),
+                                   cl::cat(smeltCategory()));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("AdamW's decoupled weight decay, on "
                                                             "parameters of rank >= 2"),
                                    cl::init(0.004), cl::sub(trainSubcommand),
@@ -202,6 +211,8 @@ static std::string checkNumericFlags() {
        "a finite number >= 0 (0: no clipping)"},
       {"weight-decay", weightDecay, std::isfinite(weightDecay) && weightDecay >= 0,
        "a finite number >= 0"},
+      {"accumulate-steps", double(accumulateSteps), accumulateSteps >= 1, "a count >= 1"},
+      {"ema", emaMomentum, emaMomentum >= 0 && emaMomentum < 1, "a momentum in [0, 1)"},
       {"context", double(gptContext), gptContext >= 1, "a count >= 1"},
       {"width", double(gptWidth), gptWidth >= 2 && gptWidth % 2 == 0, "an even count >= 2"},
       {"layers", double(gptLayers), gptLayers >= 1, "a count >= 1"},
@@ -427,6 +438,8 @@ int trainCommand() {
   config.optimizer.schedule = *schedule;
   config.optimizer.clipGlobalNorm = clipNorm;
   config.optimizer.weightDecay = weightDecay;
+  config.accumulateSteps = accumulateSteps;
+  config.emaMomentum = emaMomentum;
   config.precision = *policy;
   config.lossScale.initialScale = initialLossScale;
   config.pipeline = placementOptions(deviceFlags.logDevicePlacement, deviceFlags.strictPlacement);
