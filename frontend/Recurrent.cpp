@@ -49,6 +49,35 @@ Tensor gateOf(Tensor z, int64_t k, int64_t units, Loc loc) {
   return slice(z, {0, k * units}, {z.dim(0), (k + 1) * units}, {1, 1}, loc);
 }
 
+/// Fails unless `options.mask` (when given) is [batch, time] of x.
+void checkMask(Graph &g, Tensor x, const RecurrentOptions &options, const char *layer,
+               const std::string &name, Loc loc) {
+  if (!options.mask)
+    return;
+  std::vector<int64_t> want = {x.dim(0), x.dim(1)};
+  if (options.mask->shape() != want)
+    g.fail(loc, std::string(layer) + " layer '" + name + "': the mask must be " +
+                    shapeString(want) + " (batch, time), got " +
+                    shapeString(options.mask->shape()));
+}
+
+/// Step t's new state where the mask (if any) keeps the step, the old one (zeros before the
+/// first step) elsewhere.
+Tensor masked(const RecurrentOptions &options, int64_t t, Tensor next, std::optional<Tensor> old,
+              Loc loc) {
+  if (!options.mask)
+    return next;
+  if (!old)
+    old = broadcastTo(scalarLike(next, 0.0, loc), next.shape(), loc);
+  Tensor mask = *options.mask;
+  Tensor column = reshape(slice(mask, {0, t}, {mask.dim(0), t + 1}, {1, 1}, loc),
+                          {mask.dim(0), 1}, loc);
+  Tensor keep = mask.dtype() == DType::i1
+                    ? column
+                    : compare(column, scalarLike(column, 0.0, loc), CompareDirection::ne, loc);
+  return select(broadcastTo(keep, next.shape(), loc), next, *old, loc);
+}
+
 /// The layer's result from its per-step states [batch, units].
 Tensor recurrentResult(const std::vector<Tensor> &states, const RecurrentOptions &options,
                        Loc loc) {
@@ -66,6 +95,7 @@ Tensor lstm(Tensor x, int64_t units, const std::string &name, const RecurrentOpt
             Loc loc) {
   Graph &g = x.graph();
   checkRecurrent(g, x, units, "lstm", name, loc);
+  checkMask(g, x, options, "lstm", name, loc);
   return g.atomically([&] {
     auto [kernel, recurrent] = recurrentKernels(x, 4, units, name, loc);
     Initializer biasInit = Initializer::zeros();
@@ -82,9 +112,11 @@ Tensor lstm(Tensor x, int64_t units, const std::string &name, const RecurrentOpt
       if (h)
         z = add(z, matmul(*h, recurrent, false, false, loc), loc);
       Tensor input = logistic(gate(z, 0), loc), candidate = tanh(gate(z, 2), loc);
-      c = c ? add(mul(logistic(gate(z, 1), loc), *c, loc), mul(input, candidate, loc), loc)
-            : mul(input, candidate, loc);
-      h = mul(logistic(gate(z, 3), loc), tanh(*c, loc), loc);
+      Tensor cell = c ? add(mul(logistic(gate(z, 1), loc), *c, loc), mul(input, candidate, loc), loc)
+                      : mul(input, candidate, loc);
+      Tensor hidden = mul(logistic(gate(z, 3), loc), tanh(cell, loc), loc);
+      c = masked(options, t, cell, c, loc);
+      h = masked(options, t, hidden, h, loc);
       states.push_back(*h);
     }
     return recurrentResult(states, options, loc);
@@ -95,6 +127,7 @@ Tensor gru(Tensor x, int64_t units, const std::string &name, const RecurrentOpti
            Loc loc) {
   Graph &g = x.graph();
   checkRecurrent(g, x, units, "gru", name, loc);
+  checkMask(g, x, options, "gru", name, loc);
   return g.atomically([&] {
     auto [kernel, recurrent] = recurrentKernels(x, 3, units, name, loc);
     Tensor bias = g.parameter(name + "/bias", {2, 3 * units}, Initializer::zeros(), x.dtype(), loc);
@@ -114,8 +147,9 @@ Tensor gru(Tensor x, int64_t units, const std::string &name, const RecurrentOpti
       Tensor reset = logistic(add(gate(xz, 1), gate(hz, 1), loc), loc);
       Tensor candidate = tanh(add(gate(xz, 2), mul(reset, gate(hz, 2), loc), loc), loc);
       // z h + (1 - z) n = n + z (h - n); with h = 0, (1 - z) n.
-      h = h ? add(candidate, mul(update, sub(*h, candidate, loc), loc), loc)
-            : mul(sub(scalarLike(update, 1.0, loc), update, loc), candidate, loc);
+      Tensor next = h ? add(candidate, mul(update, sub(*h, candidate, loc), loc), loc)
+                      : mul(sub(scalarLike(update, 1.0, loc), update, loc), candidate, loc);
+      h = masked(options, t, next, h, loc);
       states.push_back(*h);
     }
     return recurrentResult(states, options, loc);

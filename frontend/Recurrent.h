@@ -14,6 +14,11 @@ struct RecurrentOptions {
   /// LSTM: the forget gate's bias starts at 1 (Keras' unit_forget_bias, its default), so the
   /// cell state is kept at first rather than halved each step.
   bool unitForgetBias = true;
+  /// [batch, time], i1 or a float 0/1 (Keras' mask): a step where it is false (0) leaves that
+  /// sequence's states as they were, and with returnSequences its output is the state carried
+  /// over (Keras' default, zero_output_for_mask=False). Padding at the end of a sequence then
+  /// leaves its last state that of its last real step.
+  std::optional<Tensor> mask;
 };
 
 /// Keras' LSTM(units) on x [batch, time, features], from zero initial states. Gates in Keras'

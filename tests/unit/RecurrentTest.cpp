@@ -26,23 +26,33 @@ double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 // The float64 checks' sizes: batch, time, features, units.
 constexpr int64_t B = 2, T = 3, D = 3, U = 2;
 
-/// A layer's states [B, T, U] in float64 loops, from x [B, T, D], W [D, gates U], U [U, gates U]
-/// and its bias.
+/// A layer's states [B, T, U] in float64 loops, from x [B, T, D], W [D, gates U], U [U, gates U],
+/// its bias and a mask [B, T] (empty: every step counts; 0: the step keeps the states).
 using Reference = std::function<std::vector<double>(
     const std::vector<double> &x, const std::vector<double> &w, const std::vector<double> &u,
-    const std::vector<double> &bias)>;
+    const std::vector<double> &bias, const std::vector<double> &mask)>;
+
+/// A recurrent layer under test: x, its units and its options.
+using Layer = std::function<Tensor(Tensor, int64_t, const RecurrentOptions &)>;
 
 /// Builds `layer` (`name`, `gates` gates of U units, a bias of `biasShape`) on an f64 input,
 /// runs it on fresh random inputs and weights, and checks its states against `reference` and
-/// its gradients (of sum(states * r), r random) against central differences.
-void expectLayerMatches(const std::string &name,
-                        const std::function<Tensor(Tensor, int64_t)> &layer, int64_t gates,
-                        const std::vector<int64_t> &biasShape, const Reference &reference) {
-  SCOPED_TRACE(name + " SMELT_TEST_SEED=" + std::to_string(rngSeed()));
+/// its gradients (of sum(states * r), r random) against central differences; with `masked`,
+/// under a mask that skips a middle step of one sequence and the last of the other.
+void expectLayerMatches(const std::string &name, const Layer &layer, int64_t gates,
+                        const std::vector<int64_t> &biasShape, const Reference &reference,
+                        bool masked) {
+  SCOPED_TRACE(name + (masked ? " masked" : "") + " SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   mlir::MLIRContext ctx;
   Graph g(ctx, "f");
   Tensor x = g.input("x", {B, T, D}, DType::f64), r = g.input("r", {B, T, U}, DType::f64);
-  Tensor out = layer(x, U);
+  std::vector<double> mask;
+  RecurrentOptions options;
+  if (masked) {
+    mask = {1, 0, 1, 1, 1, 0};
+    options.mask = constant(g, mask, {B, T}, DType::f32);
+  }
+  Tensor out = layer(x, U, options);
   std::vector<Tensor> params = g.parameterTensors(); // kernel, recurrent_kernel, bias
   ASSERT_EQ(params.size(), 3u);
   std::vector<Tensor> wrt = {x, params[0], params[1], params[2]};
@@ -56,8 +66,8 @@ void expectLayerMatches(const std::string &name,
   std::vector<rt::HostTensor> result;
   ASSERT_TRUE(cpu->run(args, result).ok());
   ASSERT_EQ(result.size(), 6u);
-  std::vector<double> states =
-      reference(args[0].toDoubles(), args[2].toDoubles(), args[3].toDoubles(), args[4].toDoubles());
+  std::vector<double> states = reference(args[0].toDoubles(), args[2].toDoubles(),
+                                         args[3].toDoubles(), args[4].toDoubles(), mask);
   EXPECT_LT(relError(result[5].toDoubles(), states), 1e-12);
   expectGradientsMatchDifferences(
       *cpu, args, {0, 2, 3, 4}, 1e-6,
@@ -84,7 +94,8 @@ GateSums gateSums(const std::vector<double> &x, const std::vector<double> &w,
 
 TEST(Lstm, MatchesFloat64LoopsAndFiniteDifferences) {
   auto reference = [](const std::vector<double> &x, const std::vector<double> &w,
-                      const std::vector<double> &u, const std::vector<double> &bias) {
+                      const std::vector<double> &u, const std::vector<double> &bias,
+                      const std::vector<double> &mask) {
     std::vector<double> h(size_t(B * U), 0.0), c(size_t(B * U), 0.0), states(size_t(B * T * U));
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> next(h.size());
@@ -97,8 +108,11 @@ TEST(Lstm, MatchesFloat64LoopsAndFiniteDifferences) {
             z[gate] = sums.fromInput[col] + sums.fromState[col] + bias[col];
           }
           double &cell = c[size_t(b * U + k)];
-          cell = sigmoid(z[1]) * cell + sigmoid(z[0]) * std::tanh(z[2]);
-          next[size_t(b * U + k)] = sigmoid(z[3]) * std::tanh(cell);
+          bool skipped = !mask.empty() && mask[size_t(b * T + t)] == 0;
+          if (!skipped)
+            cell = sigmoid(z[1]) * cell + sigmoid(z[0]) * std::tanh(z[2]);
+          next[size_t(b * U + k)] =
+              skipped ? h[size_t(b * U + k)] : sigmoid(z[3]) * std::tanh(cell);
           states[size_t((b * T + t) * U + k)] = next[size_t(b * U + k)];
         }
       }
@@ -106,14 +120,19 @@ TEST(Lstm, MatchesFloat64LoopsAndFiniteDifferences) {
     }
     return states;
   };
-  expectLayerMatches(
-      "lstm", [](Tensor x, int64_t units) { return lstm(x, units, "lstm"); }, 4, {4 * U},
-      reference);
+  for (bool masked : {false, true})
+    expectLayerMatches(
+        "lstm",
+        [](Tensor x, int64_t units, const RecurrentOptions &options) {
+          return lstm(x, units, "lstm", options);
+        },
+        4, {4 * U}, reference, masked);
 }
 
 TEST(Gru, MatchesFloat64LoopsAndFiniteDifferences) {
   auto reference = [](const std::vector<double> &x, const std::vector<double> &w,
-                      const std::vector<double> &u, const std::vector<double> &bias) {
+                      const std::vector<double> &u, const std::vector<double> &bias,
+                      const std::vector<double> &mask) {
     std::vector<double> h(size_t(B * U), 0.0), states(size_t(B * T * U));
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> next(h.size());
@@ -129,7 +148,9 @@ TEST(Gru, MatchesFloat64LoopsAndFiniteDifferences) {
           };
           double z = sigmoid(in(0) + st(0)), reset = sigmoid(in(1) + st(1));
           double n = std::tanh(in(2) + reset * st(2));
-          next[size_t(b * U + k)] = z * h[size_t(b * U + k)] + (1 - z) * n;
+          bool skipped = !mask.empty() && mask[size_t(b * T + t)] == 0;
+          next[size_t(b * U + k)] =
+              skipped ? h[size_t(b * U + k)] : z * h[size_t(b * U + k)] + (1 - z) * n;
           states[size_t((b * T + t) * U + k)] = next[size_t(b * U + k)];
         }
       }
@@ -137,13 +158,18 @@ TEST(Gru, MatchesFloat64LoopsAndFiniteDifferences) {
     }
     return states;
   };
-  expectLayerMatches(
-      "gru", [](Tensor x, int64_t units) { return gru(x, units, "gru"); }, 3, {2, 3 * U},
-      reference);
+  for (bool masked : {false, true})
+    expectLayerMatches(
+        "gru",
+        [](Tensor x, int64_t units, const RecurrentOptions &options) {
+          return gru(x, units, "gru", options);
+        },
+        3, {2, 3 * U}, reference, masked);
 }
 
 // unit_forget_bias: the bias starts at 1 on the forget gate's slice only, through the init
-// function; without returnSequences the layer gives the last step's state.
+// function; without returnSequences the layer gives the last step's state; a mask of another
+// shape is an error naming both.
 TEST(Lstm, UnitForgetBiasAndTheLastState) {
   const int64_t B = 2, T = 4, D = 3, U = 3;
   mlir::MLIRContext ctx;
@@ -172,6 +198,11 @@ TEST(Lstm, UnitForgetBiasAndTheLastState) {
       lastState.push_back(states[size_t((b * T + T - 1) * U + k)]);
   EXPECT_LT(relError(out[1].toDoubles(), lastState), 1e-6);
 
+  Graph other(ctx, "other");
+  RecurrentOptions badMask;
+  badMask.mask = other.input("mask", {B, T + 1});
+  expectBuildError([&] { gru(other.input("x", {B, T, D}), U, "g", badMask); },
+                   "gru layer 'g': the mask must be [2, 4] (batch, time), got [2, 5]");
   expectBuildError(
       [&] { g.parameter("b", {4}, Initializer::zeros().withConstantSlice(2, 6, 1.0)); },
       "a constant slice [2, 6) must be a non-empty range of its last axis");
