@@ -1,5 +1,5 @@
-// The models' steps the CUDA checks compile: the MLP, the CNN and a small char-level GPT, each
-// under each precision policy, as train::buildTrainStep builds it and the default pipeline
+// The models' steps the CUDA checks compile: the MLP, the CNN, the ResNet with batch norm and a
+// small char-level GPT, each under each precision policy, as train::buildTrainStep builds it and the default pipeline
 // fuses it.
 #include "CudaCorpus.h"
 
@@ -15,6 +15,7 @@ const std::vector<ModelCase> &modelCases() {
       {"mlp", PrecisionPolicy::f32}, {"mlp", PrecisionPolicy::mixed_bf16},
       {"mlp", PrecisionPolicy::mixed_f16}, {"cnn", PrecisionPolicy::f32},
       {"cnn", PrecisionPolicy::mixed_bf16}, {"cnn", PrecisionPolicy::mixed_f16},
+      {"resnet", PrecisionPolicy::f32}, {"resnet", PrecisionPolicy::mixed_bf16},
       {"gpt", PrecisionPolicy::f32}, {"gpt", PrecisionPolicy::mixed_bf16},
   };
   return cases;
@@ -36,6 +37,8 @@ std::vector<mlir::OwningOpRef<mlir::ModuleOp>> fusedModelSteps(mlir::MLIRContext
         GptConfig{.vocab = 19, .context = 16, .width = 32, .layers = 1, .heads = 2});
     config.batch = 8;
   }
+  if (config.model.name == "resnet")
+    config.batch = 16; // the kernels' code does not depend on it
   config.precision = c.precision;
   std::vector<std::unique_ptr<Graph>> graphs;
   graphs.push_back(train::buildTrainStep(context, config));
