@@ -25,9 +25,8 @@ OptimizerUpdate accumulateGradients(Graph &g, int64_t steps, Tensor step,
   OptimizerUpdate out;
   std::vector<Tensor> sums, means;
   for (size_t i = 0; i < params.size(); ++i) {
-    std::string name = parameterName(params[i]);
-    Tensor sum = g.input("accumulate/" + (name.empty() ? "param" : name), grads[i].shape(),
-                         grads[i].dtype(), loc);
+    Tensor sum = g.input(stateName("accumulate", params[i]), grads[i].shape(), grads[i].dtype(),
+                         loc);
     out.stateInputs.push_back(sum);
     out.initialValues.push_back(0.0);
     sums.push_back(add(sum, grads[i], loc));

@@ -43,12 +43,8 @@ Tensor batchNormalization(Tensor x, bool training, const std::string &name,
       mu = mean(x, axes, loc);
       Tensor centered = sub(x, mu, loc);
       var = mean(mul(centered, centered, loc), axes, loc);
-      auto moving = [&](Tensor current, Tensor batch) {
-        return add(mul(current, scalarLike(current, options.momentum, loc), loc),
-                   mul(batch, scalarLike(batch, 1 - options.momentum, loc), loc), loc);
-      };
-      g.assign(movingMean, moving(movingMean, mu), loc);
-      g.assign(movingVariance, moving(movingVariance, var), loc);
+      g.assign(movingMean, movingAverage(movingMean, mu, options.momentum, loc), loc);
+      g.assign(movingVariance, movingAverage(movingVariance, var, options.momentum, loc), loc);
     }
     // gamma / sqrt(var + epsilon) per channel first: one multiply per element
     // after it.

@@ -213,6 +213,11 @@ Tensor clamp(Tensor x, double lo, double hi, Loc loc) {
   return minimum(maximum(x, scalarLike(x, lo, loc), loc), scalarLike(x, hi, loc), loc);
 }
 
+Tensor movingAverage(Tensor average, Tensor value, double momentum, Loc loc) {
+  return add(mul(average, scalarLike(average, momentum, loc), loc),
+             mul(value, scalarLike(value, 1 - momentum, loc), loc), loc);
+}
+
 Tensor compare(Tensor a, Tensor b, CompareDirection direction, Loc loc) {
   Graph &g = a.graph();
   std::vector<Tensor> xs = broadcastAll({a, b}, loc);

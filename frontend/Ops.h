@@ -55,6 +55,9 @@ Tensor pow(Tensor a, Tensor b, Loc loc = Loc::current());
 Tensor pow(Tensor a, double exponent, Loc loc = Loc::current());
 /// min(max(x, lo), hi) elementwise (NumPy's clip, PyTorch's clamp); lo <= hi.
 Tensor clamp(Tensor x, double lo, double hi, Loc loc = Loc::current());
+/// momentum * average + (1 - momentum) * value: an exponential moving average's next value (a
+/// batch norm's statistics, the weights' average).
+Tensor movingAverage(Tensor average, Tensor value, double momentum, Loc loc = Loc::current());
 Tensor compare(Tensor a, Tensor b, CompareDirection direction, Loc loc = Loc::current());
 Tensor select(Tensor pred, Tensor onTrue, Tensor onFalse, Loc loc = Loc::current());
 Tensor convert(Tensor x, DType dtype, Loc loc = Loc::current());

@@ -16,6 +16,11 @@ std::string parameterName(Tensor param) {
   return name ? name.str() : "";
 }
 
+std::string stateName(const std::string &prefix, Tensor param) {
+  std::string name = parameterName(param);
+  return prefix + "/" + (name.empty() ? "param" : name);
+}
+
 bool decaysWeight(const OptimizerConfig &config, Tensor param) {
   if (config.decays)
     return config.decays(parameterName(param), param.shape());
@@ -30,9 +35,7 @@ std::string scoped(const OptimizerConfig &config, const std::string &name) {
 
 std::string slotName(const OptimizerConfig &config, const char *optimizer, const char *slot,
                      Tensor param) {
-  std::string name = parameterName(param);
-  return scoped(config,
-                std::string(optimizer) + "/" + slot + "/" + (name.empty() ? "param" : name));
+  return scoped(config, stateName(std::string(optimizer) + "/" + slot, param));
 }
 } // namespace
 
@@ -89,12 +92,10 @@ OptimizerUpdate withMovingAverage(Graph &g, double momentum, const std::vector<T
   update.initialValues.push_back(0.0);
   update.newState.push_back(add(updates, scalarLike(updates, 1.0, loc), loc));
   for (size_t i = 0; i < params.size(); ++i) {
-    std::string name = parameterName(params[i]);
-    Tensor average = g.input("ema/" + (name.empty() ? "param" : name), params[i].shape(),
-                             params[i].dtype(), loc);
+    Tensor average = g.input(stateName("ema", params[i]), params[i].shape(), params[i].dtype(),
+                             loc);
     Tensor next = update.newParams[i];
-    Tensor moved = add(mul(average, scalarLike(average, momentum, loc), loc),
-                       mul(next, scalarLike(next, 1 - momentum, loc), loc), loc);
+    Tensor moved = movingAverage(average, next, momentum, loc);
     update.stateInputs.push_back(average);
     update.initialValues.push_back(0.0);
     update.newState.push_back(select(broadcastTo(first, next.shape(), loc), next, moved, loc));

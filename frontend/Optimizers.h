@@ -89,6 +89,10 @@ std::vector<Tensor> clipByGlobalNorm(const std::vector<Tensor> &grads, double cl
 /// argument of its graph.
 std::string parameterName(Tensor param);
 
+/// "<prefix>/<parameter's name>" ("param" for a tensor that is not an argument): how optimizer
+/// state, accumulators and averages name what they keep per parameter.
+std::string stateName(const std::string &prefix, Tensor param);
+
 /// Whether AdamW decays `param` under `config` (its `decays`, or the rank rule).
 bool decaysWeight(const OptimizerConfig &config, Tensor param);
 

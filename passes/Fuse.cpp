@@ -39,6 +39,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
+
 #define DEBUG_TYPE "smelt-fuse"
 
 namespace smelt {

@@ -183,9 +183,6 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
                                ? crossReplicaMean({next}, replicas)[0]
                                : next);
   }
-  std::vector<Tensor> newParams, stateInputs, newState;
-  std::vector<double> initialValues;
-  std::optional<Tensor> skipped;
   // The update, from the inside out: each group's optimizer on its parameters, on the mean of
   // `accumulateSteps` steps' gradients, under loss scaling with mixed_f16.
   UpdateRule grouped = [&](const std::vector<Tensor> &grads) {
@@ -197,33 +194,32 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   UpdateRule accumulated = [&](const std::vector<Tensor> &grads) {
     return accumulateGradients(g, config.accumulateSteps, step, params, grads, grouped);
   };
+  OptimizerUpdate update;
+  std::optional<Tensor> skipped;
   if (config.precision == PrecisionPolicy::mixed_f16) {
-    ScaledUpdate update =
+    ScaledUpdate scaled =
         applyLossScaling(g, config.lossScale, out.loss, params, replicas, accumulated);
-    newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
-    initialValues = update.initialValues;
-    skipped = update.skipped;
+    skipped = scaled.skipped;
+    update = std::move(scaled);
   } else {
-    OptimizerUpdate update =
-        accumulated(crossReplicaMean(g.gradients(out.loss, params), replicas));
-    newParams = update.newParams, stateInputs = update.stateInputs, newState = update.newState;
-    initialValues = update.initialValues;
+    update = accumulated(crossReplicaMean(g.gradients(out.loss, params), replicas));
   }
   // Where each state input starts, on the argument, for the Trainer to fill it.
-  for (size_t i = 0; i < stateInputs.size(); ++i)
-    g.function().setArgAttr(mlir::cast<mlir::BlockArgument>(stateInputs[i].value()).getArgNumber(),
-                            kInitialValue, g.builder().getF64FloatAttr(initialValues[i]));
+  for (size_t i = 0; i < update.stateInputs.size(); ++i)
+    g.function().setArgAttr(
+        mlir::cast<mlir::BlockArgument>(update.stateInputs[i].value()).getArgNumber(),
+        kInitialValue, g.builder().getF64FloatAttr(update.initialValues[i]));
   // Every result named: the parameters, variables and optimizer state as their inputs are,
   // then the loss and the metrics (which the Trainer reads its metric names from).
-  std::vector<Tensor> outputs = newParams;
+  std::vector<Tensor> outputs = update.newParams;
   std::vector<std::string> names;
   for (const Tensor &p : params)
     names.push_back(parameterName(p));
   outputs.insert(outputs.end(), newVariables.begin(), newVariables.end());
   for (const Tensor &v : variables)
     names.push_back(parameterName(v));
-  outputs.insert(outputs.end(), newState.begin(), newState.end());
-  for (const Tensor &s : stateInputs)
+  outputs.insert(outputs.end(), update.newState.begin(), update.newState.end());
+  for (const Tensor &s : update.stateInputs)
     names.push_back(parameterName(s));
   outputs.insert(outputs.end(), metrics.begin(), metrics.end());
   names.push_back("loss");
@@ -482,22 +478,22 @@ rt::Expected<rt::Executor *> Trainer::evalExecutor(int64_t batch) {
   try {
     std::unique_ptr<Graph> g = buildEvalStep(*context_, config_, batch);
     // It takes the training step's parameters and variables, in the same order.
-    for (size_t i = 0; i < modelArgs_.size(); ++i) {
-      unsigned arg = unsigned(2 + i);
-      std::string expected = modelArgName(modelArgs_[i]);
-      if (arg >= g->function().getNumArguments() || argName(*g, arg) != expected)
-        return rt::Status::error(fmt::format(
-            "model '{}' builds other parameters or variables for evaluation than for training "
-            "(the training step's {} is '{}', evaluation's '{}'): create the same ones, in the "
-            "same order, whether training or not",
-            config_.model.name, i, expected,
-            arg < g->function().getNumArguments() ? argName(*g, arg) : "nothing"));
-    }
-    if (g->function().getNumArguments() != 2 + modelArgs_.size())
+    std::vector<std::string> expected, built;
+    for (const ModelArg &arg : modelArgs_)
+      expected.push_back(modelArgName(arg));
+    for (unsigned i = 2; i < g->function().getNumArguments(); ++i)
+      built.push_back(argName(*g, i));
+    if (built != expected) {
+      size_t i = size_t(llvm::mismatch(expected, built).first - expected.begin());
+      auto nameAt = [&](const std::vector<std::string> &names) {
+        return i < names.size() ? "'" + names[i] + "'" : std::string("nothing");
+      };
       return rt::Status::error(fmt::format(
-          "model '{}' builds more parameters or variables for evaluation than for training (the "
-          "first is '{}'): create the same ones, in the same order, whether training or not",
-          config_.model.name, argName(*g, unsigned(2 + modelArgs_.size()))));
+          "model '{}' builds other parameters or variables for evaluation than for training "
+          "(the training step's {} is {}, evaluation's {}): create the same ones, in the same "
+          "order, whether training or not",
+          config_.model.name, i, nameAt(expected), nameAt(built)));
+    }
     auto exe = compileFunction(*g, "eval_step", config_, cache_.get());
     if (!exe)
       return exe.status();

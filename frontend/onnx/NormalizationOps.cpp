@@ -58,12 +58,8 @@ void batchNormalization(NodeImporter &n) {
     Tensor batchMean = mean(x, axes), centered = sub(x, reshape(batchMean, mu.shape()));
     Tensor batchVar = mean(mul(centered, centered), axes);
     double momentum = n.attrFloat("momentum", 0.9);
-    auto running = [&](int input, Tensor batch) {
-      return add(mul(n.input(input), scalarLike(batch, momentum)),
-                 mul(batch, scalarLike(batch, 1 - momentum)));
-    };
-    n.setOutput(1, reshape(running(3, batchMean), {channels}));
-    n.setOutput(2, reshape(running(4, batchVar), {channels}));
+    n.setOutput(1, reshape(movingAverage(n.input(3), batchMean, momentum), {channels}));
+    n.setOutput(2, reshape(movingAverage(n.input(4), batchVar, momentum), {channels}));
     mu = reshape(batchMean, mu.shape());
     var = reshape(batchVar, var.shape());
   }
