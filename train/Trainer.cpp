@@ -795,32 +795,45 @@ rt::Status Trainer::initParameters(const std::string &path) {
   if (!file)
     return file.status();
   std::map<std::string, rt::HostTensor *> tensors = byName(file->tensors);
+  // Another run's checkpoint also holds that run's optimizer state: fine-tuning starts a fresh
+  // optimizer, so the rest of a Smelt checkpoint (its metadata names the model) is left. In a
+  // plain weights file an extra tensor is a mistake.
+  return initFrom(tensors, path, /*extraAllowed=*/isCheckpoint(*file));
+}
+
+rt::Status Trainer::initParameters(std::map<std::string, rt::HostTensor> values,
+                                   const std::string &source) {
+  std::map<std::string, rt::HostTensor *> tensors;
+  for (auto &[name, tensor] : values)
+    tensors[name] = &tensor;
+  return initFrom(tensors, source, /*extraAllowed=*/false);
+}
+
+rt::Status Trainer::initFrom(std::map<std::string, rt::HostTensor *> &tensors,
+                             const std::string &source, bool extraAllowed) {
   std::vector<rt::HostTensor> params = replicas_[0].params,
                               variables = replicas_[0].variables;
   if (rt::Status s =
-          takeByName(tensors, path, config_.model.name, "parameter", paramNames_, params);
+          takeByName(tensors, source, config_.model.name, "parameter", paramNames_, params);
       !s.ok())
     return s;
-  // Variables the file holds start from it (an imported model's moving averages); the others
-  // keep their initial values.
+  // Variables the source holds start from it (an imported model's moving averages); the
+  // others keep their initial values.
   for (size_t i = 0; i < variableNames_.size(); ++i) {
     auto it = tensors.find(variableNames_[i]);
     if (it == tensors.end())
       continue;
     if (it->second->type() != variables[i].type())
-      return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the variable is {}", path,
+      return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the variable is {}", source,
                                            variableNames_[i], it->second->type().str(),
                                            variables[i].type().str()));
     variables[i] = std::move(*it->second);
     tensors.erase(it);
   }
-  // Another run's checkpoint also holds that run's optimizer state: fine-tuning starts a fresh
-  // optimizer, so the rest of a Smelt checkpoint (its metadata names the model) is left. In a
-  // plain weights file an extra tensor is a mistake.
-  if (!tensors.empty() && !isCheckpoint(*file))
+  if (!tensors.empty() && !extraAllowed)
     return rt::Status::error(fmt::format("{}: tensor '{}' is not a parameter of model '{}' (its "
                                          "parameters: {})",
-                                         path, tensors.begin()->first, config_.model.name,
+                                         source, tensors.begin()->first, config_.model.name,
                                          fmt::join(paramNames_, ", ")));
   if (rt::Status s = setParameters(params); !s.ok())
     return s;

@@ -152,6 +152,10 @@ public:
   /// another model's file is an error naming the tensor, never a half-initialized model.
   /// Variables the file lacks (a model trained without them) keep their initial values.
   rt::Status initParameters(const std::string &path);
+  /// The same from `values` by name (onnx::importInto's ImportOptions::parameterValues); errors
+  /// name `source`.
+  rt::Status initParameters(std::map<std::string, rt::HostTensor> values,
+                            const std::string &source);
   /// Replaces every replica's parameters with `params` (in parameterNames() order, each of its
   /// parameter's type); an error naming the first that does not fit.
   rt::Status setParameters(const std::vector<rt::HostTensor> &params);
@@ -218,6 +222,10 @@ private:
   };
 
   Trainer() = default;
+  /// initParameters' body: takes the parameters and the variables `tensors` has out of it;
+  /// what is left is an error unless `extraAllowed`.
+  rt::Status initFrom(std::map<std::string, rt::HostTensor *> &tensors, const std::string &source,
+                      bool extraAllowed);
   /// Gives each replica its device and, on GPUs, the communicators config_.gpuGroup makes.
   rt::Status placeReplicas(const rt::Executable &step);
   /// Ends every replica's collectives after one failed: the others fail instead of waiting.

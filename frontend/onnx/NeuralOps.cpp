@@ -120,14 +120,28 @@ void softmaxLike(NodeImporter &n, bool logarithm) {
 void softmaxOp(NodeImporter &n) { softmaxLike(n, false); }
 void logSoftmaxOp(NodeImporter &n) { softmaxLike(n, true); }
 
+/// The identity at inference. In importInto's training steps, a mask per step drawn from the
+/// binding's seed and the node's index (each Dropout its own stream), with the ratio of the
+/// node (an attribute before opset 12, an input from it; 0.5 by default).
 void dropout(NodeImporter &n) {
-  if (n.opset >= 12 && n.hasInput(2) &&
+  if (n.binding == nullptr && n.opset >= 12 && n.hasInput(2) &&
       n.constantInput(2, "training_mode").values.at(0) != 0)
     n.unsupported("training_mode=true (random masks; Smelt imports inference)");
   Tensor x = n.input(0);
-  n.setOutput(0, x);
+  if (!n.training()) {
+    n.setOutput(0, x);
+    if (n.wantsOutput(1))
+      n.setOutput(1, constant(n.g, 1.0, x.shape(), DType::i1));
+    return;
+  }
   if (n.wantsOutput(1))
-    n.setOutput(1, constant(n.g, 1.0, x.shape(), DType::i1));
+    n.unsupported("the mask output in training (Smelt's dropout does not return its mask)");
+  double ratio = n.opset >= 12 ? (n.hasInput(1) ? n.constantInput(1, "ratio").values.at(0) : 0.5)
+                               : n.attrFloat("ratio", 0.5);
+  if (!(ratio >= 0 && ratio < 1))
+    n.unsupported("ratio " + std::to_string(ratio) + " (it must be in [0, 1))");
+  uint64_t seed = n.binding->seed + 0x9E3779B97F4A7C15ull * uint64_t(n.index + 1);
+  n.setOutput(0, smelt::dropout(x, ratio, seed, true, n.binding->step));
 }
 
 } // namespace

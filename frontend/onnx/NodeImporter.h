@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,16 +82,23 @@ struct Values {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, TensorValue> constants;
   std::map<std::string, Weight> weights;
+  /// importInto's parameters and variables: their contents are known, but only as initial
+  /// values, so no op is folded from them (that would cut them out of training).
+  std::set<std::string> trainable;
+  /// The variables among them (BatchNormalization's running statistics).
+  std::set<std::string> variables;
 };
 
 /// One node being converted: a converter reads its inputs and attributes and sets its outputs.
 class NodeImporter {
 public:
-  NodeImporter(Graph &graph, const ::onnx::NodeProto &node, Values &values, int64_t opset)
-      : g(graph), node(node), opset(opset), values_(values) {}
+  NodeImporter(Graph &graph, const ::onnx::NodeProto &node, int index, Values &values,
+               int64_t opset, const GraphBinding *binding)
+      : g(graph), node(node), index(index), opset(opset), binding(binding), values_(values) {}
 
   Graph &g;
   const ::onnx::NodeProto &node;
+  int index; // the node's position in the graph
 
   /// Inputs: a missing optional input is an empty name or one past the end.
   bool hasInput(int i) const { return i < node.input_size() && !node.input(i).empty(); }
@@ -115,11 +123,14 @@ public:
   /// Sets output `i` to a constant of `value`, known for later static uses.
   void setConstantOutput(int i, const TensorValue &value);
 
-  /// True when input `i` is present and its contents are known now.
+  /// True when input `i` is present and its contents are known now (and fixed: not the
+  /// initial value of a parameter or variable of importInto).
   bool isKnown(int i) const {
-    return hasInput(i) &&
+    return hasInput(i) && !values_.trainable.count(node.input(i)) &&
            (values_.constants.count(node.input(i)) || values_.weights.count(node.input(i)));
   }
+  /// True when input `i` is one of importInto's variables.
+  bool isVariable(int i) const { return hasInput(i) && values_.variables.count(node.input(i)); }
   /// The number of elements of known input `i` (without reading a large weight as doubles).
   int64_t knownElements(int i) const;
   /// The tensor setOutput gave output `i`.
@@ -135,6 +146,10 @@ public:
 
   /// The model's opset of the default domain: some ops changed meaning between opsets.
   int64_t opset;
+  /// importInto's binding; null for importModel.
+  const GraphBinding *binding;
+  /// True in importInto's training mode (GraphBinding::training).
+  bool training() const { return binding && binding->training; }
 
   /// Makes input(i) give `t` until clearSubstitutes(): a converter then runs on another
   /// layout of its inputs (convertBelowTranspose).

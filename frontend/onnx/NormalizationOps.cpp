@@ -40,26 +40,39 @@ std::vector<int64_t> normalizedAxes(const NodeImporter &n, Tensor x) {
   return axesFrom(normalizeAxis(n, n.attrInt("axis", -1), x.rank(), "axis"), x.rank());
 }
 
-/// Inference normalizes with the given statistics; training mode (opset 14 on) with the
-/// batch's (mean and population variance over every axis but the channels) and also returns
-/// the running statistics, momentum * given + (1 - momentum) * batch.
+/// Inference normalizes with the given statistics; training mode (opset 14 on, or importInto's
+/// training steps) with the batch's (mean and population variance over every axis but the
+/// channels) and also returns the running statistics, momentum * given + (1 - momentum) *
+/// batch. In importInto's training steps those become the next values of the statistics'
+/// variables.
 void batchNormalization(NodeImporter &n) {
-  bool training = n.attrInt("training_mode", 0) != 0;
-  if (!training && n.wantsOutput(1))
+  bool fileTraining = n.attrInt("training_mode", 0) != 0;
+  if (!fileTraining && n.wantsOutput(1))
     n.unsupported("the saved statistics of opsets before 14's training form");
   Tensor x = floatInput(n, 0);
   int64_t channels = x.dim(1);
   Tensor scale = perChannel(n.input(1), x.rank()), bias = perChannel(n.input(2), x.rank());
   Tensor mu = perChannel(n.input(3), x.rank()), var = perChannel(n.input(4), x.rank());
-  if (training) {
+  if (fileTraining || n.training()) {
     std::vector<int64_t> axes = {0};
     for (int64_t d = 2; d < x.rank(); ++d)
       axes.push_back(d);
     Tensor batchMean = mean(x, axes), centered = sub(x, reshape(batchMean, mu.shape()));
     Tensor batchVar = mean(mul(centered, centered), axes);
     double momentum = n.attrFloat("momentum", 0.9);
-    n.setOutput(1, reshape(movingAverage(n.input(3), batchMean, momentum), {channels}));
-    n.setOutput(2, reshape(movingAverage(n.input(4), batchVar, momentum), {channels}));
+    Tensor runningMean = reshape(movingAverage(n.input(3), batchMean, momentum), {channels});
+    Tensor runningVar = reshape(movingAverage(n.input(4), batchVar, momentum), {channels});
+    if (n.wantsOutput(1))
+      n.setOutput(1, runningMean);
+    if (n.wantsOutput(2))
+      n.setOutput(2, runningVar);
+    if (n.training()) {
+      if (!n.isVariable(3) || !n.isVariable(4))
+        n.unsupported("training needs the running mean and variance to be initializers "
+                      "(they become variables)");
+      n.g.assign(n.input(3), runningMean);
+      n.g.assign(n.input(4), runningVar);
+    }
     mu = reshape(batchMean, mu.shape());
     var = reshape(batchVar, var.shape());
   }

@@ -90,10 +90,71 @@ static std::vector<int64_t> inputShape(const ::onnx::ValueInfoProto &info,
 /// folds; larger ones keep the file's bytes.
 constexpr int64_t kMaxKnownInitializer = int64_t(1) << 16;
 
-/// The graph's inputs and initializers as arguments, parameters, constants and known values;
-/// large initializers' raw data is moved out of `graph`, or stays in its mapped external file.
+/// The element type of graph input `info`, which must be a tensor of a type Smelt has.
+static DType inputType(const ::onnx::ValueInfoProto &info) {
+  if (!info.type().has_tensor_type())
+    fail(ImportErrorKind::UnsupportedDtype,
+         "input '" + info.name() + "' is not a tensor (a sequence, map or optional)");
+  int elemType = info.type().tensor_type().elem_type();
+  std::optional<DType> dtype = smeltDType(elemType);
+  if (!dtype)
+    fail(ImportErrorKind::UnsupportedDtype, "input '" + info.name() + "' has element type " +
+                                                onnxTypeName(elemType) +
+                                                ", which Smelt does not have");
+  return *dtype;
+}
+
+/// The tensor `binding` gives graph input `info`, checked against what the model declares.
+static Tensor boundInput(Graph &g, const ::onnx::ValueInfoProto &info,
+                         const GraphBinding &binding) {
+  auto it = binding.inputs.find(info.name());
+  if (it == binding.inputs.end()) {
+    std::string bound;
+    for (const auto &[name, tensor] : binding.inputs)
+      bound += (bound.empty() ? "'" : ", '") + name + "'";
+    fail(ImportErrorKind::BadOption, "input '" + info.name() +
+                                         "' of the model is not bound (the binding names " +
+                                         (bound.empty() ? "none" : bound) + ")");
+  }
+  Tensor t = it->second;
+  std::string what = "input '" + info.name() + "'";
+  if (&t.graph() != &g)
+    fail(ImportErrorKind::BadOption, what + " is bound to a tensor of another graph");
+  if (DType dtype = inputType(info); dtype != t.dtype())
+    fail(ImportErrorKind::BadOption, what + " is " + dtypeName(dtype) +
+                                         " in the model, the bound tensor " + dtypeName(t.dtype()));
+  const ::onnx::TypeProto_Tensor &type = info.type().tensor_type();
+  bool fits = !type.has_shape() || type.shape().dim_size() == int(t.rank());
+  for (int d = 0; fits && type.has_shape() && d < type.shape().dim_size(); ++d)
+    fits = !type.shape().dim(d).has_dim_value() || type.shape().dim(d).dim_value() == t.dim(d);
+  if (!fits) {
+    std::string declared;
+    for (const ::onnx::TensorShapeProto_Dimension &d : type.shape().dim())
+      declared += (declared.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value())
+                                                   : d.dim_param().empty() ? "?"
+                                                                           : d.dim_param());
+    fail(ImportErrorKind::BadOption,
+         what + " is [" + declared + "] in the model, the bound tensor " + shapeString(t.shape()));
+  }
+  return t;
+}
+
+/// The initializers BatchNormalization nodes read as running statistics (inputs 3 and 4):
+/// importInto makes them variables.
+static std::set<std::string> runningStatistics(const ::onnx::GraphProto &graph) {
+  std::set<std::string> names;
+  for (const ::onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(node.input_size(), 5); ++i)
+        names.insert(node.input(i));
+  return names;
+}
+
+/// The graph's inputs and initializers as arguments (or `binding`'s tensors), parameters,
+/// variables, constants and known values; large initializers' raw data is moved out of
+/// `graph`, or stays in its mapped external file.
 static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &options,
-                      ExternalData &external, Values &values) {
+                      const GraphBinding *binding, ExternalData &external, Values &values) {
   std::set<std::string> initialized, inputs;
   for (const ::onnx::TensorProto &init : graph.initializer())
     initialized.insert(init.name());
@@ -103,6 +164,11 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
     if (!inputs.count(name) || initialized.count(name))
       fail(ImportErrorKind::BadOption, "--input-shape names '" + name +
                                            "', which is not an input of the model's graph");
+  if (binding)
+    for (const auto &[name, tensor] : binding->inputs)
+      if (!inputs.count(name) || initialized.count(name) || options.constantInputs.count(name))
+        fail(ImportErrorKind::BadOption,
+             "the binding names '" + name + "', which is not an input of the model's graph");
   for (const ::onnx::ValueInfoProto &info : graph.input()) {
     if (initialized.count(info.name()))
       continue;
@@ -110,17 +176,26 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
       values.constants[info.name()] = c->second;
       continue;
     }
-    if (!info.type().has_tensor_type())
-      fail(ImportErrorKind::UnsupportedDtype,
-           "input '" + info.name() + "' is not a tensor (a sequence, map or optional)");
-    int elemType = info.type().tensor_type().elem_type();
-    std::optional<DType> dtype = smeltDType(elemType);
-    if (!dtype)
-      fail(ImportErrorKind::UnsupportedDtype, "input '" + info.name() + "' has element type " +
-                                                  onnxTypeName(elemType) +
-                                                  ", which Smelt does not have");
-    values.tensors[info.name()] = g.input(info.name(), inputShape(info, options), *dtype);
+    values.tensors[info.name()] =
+        binding ? boundInput(g, info, *binding)
+                : g.input(info.name(), inputShape(info, options), inputType(info));
   }
+  std::set<std::string> statistics;
+  if (binding)
+    statistics = runningStatistics(graph);
+  // A float initializer as a parameter, or a variable for importInto's running statistics.
+  auto makeParameter = [&](const std::string &name, const std::vector<int64_t> &shape, DType dtype,
+                           rt::HostTensor value) {
+    bool variable = statistics.count(name);
+    values.tensors[name] = variable ? g.variable(name, shape, Initializer::zeros(), dtype)
+                                    : g.parameter(name, shape, Initializer::zeros(), dtype);
+    if (binding)
+      values.trainable.insert(name);
+    if (variable)
+      values.variables.insert(name);
+    if (options.parameterValues)
+      (*options.parameterValues)[name] = std::move(value);
+  };
   // Parameters after the inputs, in the file's order.
   for (::onnx::TensorProto &init : *graph.mutable_initializer()) {
     std::string what = "initializer '" + init.name() + "'";
@@ -132,31 +207,23 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
     if (layout.count > kMaxKnownInitializer && layout.dtype != DType::i1) {
       // Large: its bytes as they are in the file, never as doubles.
       Weight w = isExternal ? external.weight(init, what) : weightValue(init, what);
-      if (isParameter) {
-        values.tensors[init.name()] =
-            g.parameter(init.name(), w.shape, Initializer::zeros(), w.dtype);
-        if (options.parameterValues)
-          (*options.parameterValues)[init.name()] = weightTensor(w);
-      } else {
+      if (isParameter)
+        makeParameter(init.name(), w.shape, w.dtype, weightTensor(w));
+      else
         values.weights[init.name()] = std::move(w);
-      }
       continue;
     }
     if (isExternal)
       external.inlineInto(init, what);
     TensorValue v = tensorValue(init, what);
-    if (isParameter) {
-      values.tensors[init.name()] =
-          g.parameter(init.name(), v.shape, Initializer::zeros(), toDType(v.type));
-      if (options.parameterValues)
-        (*options.parameterValues)[init.name()] = hostTensor(v);
-    }
+    if (isParameter)
+      makeParameter(init.name(), v.shape, toDType(v.type), hostTensor(v));
     values.constants[init.name()] = std::move(v);
   }
 }
 
 static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Values &values,
-                       int64_t opset) {
+                       int64_t opset, const GraphBinding *binding) {
   std::string where = "node " + std::to_string(index) +
                       (node.name().empty() ? "" : " '" + node.name() + "'") + " (" +
                       node.op_type() + ")";
@@ -168,7 +235,7 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
       fail(ImportErrorKind::ControlFlow,
            "control flow (subgraphs) does not map onto Smelt's static dataflow graphs");
     checkAgainstSchema(node, opset);
-    NodeImporter n(g, node, values, opset);
+    NodeImporter n(g, node, index, values, opset, binding);
     if (foldKnownNode(n))
       return;
     Converter convert = findConverter(node.op_type());
@@ -249,42 +316,49 @@ static int64_t defaultOpset(const ::onnx::ModelProto &model) {
   return 1;
 }
 
-static mlir::OwningOpRef<mlir::ModuleOp>
-buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
-  ::onnx::ModelProto model = readModel(path);
+/// Imports `model`'s graph into `g`: its inputs new arguments, or `binding`'s tensors.
+static ImportedGraph importGraph(Graph &g, ::onnx::ModelProto &model, const std::string &path,
+                                 const ImportOptions &options, const GraphBinding *binding) {
   ::onnx::GraphProto &graph = *model.mutable_graph();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, path, 0, 0));
-  Graph g(*module, "main");
   Values values;
   ExternalData external(path);
-  addInputs(g, graph, options, external, values);
+  addInputs(g, graph, options, binding, external, values);
   inlineExternalConstants(graph, external);
   int64_t opset = defaultOpset(model);
   for (int i = 0; i < graph.node_size(); ++i)
-    importNode(g, graph.node(i), i, values, opset);
-  std::vector<Tensor> outputs;
-  std::vector<std::string> names;
+    importNode(g, graph.node(i), i, values, opset, binding);
+  ImportedGraph imported;
   for (const ::onnx::ValueInfoProto &info : graph.output()) {
     auto t = values.tensors.find(info.name());
     if (t != values.tensors.end())
-      outputs.push_back(t->second);
+      imported.outputs.push_back(t->second);
     else if (auto c = values.constants.find(info.name()); c != values.constants.end())
-      outputs.push_back(constantTensor(g, c->second));
+      imported.outputs.push_back(constantTensor(g, c->second));
     else
       fail(ImportErrorKind::BadFile, "graph output '" + info.name() + "' is never computed");
-    checkDeclaredType(info, outputs.back());
-    names.push_back(info.name());
+    checkDeclaredType(info, imported.outputs.back());
+    imported.names.push_back(info.name());
   }
-  g.setOutputs(outputs, names);
+  return imported;
+}
+
+static mlir::OwningOpRef<mlir::ModuleOp>
+buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
+  ::onnx::ModelProto model = readModel(path);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, path, 0, 0));
+  Graph g(*module, "main");
+  ImportedGraph imported = importGraph(g, model, path, options, nullptr);
+  g.setOutputs(imported.outputs, imported.names);
   eraseDeadOps(g.function());
   return module;
 }
 
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-importModel(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
+/// Runs `import`, turning the importer's failures into an ImportError that names `path`.
+template <typename T>
+static llvm::Expected<T> reportingErrors(const std::string &path, llvm::function_ref<T()> import) {
   try {
-    return buildModule(path, options, context);
+    return import();
   } catch (const Failure &f) {
     return llvm::make_error<ImportError>(f.kind, path + ": " + f.message, f.value);
   } catch (const BuildError &e) {
@@ -292,6 +366,52 @@ importModel(const std::string &path, const ImportOptions &options, mlir::MLIRCon
   } catch (const std::exception &e) { // out of memory, a malformed model's missing values
     return llvm::make_error<ImportError>(ImportErrorKind::BadFile, path + ": " + e.what());
   }
+}
+
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importModel(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
+  return reportingErrors<mlir::OwningOpRef<mlir::ModuleOp>>(
+      path, [&] { return buildModule(path, options, context); });
+}
+
+ImportedGraph importInto(Graph &g, const std::string &path, const GraphBinding &binding,
+                         const ImportOptions &options) {
+  llvm::Expected<ImportedGraph> imported = reportingErrors<ImportedGraph>(path, [&] {
+    ::onnx::ModelProto model = readModel(path);
+    return g.atomically([&] { return importGraph(g, model, path, options, &binding); });
+  });
+  if (!imported)
+    throw BuildError(llvm::toString(imported.takeError()));
+  return std::move(*imported);
+}
+
+Tensor ImportedGraph::output(const std::string &name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return outputs[i];
+  std::string known;
+  for (const std::string &n : names)
+    known += (known.empty() ? "'" : ", '") + n + "'";
+  throw BuildError("the imported model has no output '" + name + "' (its outputs: " + known + ")");
+}
+
+llvm::Expected<std::vector<ModelInput>> modelInputs(const std::string &path) {
+  return reportingErrors<std::vector<ModelInput>>(path, [&] {
+    ::onnx::ModelProto model = readModel(path);
+    std::set<std::string> initialized;
+    for (const ::onnx::TensorProto &init : model.graph().initializer())
+      initialized.insert(init.name());
+    std::vector<ModelInput> inputs;
+    for (const ::onnx::ValueInfoProto &info : model.graph().input()) {
+      if (initialized.count(info.name()))
+        continue;
+      ModelInput input{info.name(), {}, inputType(info)};
+      for (const ::onnx::TensorShapeProto_Dimension &d : info.type().tensor_type().shape().dim())
+        input.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      inputs.push_back(std::move(input));
+    }
+    return inputs;
+  });
 }
 
 llvm::Error parseInputShape(const std::string &spec, ImportOptions &options) {

@@ -7,6 +7,8 @@
 #include "tools/smelt/Cache.h"
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Inspect.h"
+#include "tools/smelt/ModelSource.h"
+#include "tools/smelt/OnnxClassifier.h"
 #include "tools/smelt/Placement.h"
 
 #include "data/Mnist.h"
@@ -44,11 +46,14 @@ cl::SubCommand trainSubcommand("train", "Train a model on Fashion-MNIST");
 static DeviceFlags deviceFlags(trainSubcommand);
 static CacheFlags cacheFlags(trainSubcommand);
 
-static cl::opt<std::string> model("model", cl::desc("mlp (784-512-256-10, dropout), cnn "
-                                                    "(conv-pool-conv-pool-dense) or resnet (3 "
-                                                    "stages of 2 residual blocks, batch norm) "
-                                                    "on Fashion-MNIST, or gpt or lstm (a "
-                                                    "character LSTM) on --text"),
+static cl::opt<std::string> model("model",
+                                  cl::desc("mlp (784-512-256-10, dropout), cnn "
+                                           "(conv-pool-conv-pool-dense) or resnet (3 "
+                                           "stages of 2 residual blocks, batch norm) "
+                                           "on Fashion-MNIST, or gpt or lstm (a "
+                                           "character LSTM) on --text; or FILE.onnx, "
+                                           "a classifier of Fashion-MNIST images "
+                                           "fine-tuned from the file's weights"),
                                   cl::init("mlp"), cl::sub(trainSubcommand),
                                   cl::cat(smeltCategory()));
 static cl::opt<int> epochs("epochs", cl::desc("Epochs to train"), cl::init(5),
@@ -421,7 +426,16 @@ int trainCommand() {
   lstm.vocab = loaded->gpt.vocab;
   lstm.context = gptContext;
   lstm.hidden = gptWidth;
-  config.model = model == "gpt"    ? train::gptModel(loaded->gpt)
+  std::optional<OnnxClassifier> imported;
+  if (isOnnxFile(model)) {
+    rt::Expected<OnnxClassifier> classifier =
+        onnxClassifier(model, train::TensorSpec{{784}, DType::f32});
+    if (!classifier)
+      return failJob(classifier.message());
+    imported = std::move(*classifier);
+  }
+  config.model = imported          ? imported->spec
+                 : model == "gpt"  ? train::gptModel(loaded->gpt)
                  : model == "lstm" ? train::lstmModel(lstm)
                                    : train::ModelSpec(model);
   // The GPT's sequences are 64 examples of work each: 32 make a step, as nanoGPT's do; the
@@ -497,6 +511,16 @@ int trainCommand() {
                             : "fast");
   if (!(*trainer)->gpuCollectives().empty())
     out << "all-reduce on the GPUs: " << (*trainer)->gpuCollectives() << "\n";
+
+  // An imported model starts from its file's weights; a checkpoint to resume or --init-params
+  // replace them below.
+  if (imported) {
+    size_t count = imported->weights->size();
+    if (rt::Status s = (*trainer)->initParameters(std::move(*imported->weights), model); !s.ok())
+      return failJob(s.message());
+    out << "weights from " << model << ": " << count << " tensors ("
+        << (*trainer)->variableNames().size() << " of them batch norm statistics)\n";
+  }
 
   int64_t firstEpoch = 0;
   // A checkpoint that cannot even be looked at is loaded too: load() says why it fails.
