@@ -4,6 +4,8 @@
 // the stash type the op names (f32 for f16/bf16 inputs by default) and the result rounded back.
 #include "frontend/onnx/NodeImporter.h"
 
+#include "ir/SmeltDialect.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -40,6 +42,27 @@ std::vector<int64_t> normalizedAxes(const NodeImporter &n, Tensor x) {
   return axesFrom(normalizeAxis(n, n.attrInt("axis", -1), x.rank(), "axis"), x.rank());
 }
 
+/// The permutation from channels-last to channels-first: [0, rank - 1, 1, ..., rank - 2].
+std::vector<int64_t> channelsFirst(int64_t rank) {
+  std::vector<int64_t> permutation = {0, rank - 1};
+  for (int64_t d = 1; d + 1 < rank; ++d)
+    permutation.push_back(d);
+  return permutation;
+}
+
+/// When `x` (NCHW) is the transpose of a channels-last tensor (a convolution's NHWC result):
+/// that tensor. Normalizing it over its last axis, and transposing the result back with
+/// foldingTranspose, lets the transposes around conv -> BatchNormalization -> Relu -> conv
+/// cancel, in the forward pass and in the gradient, instead of the statistics and the
+/// normalization reading a transposed copy of every activation.
+std::optional<Tensor> channelsLastSource(Tensor x) {
+  auto transpose = x.value().getDefiningOp<TransposeOp>();
+  if (!transpose || x.rank() < 3 ||
+      transpose.getPermutation() != llvm::ArrayRef<int64_t>(channelsFirst(x.rank())))
+    return std::nullopt;
+  return Tensor(&x.graph(), transpose.getX());
+}
+
 /// Inference normalizes with the given statistics; training mode (opset 14 on, or importInto's
 /// training steps) with the batch's (mean and population variance over every axis but the
 /// channels) and also returns the running statistics, momentum * given + (1 - momentum) *
@@ -49,14 +72,19 @@ void batchNormalization(NodeImporter &n) {
   bool fileTraining = n.attrInt("training_mode", 0) != 0;
   if (!fileTraining && n.wantsOutput(1))
     n.unsupported("the saved statistics of opsets before 14's training form");
-  Tensor x = floatInput(n, 0);
-  int64_t channels = x.dim(1);
-  Tensor scale = perChannel(n.input(1), x.rank()), bias = perChannel(n.input(2), x.rank());
-  Tensor mu = perChannel(n.input(3), x.rank()), var = perChannel(n.input(4), x.rank());
+  Tensor input = floatInput(n, 0);
+  std::optional<Tensor> channelsLast = channelsLastSource(input);
+  // x with its channels on `channelAxis`; per-channel vectors shaped to broadcast there.
+  Tensor x = channelsLast ? *channelsLast : input;
+  int64_t channelAxis = channelsLast ? x.rank() - 1 : 1, channels = x.dim(channelAxis);
+  auto along = [&](Tensor v) { return channelsLast ? v : perChannel(v, x.rank()); };
+  Tensor scale = along(n.input(1)), bias = along(n.input(2));
+  Tensor mu = along(n.input(3)), var = along(n.input(4));
   if (fileTraining || n.training()) {
-    std::vector<int64_t> axes = {0};
-    for (int64_t d = 2; d < x.rank(); ++d)
-      axes.push_back(d);
+    std::vector<int64_t> axes;
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (d != channelAxis)
+        axes.push_back(d);
     Tensor batchMean = mean(x, axes), centered = sub(x, reshape(batchMean, mu.shape()));
     Tensor batchVar = mean(mul(centered, centered), axes);
     double momentum = n.attrFloat("momentum", 0.9);
@@ -77,7 +105,8 @@ void batchNormalization(NodeImporter &n) {
     var = reshape(batchVar, var.shape());
   }
   Tensor factor = div(scale, sqrt(add(var, scalarLike(var, n.attrFloat("epsilon", 1e-5)))));
-  n.setOutput(0, add(mul(sub(x, mu), factor), bias));
+  Tensor y = add(mul(sub(x, mu), factor), bias);
+  n.setOutput(0, channelsLast ? foldingTranspose(y, channelsFirst(y.rank())) : y);
 }
 
 /// (x - mean) / sqrt(variance + epsilon) over `axes`, and 1 / sqrt(variance + epsilon).

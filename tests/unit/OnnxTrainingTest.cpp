@@ -74,6 +74,8 @@ void setAttribute(::onnx::NodeProto &node, const std::string &name, double value
 /// The initial weights of the model, fresh random values each run.
 struct Weights {
   std::vector<double> scale, bias, mean, variance, fcWeight, fcBias;
+  /// A 1x1 convolution's [C, C] filter before the BatchNormalization, or none when empty.
+  std::vector<double> conv;
   Weights()
       : scale(positive(C)), bias(values(C)), mean(values(C)), variance(positive(C)),
         fcWeight(values(K * C)), fcBias(values(K)) {}
@@ -91,8 +93,8 @@ struct Weights {
   }
 };
 
-/// x [batch, C, H, W] -> BatchNormalization -> Relu [-> Dropout] -> GlobalAveragePool ->
-/// Flatten -> Gemm (a [K, C] weight, transB as PyTorch's Linear exports) -> logits [batch, K],
+/// x [batch, C, H, W] [-> Conv 1x1] -> BatchNormalization -> Relu [-> Dropout] -> GlobalAveragePool
+/// -> Flatten -> Gemm (a [K, C] weight, transB as PyTorch's Linear exports) -> logits [batch, K],
 /// written to a file of its own; removed with the object.
 struct BatchNormModel {
   std::string path;
@@ -111,6 +113,14 @@ struct BatchNormModel {
     graph.set_name("bn_classifier");
     addValueInfo(*graph.mutable_input(), "x", {-1, C, H, W}, elemType);
     addValueInfo(*graph.mutable_output(), "logits", {-1, K}, elemType);
+    std::string normalized = "x";
+    if (!w.conv.empty()) {
+      // Smelt's convolutions are NHWC: the import puts the BatchNormalization on the NCHW
+      // transpose of the convolution's result.
+      addInitializer(graph, "conv.weight", {C, C, 1, 1}, w.conv, elemType);
+      addNode(graph, "Conv", {"x", "conv.weight"}, {"z"});
+      normalized = "z";
+    }
     addInitializer(graph, "bn.scale", {C}, w.scale, elemType);
     addInitializer(graph, "bn.bias", {C}, w.bias, elemType);
     addInitializer(graph, "bn.running_mean", {C}, w.mean, elemType);
@@ -119,7 +129,7 @@ struct BatchNormModel {
     addInitializer(graph, "fc.bias", {K}, w.fcBias, elemType);
     ::onnx::NodeProto *bn =
         addNode(graph, "BatchNormalization",
-                {"x", "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"});
+                {normalized, "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"});
     setAttribute(*bn, "momentum", momentum);
     setAttribute(*bn, "epsilon", epsilon);
     addNode(graph, "Relu", {"y"}, {"r"});
@@ -145,8 +155,22 @@ struct BatchNormModel {
   }
 };
 
-/// The model in float64: logits [n, K] of examples x [n, C, H, W] normalized with `mean` and
-/// `variance`.
+/// What the BatchNormalization reads: x [n, C, H, W], through the 1x1 convolution if any.
+std::vector<double> normalizedInput(const std::vector<double> &x, int64_t n, const Weights &w) {
+  if (w.conv.empty())
+    return x;
+  std::vector<double> z(x.size(), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t out = 0; out < C; ++out)
+      for (int64_t in = 0; in < C; ++in)
+        for (int64_t p = 0; p < H * W; ++p)
+          z[size_t((i * C + out) * H * W + p)] +=
+              w.conv[size_t(out * C + in)] * x[size_t((i * C + in) * H * W + p)];
+  return z;
+}
+
+/// The model in float64: logits [n, K] of the BatchNormalization's input x [n, C, H, W]
+/// normalized with `mean` and `variance`.
 std::vector<double> referenceLogits(const std::vector<double> &x, int64_t n, const Weights &w,
                                     const std::vector<double> &mean,
                                     const std::vector<double> &variance, double epsilon) {
@@ -194,52 +218,73 @@ rt::HostTensor shiftedExamples(int64_t n, DType dtype) {
   return randomTensor({n, C, H, W}, dtype, [] { return 4 + draw(-2, 2); });
 }
 
+// Directly on the input (channels first), and after a convolution (the import normalizes the
+// convolution's channels-last result and transposes back).
 TEST(OnnxTraining, BatchNormTrainsAgainstFloat64AndFiniteDifferences) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   const int64_t B = 4;
   // ONNX's float attributes are f32: the reference uses the values the file holds.
   const double momentum = double(0.8f), epsilon = double(1e-3f);
-  Weights w;
-  BatchNormModel file(w, ::onnx::TensorProto::DOUBLE, momentum, epsilon);
-  mlir::MLIRContext ctx;
-  Graph g(ctx, "f");
-  Tensor x = g.input("x", {B, C, H, W}, DType::f64), r = g.input("r", {B, K}, DType::f64);
-  std::map<std::string, rt::HostTensor> values;
-  onnx::ImportOptions options;
-  options.parameterValues = &values;
-  onnx::ImportedGraph model =
-      onnx::importInto(g, file.path, {{{"x", x}}, /*training=*/true}, options);
-  Tensor logits = model.output("logits");
-  // Arguments: x, r, then the initializers in the file's order.
-  std::vector<Tensor> params = g.parameterTensors(), variables = g.variableTensors();
-  ASSERT_EQ(params.size(), 4u);
-  ASSERT_EQ(variables.size(), 2u);
-  std::optional<rt::CpuExecutor> cpu = compileLossAndGradients(
-      g, reduceSum(mul(logits, r), {0, 1}), {x, params[0], params[1], params[2], params[3]},
-      {logits, g.assignedValue(variables[0]), g.assignedValue(variables[1])});
-  ASSERT_TRUE(cpu);
-  std::vector<rt::HostTensor> args = {shiftedExamples(B, DType::f64),
-                                      randomTensor({B, K}, DType::f64)};
-  for (const char *name :
-       {"bn.scale", "bn.bias", "bn.running_mean", "bn.running_var", "fc.weight", "fc.bias"})
-    args.push_back(values.at(name));
-  std::vector<rt::HostTensor> result;
-  ASSERT_TRUE(cpu->run(args, result).ok());
-  ASSERT_EQ(result.size(), 9u);
+  for (bool afterConv : {false, true}) {
+    SCOPED_TRACE(afterConv ? "after a convolution" : "on the input");
+    Weights w;
+    if (afterConv)
+      w.conv = Weights::values(C * C);
+    BatchNormModel file(w, ::onnx::TensorProto::DOUBLE, momentum, epsilon);
+    mlir::MLIRContext ctx;
+    Graph g(ctx, "f");
+    Tensor x = g.input("x", {B, C, H, W}, DType::f64), r = g.input("r", {B, K}, DType::f64);
+    std::map<std::string, rt::HostTensor> values;
+    onnx::ImportOptions options;
+    options.parameterValues = &values;
+    onnx::ImportedGraph model =
+        onnx::importInto(g, file.path, {{{"x", x}}, /*training=*/true}, options);
+    Tensor logits = model.output("logits");
+    // Arguments: x, r, then the initializers in the file's order.
+    std::vector<Tensor> params = g.parameterTensors(), variables = g.variableTensors();
+    ASSERT_EQ(params.size(), afterConv ? 5u : 4u);
+    ASSERT_EQ(variables.size(), 2u);
+    std::vector<Tensor> wrt = {x};
+    wrt.insert(wrt.end(), params.begin(), params.end());
+    std::optional<rt::CpuExecutor> cpu = compileLossAndGradients(
+        g, reduceSum(mul(logits, r), {0, 1}), wrt,
+        {logits, g.assignedValue(variables[0]), g.assignedValue(variables[1])});
+    ASSERT_TRUE(cpu);
+    std::vector<rt::HostTensor> args = {shiftedExamples(B, DType::f64),
+                                        randomTensor({B, K}, DType::f64)};
+    std::vector<std::string> names = {"bn.scale",       "bn.bias",   "bn.running_mean",
+                                      "bn.running_var", "fc.weight", "fc.bias"};
+    if (afterConv)
+      names.insert(names.begin(), "conv.weight");
+    for (const std::string &name : names)
+      args.push_back(values.at(name));
+    std::vector<rt::HostTensor> result;
+    ASSERT_TRUE(cpu->run(args, result).ok());
+    size_t first = 1 + wrt.size(); // after the loss and the gradients
+    ASSERT_EQ(result.size(), first + 3);
 
-  std::vector<double> xs = args[0].toDoubles(), mean, variance;
-  batchMoments(xs, B, mean, variance);
-  EXPECT_LT(relError(result[6].toDoubles(), referenceLogits(xs, B, w, mean, variance, epsilon)),
-            1e-12);
-  std::vector<double> wantMean(C), wantVariance(C);
-  for (size_t c = 0; c < size_t(C); ++c) {
-    wantMean[c] = momentum * w.mean[c] + (1 - momentum) * mean[c];
-    wantVariance[c] = momentum * w.variance[c] + (1 - momentum) * variance[c];
+    std::vector<double> z = normalizedInput(args[0].toDoubles(), B, w), mean, variance;
+    batchMoments(z, B, mean, variance);
+    EXPECT_LT(
+        relError(result[first].toDoubles(), referenceLogits(z, B, w, mean, variance, epsilon)),
+        1e-12);
+    std::vector<double> wantMean(C), wantVariance(C);
+    for (size_t c = 0; c < size_t(C); ++c) {
+      wantMean[c] = momentum * w.mean[c] + (1 - momentum) * mean[c];
+      wantVariance[c] = momentum * w.variance[c] + (1 - momentum) * variance[c];
+    }
+    EXPECT_LT(relError(result[first + 1].toDoubles(), wantMean), 1e-12);
+    EXPECT_LT(relError(result[first + 2].toDoubles(), wantVariance), 1e-12);
+    // The gradients of x and of every parameter (the statistics' variables have none).
+    std::vector<size_t> checked = {0};
+    std::vector<std::string> checkedNames = {"x"};
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i].find("running") == std::string::npos) {
+        checked.push_back(2 + i);
+        checkedNames.push_back(names[i]);
+      }
+    expectGradientsMatchDifferences(*cpu, args, checked, 1e-6, checkedNames);
   }
-  EXPECT_LT(relError(result[7].toDoubles(), wantMean), 1e-12);
-  EXPECT_LT(relError(result[8].toDoubles(), wantVariance), 1e-12);
-  expectGradientsMatchDifferences(*cpu, args, {0, 2, 3, 6, 7}, 1e-6,
-                                  {"x", "bn.scale", "bn.bias", "fc.weight", "fc.bias"});
 }
 
 TEST(OnnxTraining, InferenceModeNormalizesWithTheRunningStatisticsAndAssignsNothing) {
