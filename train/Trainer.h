@@ -121,6 +121,11 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
 /// metrics...).
 std::unique_ptr<Graph> buildEvalStep(mlir::MLIRContext &context, const TrainConfig &config,
                                      int64_t batch);
+/// The `smelt.name` of argument `i` of a step's function ("arg<i>" when it has none).
+std::string stepArgumentName(Graph &g, unsigned i);
+/// The argument attribute (f64) of a training step's state input that holds its starting
+/// value: the Trainer's first state (zero unless it is given).
+inline constexpr const char *kInitialValueAttr = "smelt.initial_value";
 
 class Trainer {
 public:
