@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/Errno.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -21,7 +22,10 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <link.h>
@@ -41,29 +45,42 @@ std::string JitKey::*const kParts[] = {&JitKey::shapes,   &JitKey::dtypes, &JitK
                                        &JitKey::options,  &JitKey::compiler, &JitKey::ir,
                                        &JitKey::locations};
 
+/// Where the cache lives when JitOptions::cacheDir is empty: $SMELT_CACHE_DIR as given (the
+/// user named it), else $XDG_CACHE_HOME/smelt, else <home>/.cache/smelt, where <home> is $HOME or,
+/// without it, the passwd entry's. A relative XDG_CACHE_HOME or home ("", "."), which would put
+/// the cache in whatever folder the process runs in, is not used (as the XDG spec says); "" when
+/// there is no absolute folder: never a shared one such as /tmp/smelt, which another user could
+/// have created first and filled.
 std::string defaultCacheDir() {
   if (std::optional<std::string> dir = llvm::sys::Process::GetEnv("SMELT_CACHE_DIR"))
     if (!dir->empty())
       return *dir;
   llvm::SmallString<128> dir;
   if (std::optional<std::string> xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
-      xdg && !xdg->empty())
+      xdg && llvm::sys::path::is_absolute(*xdg))
     dir = *xdg;
-  else if (llvm::sys::path::home_directory(dir))
+  else if (llvm::sys::path::home_directory(dir) && llvm::sys::path::is_absolute(dir))
     llvm::sys::path::append(dir, ".cache");
   else
-    return ""; // never a shared folder such as /tmp/smelt, where others could plant entries
+    return "";
   llvm::sys::path::append(dir, "smelt");
   return std::string(dir);
 }
 
-/// Why the cache folder `dir` cannot be trusted with code this process will run: owned by
-/// another user, or writable by its group or everyone (sticky or not, others could create the
-/// entries looked for); none when it is this user's alone or does not exist yet.
-std::optional<std::string> untrustedReason(const std::string &dir) {
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0)
-    return std::nullopt; // created 0700 by store()
+/// Writes `message` on `os` the first time this process is asked with `key`: a tool that makes a
+/// cache per function (smelt bench) says why the disk is not used once, not once a function.
+void sayOnce(llvm::raw_ostream &os, const std::string &key, const std::string &message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(key).second)
+    os << message;
+}
+
+/// Why `st`, the status of a cache folder or entry, cannot be trusted with code this process
+/// will run: owned by another user, or writable by its group or everyone (sticky or not: others
+/// could create the entries looked for, or write an entry in place).
+std::optional<std::string> notOnlyOurs(const struct stat &st) {
   if (st.st_uid != ::geteuid())
     return "it is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
            std::to_string(::geteuid()) + ")";
@@ -74,6 +91,58 @@ std::optional<std::string> untrustedReason(const std::string &dir) {
            " (mode " + mode + ")";
   }
   return std::nullopt;
+}
+
+/// Why the cache folder `dir` cannot be trusted (notOnlyOurs, or not a folder); none when it is
+/// this user's alone or does not exist yet. The folder itself may be a symbolic link (a cache
+/// moved to another disk): what it points to is checked. Its parents are trusted, as a home
+/// folder's are.
+std::optional<std::string> untrustedReason(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    return std::nullopt; // created 0700 by store()
+  if (!S_ISDIR(st.st_mode))
+    return std::string("it is not a folder");
+  return notOnlyOurs(st);
+}
+
+/// The bytes of the cache entry file `path`, read only when it is a regular file of this user's
+/// that no one else may write: opened without following a symbolic link (one planted in the
+/// folder would lead anywhere) and without waiting on a FIFO, then checked and read through the
+/// same descriptor, so what is checked is what is read. None with `why` empty: there is no such
+/// file.
+std::optional<std::vector<uint8_t>> readEntryFile(const std::string &path, std::string &why) {
+  why.clear();
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT)
+      why = errno == ELOOP ? "it is a symbolic link" : "cannot open it: " + llvm::sys::StrError();
+    return std::nullopt;
+  }
+  std::vector<uint8_t> bytes;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    why = "cannot stat it: " + llvm::sys::StrError();
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "it is not a regular file";
+  } else if (std::optional<std::string> problem = notOnlyOurs(st)) {
+    why = *problem;
+  } else {
+    bytes.resize(size_t(st.st_size));
+    for (size_t done = 0; done < bytes.size() && why.empty();) {
+      ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n > 0)
+        done += size_t(n);
+      else if (n == 0)
+        why = "it ends at byte " + std::to_string(done) + " of " + std::to_string(bytes.size());
+      else if (errno != EINTR)
+        why = "cannot read it: " + llvm::sys::StrError();
+    }
+  }
+  ::close(fd);
+  if (!why.empty())
+    return std::nullopt;
+  return bytes;
 }
 
 /// The host CPU and a digest of its enabled features: code built for one machine may use
@@ -219,12 +288,8 @@ std::optional<Sidecar> parseSidecar(llvm::StringRef text) {
   return sidecar;
 }
 
-std::optional<Sidecar> readSidecar(const std::string &path) {
-  rt::Expected<std::vector<uint8_t>> bytes = rt::readFileBytes(path);
-  if (!bytes)
-    return std::nullopt;
-  return parseSidecar(
-      llvm::StringRef(reinterpret_cast<const char *>(bytes->data()), bytes->size()));
+std::optional<Sidecar> parseSidecar(const std::vector<uint8_t> &bytes) {
+  return parseSidecar(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
 }
 
 /// Constants past this many elements are printed elided and hashed by their bytes instead.
@@ -300,14 +365,25 @@ JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
   if (!options_.diskCache)
     return;
   dir_ = options_.cacheDir.empty() ? defaultCacheDir() : options_.cacheDir;
-  if (dir_.empty()) {
-    log() << "smelt: no kernel cache on disk: no home folder to keep it in (set "
-             "SMELT_CACHE_DIR); compiling in memory only\n";
-  } else if (std::optional<std::string> why = untrustedReason(dir_)) {
-    log() << "smelt: not using the kernel cache " << dir_ << ": " << *why
-          << "; its entries are code this process would run; compiling in memory only\n";
-    dir_.clear();
-  }
+  if (dir_.empty())
+    sayOnce(log(), "no home",
+            "smelt: no kernel cache on disk: no home folder to keep it in (set "
+            "SMELT_CACHE_DIR); compiling in memory only\n");
+  else
+    diskTrusted();
+}
+
+bool JitCache::diskTrusted() {
+  if (dir_.empty())
+    return false;
+  std::optional<std::string> why = untrustedReason(dir_);
+  if (!why)
+    return true;
+  sayOnce(log(), "untrusted " + dir_ + ": " + *why,
+          "smelt: not using the kernel cache " + dir_ + ": " + *why +
+              "; its entries are code this process would run; compiling in memory only\n");
+  dir_.clear();
+  return false;
 }
 
 FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const {
@@ -362,29 +438,32 @@ std::string JitCache::pathOf(const JitKey &key, const char *extension) const {
 }
 
 std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key) {
-  std::string path = pathOf(key, ".smelt");
-  if (!llvm::sys::fs::exists(path))
+  // The folder again: it may have appeared since the cache was made, someone else's.
+  if (!diskTrusted())
     return nullptr;
+  std::string path = pathOf(key, ".smelt");
   auto ignore = [&](const std::string &why) {
     log() << "smelt: ignoring cache entry " << path << ": " << why << "; compiling again\n";
     return nullptr;
   };
-  // The .key comes second (store): without it the entry is still being written.
-  std::string keyPath = pathOf(key, ".key");
-  if (!llvm::sys::fs::exists(keyPath))
-    return nullptr;
-  std::optional<Sidecar> sidecar = readSidecar(keyPath);
+  // The .key is written second (store): without it the entry is absent or still being written.
+  std::string keyPath = pathOf(key, ".key"), why;
+  std::optional<std::vector<uint8_t>> keyBytes = readEntryFile(keyPath, why);
+  if (!keyBytes)
+    return why.empty() ? nullptr : ignore(keyPath + ": " + why);
+  std::optional<Sidecar> sidecar = parseSidecar(*keyBytes);
   if (!sidecar)
     return ignore(keyPath + " does not read back as a key");
   if (keyText(sidecar->key) != keyText(key))
     return ignore(keyPath + " holds another key (" + key.differences(sidecar->key) + ")");
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || st.st_uid != ::geteuid())
-    return ignore("it is not this user's file");
+  std::optional<std::vector<uint8_t>> bytes = readEntryFile(path, why);
+  if (!bytes)
+    return why.empty() ? nullptr : ignore(why);
   // Its bytes must be the ones the .key recorded: another entry's artifact copied over it, or
   // code altered with its checksums recomputed, is refused before any of it is decoded.
-  rt::Expected<rt::LoadedArtifact> artifact =
-      rt::readArtifact(path, rt::ArtifactReadOptions{sidecar->artifactSha256});
+  if (rt::Status same = rt::checkSha256(*bytes, sidecar->artifactSha256, path); !same.ok())
+    return ignore(same.message());
+  rt::Expected<rt::LoadedArtifact> artifact = rt::decodeArtifact(*bytes, path);
   if (!artifact)
     return ignore(artifact.message());
   if (artifact->executable.name != key.function || artifact->extras.target != options_.target)
@@ -409,21 +488,35 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
 }
 
 void JitCache::store(const JitKey &key, const CompiledArtifact &artifact) {
-  // Only this user may write where this process loads code from.
+  // Only this user may write where this process loads code from: a new folder is 0700, and one
+  // that was there already (made since the cache was, by anyone) is checked again.
   if (std::error_code ec = llvm::sys::fs::create_directories(
           dir_, /*IgnoreExisting=*/true, llvm::sys::fs::owner_all)) {
     log() << "smelt: cannot create the kernel cache " << dir_ << ": " << ec.message() << "\n";
     return;
   }
+  if (!diskTrusted())
+    return;
+  // Entries are this user's alone (loadFromDisk refuses others), whatever the umask. Something
+  // that is not a regular file where an entry goes (a symbolic link, a FIFO) is removed first:
+  // it is refused on load, and would otherwise be refused and never replaced.
+  auto write = [&](const std::string &path, const std::vector<uint8_t> &bytes) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      ::unlink(path.c_str());
+    return rt::writeFileAtomically(path, [&](int fd, const std::string &tmp) {
+      if (::fchmod(fd, S_IRUSR | S_IWUSR) != 0)
+        return rt::Status::error(tmp + ": cannot make it private: " + llvm::sys::StrError());
+      return rt::writeAll(fd, bytes, tmp);
+    });
+  };
   // The artifact first: a .key without its artifact would only explain, never load.
   rt::Expected<std::vector<uint8_t>> bytes = rt::encodeArtifact(artifact.executable,
                                                                 artifact.extras);
-  rt::Status status = bytes ? rt::writeFileAtomically(pathOf(key, ".smelt"), *bytes)
-                            : bytes.status();
+  rt::Status status = bytes ? write(pathOf(key, ".smelt"), *bytes) : bytes.status();
   if (status.ok()) {
     std::string text = sidecarText(key, rt::sha256Hex(*bytes), artifact.executable.placement);
-    status = rt::writeFileAtomically(pathOf(key, ".key"),
-                                     std::vector<uint8_t>(text.begin(), text.end()));
+    status = write(pathOf(key, ".key"), std::vector<uint8_t>(text.begin(), text.end()));
   }
   if (!status.ok())
     log() << "smelt: cannot write to the kernel cache: " << status.message() << "\n";
@@ -441,7 +534,9 @@ std::string JitCache::explainMiss(const JitKey &key) const {
       llvm::StringRef name = llvm::sys::path::filename(it->path());
       if (!name.starts_with(prefix) || !name.ends_with(".key"))
         continue;
-      if (std::optional<Sidecar> parsed = readSidecar(it->path());
+      std::string why;
+      std::optional<std::vector<uint8_t>> bytes = readEntryFile(it->path(), why);
+      if (std::optional<Sidecar> parsed = bytes ? parseSidecar(*bytes) : std::nullopt;
           parsed && parsed->key.function == key.function)
         earlier.push_back(std::move(parsed->key));
     }
@@ -453,7 +548,11 @@ std::string JitCache::explainMiss(const JitKey &key) const {
     if (n < fewest)
       fewest = n, closest = &other;
   }
-  return closest ? key.differences(*closest) : "no earlier entry for @" + key.function;
+  if (!closest)
+    return "no earlier entry for @" + key.function;
+  // Only a .key on disk can hold this very key and still miss: its entry was refused (and said
+  // why) or its artifact is gone.
+  return fewest == 0 ? "its entry on disk was not used" : key.differences(*closest);
 }
 
 FailureOr<std::shared_ptr<const rt::Executable>> JitCache::get(ModuleOp module,

@@ -19,7 +19,14 @@
 // against the closest earlier entry of the same function. Both files are written atomically
 // (temporary file, rename): processes that share a directory may write the same entry at once,
 // and each reader sees a whole file or none. A file that does not read back is reported,
-// ignored and compiled again.
+// ignored, compiled again and replaced.
+//
+// What it trusts: an entry is code this process runs. The folder is used only when it is this
+// user's and no one else may write to it (checked when the cache is made and again before each
+// use of the disk; else a note and memory only); one it creates is 0700. An entry file is read
+// only when it is a regular file of this user's that no one else may write, never through a
+// symbolic link, and the artifact only when it has the SHA-256 its .key records. An entry
+// refused for any of these is compiled again and replaced (written 0600), never run.
 #pragma once
 
 #include "codegen/Compile.h"
@@ -38,7 +45,8 @@ namespace smelt::codegen {
 
 struct JitOptions {
   /// Where artifacts are kept; empty: $SMELT_CACHE_DIR, else $XDG_CACHE_HOME/smelt, else
-  /// ~/.cache/smelt.
+  /// ~/.cache/smelt (a relative XDG_CACHE_HOME or home is not used); with none of them, no disk
+  /// cache: never a shared folder such as /tmp/smelt.
   std::string cacheDir;
   /// Off: memory only.
   bool diskCache = true;
@@ -91,11 +99,17 @@ public:
     int64_t memoryHits = 0, diskHits = 0, misses = 0;
   };
   Stats stats() const;
-  /// The on-disk directory in use ("" without a disk cache).
-  const std::string &directory() const { return dir_; }
+  /// The on-disk directory in use ("" without a disk cache, or once it was found untrusted).
+  std::string directory() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return dir_;
+  }
 
 private:
   std::shared_ptr<const CompiledArtifact> loadFromDisk(const JitKey &key);
+  /// Whether the directory may be used: checked when the cache is made and before each use of
+  /// the disk (it may appear later, made by someone else); once not, it is dropped, said once.
+  bool diskTrusted();
   void store(const JitKey &key, const CompiledArtifact &artifact);
   /// Why `key` missed: the parts that changed against the closest earlier entry.
   std::string explainMiss(const JitKey &key) const;

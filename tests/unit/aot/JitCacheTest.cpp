@@ -2,8 +2,13 @@
 // gives bit-identical results and the same placement and locations; a changed shape is reported
 // as such; the key names the compiler's build; caches writing the same key at once both succeed
 // and leave a readable entry; a corrupt entry is reported and rebuilt; a refresh compiles again.
+// What the cache trusts: another model's artifact copied into an entry, an entry that fails to
+// load, entries others could write or reach through a symbolic link are refused, compiled again
+// (checked against a float64 reference) and replaced; a folder others can write or own is not
+// used; without a home folder there is no disk cache.
 #include "codegen/JitCache.h"
 
+#include "runtime/ContentHash.h"
 #include "runtime/FileIO.h"
 
 #include "mlir/Parser/Parser.h"
@@ -11,33 +16,48 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 namespace smelt::codegen {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// A model with a matmul and a fusion; `rows` changes the shape of x (and of everything after).
-std::string model(int rows) {
+/// A model with a matmul and a fusion; `rows` changes the shape of x (and of everything after),
+/// `unary` the op between them (another model of the same name and signature).
+std::string model(int rows, const std::string &unary = "tanh") {
   std::string r = std::to_string(rows);
   return "func.func @step(%x: tensor<" + r + "x8xf32>, %w: tensor<8x4xf32>) -> tensor<" + r +
          "xf32> {\n"
-         "  %0 = smelt.matmul %x, %w : tensor<" + r + "x8xf32>, tensor<8x4xf32>\n"
-         "  %1 = smelt.tanh %0 : tensor<" + r + "x4xf32>\n"
-         "  %2 = smelt.reduce sum %1 axes = [1] : tensor<" + r + "x4xf32>\n"
-         "  return %2 : tensor<" + r + "xf32>\n}\n";
+         "  %0 = smelt.matmul %x, %w : tensor<" +
+         r +
+         "x8xf32>, tensor<8x4xf32>\n"
+         "  %1 = smelt." +
+         unary + " %0 : tensor<" + r +
+         "x4xf32>\n"
+         "  %2 = smelt.reduce sum %1 axes = [1] : tensor<" +
+         r +
+         "x4xf32>\n"
+         "  return %2 : tensor<" +
+         r + "xf32>\n}\n";
 }
 
 struct Parsed {
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
-  explicit Parsed(int rows) {
+  explicit Parsed(int rows, const std::string &unary = "tanh") {
     loadDialects(context);
-    module = mlir::parseSourceString<mlir::ModuleOp>(model(rows), &context);
+    module = mlir::parseSourceString<mlir::ModuleOp>(model(rows, unary), &context);
   }
 };
 
@@ -65,6 +85,107 @@ std::vector<uint8_t> runBytes(JitCache &cache, mlir::ModuleOp module, int rows) 
   return std::vector<uint8_t>(p, p + outputs[0].byteSize());
 }
 
+/// The model of `model(rows, "tanh")` on `inputs(rows)` in float64: sum_j tanh((x w)[r, j]).
+std::vector<double> tanhReference(int rows) {
+  std::vector<rt::HostTensor> in = inputs(rows);
+  const float *x = in[0].data<float>(), *w = in[1].data<float>();
+  std::vector<double> out(rows, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < 4; ++j) {
+      double dot = 0;
+      for (int k = 0; k < 8; ++k)
+        dot += double(x[r * 8 + k]) * double(w[k * 4 + j]);
+      out[r] += std::tanh(dot);
+    }
+  return out;
+}
+
+/// Whether the output bytes `bytes` (f32) are the tanh model's, by relative norm.
+::testing::AssertionResult isTanhModel(const std::vector<uint8_t> &bytes, int rows) {
+  std::vector<double> expected = tanhReference(rows);
+  if (bytes.size() != expected.size() * sizeof(float))
+    return ::testing::AssertionFailure() << bytes.size() << " bytes, not " << rows << " floats";
+  double diff = 0, norm = 0;
+  for (int r = 0; r < rows; ++r) {
+    float got;
+    std::memcpy(&got, bytes.data() + r * sizeof(float), sizeof got);
+    diff += (got - expected[r]) * (got - expected[r]);
+    norm += expected[r] * expected[r];
+  }
+  double relative = std::sqrt(diff / norm);
+  if (relative < 1e-5)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "relative error " << relative << " against float64";
+}
+
+/// Replaces `path` with `bytes`, mode 0600 (an entry as the cache writes one).
+void writePrivateFile(const std::string &path, const std::vector<uint8_t> &bytes) {
+  fs::remove(path);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+/// Sets or unsets environment variables for one scope, then puts them back.
+class ScopedEnv {
+public:
+  void set(const char *name, const char *value) {
+    if (!saved_.count(name)) {
+      const char *old = std::getenv(name);
+      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    }
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (const auto &[name, value] : saved_)
+      value ? ::setenv(name.c_str(), value->c_str(), 1) : ::unsetenv(name.c_str());
+  }
+
+private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+/// A user id no test machine gives anyone (as smelt-cache-others.test uses).
+constexpr uid_t kOtherUser = 54321;
+
+/// In a child process run as root: becomes kOtherUser (who has no passwd entry) with no HOME,
+/// makes two caches and compiles through one; 0 when neither has a directory, the model ran
+/// right and the note was written once (and is on stderr), else 1.
+int withoutHome() {
+  // A temporary folder of the user's own for the compile's files (the CPU library's link),
+  // which it removes: under /tmp (sticky), where it may.
+  std::string tmp = (fs::temp_directory_path() / "smelt-no-home-XXXXXX").string();
+  if (!::mkdtemp(tmp.data()) || ::chown(tmp.c_str(), kOtherUser, kOtherUser) != 0)
+    return 2;
+  ::unsetenv("HOME");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::unsetenv("SMELT_CACHE_DIR");
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  if (::setresgid(kOtherUser, kOtherUser, kOtherUser) != 0 ||
+      ::setresuid(kOtherUser, kOtherUser, kOtherUser) != 0)
+    return 2;
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  JitOptions o;
+  o.log = &os;
+  JitCache first(o), second(o);
+  Parsed parsed(16);
+  bool compiled = isTanhModel(runBytes(second, *parsed.module, 16), 16);
+  llvm::errs() << log;
+  bool ok = first.directory().empty() && second.directory().empty() && compiled &&
+            count(log, "no kernel cache on disk") == 1 && !fs::exists(tmp + "/smelt");
+  std::error_code ignored;
+  fs::remove_all(tmp, ignored);
+  return ok ? 0 : 1;
+}
+
 class JitCacheTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -81,6 +202,13 @@ protected:
     o.cacheDir = dir;
     o.log = log;
     o.verbose = log != nullptr;
+    return o;
+  }
+  /// Options for a cache in `folder` whose warnings (not its verbose lines) go to `log`.
+  JitOptions loggedOptions(const std::string &folder, llvm::raw_ostream &log) {
+    JitOptions o = options();
+    o.cacheDir = folder;
+    o.log = &log;
     return o;
   }
   std::vector<fs::path> files(const std::string &extension) {
@@ -254,6 +382,272 @@ TEST_F(JitCacheTest, CorruptEntryIsReportedAndRebuilt) {
   JitCache after(options());
   EXPECT_EQ(runBytes(after, *parsed.module, 16), expected);
   EXPECT_EQ(after.stats().diskHits, 1);
+}
+
+// Another model of the same function name and signature, its artifact copied over an entry:
+// the SHA-256 the .key records refuses it, and the entry is compiled again and replaced, so no
+// run gives the other model's outputs.
+TEST_F(JitCacheTest, AnotherModelsArtifactCopiedInIsRefusedAndReplaced) {
+  Parsed tanhModel(16), negModel(16, "neg");
+  std::string otherDir = dir + "/other";
+  {
+    JitCache cache(options());
+    ASSERT_TRUE(isTanhModel(runBytes(cache, *tanhModel.module, 16), 16));
+    JitOptions other = options();
+    other.cacheDir = otherDir;
+    JitCache otherCache(other);
+    ASSERT_FALSE(isTanhModel(runBytes(otherCache, *negModel.module, 16), 16));
+  }
+  ASSERT_EQ(files(".smelt").size(), 1u);
+  std::string path = files(".smelt")[0].string();
+  std::vector<fs::path> others;
+  for (const auto &entry : fs::directory_iterator(otherDir))
+    if (entry.path().extension() == ".smelt")
+      others.push_back(entry.path());
+  ASSERT_EQ(others.size(), 1u);
+  // Same function, same shapes (so the name and target it holds match): only the .key's record
+  // of the bytes tells them apart.
+  fs::copy_file(others[0], path, fs::copy_options::overwrite_existing);
+
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  JitCache cache(options(&os));
+  EXPECT_TRUE(isTanhModel(runBytes(cache, *tanhModel.module, 16), 16));
+  EXPECT_EQ(cache.stats().diskHits, 0);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_NE(log.find("ignoring cache entry " + path), std::string::npos) << log;
+  EXPECT_NE(log.find("SHA-256"), std::string::npos) << log;
+  EXPECT_NE(log.find("compiled (" + fs::path(path).stem().string().substr(5) +
+                     "): its entry on disk was not used"),
+            std::string::npos)
+      << log;
+
+  // Replaced: the next process hits the disk again, with the right model.
+  JitCache after(options());
+  EXPECT_TRUE(isTanhModel(runBytes(after, *tanhModel.module, 16), 16));
+  EXPECT_EQ(after.stats().diskHits, 1);
+}
+
+// An entry whose bytes match its .key's SHA-256 but do not load (damaged when written, or by
+// someone who rewrote the .key too) is refused, compiled again and replaced, not reloaded and
+// refused on every run.
+TEST_F(JitCacheTest, EntryThatFailsToLoadIsReplacedAndHitAfter) {
+  Parsed parsed(16);
+  {
+    JitCache cache(options());
+    ASSERT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+  }
+  ASSERT_EQ(files(".smelt").size(), 1u);
+  ASSERT_EQ(files(".key").size(), 1u);
+  std::string path = files(".smelt")[0].string(), keyPath = files(".key")[0].string();
+  rt::Expected<std::vector<uint8_t>> bytes = rt::readFileBytes(path);
+  rt::Expected<std::vector<uint8_t>> keyBytes = rt::readFileBytes(keyPath);
+  ASSERT_TRUE(bytes && keyBytes);
+  std::vector<uint8_t> truncated(bytes->begin(), bytes->begin() + bytes->size() * 2 / 3);
+  std::string key(keyBytes->begin(), keyBytes->end());
+  size_t at = key.find("\nartifact ");
+  ASSERT_NE(at, std::string::npos) << key;
+  key.replace(at + 10, 64, rt::sha256Hex(truncated));
+  writePrivateFile(path, truncated);
+  writePrivateFile(keyPath, std::vector<uint8_t>(key.begin(), key.end()));
+
+  for (int run = 0; run < 2; ++run) {
+    std::string log;
+    llvm::raw_string_ostream os(log);
+    JitOptions quiet = options();
+    quiet.log = &os;
+    JitCache cache(quiet);
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16)) << "run " << run;
+    if (run == 0) {
+      EXPECT_EQ(cache.stats().misses, 1);
+      EXPECT_NE(log.find("ignoring cache entry " + path), std::string::npos) << log;
+      EXPECT_EQ(log.find("SHA-256"), std::string::npos) << "not the refusal tested: " << log;
+    } else {
+      EXPECT_EQ(cache.stats().diskHits, 1) << "the entry was not replaced";
+      EXPECT_EQ(log, "");
+    }
+  }
+}
+
+// A folder its group or everyone may write is not used: a warning, then everything compiles in
+// memory and nothing is written there.
+TEST_F(JitCacheTest, FolderOthersMayWriteIsNotUsed) {
+  Parsed parsed(16);
+  for (auto [mode, who] :
+       {std::pair{0777, "everyone (mode 0777)"}, std::pair{01777, "everyone (mode 1777)"},
+        std::pair{0770, "its group (mode 0770)"}}) {
+    std::string open = dir + "/open";
+    fs::create_directory(open);
+    ASSERT_EQ(::chmod(open.c_str(), mode), 0);
+    std::string log;
+    llvm::raw_string_ostream os(log);
+    JitOptions o = loggedOptions(open, os);
+    JitCache cache(o);
+    EXPECT_EQ(cache.directory(), "");
+    EXPECT_NE(log.find("not using the kernel cache " + open + ": it is writable by " + who),
+              std::string::npos)
+        << log;
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+    EXPECT_EQ(cache.stats().misses, 1);
+    EXPECT_TRUE(fs::is_empty(open)) << who;
+    fs::remove_all(open);
+  }
+}
+
+// A folder that did not exist when the cache was made, then made by someone else and open to
+// them, is checked again before it is used.
+TEST_F(JitCacheTest, FolderMadeLaterIsCheckedBeforeUse) {
+  Parsed parsed(16);
+  std::string later = dir + "/later";
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  JitOptions o = loggedOptions(later, os);
+  JitCache cache(o);
+  EXPECT_EQ(cache.directory(), later);
+  fs::create_directory(later);
+  ASSERT_EQ(::chmod(later.c_str(), 0777), 0);
+  EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+  EXPECT_NE(log.find("not using the kernel cache " + later + ": it is writable by everyone"),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::is_empty(later));
+  EXPECT_EQ(cache.directory(), "");
+}
+
+// Entries are written for this user alone, and one that others could write, or that is a
+// symbolic link planted in the folder, is refused, compiled again and replaced by a file.
+TEST_F(JitCacheTest, EntriesOthersCouldWriteOrSymbolicLinksAreRefused) {
+  Parsed parsed(16);
+  {
+    JitCache cache(options());
+    ASSERT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+  }
+  ASSERT_EQ(files(".smelt").size(), 1u);
+  std::string path = files(".smelt")[0].string(), keyPath = files(".key")[0].string();
+  for (const std::string &entry : {path, keyPath}) {
+    struct stat st;
+    ASSERT_EQ(::lstat(entry.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << entry;
+  }
+
+  // Each damage, then a run that refuses it and one that hits the replaced entry.
+  std::string elsewhere = dir + "/elsewhere.bin";
+  struct Damage {
+    std::string name, why;
+    std::function<void()> apply;
+  };
+  std::vector<Damage> damages = {
+      {"artifact writable by everyone", "it is writable by everyone (mode 0666)",
+       [&] { ASSERT_EQ(::chmod(path.c_str(), 0666), 0); }},
+      {"key writable by its group", keyPath + ": it is writable by its group (mode 0620)",
+       [&] { ASSERT_EQ(::chmod(keyPath.c_str(), 0620), 0); }},
+      // To the entry's own bytes, so only the link itself can be refused.
+      {"artifact is a symbolic link", "it is a symbolic link",
+       [&] {
+         fs::copy_file(path, elsewhere, fs::copy_options::overwrite_existing);
+         fs::remove(path);
+         fs::create_symlink(elsewhere, path);
+       }},
+  };
+  for (const Damage &damage : damages) {
+    SCOPED_TRACE(damage.name);
+    damage.apply();
+    std::string log;
+    llvm::raw_string_ostream os(log);
+    JitOptions quiet = options();
+    quiet.log = &os;
+    JitCache cache(quiet);
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+    EXPECT_EQ(cache.stats().misses, 1);
+    EXPECT_NE(log.find("ignoring cache entry " + path + ": " + damage.why + "; compiling again"),
+              std::string::npos)
+        << log;
+    EXPECT_FALSE(fs::is_symlink(path));
+    JitCache after(options());
+    EXPECT_TRUE(isTanhModel(runBytes(after, *parsed.module, 16), 16));
+    EXPECT_EQ(after.stats().diskHits, 1);
+  }
+  EXPECT_TRUE(fs::is_regular_file(elsewhere)) << "the link's target is left alone";
+}
+
+// As root (whose processes would run the code), a folder or entries another user owns are not
+// trusted, even with modes that keep everyone else out.
+TEST_F(JitCacheTest, WhatAnotherUserOwnsIsNotTrusted) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root, to give files to another user";
+  Parsed parsed(16);
+  std::string theirs = dir + "/theirs";
+  fs::create_directory(theirs);
+  ASSERT_EQ(::chmod(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), kOtherUser, kOtherUser), 0);
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  JitOptions o = loggedOptions(theirs, os);
+  JitCache refused(o);
+  EXPECT_EQ(refused.directory(), "");
+  EXPECT_NE(log.find("not using the kernel cache " + theirs + ": it is owned by uid 54321"),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(isTanhModel(runBytes(refused, *parsed.module, 16), 16));
+  EXPECT_TRUE(fs::is_empty(theirs));
+
+  // Entries of theirs in this user's folder (each file alone): refused and replaced.
+  {
+    JitCache cache(options());
+    ASSERT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+  }
+  for (const char *extension : {".smelt", ".key"}) {
+    SCOPED_TRACE(extension);
+    ASSERT_EQ(files(extension).size(), 1u);
+    std::string entry = files(extension)[0].string();
+    ASSERT_EQ(::chown(entry.c_str(), kOtherUser, kOtherUser), 0);
+    log.clear();
+    JitOptions quiet = options();
+    quiet.log = &os;
+    JitCache cache(quiet);
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+    EXPECT_EQ(cache.stats().misses, 1);
+    EXPECT_NE(log.find("it is owned by uid 54321, not by this user (uid 0); compiling again"),
+              std::string::npos)
+        << log;
+    struct stat st;
+    ASSERT_EQ(::stat(entry.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 0u) << "not replaced";
+  }
+}
+
+// A home that is empty or relative would put the cache in whatever folder the process runs in
+// (a shared /tmp, say), as a relative XDG_CACHE_HOME would: neither is used, and without an
+// absolute one there is no disk cache.
+TEST_F(JitCacheTest, NoAbsoluteHomeMeansNoDiskCache) {
+  ScopedEnv env;
+  env.set("SMELT_CACHE_DIR", nullptr);
+  env.set("XDG_CACHE_HOME", "relative-cache");
+  env.set("HOME", dir.c_str());
+  EXPECT_EQ(JitCache().directory(), dir + "/.cache/smelt");
+  env.set("XDG_CACHE_HOME", nullptr);
+  for (const char *home : {"", ".", "relative-home"}) {
+    env.set("HOME", home);
+    std::string log;
+    llvm::raw_string_ostream os(log);
+    JitOptions o;
+    o.log = &os;
+    EXPECT_EQ(JitCache(o).directory(), "") << "HOME='" << home << "'";
+  }
+}
+
+// With no HOME and no passwd entry (a process run as a user id with no account), no disk cache
+// rather than a shared folder such as /tmp/smelt; said once however many caches are made.
+// Not in the fixture: the child runs the test again from its start (threadsafe style) and
+// cannot remove a folder of root's once it is another user.
+TEST(JitCacheWithoutHome, NoDiskCacheAndNoSharedFolder) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root, to run as a user with no passwd entry";
+  GTEST_FLAG_SET(death_test_style, "threadsafe"); // a fresh process: nothing said yet
+  EXPECT_EXIT(
+      std::_Exit(withoutHome()), ::testing::ExitedWithCode(0),
+      "smelt: no kernel cache on disk: no home folder to keep it in \\(set SMELT_CACHE_DIR\\); "
+      "compiling in memory only");
 }
 
 } // namespace
