@@ -28,11 +28,15 @@
 // Before step 1, epilogue folding (Epilogues.h) moves the bias adds and activations that a
 // matmul's or conv2d's library call applies into the op; what remains is fused as above.
 // Every decision is recorded; `report=<file>` writes them ("-" for stdout).
+//
+// The cycle checks (multi-output, sibling merging) ask whether a path of uses leads from one
+// op into a group, on a graph with one node per group and per op in none (ContractedGraph.h):
+// exact answers, in time linear in an unrolled recurrence's steps.
+#include "passes/ContractedGraph.h"
 #include "passes/Epilogues.h"
 #include "passes/FusionUtils.h"
 #include "passes/Passes.h"
 
-#include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "llvm/ADT/DenseSet.h"
@@ -62,9 +66,6 @@ constexpr int64_t kFlopsPerByte = 8;
 /// the CPU and 20,000 ops 122 s. Capped, a long chain becomes kernels of this size and
 /// compiles in linear time; one intermediate tensor per 256 ops costs nothing measurable.
 constexpr size_t kMaxOpsPerFusion = 256;
-/// The most ops one reachability question walks (Fuser::reaches). The seed models' training
-/// steps walk at most 1,820 (the GPT's); an LSTM unrolled over T steps walks ~24 T.
-constexpr size_t kReachableWalk = 4096;
 /// The most kernels a cheap op (not a source or broadcast) is copied into (Fuser::decide).
 constexpr size_t kMaxCopies = 16;
 
@@ -96,6 +97,7 @@ public:
     SmallVector<Operation *> ops;
     for (Operation &op : block)
       ops.push_back(&op);
+    graph_ = std::make_unique<ContractedGraph>(block);
     for (Operation *op : llvm::reverse(ops)) {
       FusionRole role = fusionRole(op);
       if (role == FusionRole::None || groupOf_.count(op))
@@ -173,7 +175,7 @@ public:
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
       if (fusionRole(&op) != FusionRole::None && op.use_empty())
         op.erase();
-    sortTopologically(&block);
+    sortTopologicallyInLinearTime(block);
     return made;
   }
 
@@ -191,8 +193,8 @@ public:
         os << (i ? "  " : "") << g.log[i] << "\n";
     }
     // The pass's own work, which must grow linearly with the function (tests count it).
-    os << "reachability: " << reachQuestions_ << " questions, " << reachWalked_
-       << " ops walked\n";
+    os << "reachability: " << (graph_ ? graph_->questions() : 0) << " questions, "
+       << (graph_ ? graph_->walked() : 0) << " ops walked\n";
   }
 
   unsigned numDuplicated = 0, numRejected = 0, numMerged = 0;
@@ -257,38 +259,13 @@ private:
     return std::max<int64_t>(1, evaluated / std::max<int64_t>(1, numElements(producer->getResult(0))));
   }
 
-  /// Whether a path of uses from `from` leads into group `id` (a group counting as one node:
-  /// its kernel runs as a whole). Past kReachableWalk ops the answer is yes: fusing then
-  /// loses a merge or an extra result, never makes a cycle, and each question costs at most
-  /// that much, where a walk to the end of the function from every step of an unrolled
-  /// recurrence fused in time growing with the square of its steps (issue 35).
-  bool reaches(Operation *from, unsigned id) {
-    ++reachQuestions_;
-    SmallVector<Operation *> work{from};
-    DenseSet<Operation *> seen;
-    // A group's members are pushed once, when the walk first enters it: pushing them again
-    // from each member made a walk quadratic in the size of the groups it crossed.
-    DenseSet<unsigned> entered;
-    while (!work.empty()) {
-      Operation *op = work.pop_back_val();
-      if (!seen.insert(op).second)
-        continue;
-      ++reachWalked_;
-      if (seen.size() > kReachableWalk)
-        return true;
-      auto it = groupOf_.find(op);
-      if (it != groupOf_.end()) {
-        if (it->second == id)
-          return true;
-        if (entered.insert(it->second).second)
-          for (Operation *member : groups_[it->second].members)
-            work.push_back(member);
-      }
-      for (Value result : op->getResults())
-        for (Operation *user : result.getUsers())
-          work.push_back(user);
-    }
-    return false;
+  /// Moves `producer` into group `id`: its node and the group's become one. The caller has
+  /// asked, since graph_->beginWalk(), whether each of its users outside the group leads into
+  /// the group, with the answer no (ContractedGraph::contract).
+  void join(Operation *producer, unsigned id) {
+    groups_[id].members.insert(producer);
+    graph_->contract(producer, groups_[id].root);
+    groupOf_[producer] = id;
   }
 
   void growGroup(unsigned id) {
@@ -351,8 +328,8 @@ private:
         return reject("recomputing it " + std::to_string(evaluations) + "x costs more (" +
                       std::to_string(recomputeBytes) + " B-equivalent) than it saves (" +
                       std::to_string(saved) + " B)");
-      g.members.insert(producer);
-      groupOf_[producer] = id;
+      graph_->beginWalk(); // its only successor is the group: nothing to ask
+      join(producer, id);
       g.log.push_back("fused: " + describe(producer) + ": only used here");
       return true;
     }
@@ -394,11 +371,11 @@ private:
     if (g.kind == FusionKind::loop && !copied_.contains(producer) &&
         cast<RankedTensorType>(producer->getResult(0).getType()).getShape() ==
             ArrayRef<int64_t>(g.shape)) {
+      graph_->beginWalk();
       for (Operation *user : producer->getUsers())
-        if (!g.members.contains(user) && reaches(user, id))
+        if (!g.members.contains(user) && graph_->reaches(user, g.root))
           return reject("its user " + describe(user) + " leads back into this fusion");
-      g.members.insert(producer);
-      groupOf_[producer] = id;
+      join(producer, id);
       g.log.push_back("fused as an extra result: " + describe(producer) +
                       ": also used outside, written once by this kernel");
       return true;
@@ -474,9 +451,16 @@ private:
           continue;
         const SetVector<Value> &ia = inputsFor(a), &ib = inputsFor(b);
         auto shared = llvm::find_if(ia, [&](Value v) { return ib.contains(v) && sharable(v); });
-        if (shared == ia.end() || reaches(groups_[a].root, b) || reaches(groups_[b].root, a))
+        if (shared == ia.end())
           continue;
         Group &into = groups_[a], &from = groups_[b];
+        // A node never reaches one ordered before it: one question answers both ways.
+        bool aFirst = graph_->before(into.root, from.root);
+        Operation *early = aFirst ? into.root : from.root, *later = aFirst ? from.root : into.root;
+        graph_->beginWalk();
+        if (graph_->reaches(early, later))
+          continue;
+        graph_->contract(early, later);
         std::string what;
         llvm::raw_string_ostream os(what);
         // One numbering of the function's values for every merge: printAsOperand without a
@@ -509,7 +493,7 @@ private:
   std::vector<Group> groups_;
   DenseMap<Operation *, unsigned> groupOf_;
   std::unique_ptr<AsmState> names_; // value names for the report, made once
-  uint64_t reachQuestions_ = 0, reachWalked_ = 0;
+  std::unique_ptr<ContractedGraph> graph_; // groups as nodes, for the cycle checks
   DenseSet<Operation *> dead_;
   /// Ops some group holds a copy of: they never move into another group, so every copy's
   /// original stays for outlining.

@@ -1,6 +1,7 @@
 // Op classification, per-element cost and outlining for smelt-fuse.
 #include "passes/FusionUtils.h"
 
+#include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
@@ -98,6 +99,56 @@ FusionOp outlineFusion(FusionKind kind, ArrayRef<Operation *> members,
       op->erase();
     }
   return fusion;
+}
+
+void sortTopologicallyInLinearTime(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  if (!ops.empty() && ops.back()->hasTrait<mlir::OpTrait::IsTerminator>())
+    ops.pop_back(); // stays last
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = i;
+  // Each op's producers in the block; Kahn's algorithm visits producers before their users.
+  std::vector<SmallVector<unsigned, 2>> users(ops.size());
+  std::vector<unsigned> waiting(ops.size(), 0);
+  for (auto [i, op] : llvm::enumerate(ops))
+    for (Value operand : op->getOperands())
+      if (auto it = position.find(operand.getDefiningOp()); it != position.end()) {
+        users[it->second].push_back(i);
+        ++waiting[i];
+      }
+  // A scan takes an op once its producers are taken: by an earlier scan, or earlier in the
+  // same one (before it in the block). So its sweep is the latest of its producers', one later
+  // for a producer that sits after it.
+  std::vector<unsigned> sweep(ops.size(), 0);
+  SmallVector<unsigned> ready;
+  for (unsigned i = 0; i < ops.size(); ++i)
+    if (!waiting[i])
+      ready.push_back(i);
+  unsigned done = 0, sweeps = 0;
+  while (!ready.empty()) {
+    unsigned i = ready.pop_back_val();
+    ++done;
+    sweeps = std::max(sweeps, sweep[i] + 1);
+    for (unsigned user : users[i]) {
+      sweep[user] = std::max(sweep[user], sweep[i] + (i > user ? 1 : 0));
+      if (--waiting[user] == 0)
+        ready.push_back(user);
+    }
+  }
+  if (done != ops.size()) { // a cycle: the library function leaves it as it is
+    sortTopologically(&block);
+    return;
+  }
+  std::vector<SmallVector<Operation *>> bySweep(sweeps);
+  for (auto [i, op] : llvm::enumerate(ops))
+    bySweep[sweep[i]].push_back(op);
+  Operation *end = ops.size() < block.getOperations().size() ? &block.back() : nullptr;
+  for (ArrayRef<Operation *> taken : bySweep)
+    for (Operation *op : taken)
+      end ? op->moveBefore(end) : op->moveBefore(&block, block.end());
 }
 
 } // namespace smelt
