@@ -62,3 +62,26 @@ func.func @collective(%x: tensor<16xf32>) -> tensor<f32> {
   %3 = smelt.reduce sum %2 axes = [0] : tensor<16xf32>
   return %3 : tensor<f32>
 }
+
+// -----
+
+// Lowest gaps, worked out by hand: the 512-byte exp goes first, at 0; the 256-byte exp, live
+// after it has gone back, at 0 too. The first sum (4 bytes, returned) is live with both: past
+// them, at 512. The second sum is live with the second exp (0-256) and the first sum (512-516):
+// the gap between them, at 256. An empty tensor takes no bytes, at 0. The arena: 516.
+// CHECK-LABEL: func.func @gaps
+// CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 516 : i64}
+// CHECK: smelt.exp {{.*}}smelt.arena_offsets = array<i64: 0>
+// CHECK: smelt.reduce {{.*}}smelt.arena_offsets = array<i64: 512>
+// CHECK: smelt.exp {{.*}}smelt.arena_offsets = array<i64: 0>
+// CHECK: smelt.reduce {{.*}}smelt.arena_offsets = array<i64: 256>
+// CHECK: smelt.exp {{.*}}smelt.arena_offsets = array<i64: 0>
+func.func @gaps(%x: tensor<64xf32>, %y: tensor<128xf32>, %z: tensor<0xf32>)
+    -> (tensor<f32>, tensor<f32>, tensor<0xf32>) {
+  %0 = smelt.exp %y : tensor<128xf32>
+  %1 = smelt.reduce sum %0 axes = [0] : tensor<128xf32>
+  %2 = smelt.exp %x : tensor<64xf32>
+  %3 = smelt.reduce sum %2 axes = [0] : tensor<64xf32>
+  %4 = smelt.exp %z : tensor<0xf32>
+  return %1, %3, %4 : tensor<f32>, tensor<f32>, tensor<0xf32>
+}
