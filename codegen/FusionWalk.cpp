@@ -37,6 +37,17 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
+static bool hasNoElements(Value value) { return llvm::is_contained(shapeOf(value), 0); }
+
+/// Where each operand of `concat` starts along its dimension, and the result's size last.
+static SmallVector<int64_t> concatBounds(ConcatOp concat) {
+  int64_t dim = concat.getDimension();
+  SmallVector<int64_t> bounds{0};
+  for (Value input : concat.getInputs())
+    bounds.push_back(bounds.back() + shapeOf(input)[dim]);
+  return bounds;
+}
+
 SmallVector<Val> delinearize(ElementTarget &target, Val linear, ArrayRef<int64_t> shape) {
   SmallVector<Val> coords(shape.size());
   Val rest = linear;
@@ -60,6 +71,119 @@ void FusionWalk::newScope() {
   emitted_.clear();
   derived_.clear();
   indicesIndex_.clear();
+  ranges_.clear();
+}
+
+void FusionWalk::setRange(Val index, int64_t low, int64_t high) { ranges_[index] = {low, high}; }
+
+std::optional<std::pair<int64_t, int64_t>> FusionWalk::rangeOf(Val index) const {
+  auto it = ranges_.find(index);
+  return it == ranges_.end() ? std::nullopt : std::optional(it->second);
+}
+
+Val FusionWalk::offsetCoordinate(Val index, int64_t offset, int64_t size) {
+  std::optional<std::pair<int64_t, int64_t>> range = rangeOf(index);
+  if (!range || range->first + offset < 0 || range->second + offset > size)
+    return target_.indexOffsetClamped(index, offset, size);
+  Val result = offset ? target_.indexOffset(index, offset) : index;
+  ranges_[result] = {range->first + offset, range->second + offset};
+  return result;
+}
+
+SmallVector<Val> FusionWalk::movedCoords(Operation *op, IndexRef at, unsigned operand) {
+  SmallVector<Val> result(coords(at)); // a copy: adding indices may move indices_
+  ArrayRef<int64_t> from = shapeOf(op->getOperand(operand));
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    for (auto [d, start, stride] : llvm::enumerate(slice.getStartIndices(), slice.getStrides())) {
+      Val outer = result[d];
+      if (stride != 1)
+        result[d] = target_.indexMul(result[d], stride);
+      if (start != 0)
+        result[d] = target_.indexAdd(result[d], target_.indexConstant(start));
+      if (std::optional<std::pair<int64_t, int64_t>> range = rangeOf(outer))
+        ranges_[result[d]] = {range->first * stride + start,
+                              (range->second - 1) * stride + start + 1};
+    }
+  } else if (auto pad = dyn_cast<PadOp>(op)) {
+    for (auto [d, low, high] : llvm::enumerate(pad.getLow(), pad.getHigh()))
+      if (low != 0 || high != 0)
+        result[d] = offsetCoordinate(result[d], -low, from[d]);
+  } else {
+    auto concat = cast<ConcatOp>(op);
+    int64_t dim = concat.getDimension();
+    result[dim] = offsetCoordinate(result[dim], -concatBounds(concat)[operand], from[dim]);
+  }
+  return result;
+}
+
+std::pair<unsigned, unsigned> FusionWalk::concatCandidates(ConcatOp concat, IndexRef at) {
+  SmallVector<int64_t> bounds = concatBounds(concat);
+  unsigned last = concat.getInputs().size() - 1;
+  std::optional<std::pair<int64_t, int64_t>> range = rangeOf(coords(at)[concat.getDimension()]);
+  if (!range)
+    return {0, last};
+  unsigned first = 0;
+  while (first < last && bounds[first + 1] <= range->first)
+    ++first;
+  unsigned end = first;
+  while (end < last && bounds[end + 1] < range->second)
+    ++end;
+  return {first, end};
+}
+
+bool FusionWalk::onlyPadding(PadOp pad, IndexRef at) {
+  if (hasNoElements(pad.getX()))
+    return true;
+  ArrayRef<int64_t> from = shapeOf(pad.getX());
+  ArrayRef<Val> outer = coords(at);
+  for (auto [d, low] : llvm::enumerate(pad.getLow()))
+    if (std::optional<std::pair<int64_t, int64_t>> range = rangeOf(outer[d]);
+        range && (range->second <= low || range->first >= low + from[d]))
+      return true;
+  return false;
+}
+
+Val FusionWalk::emitPad(PadOp pad, IndexRef at) {
+  rt::DType dtype = elementDType(pad.getResult());
+  double fill = pad.getValue().convertToDouble();
+  Val constant =
+      rt::isFloat(dtype)
+          ? target_.floatConstant(fill, dtype)
+          : target_.integerConstant(dtype == rt::DType::i1 ? fill != 0 : int64_t(fill), dtype);
+  if (onlyPadding(pad, at))
+    return constant;
+  SmallVector<Val> outer(coords(at));
+  Val value = emitted_.lookup({pad.getX(), operandIndex(pad, at)});
+  ArrayRef<int64_t> from = shapeOf(pad.getX());
+  for (auto [d, low, high] : llvm::enumerate(pad.getLow(), pad.getHigh())) {
+    std::optional<std::pair<int64_t, int64_t>> range = rangeOf(outer[d]);
+    if (low > 0 && !(range && range->first >= low))
+      value = target_.select(target_.indexBelow(outer[d], low), constant, value, dtype);
+    if (high > 0 && !(range && range->second <= low + from[d]))
+      value = target_.select(target_.indexBelow(outer[d], low + from[d]), value, constant, dtype);
+  }
+  return value;
+}
+
+Val FusionWalk::emitConcat(ConcatOp concat, IndexRef at) {
+  rt::DType dtype = elementDType(concat.getResult());
+  int64_t dim = concat.getDimension();
+  SmallVector<int64_t> bounds = concatBounds(concat);
+  auto [first, last] = concatCandidates(concat, at);
+  Val coordinate = coords(at)[dim];
+  std::optional<Val> result;
+  for (unsigned k = last + 1; k-- > first;) {
+    if (bounds[k] == bounds[k + 1])
+      continue; // an empty operand holds no element
+    Val value = emitted_.lookup({concat.getInputs()[k], operandIndex(concat, at, k)});
+    result = result ? target_.select(target_.indexBelow(coordinate, bounds[k + 1]), value, *result,
+                                     dtype)
+                    : value;
+  }
+  // No result element exists when every operand is empty; the kernel then runs no element.
+  return result               ? *result
+         : rt::isFloat(dtype) ? target_.floatConstant(0, dtype)
+                              : target_.integerConstant(0, dtype);
 }
 
 FusionWalk::IndexRef FusionWalk::linearIndex(ArrayRef<int64_t> shape, Val linear) {
@@ -184,11 +308,12 @@ FusionWalk::IndexRef FusionWalk::gatherIndicesIndex(GatherOp gather, IndexRef at
   return result;
 }
 
-FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
-  auto [it, inserted] = derived_.try_emplace({op, at}, 0);
+FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at, unsigned number) {
+  OpOperand *key = &op->getOpOperand(number);
+  auto [it, inserted] = derived_.try_emplace({key, at}, 0);
   if (!inserted)
     return it->second;
-  Value operand = op->getOperand(0);
+  Value operand = op->getOperand(number);
   ArrayRef<int64_t> from = shapeOf(operand);
   IndexRef result;
   bool sameShape = from == ArrayRef<int64_t>(indices_[at].shape);
@@ -235,10 +360,12 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at) {
     for (size_t i = 0; i < permutation.size(); ++i)
       coords[permutation[i]] = outer[i];
     result = coordIndex(from, coords);
+  } else if (isa<SliceOp, PadOp, ConcatOp>(op)) {
+    result = coordIndex(from, movedCoords(op, at, number));
   } else {
     llvm_unreachable("only shape ops remap indices");
   }
-  derived_[{op, at}] = result;
+  derived_[{key, at}] = result;
   return result;
 }
 
@@ -285,7 +412,20 @@ FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
   }
   if (auto rng = dyn_cast<RngUniformOp>(op); rng && !rng.getOffset())
     return std::nullopt; // computed in place, from its element index alone
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp, RngUniformOp>(op)) {
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    auto [first, last] = concatCandidates(concat, at);
+    for (unsigned k = first; k <= last; ++k) {
+      if (hasNoElements(concat.getInputs()[k]))
+        continue;
+      std::pair<Value, IndexRef> operand{concat.getInputs()[k], operandIndex(op, at, k)};
+      if (!emitted_.contains(operand))
+        return operand;
+    }
+    return std::nullopt;
+  }
+  if (auto pad = dyn_cast<PadOp>(op); pad && onlyPadding(pad, at))
+    return std::nullopt; // the constant alone
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp, RngUniformOp, SliceOp, PadOp>(op)) {
     std::pair<Value, IndexRef> operand{op->getOperand(0), operandIndex(op, at)};
     return emitted_.contains(operand) ? std::nullopt : std::optional(operand);
   }
@@ -309,8 +449,12 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
   }
   if (auto iota = dyn_cast<IotaOp>(op))
     return target_.indexToElement(coords(at)[iota.getDimension()], dtype);
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp>(op))
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp, SliceOp>(op))
     return emitted_.lookup({op->getOperand(0), operandIndex(op, at)});
+  if (auto pad = dyn_cast<PadOp>(op))
+    return emitPad(pad, at);
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    return emitConcat(concat, at);
   if (auto rng = dyn_cast<RngUniformOp>(op)) {
     Val offset = rng.getOffset()
                      ? emitted_.lookup({rng.getOffset(), operandIndex(op, at)})

@@ -6,9 +6,13 @@
 //
 // Indices are computed lazily: an elementwise chain passes one index through untouched, so a
 // fusion of same-shape ops reads every input at the loop's linear index (contiguous, so it
-// vectorizes); only broadcast_in_dim, transpose, iota and gather ask for coordinates, and
-// reshape keeps the linear index and changes the shape it counts in. A gather's table index is
-// data: the walk emits the index element first, and the target clamps it into the table.
+// vectorizes); only broadcast_in_dim, transpose, slice, concat, pad, iota and gather ask for
+// coordinates, and reshape keeps the linear index and changes the shape it counts in. A
+// gather's table index is data: the walk emits the index element first, and the target clamps
+// it into the table. A concat reads each operand its coordinate may fall in, at a clamped
+// index, and selects; a pad reads its operand at a clamped index and selects the constant
+// outside it. Where the target states the range of a coordinate (a CPU loop split at the
+// pieces' boundaries), the walk reads only the operand the range lies in and selects nothing.
 //
 // Numbers: f16 and bf16 are loaded into f32 and computed in f32, converts round to them
 // exactly (round to nearest even), and stores round once; f32, f64 and integers compute in
@@ -45,6 +49,13 @@ public:
   virtual Val indexMul(Val a, int64_t factor) = 0;
   virtual Val indexDiv(Val a, int64_t divisor) = 0; // a >= 0, divisor > 0
   virtual Val indexRem(Val a, int64_t divisor) = 0; // a >= 0, divisor > 0
+  /// a + offset where the sum is known not to be negative; the offset may be.
+  virtual Val indexOffset(Val a, int64_t offset) = 0;
+  /// a + offset clamped into [0, size): where a pad or a concat reads an operand for an element
+  /// that lies outside it, so the read stays in bounds (a select then discards the value).
+  virtual Val indexOffsetClamped(Val a, int64_t offset, int64_t size) = 0;
+  /// An i1: whether a < bound.
+  virtual Val indexBelow(Val a, int64_t bound) = 0;
 
   /// Element `index` (row-major) of fusion input `input`, widened to its compute type.
   virtual Val load(unsigned input, Val index) = 0;
@@ -108,6 +119,10 @@ public:
   /// body) where what it emitted before may not be visible.
   void newScope();
 
+  /// States that index value `index` lies in [low, high) in this scope: a loop split at a
+  /// concat's or a pad's boundaries lets the walk read only the piece a range lies in.
+  void setRange(Val index, int64_t low, int64_t high);
+
   Val linear(IndexRef at);
   llvm::ArrayRef<Val> coords(IndexRef at);
 
@@ -120,9 +135,27 @@ private:
     llvm::SmallVector<Val> coords; // empty until asked for (or for rank 0)
     bool hasCoords = false;
   };
-  /// The index into `op`'s operand that element `at` of its result reads (a gather's table,
-  /// once its index element is emitted).
-  IndexRef operandIndex(mlir::Operation *op, IndexRef at);
+  /// The index into `op`'s operand #`operand` that element `at` of its result reads (a
+  /// gather's table, once its index element is emitted; a concat's operand, clamped into it
+  /// unless the coordinate's range lies inside it).
+  IndexRef operandIndex(mlir::Operation *op, IndexRef at, unsigned operand = 0);
+  /// The coordinates a slice's, pad's or concat's operand #`operand` is read at.
+  llvm::SmallVector<Val> movedCoords(mlir::Operation *op, IndexRef at, unsigned operand);
+  /// The operands [first, last] of `concat` that element `at` may read: all of them, or those
+  /// its coordinate's stated range overlaps.
+  std::pair<unsigned, unsigned> concatCandidates(ConcatOp concat, IndexRef at);
+  /// index + offset, clamped into [0, size) unless its stated range shows no need; the range
+  /// carries over to the result.
+  Val offsetCoordinate(Val index, int64_t offset, int64_t size);
+  /// The stated range of an index value, if any.
+  std::optional<std::pair<int64_t, int64_t>> rangeOf(Val index) const;
+  /// Whether element `at` of `pad` lies in its padding for sure (the operand is empty, or a
+  /// stated range lies outside it), so nothing is read.
+  bool onlyPadding(PadOp pad, IndexRef at);
+  /// A pad's element: its operand's value, or the constant where `at` lies outside it.
+  Val emitPad(PadOp pad, IndexRef at);
+  /// A concat's element: the value of the operand its coordinate falls in.
+  Val emitConcat(ConcatOp concat, IndexRef at);
   /// The coordinates in `from` of a reshape's operand element that element `at` of its result
   /// is, computed group by group where the coordinates of `at` are known: the dimensions that
   /// a reshape splits or merges form groups holding the same elements on both sides, and only
@@ -143,7 +176,8 @@ private:
   ElementTarget &target_;
   std::vector<Index> indices_;
   llvm::DenseMap<std::pair<mlir::Value, IndexRef>, Val> emitted_;
-  llvm::DenseMap<std::pair<mlir::Operation *, IndexRef>, IndexRef> derived_;
+  llvm::DenseMap<std::pair<mlir::OpOperand *, IndexRef>, IndexRef> derived_;
+  llvm::DenseMap<Val, std::pair<int64_t, int64_t>> ranges_;
   llvm::DenseMap<std::pair<mlir::Operation *, IndexRef>, IndexRef> indicesIndex_;
 };
 

@@ -50,8 +50,8 @@ LogicalResult FusionOp::verify() {
   for (Operation &op : body.without_terminator()) {
     if (!isFusibleBodyOp(&op))
       return op.emitOpError("cannot be inside a fusion: a fusion body holds elementwise, convert, "
-                            "broadcast_in_dim, reshape, transpose, gather, iota, rng_uniform, splat constant "
-                            "and reduce ops");
+                            "broadcast_in_dim, reshape, transpose, slice, concat, pad, gather, "
+                            "iota, rng_uniform, splat constant and reduce ops");
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       if (getKind() != FusionKind::reduction)
         return op.emitOpError("is inside a loop fusion; reduces are the roots of reduction "

@@ -14,11 +14,11 @@ namespace smelt {
 
 /// How an op takes part in fusion.
 enum class FusionRole {
-  None,        // a library call or an op no kernel renders (matmul, conv2d, rng, slice ...)
+  None,        // a library call or an op no kernel renders (matmul, conv2d, rng_normal ...)
   Source,      // iota, splat constant: free to recompute in any kernel
   Elementwise, // unary, binary, compare, select, convert
-  Remap,       // broadcast_in_dim, reshape, transpose, gather: only move elements (gather
-               // to a row it reads from its indices)
+  Remap,       // broadcast_in_dim, reshape, transpose, slice, concat, pad, gather: only move
+               // elements (gather to a row it reads from its indices)
   Reduce,      // reduce: the root of a reduction kernel, never inside another
 };
 

@@ -299,7 +299,12 @@ def Smelt_TransposeOp : Smelt_InferredOp<"transpose", [Smelt_Differentiable,
   let hasFolder = 1;
 }
 
-def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {
+// slice, concat and pad only move elements, so a kernel reads them at mapped coordinates (XLA's
+// elemental emitter): a slice at start + stride * i, a concat from the operand its coordinate
+// falls in, a pad from its operand or the constant. Read outside its piece, an operand is read
+// at a clamped index and the value is discarded by a select, so reads stay in bounds.
+def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,
+    Smelt_Precision<"Infer">]> {
   let summary = "a strided box of elements";
   let description = [{
     Takes indices start, start + stride, ... below limit in each dimension.
@@ -316,7 +321,8 @@ def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable, Smelt_Preci
   }];
 }
 
-def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {
+def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,
+    Smelt_ElementCost<1>, Smelt_Precision<"Infer">]> {
   let summary = "join tensors along one dimension";
   let description = [{
     Operands agree in element type and in every dimension but `dimension`.
@@ -330,7 +336,8 @@ def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable, Smelt_Pre
   let assemblyFormat = "$inputs `dim` `=` $dimension attr-dict `:` type($inputs)";
 }
 
-def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable, Smelt_Precision<"Infer">]> {
+def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,
+    Smelt_ElementCost<1>, Smelt_Precision<"Infer">]> {
   let summary = "grow each dimension with a constant";
   let description = [{
     Adds `low[i]` elements before and `high[i]` after dimension i, all equal to `value`.

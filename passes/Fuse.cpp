@@ -17,7 +17,9 @@
 //       where "elements evaluated" is the group's iteration count when P is read through a
 //       broadcast; fuse when saved >= recompute;
 //     - duplicate: P is a source, a broadcast (it reads its smaller operand instead), or a
-//       cheap op whose users all sit in fusions, so it is never written at all;
+//       cheap op whose users all sit in fusions, so it is never written at all, when the
+//       traffic saved outweighs what the copies compute beyond one evaluation of P (a copy
+//       under a slice computes only the slice's part);
 //     - multi-output: P has the group's iteration shape in a loop group and none of its other
 //       users reaches the group (that would be a cycle): P moves in and is also a result;
 //     - otherwise reject, with the reason.
@@ -341,19 +343,28 @@ private:
       g.log.push_back("duplicated: " + describe(producer) + ": reads its smaller operand instead");
       return true;
     }
-    // Copied into every consumer, P is never written or read back; each extra copy
-    // recomputes it and reads its operands again.
+    // Copied into every consumer, P is never written or read back; each copy computes the
+    // elements its user reads (all of them, or a slice's part) and reads their operands, so
+    // the work beyond one evaluation of P is what the users read beyond P's size: nothing for
+    // an LSTM's gate pre-activations, read as four disjoint slices.
     bool everyUserFusible = llvm::all_of(producer->getUsers(), [](Operation *user) {
       FusionRole r = fusionRole(user);
       return r != FusionRole::None && r != FusionRole::Source;
     });
     int64_t users = std::distance(producer->getUsers().begin(), producer->getUsers().end());
+    int64_t read = 0; // elements of P that the users read, together
+    for (Operation *user : producer->getUsers())
+      read += isa<SliceOp>(user) ? numElements(user->getResult(0)) : elements;
     int64_t operandBytes = 0;
     for (Value operand : producer->getOperands())
       operandBytes += numBytes(operand);
-    int64_t saved = numBytes(producer->getResult(0)) * (1 + users);
-    int64_t cost = (users - 1) * (elements * elementCost(producer) / kFlopsPerByte + operandBytes) +
-                   users * recomputeBytes;
+    double perElement = elements ? double(numBytes(producer->getResult(0))) / elements : 0;
+    int64_t saved = numBytes(producer->getResult(0)) + int64_t(double(read) * perElement);
+    double extra = elements ? double(std::max<int64_t>(read - elements, 0)) / elements : 0;
+    int64_t cost =
+        int64_t(extra * (double(elements) * double(elementCost(producer)) / kFlopsPerByte +
+                         double(operandBytes))) +
+        users * recomputeBytes;
     // At most kMaxCopies kernels recompute one op: copies of copies otherwise recompute a
     // whole chain in every kernel below it (an LSTM's cell state c_t = f c_{t-1} + i g, copied
     // into each step's kernel with all the steps before it: kernels of 6, 12, ... 186 ops,
@@ -419,16 +430,22 @@ private:
     // A splat constant or iota read by both is no reason to merge: each kernel computes it in
     // place for free. (In an unrolled recurrence every step's gradient reads the same ones, and
     // pairing all the steps through them made this loop quadratic in the steps.)
-    auto sharable = [](Value v) {
+    // Nor is a value that a group reads only through slices: the steps of an unrolled
+    // recurrence each slice their own part of the inputs' projection, and merged they would
+    // share no read (pairing them through it was quadratic in the steps, too).
+    auto sharable = [&](Value v, unsigned g) {
       Operation *producer = v.getDefiningOp();
-      return !(producer && fusionRole(producer) == FusionRole::Source);
+      if (producer && fusionRole(producer) == FusionRole::Source)
+        return false;
+      return llvm::any_of(v.getUsers(),
+                          [&](Operation *user) { return !isa<SliceOp>(user) && holds(g, user); });
     };
     // The groups reading each value: a group's only candidates are those sharing an input
     // with it, not every later group (a scan of all pairs was quadratic in the groups).
     DenseMap<Value, SmallVector<unsigned>> readers;
     for (unsigned g = 0; g < groups_.size(); ++g)
       for (Value v : inputsFor(g))
-        if (sharable(v))
+        if (sharable(v, g))
           readers[v].push_back(g);
     for (unsigned a = 0; a < groups_.size(); ++a) {
       if (groups_[a].merged)
@@ -450,7 +467,8 @@ private:
             size(groups_[a]) + size(groups_[b]) > kMaxOpsPerFusion)
           continue;
         const SetVector<Value> &ia = inputsFor(a), &ib = inputsFor(b);
-        auto shared = llvm::find_if(ia, [&](Value v) { return ib.contains(v) && sharable(v); });
+        auto shared = llvm::find_if(
+            ia, [&](Value v) { return ib.contains(v) && sharable(v, a) && sharable(v, b); });
         if (shared == ia.end())
           continue;
         Group &into = groups_[a], &from = groups_[b];

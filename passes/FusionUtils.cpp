@@ -14,6 +14,10 @@ namespace smelt {
 FusionRole fusionRole(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return isa<SplatElementsAttr>(constant.getValue()) ? FusionRole::Source : FusionRole::None;
+  if (auto concat = dyn_cast<ConcatOp>(op); concat &&
+                                            concat.getInputs().size() > kMaxFusedConcatOperands &&
+                                            !deviceOf(op).starts_with("gpu:"))
+    return FusionRole::None;
   auto facts = dyn_cast<OpFacts>(op);
   return facts ? facts.getFusionRole() : FusionRole::None;
 }

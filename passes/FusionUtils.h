@@ -11,8 +11,15 @@
 
 namespace smelt {
 
+/// The most operands of a concat that a CPU kernel reads. A fused concat reads every operand
+/// its element may come from and selects (except in a loop split at its boundaries), so a wide
+/// one (a DenseNet block's, the pieces of a sequence's gradient) stays the runtime's copy on
+/// the CPU, which moves each byte once. The GPU has no such copy: there it is a kernel.
+constexpr size_t kMaxFusedConcatOperands = 8;
+
 /// How an op takes part in fusion: its OpFacts role (ir/OpFacts.h), except that only a splat
-/// constant is a source (a kernel cannot hold a tensor literal).
+/// constant is a source (a kernel cannot hold a tensor literal) and a concat of more than
+/// kMaxFusedConcatOperands operands on the CPU is a library op.
 FusionRole fusionRole(mlir::Operation *op);
 
 /// Arithmetic per element, in "simple op" units, as the op states it (Smelt_ElementCost): 1 for

@@ -215,6 +215,29 @@ Val CpuTarget::indexRem(Val a, int64_t divisor) {
   return wrap(arith::RemUIOp::create(b_, value(a), intConstant(b_, b_.getI64Type(), divisor)));
 }
 
+// The offset may be negative, so the sum carries no unsigned-wrap flag.
+static Value offsetIndex(ImplicitLocOpBuilder &b, Value a, int64_t offset) {
+  auto sum = arith::AddIOp::create(b, a, intConstant(b, b.getI64Type(), offset));
+  sum.setOverflowFlags(arith::IntegerOverflowFlags::nsw);
+  return sum;
+}
+
+Val CpuTarget::indexOffset(Val a, int64_t offset) {
+  return wrap(offsetIndex(b_, value(a), offset));
+}
+
+Val CpuTarget::indexOffsetClamped(Val a, int64_t offset, int64_t size) {
+  Type i64 = b_.getI64Type();
+  Value low =
+      arith::MaxSIOp::create(b_, offsetIndex(b_, value(a), offset), intConstant(b_, i64, 0));
+  return wrap(arith::MinSIOp::create(b_, low, intConstant(b_, i64, size - 1)));
+}
+
+Val CpuTarget::indexBelow(Val a, int64_t bound) {
+  return wrap(arith::CmpIOp::create(b_, arith::CmpIPredicate::slt, value(a),
+                                    intConstant(b_, b_.getI64Type(), bound)));
+}
+
 Val CpuTarget::load(unsigned input, Val index) {
   return wrap(loadElement(b_, inputs_[input], value(index), dtypes_[input]));
 }

@@ -5,7 +5,10 @@
 // reads at coordinates (a broadcast, a transpose) gets a loop over rows around a loop along
 // the last dimension instead: the last coordinate is the inner loop's variable and the others
 // are computed once per row, where the flat loop would divide for every element (the
-// squeeze-and-excitation gate's broadcast multiply ran at 5 GB/s that way).
+// squeeze-and-excitation gate's broadcast multiply ran at 5 GB/s that way). A concat or a pad
+// along the last dimension splits that inner loop at its pieces' boundaries, as XLA emits a
+// concat one operand at a time: in each piece the walk knows which operand a column falls in,
+// so it reads that one contiguously and selects nothing.
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/KernelEmitter.h"
 #include "codegen/cpu/Numerics.h"
@@ -13,17 +16,23 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace smelt::codegen::cpu {
 
 namespace {
 
+/// The most pieces the inner loop is split into: each holds a copy of the body.
+constexpr size_t kMaxColumnPieces = 8;
+
 /// Whether some element of the body is read at coordinates of the loop's index: a broadcast
-/// that changes the shape (of more than one element), a transpose, an iota, a gather.
+/// that changes the shape (of more than one element), a transpose, a slice, a concat, a pad,
+/// an iota, a gather.
 bool readsAtCoordinates(FusionOp fusion) {
   for (Operation &op : fusion.getBody().front().without_terminator()) {
-    if (isa<TransposeOp, IotaOp, GatherOp>(op))
+    if (isa<TransposeOp, IotaOp, GatherOp, SliceOp, ConcatOp, PadOp>(op))
       return true;
     if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {
       auto from = cast<RankedTensorType>(broadcast.getOperand().getType());
@@ -32,6 +41,34 @@ bool readsAtCoordinates(FusionOp fusion) {
     }
   }
   return false;
+}
+
+/// The columns (strictly inside (0, size)) where a concat along the last dimension changes
+/// operand or a pad along it enters or leaves its operand, for the ops whose last dimension is
+/// `size` long (the others cannot be the loop's column); none when they would make more than
+/// kMaxColumnPieces pieces. A cut that does not line up with the column (a concat under a
+/// transpose) costs a loop, not correctness: the walk then selects as without cuts.
+std::vector<int64_t> columnCuts(FusionOp fusion, int64_t size) {
+  std::set<int64_t> cuts;
+  for (Operation &op : fusion.getBody().front().without_terminator()) {
+    auto type = cast<RankedTensorType>(op.getResult(0).getType());
+    if (type.getRank() == 0 || type.getShape().back() != size)
+      continue;
+    int64_t last = type.getRank() - 1;
+    if (auto concat = dyn_cast<ConcatOp>(op); concat && concat.getDimension() == last) {
+      int64_t at = 0;
+      for (Value input : concat.getInputs())
+        cuts.insert(at += cast<RankedTensorType>(input.getType()).getShape().back());
+    } else if (auto pad = dyn_cast<PadOp>(op)) {
+      int64_t low = pad.getLow()[last];
+      cuts.insert({low, low + pad.getX().getType().getShape().back()});
+    }
+  }
+  std::vector<int64_t> inside;
+  for (int64_t cut : cuts)
+    if (cut > 0 && cut < size)
+      inside.push_back(cut);
+  return inside.size() < kMaxColumnPieces ? inside : std::vector<int64_t>{};
 }
 
 class LoopEmitter {
@@ -44,8 +81,11 @@ public:
     int64_t rows = 1;
     for (int64_t size : shape_.drop_back(shape_.empty() ? 0 : 1))
       rows *= size;
-    if (rows > 1 && shape_.back() > 1 && readsAtCoordinates(fusion_))
-      emitRows();
+    std::vector<int64_t> cuts =
+        shape_.empty() ? std::vector<int64_t>{} : columnCuts(fusion_, shape_.back());
+    if (!shape_.empty() && shape_.back() > 1 &&
+        ((rows > 1 && readsAtCoordinates(fusion_)) || !cuts.empty()))
+      emitRows(cuts);
     else
       emitFlat();
     return target_.error();
@@ -63,19 +103,33 @@ private:
     store(i, walk_.linearIndex(shape_, target_.wrap(i)));
   }
 
-  void emitRows() {
+  /// A loop over rows around loops along the last dimension, one per piece between `cuts`.
+  void emitRows(ArrayRef<int64_t> cuts) {
     int64_t size = shape_.back();
     OpBuilder::InsertionGuard guard(b_);
     RowLoop rows = emitRowLoop(body_, size, b_);
     SmallVector<Val> prefix = delinearize(target_, target_.wrap(rows.row), shape_.drop_back());
-    auto columns = scf::ForOp::create(b_, rows.lo, rows.hi, i64(1));
-    b_.setInsertionPointToStart(columns.getBody());
-    Value column = columns.getInductionVar();
-    Value i = arith::AddIOp::create(b_, rows.rowStart, column);
-    walk_.newScope();
-    SmallVector<Val> coords = prefix;
-    coords.push_back(target_.wrap(column));
-    store(i, walk_.knownIndex(shape_, target_.wrap(i), coords));
+    SmallVector<int64_t> bounds{0};
+    llvm::append_range(bounds, cuts);
+    bounds.push_back(size);
+    for (size_t piece = 0; piece + 1 < bounds.size(); ++piece) {
+      Value lo = rows.lo, hi = rows.hi;
+      if (!cuts.empty()) {
+        lo = arith::MaxSIOp::create(b_, lo, i64(bounds[piece]));
+        hi = arith::MinSIOp::create(b_, hi, i64(bounds[piece + 1]));
+      }
+      auto columns = scf::ForOp::create(b_, lo, hi, i64(1));
+      OpBuilder::InsertionGuard inner(b_);
+      b_.setInsertionPointToStart(columns.getBody());
+      Value column = columns.getInductionVar();
+      Value i = arith::AddIOp::create(b_, rows.rowStart, column);
+      walk_.newScope();
+      SmallVector<Val> coords = prefix;
+      coords.push_back(target_.wrap(column));
+      if (!cuts.empty())
+        walk_.setRange(coords.back(), bounds[piece], bounds[piece + 1]);
+      store(i, walk_.knownIndex(shape_, target_.wrap(i), coords));
+    }
   }
 
   /// Emits every result's element at `at` and stores it at linear index `i`.

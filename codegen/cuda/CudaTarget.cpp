@@ -234,6 +234,23 @@ Val CudaTarget::indexRem(Val a, int64_t divisor) {
   return index(expr(a) + " % " + std::to_string(divisor));
 }
 
+/// `a + offset` in C++, spelled `a - n` for a negative offset.
+static std::string offsetText(const std::string &a, int64_t offset) {
+  return offset < 0 ? a + " - " + std::to_string(-offset) : a + " + " + std::to_string(offset);
+}
+
+Val CudaTarget::indexOffset(Val a, int64_t offset) { return index(offsetText(expr(a), offset)); }
+
+Val CudaTarget::indexOffsetClamped(Val a, int64_t offset, int64_t size) {
+  std::string sum = expr(index(offsetText(expr(a), offset)));
+  std::string last = std::to_string(size - 1);
+  return index(sum + " < 0 ? 0 : " + sum + " > " + last + " ? " + last + " : " + sum);
+}
+
+Val CudaTarget::indexBelow(Val a, int64_t bound) {
+  return define("bool", "(" + expr(a) + " < " + std::to_string(bound) + ")");
+}
+
 Val CudaTarget::load(unsigned input, Val index) {
   DType dtype = inputDTypes_[input];
   bool atLoopIndex = loopIndex_ && index == *loopIndex_;

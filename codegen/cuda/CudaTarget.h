@@ -59,6 +59,9 @@ public:
   Val indexMul(Val a, int64_t factor) override;
   Val indexDiv(Val a, int64_t divisor) override;
   Val indexRem(Val a, int64_t divisor) override;
+  Val indexOffset(Val a, int64_t offset) override;
+  Val indexOffsetClamped(Val a, int64_t offset, int64_t size) override;
+  Val indexBelow(Val a, int64_t bound) override;
   Val load(unsigned input, Val index) override;
   Val floatConstant(double value, rt::DType dtype) override;
   Val integerConstant(int64_t value, rt::DType dtype) override;

@@ -1,6 +1,7 @@
 // smelt-fuse: fusion decisions on chains, diamonds, broadcasts, reductions as roots, multiple
-// results, siblings, and each veto; the second run checks the report's reasons. Epilogue
-// folding (on by default) is fuse-epilogues.mlir's: off here, the MLP layer fuses as a kernel.
+// results, siblings, slices, pads and concats, and each veto; the second run checks the
+// report's reasons. Epilogue folding (on by default) is fuse-epilogues.mlir's: off here, the
+// MLP layer fuses as a kernel.
 // RUN: smelt-opt %s -split-input-file -smelt-fuse=epilogues=false | FileCheck %s
 // RUN: smelt-opt %s -split-input-file -smelt-fuse="epilogues=false report=-" -o /dev/null | FileCheck %s --check-prefix=REPORT
 // RUN: not smelt-opt %s -split-input-file -smelt-fuse=report=%t.missing/report.txt 2>&1 | FileCheck %s --check-prefix=BADPATH
@@ -227,4 +228,55 @@ func.func @embedding_plus_positions(%table: tensor<100x16xf32>, %ids: tensor<4x8
   %n = smelt.neg %s : tensor<4x8x16xf32>
   %g = smelt.scatter_add %n[%ids] size = 100 : tensor<4x8x16xf32>, tensor<4x8xi32>
   return %s, %g : tensor<4x8x16xf32>, tensor<100x16xf32>
+}
+
+// -----
+
+// An LSTM step's gates: the pre-activation add is read as four disjoint slices, so a copy
+// under them computes no more than one evaluation and the add is never written; the slices,
+// the pad and the concat of four move elements inside one kernel with the gates.
+// CHECK-LABEL: func.func @lstm_gates
+// CHECK: smelt.fusion loop(%arg0, %arg1, %arg2)
+// CHECK: %[[Z:.+]] = smelt.add
+// CHECK-COUNT-4: smelt.slice %[[Z]]
+// CHECK: smelt.pad
+// CHECK: smelt.concat
+// CHECK-NOT: smelt.fusion
+// REPORT-LABEL: report for @lstm_gates
+// REPORT: root 'concat'
+// REPORT: fused: 'pad' {{.*}}: only used here
+// REPORT: duplicated: 'add' {{.*}} tensor<8x32xf32>: every user is fused, so it is never written (saves 2048 B, recomputing costs 0 B-equivalent)
+func.func @lstm_gates(%x: tensor<8x32xf32>, %h: tensor<8x32xf32>, %b: tensor<8x6xf32>) -> tensor<8x32xf32> {
+  %z = smelt.add %x, %h : tensor<8x32xf32>
+  %i = smelt.slice %z [0:8:1, 0:8:1] : tensor<8x32xf32>
+  %f = smelt.slice %z [0:8:1, 8:16:1] : tensor<8x32xf32>
+  %g = smelt.slice %z [0:8:1, 16:24:1] : tensor<8x32xf32>
+  %o = smelt.slice %z [0:8:1, 24:32:1] : tensor<8x32xf32>
+  %si = smelt.logistic %i : tensor<8x8xf32>
+  %tg = smelt.tanh %g : tensor<8x8xf32>
+  %ig = smelt.mul %si, %tg : tensor<8x8xf32>
+  %sf = smelt.logistic %f : tensor<8x8xf32>
+  %so = smelt.logistic %o : tensor<8x8xf32>
+  %fo = smelt.mul %sf, %so : tensor<8x8xf32>
+  %p = smelt.pad %b low = [0, 1] high = [0, 1] value = 0.0 : tensor<8x6xf32>
+  %e = smelt.exp %ig : tensor<8x8xf32>
+  %c = smelt.concat %ig, %fo, %p, %e dim = 1 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+  return %c : tensor<8x32xf32>
+}
+
+// -----
+
+// A concat of more than eight operands stays the CPU's copy (a fused one reads every operand
+// for each element); its operands' producers fuse as usual.
+// CHECK-LABEL: func.func @wide_concat
+// CHECK: smelt.fusion loop
+// CHECK: smelt.neg
+// CHECK: smelt.concat
+// CHECK-NOT: smelt.yield
+// REPORT-LABEL: report for @wide_concat
+// REPORT-NOT: root 'concat'
+func.func @wide_concat(%x: tensor<4x2xf32>) -> tensor<4x18xf32> {
+  %n = smelt.neg %x : tensor<4x2xf32>
+  %c = smelt.concat %n, %x, %x, %x, %x, %x, %x, %x, %x dim = 1 : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+  return %c : tensor<4x18xf32>
 }

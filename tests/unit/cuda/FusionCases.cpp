@@ -78,6 +78,25 @@ func.func @main(%x: tensor<48x80xf32>) -> tensor<80x48xf32> {
   return %r : tensor<80x48xf32>
 }
 )mlir"},
+      // Moves in f16: a strided slice, a pad of leading rows read through a slice, and a
+      // concat of three along the first dimension (selects among clamped reads on the GPU),
+      // 53x12 = 636 elements.
+      {"SlicePadConcat", R"mlir(
+func.func @main(%x: tensor<40x24xf16>, %y: tensor<9x24xf16>) -> tensor<53x12xf16> {
+  %r = smelt.fusion loop (%x, %y) : (tensor<40x24xf16>, tensor<9x24xf16>) -> tensor<53x12xf16> {
+  ^bb0(%a: tensor<40x24xf16>, %b: tensor<9x24xf16>):
+    %0 = smelt.slice %a [0:40:1, 0:24:2] : tensor<40x24xf16>
+    %1 = smelt.neg %0 : tensor<40x12xf16>
+    %2 = smelt.pad %b low = [2, 0] high = [0, 0] value = -1.0 : tensor<9x24xf16>
+    %3 = smelt.slice %2 [0:11:1, 12:24:1] : tensor<11x24xf16>
+    %4 = smelt.exp %3 : tensor<11x12xf16>
+    %5 = smelt.slice %a [38:40:1, 0:12:1] : tensor<40x24xf16>
+    %6 = smelt.concat %1, %4, %5 dim = 0 : tensor<40x12xf16>, tensor<11x12xf16>, tensor<2x12xf16>
+    smelt.yield %6 : tensor<53x12xf16>
+  }
+  return %r : tensor<53x12xf16>
+}
+)mlir"},
       // Rows of 1000: a warp per result.
       {"ReduceSumLastAxis", R"mlir(
 func.func @main(%x: tensor<256x1000xf32>) -> tensor<256xf32> {
@@ -265,7 +284,8 @@ func.func @main(%t: tensor<50x64xf32>, %i: tensor<8x12xi32>, %p: tensor<12x64xf3
   }
   return %r : tensor<8x12x64xf32>
 }
-)mlir", -5, 55, 0},
+)mlir",
+       -5, 55, 0},
       // A middle axis reduced: the innermost is kept, results of one row are consecutive.
       {"ReduceMiddleAxis", R"mlir(
 func.func @main(%x: tensor<6x50x40xbf16>) -> tensor<6x40xbf16> {
