@@ -1,4 +1,5 @@
-// Dataset slicing, seeded epoch orders, batch gathering and the prefetching stream.
+// Dataset slicing, seeded epoch orders, batch gathering (rows of dense tensors, or windows of
+// a token sequence) and the prefetching stream.
 #include "data/Dataset.h"
 
 #include <fmt/format.h>
@@ -30,10 +31,26 @@ HostTensor gatherRows(const HostTensor &t, const int64_t *rows, int64_t count) {
     std::memcpy(dst + i * bytes, src + rows[i] * bytes, bytes);
   return out;
 }
+
+/// Windows `rows` of `w` as examples and labels [count, context], as a dense dataset of them
+/// would gather its rows.
+Batch gatherWindows(const TokenWindows &w, const int64_t *rows, int64_t count) {
+  TensorType type{DType::i32, {count, w.context}};
+  Batch out{HostTensor::zeros(type), HostTensor::zeros(type)};
+  auto bytes = size_t(w.context) * sizeof(int32_t);
+  for (int64_t i = 0; i < count; ++i) {
+    const int32_t *start = w.tokens.data() + rows[i] * w.stride;
+    std::memcpy(out.examples.data<int32_t>() + i * w.context, start, bytes);
+    std::memcpy(out.labels.data<int32_t>() + i * w.context, start + 1, bytes);
+  }
+  return out;
+}
 } // namespace
 
 Dataset::Dataset(HostTensor examples, HostTensor labels)
     : examples_(std::move(examples)), labels_(std::move(labels)) {}
+
+Dataset::Dataset(TokenWindows windows) : windows_(std::move(windows)) {}
 
 Expected<Dataset> Dataset::slice(int64_t begin, int64_t end) const {
   // Callers compute the bounds from flags (a validation split, a --limit, a benchmark's batch
@@ -41,6 +58,12 @@ Expected<Dataset> Dataset::slice(int64_t begin, int64_t end) const {
   if (begin < 0 || begin > end || end > size())
     return Status::error(fmt::format("examples [{}, {}) are not a slice of a dataset of {}",
                                      begin, end, size()));
+  if (windows_) { // the same tokens from window `begin` on: no copy
+    TokenWindows w = *windows_;
+    w.tokens = w.tokens.subspan(std::min(size_t(begin * w.stride), w.tokens.size()));
+    w.count = end - begin;
+    return Dataset(std::move(w));
+  }
   std::vector<int64_t> rows(size_t(end - begin));
   std::iota(rows.begin(), rows.end(), begin);
   return Dataset(gatherRows(examples_, rows.data(), end - begin),
@@ -67,6 +90,8 @@ int64_t Dataset::batchCount(int64_t batchSize, bool dropRemainder) const {
 Batch Dataset::batch(const std::vector<int64_t> &order, int64_t batchSize, int64_t index) const {
   int64_t begin = index * batchSize;
   int64_t count = std::min<int64_t>(batchSize, int64_t(order.size()) - begin);
+  if (windows_)
+    return gatherWindows(*windows_, order.data() + begin, count);
   return {gatherRows(examples_, order.data() + begin, count),
           gatherRows(labels_, order.data() + begin, count)};
 }

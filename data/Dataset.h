@@ -1,5 +1,6 @@
-// In-memory datasets of examples and labels: a seeded shuffle per epoch, batches gathered in
-// that order (with or without the remainder), and prefetching on a background thread.
+// In-memory datasets of examples and labels (dense tensors, or next-token windows viewing one
+// token sequence): a seeded shuffle per epoch, batches gathered in that order (with or without
+// the remainder), and prefetching on a background thread.
 #pragma once
 
 #include "runtime/HostTensor.h"
@@ -7,7 +8,9 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
+#include <span>
 
 namespace smelt::data {
 
@@ -18,14 +21,27 @@ struct Batch {
   HostTensor labels;   // [batch]
 };
 
+/// `count` windows of `context` tokens over `tokens`, one every `stride`: example i is
+/// tokens[i * stride, i * stride + context), its labels (i32, [context]) the same run one token
+/// later. The windows are views: a text's ids are held once, not copied into every window
+/// (which is `context / stride` copies of them, twice). data::nextTokenWindows checks the
+/// counts; the constructor of Dataset takes them as given.
+struct TokenWindows {
+  std::span<const int32_t> tokens;
+  std::shared_ptr<const void> owner; // keeps `tokens` alive and unchanged
+  int64_t count = 0, context = 0, stride = 0;
+};
+
 class Dataset {
 public:
   /// `examples` is [N, ...] of any dtype, `labels` [N].
   Dataset(HostTensor examples, HostTensor labels);
+  /// Batches of `windows` are examples [batch, context] and labels [batch, context] (i32).
+  explicit Dataset(TokenWindows windows);
 
-  int64_t size() const { return examples_.type().shape[0]; }
+  int64_t size() const { return windows_ ? windows_->count : examples_.type().shape[0]; }
   /// Examples [begin, end) as a dataset of their own (a validation split, say); an error
-  /// unless 0 <= begin <= end <= size().
+  /// unless 0 <= begin <= end <= size(). A slice of windows views the same tokens.
   rt::Expected<Dataset> slice(int64_t begin, int64_t end) const;
   /// The order of one epoch: a permutation drawn from (seed, epoch) when `shuffle`, so a
   /// resumed run sees the same batches as an uninterrupted one.
@@ -37,6 +53,7 @@ public:
 
 private:
   HostTensor examples_, labels_;
+  std::optional<TokenWindows> windows_; // set instead of examples_ and labels_
 };
 
 /// A transformation of a batch (augmentation, normalization), run on the worker threads.

@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace smelt::data {
@@ -54,18 +58,55 @@ rt::Expected<std::string> readTextFile(const std::string &path) {
 }
 
 rt::Expected<EncodedText> readEncodedText(const std::string &path) {
-  rt::Expected<std::string> text = readTextFile(path);
-  if (!text)
-    return text.status();
-  EncodedText encoded{CharVocabulary::of(*text), {}};
-  rt::Expected<std::vector<int32_t>> ids = encoded.vocabulary.encode(*text);
-  if (!ids)
-    return ids.status();
-  encoded.ids = std::move(*ids);
+  // The bytes go into the ids a chunk at a time and become ids once the file's vocabulary is
+  // known: loading holds the ids (4 bytes a character), not the text beside them as well.
+  rt::Expected<int> opened = rt::openRegularFile(path);
+  if (!opened)
+    return opened.status();
+  EncodedText encoded;
+  std::vector<int32_t> &ids = encoded.ids;
+  std::array<bool, 256> seen{};
+  std::string why;
+  try {
+    struct stat st;
+    if (::fstat(*opened, &st) == 0)
+      ids.reserve(size_t(st.st_size));
+    std::vector<uint8_t> chunk(size_t(1) << 20);
+    for (ssize_t n; (n = ::read(*opened, chunk.data(), chunk.size())) != 0;) {
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0) {
+        why = fmt::format("cannot read byte {}: {}", ids.size(), std::strerror(errno));
+        break;
+      }
+      for (ssize_t i = 0; i < n; ++i) {
+        seen[chunk[size_t(i)]] = true;
+        ids.push_back(chunk[size_t(i)]);
+      }
+    }
+  } catch (const std::bad_alloc &e) {
+    why = fmt::format("cannot hold the ids of its characters: {}", e.what());
+  }
+  ::close(*opened);
+  if (why.empty() && ids.empty())
+    why = "the text file is empty";
+  if (!why.empty())
+    return rt::Status::error(path + ": " + why);
+  std::string symbols;
+  for (int b = 0; b < 256; ++b)
+    if (seen[size_t(b)])
+      symbols.push_back(char(b));
+  encoded.vocabulary = CharVocabulary::of(symbols);
+  std::array<int32_t, 256> idOf{};
+  for (size_t i = 0; i < symbols.size(); ++i)
+    idOf[uint8_t(symbols[i])] = int32_t(i);
+  for (int32_t &id : ids)
+    id = idOf[size_t(id)];
   return encoded;
 }
 
-rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids, int64_t context,
+rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids,
+                                       std::shared_ptr<const void> owner, int64_t context,
                                        int64_t stride) {
   if (context < 1 || stride < 1)
     return rt::Status::error(fmt::format("windows need a context and a stride of at least 1, "
@@ -77,14 +118,13 @@ rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids, int64_t con
                                          "the token after it)",
                                          tokens, context + 1, context));
   int64_t count = (tokens - context - 1) / stride + 1;
-  rt::HostTensor examples = rt::HostTensor::zeros({rt::DType::i32, {count, context}});
-  rt::HostTensor labels = rt::HostTensor::zeros({rt::DType::i32, {count, context}});
-  for (int64_t i = 0; i < count; ++i) {
-    const int32_t *start = ids.data() + i * stride;
-    std::memcpy(examples.data<int32_t>() + i * context, start, size_t(context) * 4);
-    std::memcpy(labels.data<int32_t>() + i * context, start + 1, size_t(context) * 4);
-  }
-  return Dataset(std::move(examples), std::move(labels));
+  return Dataset(TokenWindows{ids, std::move(owner), count, context, stride});
+}
+
+rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids, int64_t context,
+                                       int64_t stride) {
+  auto held = std::make_shared<const std::vector<int32_t>>(ids.begin(), ids.end());
+  return nextTokenWindows(*held, held, context, stride);
 }
 
 } // namespace smelt::data

@@ -6,6 +6,7 @@
 #include "data/Dataset.h"
 
 #include <array>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,12 +37,17 @@ struct EncodedText {
   CharVocabulary vocabulary;
   std::vector<int32_t> ids;
 };
-/// readTextFile, then its vocabulary and ids.
+/// A text file's vocabulary and ids (errors as readTextFile's), holding no copy of the text.
 rt::Expected<EncodedText> readEncodedText(const std::string &path);
 
-/// Windows over `ids` starting every `stride` tokens: examples [N, context] and labels
-/// [N, context] (i32), labels[i][t] = ids[start_i + t + 1]. An error when `ids` holds no
-/// window of context + 1 tokens or the counts are not positive.
+/// Windows over `ids` starting every `stride` tokens (TokenWindows): examples [N, context] and
+/// labels [N, context] (i32), labels[i][t] = ids[start_i + t + 1]. The dataset views `ids`,
+/// which `owner` keeps alive. An error when `ids` holds no window of context + 1 tokens or the
+/// counts are not positive.
+rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids,
+                                       std::shared_ptr<const void> owner, int64_t context,
+                                       int64_t stride);
+/// The same over a copy of `ids` that the dataset holds (4 bytes a token, once).
 rt::Expected<Dataset> nextTokenWindows(std::span<const int32_t> ids, int64_t context,
                                        int64_t stride);
 

@@ -11,6 +11,7 @@
 #include "tools/smelt/Commands.h"
 #include "tools/smelt/Measure.h"
 #include "tools/smelt/ModuleFile.h"
+#include "tools/smelt/Placement.h"
 #include "tools/smelt/Roofline.h"
 
 #include "codegen/Compile.h"
@@ -249,7 +250,8 @@ int benchCommand() {
   mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact =
       compileCached(*file.module, function.getSymName().str(),
                     cacheFlags.options({}, "cpu", /*inspecting=*/false));
-  if (failed(artifact))
+  if (failed(artifact) ||
+      failed(checkValuesFitDevices(function, PipelineOptions{}, (*artifact)->executable)))
     return 1;
   return benchExecutable(&(*artifact)->executable, file.context, seconds());
 }

@@ -1,7 +1,8 @@
 // The device choices `smelt run` and `smelt train` share: which devices exist (from device
 // discovery), strict placement, TensorFlow's log_device_placement, the memory policies
 // (--memory, --memory-limit, --logical-gpus), TF32 for f32 GPU matmuls (--allow-tf32) and FMA
-// contraction in the GPU's fused kernels (--cuda-fmad).
+// contraction in the GPU's fused kernels (--cuda-fmad); and the check, which `smelt bench` runs
+// too, that no value a function computes is larger than every device's memory.
 #pragma once
 
 #include "codegen/Compile.h"
@@ -27,6 +28,18 @@ PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement);
 /// GPU executor. Otherwise nothing changes.
 void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions &compile,
                         rt::ExecutorOptions &executor);
+
+/// Success when every value `function` computes (op results, fusion bodies included) fits the
+/// memory limit of one of the devices `pipeline` may place ops on; else an error at the first
+/// op computing a larger one, naming its type, its size and the largest limit. A fused value is
+/// never stored, so no buffer check sees it, but a value that large could not run unfused and
+/// runs for minutes fused (an rng of 1e11 elements summed to a scalar): it is refused as a
+/// buffer that large is. Call it after compiling `function` into `exe`, and after
+/// MemoryFlags::apply: a buffer of `exe` past the limit is left to the executor, which names
+/// it.
+mlir::LogicalResult checkValuesFitDevices(mlir::func::FuncOp function,
+                                          const PipelineOptions &pipeline,
+                                          const rt::Executable &exe);
 
 /// The memory flags (runtime/DeviceMemory.h) of `smelt run`, `smelt train` and `smelt devices`.
 /// Each command makes one in its own file: a cl::opt must be constructed after its

@@ -217,7 +217,8 @@ static std::optional<Program> compileModel(rt::Trace *profile) {
   mlir::FailureOr<std::shared_ptr<const codegen::CompiledArtifact>> artifact = compileCached(
       *module, function.getSymName(),
       cacheFlags.options(options, codegen::jitTarget(options), inspecting), &cacheHit);
-  if (failed(artifact))
+  if (failed(artifact) ||
+      failed(checkValuesFitDevices(function, options.pipeline, (*artifact)->executable)))
     return std::nullopt;
   program.exe = (*artifact)->executable;
   program.prepared = std::string(isOnnxFile(modelPath) ? "import and compile" : "compile") +

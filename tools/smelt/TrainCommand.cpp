@@ -291,23 +291,25 @@ static rt::Expected<TrainingData> loadText() {
   if (!text)
     return text.status();
   const data::CharVocabulary &vocabulary = text->vocabulary;
-  const std::vector<int32_t> &ids = text->ids;
+  // The windows of both splits view these ids (4 bytes a character) and keep them alive.
+  auto shared = std::make_shared<const std::vector<int32_t>>(std::move(text->ids));
+  const std::vector<int32_t> &ids = *shared;
   int64_t held = int64_t(double(ids.size()) * validationSplit);
-  // Views of the ids, not copies: a text's ids are 4 bytes a character and its windows 8 more.
   std::span<const int32_t> trainIds(ids.data(), ids.size() - size_t(held));
   std::span<const int32_t> heldIds(ids.data() + (ids.size() - size_t(held)), size_t(held));
-  rt::Expected<data::Dataset> windows = data::nextTokenWindows(trainIds, gptContext, gptContext);
+  rt::Expected<data::Dataset> windows =
+      data::nextTokenWindows(trainIds, shared, gptContext, gptContext);
   if (!windows)
     return rt::Status::error(textPath + ": " + windows.message());
   int64_t count = limit ? std::min<int64_t>(limit, windows->size()) : windows->size();
   rt::Expected<data::Dataset> used =
-      count == windows->size() ? std::move(*windows) : windows->slice(0, count); // no copy of all
+      count == windows->size() ? std::move(*windows) : windows->slice(0, count);
   if (!used)
     return used.status();
   TrainingData out{std::move(*used), std::nullopt, std::nullopt, {}, vocabulary, {}};
   if (held > gptContext) {
     rt::Expected<data::Dataset> heldWindows =
-        data::nextTokenWindows(heldIds, gptContext, gptContext);
+        data::nextTokenWindows(heldIds, shared, gptContext, gptContext);
     if (!heldWindows)
       return heldWindows.status();
     // --limit bounds validation too, to the share the split gives it beside the training
