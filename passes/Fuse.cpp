@@ -8,8 +8,9 @@
 //     result's shape.
 //  2. Grow the group through its operands, deciding for each producer P:
 //     - veto: P is a library op or a reduce (a reduce ends its own kernel: no reduce into
-//       reduce, no reduce into an elementwise consumer), or the group already holds
-//       kMaxOpsPerFusion ops (sibling merges respect the cap too);
+//       reduce, no reduce into an elementwise consumer), a slice of a value sliced more than
+//       kMaxFusedSlicesOfOneValue times, or the group already holds kMaxOpsPerFusion ops
+//       (sibling merges respect the cap too);
 //     - fuse: every user of P is in the group, and the cost model agrees:
 //         saved = 2 * bytes(P) + kLaunchBytes      (P is neither written nor read back, and
 //                                                   needs no kernel of its own)
@@ -23,6 +24,8 @@
 //     - multi-output: P has the group's iteration shape in a loop group and none of its other
 //       users reaches the group (that would be a cycle): P moves in and is also a result;
 //     - otherwise reject, with the reason.
+//     A slice, pad or concat left alone in its group on the CPU is no kernel: it stays the
+//     runtime's copy step.
 //  3. Merge sibling groups: two groups of the same kind and iteration space (and axes) that
 //     read a common value and do not depend on each other become one multi-output kernel.
 //  4. Outline every group as a smelt.fusion, drop duplicated originals left unused, and
@@ -70,6 +73,11 @@ constexpr int64_t kFlopsPerByte = 8;
 constexpr size_t kMaxOpsPerFusion = 256;
 /// The most kernels a cheap op (not a source or broadcast) is copied into (Fuser::decide).
 constexpr size_t kMaxCopies = 16;
+/// The most slices of one value from outside a kernel that fuse into their consumers. An
+/// unrolled recurrence slices its input projection once per step; fused, those slices would
+/// make every step's kernels differ by an offset and compile once per step (the char LSTM's
+/// cold compile went from 0.5 s to 3.7 s), where copied out they share one kernel.
+constexpr size_t kMaxFusedSlicesOfOneValue = 8;
 
 struct Group {
   FusionKind kind;
@@ -119,9 +127,12 @@ public:
           if (Operation *producer = operand.getDefiningOp();
               producer && fusionRole(producer) == FusionRole::Source)
             decide(id, producer);
+        keepAloneMoveAsCopy(id);
         continue;
       }
-      growGroup(newGroup(op));
+      unsigned id = newGroup(op);
+      growGroup(id);
+      keepAloneMoveAsCopy(id);
     }
     if (!oneOpPerKernel_)
       mergeSiblings();
@@ -220,6 +231,25 @@ private:
     return groups_.size() - 1;
   }
 
+  /// A slice, pad or concat that fused with nothing stays the CPU runtime's copy step: as a
+  /// kernel it would be compiled for nothing (and per slice, where slices differ by offset
+  /// alone). The GPU has no such steps; there it stays a kernel.
+  void keepAloneMoveAsCopy(unsigned id) {
+    Group &g = groups_[id];
+    if (size(g) != 1 || !isa<SliceOp, PadOp, ConcatOp>(g.root) ||
+        deviceOf(g.root).starts_with("gpu:") || id + 1 != groups_.size())
+      return;
+    groupOf_.erase(g.root);
+    runtimeCopies_.insert(g.root);
+    groups_.pop_back();
+  }
+
+  /// Whether `value` is read by more than kMaxFusedSlicesOfOneValue slices.
+  static bool slicedManyTimes(Value value) {
+    return llvm::count_if(value.getUsers(), [](Operation *user) { return isa<SliceOp>(user); }) >
+           int64_t(kMaxFusedSlicesOfOneValue);
+  }
+
   /// Whether every user of `producer` moved into group `id`.
   bool usedOnlyInside(Operation *producer, unsigned id) {
     return llvm::all_of(producer->getUsers(), [&](Operation *user) {
@@ -310,6 +340,10 @@ private:
       return reject(g.kind == FusionKind::reduction
                         ? "a reduce does not fuse into a reduce"
                         : "a reduce ends its own kernel; its consumers start another");
+    if (auto slice = dyn_cast<SliceOp>(producer); slice && slicedManyTimes(slice.getX()))
+      return reject("one of many slices of its operand: fused, each would make its kernel differ "
+                    "from its siblings' by the offset alone (an unrolled recurrence's steps), "
+                    "compiled once per slice instead of once");
     if (size(g) >= kMaxOpsPerFusion)
       return reject("the fusion is full (" + std::to_string(kMaxOpsPerFusion) +
                     " ops: larger kernels compile in super-linear time)");
@@ -347,9 +381,9 @@ private:
     // elements its user reads (all of them, or a slice's part) and reads their operands, so
     // the work beyond one evaluation of P is what the users read beyond P's size: nothing for
     // an LSTM's gate pre-activations, read as four disjoint slices.
-    bool everyUserFusible = llvm::all_of(producer->getUsers(), [](Operation *user) {
+    bool everyUserFusible = llvm::all_of(producer->getUsers(), [&](Operation *user) {
       FusionRole r = fusionRole(user);
-      return r != FusionRole::None && r != FusionRole::Source;
+      return r != FusionRole::None && r != FusionRole::Source && !runtimeCopies_.contains(user);
     });
     int64_t users = std::distance(producer->getUsers().begin(), producer->getUsers().end());
     int64_t read = 0; // elements of P that the users read, together
@@ -513,6 +547,8 @@ private:
   std::unique_ptr<AsmState> names_; // value names for the report, made once
   std::unique_ptr<ContractedGraph> graph_; // groups as nodes, for the cycle checks
   DenseSet<Operation *> dead_;
+  /// Slices, pads and concats left to the runtime's copy steps (keepAloneMoveAsCopy).
+  DenseSet<Operation *> runtimeCopies_;
   /// Ops some group holds a copy of: they never move into another group, so every copy's
   /// original stays for outlining.
   DenseSet<Operation *> copied_;

@@ -16,8 +16,13 @@ namespace {
 
 constexpr int64_t kParallelElements = int64_t(1) << 16;
 
-/// Elements a launch reads or writes at most: a loop kernel's units, or a reduction's input.
-int64_t elementsTouched(const Executable &exe, const Step &step, int64_t units) {
+/// Elements a launch reads or writes at most: a loop kernel's units (each reads a bounded
+/// number of elements, whatever its inputs' sizes: an LSTM step's kernel reads its slice of
+/// the whole sequence's projection), or a reduction's largest input.
+int64_t elementsTouched(const Executable &exe, const Step &step, const FusedKernel &kernel) {
+  int64_t units = kernel.units;
+  if (kernel.kind == "loop")
+    return units;
   int64_t most = units;
   for (BufferId id : step.operands)
     most = std::max(most, exe.buffers[id].type.numElements());
@@ -51,7 +56,7 @@ Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
   }
   CpuKernelFn entry = exe.cpu->entries[size_t(index)];
   int64_t units = kernel.units;
-  bool parallel = units > 1 && elementsTouched(exe, step, units) >= kParallelElements;
+  bool parallel = units > 1 && elementsTouched(exe, step, kernel) >= kParallelElements;
   return FusedRunner([entry, units, parallel](void *const *buffers) {
     if (!parallel) {
       entry(buffers, 0, units);

@@ -280,3 +280,40 @@ func.func @wide_concat(%x: tensor<4x2xf32>) -> tensor<4x18xf32> {
   %c = smelt.concat %n, %x, %x, %x, %x, %x, %x, %x, %x dim = 1 : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
   return %c : tensor<4x18xf32>
 }
+
+// -----
+
+// A slice that fuses with nothing stays the runtime's copy on the CPU (a kernel would be
+// compiled for nothing); nine slices of one value stay copies too, so the kernels reading them
+// do not differ by the offset alone (an unrolled recurrence's steps share one kernel).
+// CHECK-LABEL: func.func @many_slices
+// CHECK: smelt.slice %arg0 [0:2:1, 0:4:1]
+// CHECK: smelt.fusion loop
+// CHECK-NEXT: ^bb0(%{{.+}}: tensor<2x4xf32>):
+// CHECK-NEXT: smelt.exp
+// REPORT-LABEL: report for @many_slices
+// REPORT: not fused: 'slice' {{.*}}: one of many slices of its operand
+func.func @many_slices(%x: tensor<2x36xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %s0 = smelt.slice %x [0:2:1, 0:4:1] : tensor<2x36xf32>
+  %s1 = smelt.slice %x [0:2:1, 4:8:1] : tensor<2x36xf32>
+  %s2 = smelt.slice %x [0:2:1, 8:12:1] : tensor<2x36xf32>
+  %s3 = smelt.slice %x [0:2:1, 12:16:1] : tensor<2x36xf32>
+  %s4 = smelt.slice %x [0:2:1, 16:20:1] : tensor<2x36xf32>
+  %s5 = smelt.slice %x [0:2:1, 20:24:1] : tensor<2x36xf32>
+  %s6 = smelt.slice %x [0:2:1, 24:28:1] : tensor<2x36xf32>
+  %s7 = smelt.slice %x [0:2:1, 28:32:1] : tensor<2x36xf32>
+  %s8 = smelt.slice %x [0:2:1, 32:36:1] : tensor<2x36xf32>
+  %e = smelt.exp %s0 : tensor<2x4xf32>
+  return %e, %s1, %s2, %s3, %s4, %s5, %s6, %s7, %s8 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// On the GPU every slice is a kernel: it has no copy step.
+// CHECK-LABEL: func.func @slice_on_gpu
+// CHECK: smelt.fusion loop
+// CHECK: smelt.slice
+func.func @slice_on_gpu(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  %s = smelt.slice %x [0:4:1, 2:4:1] {smelt.device = "gpu:0"} : tensor<4x8xf32>
+  return %s : tensor<4x2xf32>
+}
