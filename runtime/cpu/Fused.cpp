@@ -1,5 +1,5 @@
 // Validation and launch of fused kernels. Threads pay off only when a kernel does enough work
-// to hide waking them (tens of microseconds): below kParallelElements elements touched, a
+// to hide waking them (tens of microseconds): below kParallelElements element operations, a
 // kernel runs inline on the executor's thread.
 #include "runtime/cpu/Fused.h"
 
@@ -16,13 +16,15 @@ namespace {
 
 constexpr int64_t kParallelElements = int64_t(1) << 16;
 
-/// Elements a launch reads or writes at most: a loop kernel's units (each reads a bounded
-/// number of elements, whatever its inputs' sizes: an LSTM step's kernel reads its slice of
-/// the whole sequence's projection), or a reduction's largest input.
+/// The work of a launch in element operations: a loop kernel's units times the ops computing
+/// each (an element reads a bounded number of inputs, whatever their sizes: an LSTM step's
+/// kernel reads its slice of the whole sequence's projection; and its gates' eight
+/// transcendentals and products over 64 x 128 elements pay for a second thread), or a
+/// reduction's largest input.
 int64_t elementsTouched(const Executable &exe, const Step &step, const FusedKernel &kernel) {
   int64_t units = kernel.units;
   if (kernel.kind == "loop")
-    return units;
+    return units * std::max<int64_t>(1, kernel.computeOps);
   int64_t most = units;
   for (BufferId id : step.operands)
     most = std::max(most, exe.buffers[id].type.numElements());
