@@ -6,7 +6,7 @@
 // the last dimension instead: the last coordinate is the inner loop's variable and the others
 // are computed once per row, where the flat loop would divide for every element (the
 // squeeze-and-excitation gate's broadcast multiply ran at 5 GB/s that way). A concat or a pad
-// along the last dimension splits that inner loop at its pieces' boundaries, as XLA emits a
+// along the column's dimension splits that inner loop at its pieces' boundaries, as XLA emits a
 // concat one operand at a time: in each piece the walk knows which operand a column falls in,
 // so it reads that one contiguously and selects nothing.
 #include "codegen/cpu/CpuTarget.h"
@@ -43,25 +43,24 @@ bool readsAtCoordinates(FusionOp fusion) {
   return false;
 }
 
-/// The columns (strictly inside (0, size)) where a concat along the last dimension changes
-/// operand or a pad along it enters or leaves its operand, for the ops whose last dimension is
-/// `size` long (the others cannot be the loop's column); none when they would make more than
-/// kMaxColumnPieces pieces. A cut that does not line up with the column (a concat under a
-/// transpose) costs a loop, not correctness: the walk then selects as without cuts.
+/// The columns (strictly inside (0, size)) where a concat changes operand or a pad enters or
+/// leaves its operand along a dimension `size` long: the loop's column may be that coordinate,
+/// directly or through transposes (ONNX's NCHW concat of NHWC activations, read in NHWC); none
+/// when they would make more than kMaxColumnPieces pieces. A cut that does not line up with the
+/// column costs a loop, not correctness: the walk then selects as without cuts.
 std::vector<int64_t> columnCuts(FusionOp fusion, int64_t size) {
   std::set<int64_t> cuts;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
-    auto type = cast<RankedTensorType>(op.getResult(0).getType());
-    if (type.getRank() == 0 || type.getShape().back() != size)
-      continue;
-    int64_t last = type.getRank() - 1;
-    if (auto concat = dyn_cast<ConcatOp>(op); concat && concat.getDimension() == last) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(op.getResult(0).getType()).getShape();
+    if (auto concat = dyn_cast<ConcatOp>(op); concat && shape[concat.getDimension()] == size) {
       int64_t at = 0;
       for (Value input : concat.getInputs())
-        cuts.insert(at += cast<RankedTensorType>(input.getType()).getShape().back());
+        cuts.insert(at +=
+                    cast<RankedTensorType>(input.getType()).getShape()[concat.getDimension()]);
     } else if (auto pad = dyn_cast<PadOp>(op)) {
-      int64_t low = pad.getLow()[last];
-      cuts.insert({low, low + pad.getX().getType().getShape().back()});
+      for (auto [d, low, high] : llvm::enumerate(pad.getLow(), pad.getHigh()))
+        if ((low || high) && shape[d] == size)
+          cuts.insert({low, low + pad.getX().getType().getShape()[d]});
     }
   }
   std::vector<int64_t> inside;
