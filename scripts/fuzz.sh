@@ -4,7 +4,8 @@
 # on a finding (the reproducer is left as crash-*/timeout-*/oom-* in the fuzz dir).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [FUZZ_DIR=build-fuzz] [SMELT_BUILD=build] [TARGET...]
 # FUZZ_TIMEOUT (seconds, default 20) is libFuzzer's limit for one input: raise it when the
-# machine is busy, where a slow input is starvation rather than a hang.
+# machine is busy, where a slow input is starvation rather than a hang. FUZZ_MAX_LEN (bytes)
+# replaces each target's input length limit (4096; the artifact's 65536).
 # Exit code 77 (ctest's skip) when clang or libFuzzer is missing. The readers' targets build
 # standalone; mlir-fuzz is linked to the Smelt build's libraries (see below).
 set -euo pipefail
@@ -77,6 +78,8 @@ for target in "${targets[@]}"; do
   log="$dir/$target.log"
   max_len=4096
   [ "$target" = artifact ] && max_len=65536
+  # FUZZ_MAX_LEN overrides, for long inputs (a safetensors header nested 100,000 deep).
+  max_len="${FUZZ_MAX_LEN:-$max_len}"
   # Leak checks off for mlir-fuzz only: LLVM and MLIR keep global state they never free.
   asan="${ASAN_OPTIONS:-}"
   [ "$target" = mlir ] && asan="detect_leaks=0${asan:+:$asan}"
