@@ -39,8 +39,7 @@ static ArrayRef<int64_t> shapeOf(Value value) {
 
 static bool hasNoElements(Value value) { return llvm::is_contained(shapeOf(value), 0); }
 
-/// Where each operand of `concat` starts along its dimension, and the result's size last.
-static SmallVector<int64_t> concatBounds(ConcatOp concat) {
+SmallVector<int64_t> concatBounds(ConcatOp concat) {
   int64_t dim = concat.getDimension();
   SmallVector<int64_t> bounds{0};
   for (Value input : concat.getInputs())
@@ -143,13 +142,15 @@ bool FusionWalk::onlyPadding(PadOp pad, IndexRef at) {
   return false;
 }
 
+Val FusionWalk::constantOf(double value, rt::DType dtype) {
+  if (rt::isFloat(dtype))
+    return target_.floatConstant(value, dtype);
+  return target_.integerConstant(dtype == rt::DType::i1 ? value != 0 : int64_t(value), dtype);
+}
+
 Val FusionWalk::emitPad(PadOp pad, IndexRef at) {
   rt::DType dtype = elementDType(pad.getResult());
-  double fill = pad.getValue().convertToDouble();
-  Val constant =
-      rt::isFloat(dtype)
-          ? target_.floatConstant(fill, dtype)
-          : target_.integerConstant(dtype == rt::DType::i1 ? fill != 0 : int64_t(fill), dtype);
+  Val constant = constantOf(pad.getValue().convertToDouble(), dtype);
   if (onlyPadding(pad, at))
     return constant;
   SmallVector<Val> outer(coords(at));
@@ -181,9 +182,7 @@ Val FusionWalk::emitConcat(ConcatOp concat, IndexRef at) {
                     : value;
   }
   // No result element exists when every operand is empty; the kernel then runs no element.
-  return result               ? *result
-         : rt::isFloat(dtype) ? target_.floatConstant(0, dtype)
-                              : target_.integerConstant(0, dtype);
+  return result ? *result : constantOf(0, dtype);
 }
 
 FusionWalk::IndexRef FusionWalk::linearIndex(ArrayRef<int64_t> shape, Val linear) {

@@ -91,6 +91,9 @@ public:
 llvm::SmallVector<Val> delinearize(ElementTarget &target, Val linear,
                                    llvm::ArrayRef<int64_t> shape);
 
+/// Where each operand of `concat` starts along its dimension, and the result's size last.
+llvm::SmallVector<int64_t> concatBounds(ConcatOp concat);
+
 class FusionWalk {
 public:
   /// Names an index the walk keeps: valid until the next newScope().
@@ -149,6 +152,8 @@ private:
   Val offsetCoordinate(Val index, int64_t offset, int64_t size);
   /// The stated range of an index value, if any.
   std::optional<std::pair<int64_t, int64_t>> rangeOf(Val index) const;
+  /// `value` as a constant of `dtype` (an integer truncated, i1 as value != 0).
+  Val constantOf(double value, rt::DType dtype);
   /// Whether element `at` of `pad` lies in its padding for sure (the operand is empty, or a
   /// stated range lies outside it), so nothing is read.
   bool onlyPadding(PadOp pad, IndexRef at);

@@ -48,15 +48,6 @@ std::string CharVocabulary::decode(const std::vector<int32_t> &ids) const {
   return text;
 }
 
-rt::Expected<std::string> readTextFile(const std::string &path) {
-  rt::Expected<std::vector<uint8_t>> bytes = rt::readFileBytes(path);
-  if (!bytes)
-    return bytes.status();
-  if (bytes->empty())
-    return rt::Status::error(path + ": the text file is empty");
-  return std::string(bytes->begin(), bytes->end());
-}
-
 rt::Expected<EncodedText> readEncodedText(const std::string &path) {
   // The bytes go into the ids a chunk at a time and become ids once the file's vocabulary is
   // known: loading holds the ids (4 bytes a character), not the text beside them as well.
@@ -97,11 +88,8 @@ rt::Expected<EncodedText> readEncodedText(const std::string &path) {
     if (seen[size_t(b)])
       symbols.push_back(char(b));
   encoded.vocabulary = CharVocabulary::of(symbols);
-  std::array<int32_t, 256> idOf{};
-  for (size_t i = 0; i < symbols.size(); ++i)
-    idOf[uint8_t(symbols[i])] = int32_t(i);
   for (int32_t &id : ids)
-    id = idOf[size_t(id)];
+    id = encoded.vocabulary.idOf(uint8_t(id));
   return encoded;
 }
 

@@ -23,21 +23,21 @@ public:
   /// The text of `ids`; an id out of range becomes '?'.
   std::string decode(const std::vector<int32_t> &ids) const;
   const std::string &symbols() const { return symbols_; }
+  /// The id of `byte`, or -1 when it is not in the vocabulary.
+  int32_t idOf(uint8_t byte) const { return ids_[byte]; }
 
 private:
   std::string symbols_;
   std::array<int32_t, 256> ids_{};
 };
 
-/// Reads a whole text file; an error naming the file when it cannot be read or is empty.
-rt::Expected<std::string> readTextFile(const std::string &path);
-
 /// A text file's characters: its vocabulary and the ids of every byte.
 struct EncodedText {
   CharVocabulary vocabulary;
   std::vector<int32_t> ids;
 };
-/// A text file's vocabulary and ids (errors as readTextFile's), holding no copy of the text.
+/// A text file's vocabulary and ids, holding no copy of the text; an error naming the file when
+/// it cannot be read or is empty.
 rt::Expected<EncodedText> readEncodedText(const std::string &path);
 
 /// Windows over `ids` starting every `stride` tokens (TokenWindows): examples [N, context] and

@@ -234,8 +234,8 @@ private:
   /// alone). The GPU has no such steps; there it stays a kernel.
   void keepAloneMoveAsCopy(unsigned id) {
     Group &g = groups_[id];
-    if (size(g) != 1 || !isa<SliceOp, PadOp, ConcatOp>(g.root) ||
-        deviceOf(g.root).starts_with("gpu:") || id + 1 != groups_.size())
+    if (size(g) != 1 || !isa<SliceOp, PadOp, ConcatOp>(g.root) || !hasCopySteps(g.root) ||
+        id + 1 != groups_.size())
       return;
     groupOf_.erase(g.root);
     runtimeCopies_.insert(g.root);

@@ -14,9 +14,8 @@ namespace smelt {
 FusionRole fusionRole(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return isa<SplatElementsAttr>(constant.getValue()) ? FusionRole::Source : FusionRole::None;
-  if (auto concat = dyn_cast<ConcatOp>(op); concat &&
-                                            concat.getInputs().size() > kMaxFusedConcatOperands &&
-                                            !deviceOf(op).starts_with("gpu:"))
+  if (auto concat = dyn_cast<ConcatOp>(op);
+      concat && concat.getInputs().size() > kMaxFusedConcatOperands && hasCopySteps(op))
     return FusionRole::None;
   auto facts = dyn_cast<OpFacts>(op);
   return facts ? facts.getFusionRole() : FusionRole::None;
@@ -44,6 +43,8 @@ StringRef deviceOf(Operation *op) {
   auto device = op->getAttrOfType<StringAttr>("smelt.device");
   return device ? device.getValue() : StringRef();
 }
+
+bool hasCopySteps(Operation *op) { return !deviceOf(op).starts_with("gpu:"); }
 
 int64_t numElements(Value value) {
   return cast<RankedTensorType>(value.getType()).getNumElements();

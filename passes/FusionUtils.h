@@ -33,6 +33,11 @@ std::string describe(mlir::Operation *op);
 /// The device smelt-place-devices gave `op`, or "" before placement.
 llvm::StringRef deviceOf(mlir::Operation *op);
 
+/// Whether `op`'s device runs slice, pad and concat as runtime copy steps, not only as
+/// kernels: the CPU does (and everything before placement runs there); the GPU has no such
+/// steps.
+bool hasCopySteps(mlir::Operation *op);
+
 int64_t numElements(mlir::Value value);
 int64_t numBytes(mlir::Value value);
 

@@ -67,6 +67,13 @@ std::string MemoryPolicy::growth() const {
   return preallocate ? fmt::format("preallocate {:.0f}%", fraction * 100) : "grow";
 }
 
+uint64_t MemoryPolicy::heldBytes(uint64_t capacity) const {
+  uint64_t limit = limitBytes ? limitBytes : capacity;
+  if (!preallocate)
+    return limit;
+  return uint64_t(double(limit) * fraction) / Allocator::kAlignment * Allocator::kAlignment;
+}
+
 std::string MemoryPolicy::str() const {
   std::string text = growth();
   if (limitBytes)
@@ -96,13 +103,11 @@ Expected<std::unique_ptr<Allocator>> Allocator::create(std::string device,
   allocator->device_ = std::move(device);
   allocator->source_ = std::move(source);
   allocator->policy_ = policy;
-  allocator->limit_ = policy.limitBytes ? policy.limitBytes : capacity;
+  allocator->limit_ = policy.heldBytes(capacity);
   allocator->nextRegionBytes_ = kFirstRegionBytes;
   if (policy.preallocate) {
-    uint64_t bytes = uint64_t(double(allocator->limit_) * policy.fraction) / kAlignment *
-                     kAlignment;
-    // What is taken now is all there will be: the limit becomes the region.
-    allocator->limit_ = bytes;
+    // What is taken now is all there will be: the limit is the region.
+    uint64_t bytes = allocator->limit_;
     std::lock_guard<std::mutex> lock(allocator->mutex_);
     if (Status grown = allocator->grow(bytes); !grown.ok())
       return Status::error(fmt::format("{}: cannot preallocate {} ({:.0f}% of {}): {}",

@@ -35,6 +35,10 @@ struct MemoryPolicy {
   /// The most bytes the allocator may hold from the device; 0: the device's size.
   uint64_t limitBytes = 0;
 
+  /// The most bytes an allocator under this policy holds from a device of `capacity`: the
+  /// limit (or the capacity), of which preallocation takes `fraction` (rounded down to the
+  /// allocator's alignment) and never more.
+  uint64_t heldBytes(uint64_t capacity) const;
   /// "grow", "preallocate 90%, limit 2 GiB".
   std::string str() const;
   /// "grow", "preallocate 90%": str() without the limit.

@@ -53,10 +53,8 @@ std::vector<int64_t> columnCuts(FusionOp fusion, int64_t size) {
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     ArrayRef<int64_t> shape = cast<RankedTensorType>(op.getResult(0).getType()).getShape();
     if (auto concat = dyn_cast<ConcatOp>(op); concat && shape[concat.getDimension()] == size) {
-      int64_t at = 0;
-      for (Value input : concat.getInputs())
-        cuts.insert(at +=
-                    cast<RankedTensorType>(input.getType()).getShape()[concat.getDimension()]);
+      for (int64_t bound : concatBounds(concat))
+        cuts.insert(bound); // 0 and the size are dropped below
     } else if (auto pad = dyn_cast<PadOp>(op)) {
       for (auto [d, low, high] : llvm::enumerate(pad.getLow(), pad.getHigh()))
         if ((low || high) && shape[d] == size)

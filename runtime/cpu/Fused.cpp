@@ -21,7 +21,7 @@ constexpr int64_t kParallelElements = int64_t(1) << 16;
 /// kernel reads its slice of the whole sequence's projection; and its gates' eight
 /// transcendentals and products over 64 x 128 elements pay for a second thread), or a
 /// reduction's largest input.
-int64_t elementsTouched(const Executable &exe, const Step &step, const FusedKernel &kernel) {
+int64_t elementOperations(const Executable &exe, const Step &step, const FusedKernel &kernel) {
   int64_t units = kernel.units;
   if (kernel.kind == "loop")
     return units * std::max<int64_t>(1, kernel.computeOps);
@@ -58,7 +58,7 @@ Expected<FusedRunner> prepareFused(const Executable &exe, const Step &step) {
   }
   CpuKernelFn entry = exe.cpu->entries[size_t(index)];
   int64_t units = kernel.units;
-  bool parallel = units > 1 && elementsTouched(exe, step, kernel) >= kParallelElements;
+  bool parallel = units > 1 && elementOperations(exe, step, kernel) >= kParallelElements;
   return FusedRunner([entry, units, parallel](void *const *buffers) {
     if (!parallel) {
       entry(buffers, 0, units);

@@ -68,9 +68,7 @@ mlir::LogicalResult checkValuesFitDevices(mlir::func::FuncOp function,
   for (const rt::LogicalDevice &device : rt::logicalDevices(machine().devices)) {
     if (!llvm::is_contained(names, device.info.name))
       continue;
-    uint64_t bytes = device.policy.limitBytes ? device.policy.limitBytes : device.info.memoryBytes;
-    if (device.policy.preallocate)
-      bytes = uint64_t(double(bytes) * device.policy.fraction);
+    uint64_t bytes = device.policy.heldBytes(device.info.memoryBytes);
     if (bytes > limit)
       limit = bytes, largest = device.info.name;
   }
