@@ -38,6 +38,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include "frontend/DType.h"
 #include "frontend/Initializers.h"
 #include "passes/Passes.h"
 
@@ -50,11 +51,6 @@
 namespace smelt {
 
 using Loc = std::source_location;
-
-enum class DType { f32, f16, bf16, f64, i32, i64, i1 };
-
-/// f32, f16, bf16 or f64.
-bool isFloatType(DType dtype);
 
 /// A graph-building mistake (shape mismatch, bad axis, wrong dtype). The message starts with
 /// the user's "file:line: " and carries the dialect's description of the problem.

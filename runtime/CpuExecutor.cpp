@@ -2,6 +2,7 @@
 #include "runtime/CpuExecutor.h"
 
 #include "runtime/BufferLiveness.h"
+#include "runtime/CpuLoad.h"
 #include "runtime/CpuThreads.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/cpu/Fused.h"
@@ -41,6 +42,10 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
   // are the caller's memory.)
   if (Status s = checkBufferSizes(executable, allocator, /*inputsOnDevice=*/false); !s.ok())
     return s;
+  // The load other processes put on the CPUs is watched from now: the first run then finds
+  // an estimate sooner than a whole window after it (CpuLoad::othersCores).
+  if (cpuThreadsFollowLoad())
+    CpuLoad::instance().watch();
   CpuExecutor exec;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;

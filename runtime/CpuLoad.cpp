@@ -71,23 +71,39 @@ bool CpuLoad::sample(Sample &into) const {
   return true;
 }
 
+double CpuLoad::othersSince(const Sample &now) const {
+  double wall = std::chrono::duration<double>(now.wall - start_.wall).count();
+  double busy = double(now.busyTicks - start_.busyTicks) / double(sysconf(_SC_CLK_TCK));
+  double own = now.ownSeconds - start_.ownSeconds;
+  return wall > 0 ? std::max(0.0, busy - own) / wall : 0;
+}
+
 double CpuLoad::othersCores() {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto now = std::chrono::steady_clock::now();
-  if (started_ && now - start_.wall < window_)
+  auto elapsed = std::chrono::steady_clock::now() - start_.wall;
+  // Once in the first window, 2/5 of the way in, then once per whole window: /proc/stat
+  // grows with the CPUs (a few ms to read on hundreds), so not on every run.
+  bool early = started_ && !estimated_ && elapsed >= window_ * 2 / 5;
+  if (started_ && elapsed < window_ && !early)
     return othersCores_;
   Sample current;
   if (cpus_.empty() || !sample(current))
     return othersCores_ = 0;
   if (started_) {
-    double wall = std::chrono::duration<double>(current.wall - start_.wall).count();
-    double busy = double(current.busyTicks - start_.busyTicks) / double(sysconf(_SC_CLK_TCK));
-    double own = current.ownSeconds - start_.ownSeconds;
-    othersCores_ = wall > 0 ? std::max(0.0, busy - own) / wall : 0;
+    othersCores_ = othersSince(current);
+    estimated_ = true;
   }
-  start_ = current;
-  started_ = true;
+  if (!early || current.wall - start_.wall >= window_) {
+    start_ = current;
+    started_ = true;
+  }
   return othersCores_;
+}
+
+void CpuLoad::watch() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!started_ && !cpus_.empty() && sample(start_))
+    started_ = true;
 }
 
 } // namespace smelt::rt

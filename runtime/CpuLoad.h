@@ -33,9 +33,15 @@ public:
   explicit CpuLoad(std::chrono::milliseconds window);
   static CpuLoad &instance();
 
-  /// The CPUs others kept busy over the last whole window (0 until one has passed, or where
-  /// /proc/stat cannot be read); starts a new window when the current one is long enough.
+  /// The CPUs others kept busy over the last whole window, or, until one has passed, over the
+  /// first window so far once it is 2/5 of a window long (0 before, or where /proc/stat
+  /// cannot be read); starts a new window when the current one is long enough. The early
+  /// estimate is what a short job runs by: 50 steps of 4 ms end before a whole window has.
   double othersCores();
+
+  /// Starts the first window now, if none has started, so that the first run already finds
+  /// an estimate: the executors call it when they are made, before the caller's first run.
+  void watch();
 
 private:
   struct Sample {
@@ -44,12 +50,15 @@ private:
     unsigned long long busyTicks = 0;
   };
   bool sample(Sample &into) const;
+  /// Others' CPUs from `start_` to `now`.
+  double othersSince(const Sample &now) const;
 
   std::mutex mutex_;
   std::chrono::milliseconds window_;
   std::vector<int> cpus_;
   Sample start_;
   bool started_ = false;
+  bool estimated_ = false; // othersCores_ is measured (over part of a window or a whole one)
   double othersCores_ = 0;
 };
 

@@ -7,7 +7,10 @@
 # machine is busy, where a slow input is starvation rather than a hang. FUZZ_MAX_LEN (bytes)
 # replaces each target's input length limit (4096; the artifact's 65536).
 # Exit code 77 (ctest's skip) when clang or libFuzzer is missing. The readers' targets build
-# standalone; mlir-fuzz is linked to the Smelt build's libraries (see below).
+# standalone; mlir-fuzz and onnx-fuzz are linked to the Smelt build's libraries (see below).
+# onnx-fuzz runs only when named (`scripts/fuzz.sh 1800 build-fuzz build onnx`): its build
+# instruments the importer's 20 sources, minutes that ctest's fuzz-smoke leaves out (ctest's
+# onnx-fuzz-replay runs the same target, built by gcc, on its seeds).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
@@ -46,6 +49,24 @@ if [ ! -x "$dir/mlir-fuzz" ] && [ -n "$libs" ]; then
     "$repo/tests/fuzz/mlir_fuzz.cpp" -o "$dir/mlir-fuzz" $libs)
 fi
 
+# onnx-fuzz: the ONNX importer's sources compiled by clang with the sanitizers and coverage (so
+# the fuzzer sees inside the importer), with std::source_location supplied for clang 14
+# (tests/fuzz/SourceLocationShim.h), linked to the build's other libraries as above.
+if [[ " ${targets[*]} " == *" onnx "* && ! -x "$dir/onnx-fuzz" && -f "$smelt_build/build.ninja" ]]; then
+  onnx_libs="$(grep -A8 '^build bin/onnx-fuzz-replay:' "$smelt_build/build.ninja" |
+    sed -n 's/^  LINK_LIBRARIES = //p' | head -1 | sed 's|frontend/onnx/libSmeltOnnxImport.a||g')"
+  mkdir -p "$dir/onnx-objects"
+  printf '%s\n' "$repo/tests/fuzz/onnx_fuzz.cpp" "$repo"/frontend/onnx/*.cpp |
+    (cd "$smelt_build" && xargs -P "$(nproc)" -I{} sh -c '$4 "$0" -std=c++20 -w -O1 -g \
+      -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+      -DONNX_ML=1 -DONNX_NAMESPACE=onnx -include "$1/tests/fuzz/SourceLocationShim.h" \
+      -I"$1" -I"$1/tests/fuzz" -I. -isystem /usr/lib/llvm-22/include \
+      -c "$2" -o "$3/onnx-objects/$(basename "$2" .cpp).o"' "$clangxx" "$repo" {} "$dir" \
+      "$(command -v ccache || true)")
+  (cd "$smelt_build" && "$clangxx" -fsanitize=fuzzer,address,undefined "$dir"/onnx-objects/*.o \
+    -o "$dir/onnx-fuzz" $onnx_libs)
+fi
+
 # Seeds: fresh each run beside the growing corpus (corpus/<target>), which libFuzzer keeps.
 python="$(command -v /usr/bin/python3 || command -v python3)"
 "$python" "$repo/tests/fuzz/make_seeds.py" "$repo" "$dir/corpus"
@@ -78,6 +99,7 @@ for target in "${targets[@]}"; do
   log="$dir/$target.log"
   max_len=4096
   [ "$target" = artifact ] && max_len=65536
+  [ "$target" = onnx ] && max_len=65536 # the node tests' models are 100 B to 40 KB
   # FUZZ_MAX_LEN overrides, for long inputs (a safetensors header nested 100,000 deep).
   max_len="${FUZZ_MAX_LEN:-$max_len}"
   # Leak checks off for mlir-fuzz only: LLVM and MLIR keep global state they never free.

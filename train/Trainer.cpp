@@ -3,6 +3,7 @@
 #include "train/Trainer.h"
 
 #include "codegen/Compile.h"
+#include "codegen/ValueLimit.h"
 #include "runtime/Devices.h"
 #include "train/BuiltinModels.h"
 #include "train/Checkpoint.h"
@@ -31,19 +32,30 @@ rt::Expected<rt::Executable> compileExecutable(Graph &graph, const std::string &
     return mlir::success();
   });
   auto failed = [&] { return rt::Status::error("compiling @" + function + ": " + diagnostics); };
-  if (cache) {
-    mlir::FailureOr<std::shared_ptr<const rt::Executable>> exe =
-        cache->get(graph.module(), function);
-    if (mlir::failed(exe))
+  rt::Expected<rt::Executable> exe = [&]() -> rt::Expected<rt::Executable> {
+    if (cache) {
+      mlir::FailureOr<std::shared_ptr<const rt::Executable>> cached =
+          cache->get(graph.module(), function);
+      if (mlir::failed(cached))
+        return failed();
+      return rt::Executable(**cached);
+    }
+    codegen::CompileOptions options = config.compile;
+    options.pipeline = config.pipeline;
+    mlir::FailureOr<rt::Executable> compiled = codegen::compile(graph.module(), function, options);
+    if (mlir::failed(compiled))
       return failed();
-    return rt::Executable(**exe);
-  }
-  codegen::CompileOptions options = config.compile;
-  options.pipeline = config.pipeline;
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), function, options);
-  if (mlir::failed(exe))
+    return std::move(*compiled);
+  }();
+  // A value larger than any device's memory is refused, fused or not, as `smelt run` does.
+  auto func = graph.module().lookupSymbol<mlir::func::FuncOp>(function);
+  if (exe && func &&
+      mlir::failed(codegen::checkValuesFit(
+          func, *exe,
+          codegen::largestDeviceLimit(rt::logicalDevices(rt::discoverDevices(false).devices),
+                                      config.pipeline.devices))))
     return failed();
-  return std::move(*exe);
+  return exe;
 }
 
 /// The executor of `exe` for a replica reducing over `communicator` (null: alone).

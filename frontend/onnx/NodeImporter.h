@@ -5,7 +5,7 @@
 
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
-#include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/ImportInto.h"
 
 #include "onnx/onnx_pb.h"
 

@@ -244,7 +244,7 @@ Weight weightValue(TensorProto &proto, const std::string &what) {
     checkRawSize(what, proto.raw_data().size(), layout);
     bytes->swap(*proto.mutable_raw_data()); // the file's bytes, moved: no copy
   } else {
-    auto need = [&](int have) { needElements(what, have, count); };
+    auto need = [&](int have) { needElements(what, have, layout.count); };
     switch (dtype) {
     case DType::f32:
       need(proto.float_data_size());

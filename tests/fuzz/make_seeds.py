@@ -1,7 +1,7 @@
 """Seed corpora for the fuzz targets (scripts/fuzz.sh): small valid .npy files of every dtype
 and a Fortran-order one, safetensors checkpoints, IDX files (plain and gzip, and the head of
-the real Fashion-MNIST labels when installed), and the tests' .mlir files; and the CPU code
-(shared libraries) of a directory of artifacts. Usage:
+the real Fashion-MNIST labels when installed), the tests' .mlir files and ONNX's node test
+models; and the CPU code (shared libraries) of a directory of artifacts. Usage:
 make_seeds.py REPO CORPUS_DIR
 make_seeds.py --cpu-code ARTIFACT_DIR OUT_DIR"""
 import gzip
@@ -86,9 +86,21 @@ def mlir_seeds(repo, out):
                         f.write(case)
 
 
+def onnx_seeds(out):
+    """The models of ONNX's node tests (libonnx-testdata), one file per test."""
+    tests = "/usr/share/libonnx-testdata/data/node"
+    if not os.path.isdir(tests):
+        return
+    for name in sorted(os.listdir(tests)):
+        model = os.path.join(tests, name, "model.onnx")
+        if os.path.isfile(model):
+            shutil.copyfile(model, os.path.join(out, name + ".onnx"))
+
+
 def main(repo, corpus):
     for target, make in (("npy", npy_seeds), ("safetensors", safetensors_seeds),
-                         ("idx", idx_seeds), ("mlir", lambda out: mlir_seeds(repo, out))):
+                         ("idx", idx_seeds), ("mlir", lambda out: mlir_seeds(repo, out)),
+                         ("onnx", onnx_seeds)):
         out = os.path.join(corpus, target + "-seeds")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)

@@ -180,6 +180,21 @@ TEST(Fit, ModelsThatBreakTheContractAreErrors) {
   EXPECT_NE(bad.message().find("model 'vector-loss': its loss is [32], it must be a rank-0"),
             std::string::npos)
       << bad.message();
+  // A value larger than every device's memory, though fused into a sum it would never be
+  // stored: refused when the step is compiled (before, the step ran for minutes), naming it.
+  config.model = train::ModelSpec(
+      "huge-noise", {{6}, DType::f32}, {{}, DType::i32},
+      [](Graph &g, const train::ModelInputs &in) {
+        Tensor noise = rngUniform(g, {100000, 1000000}, 1, 0, 1);
+        Tensor logits = dense(in.examples, 4, "out") + reduceSum(noise, {0, 1}) * 0.0;
+        return train::classification(logits, in.labels);
+      });
+  auto huge = train::Trainer::create(config);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.message().find("'smelt.rng_uniform' op computes 'tensor<100000x1000000xf32>' "
+                                "(372.53 GiB), more than the memory limit of any device (cpu:0"),
+            std::string::npos)
+      << huge.message();
   config.model = "vgg";
   auto unknown = train::Trainer::create(config);
   ASSERT_FALSE(unknown.ok());

@@ -5,7 +5,7 @@
 // protobuf classes, as an exporter writes them.
 #include "TestUtil.h"
 
-#include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/ImportInto.h"
 #include "train/Trainer.h"
 
 #include "onnx/onnx_pb.h"

@@ -3,7 +3,7 @@
 #include "tools/smelt/OnnxClassifier.h"
 
 #include "frontend/Ops.h"
-#include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/ImportInto.h"
 
 #include "llvm/Support/Path.h"
 

@@ -3,8 +3,7 @@
 
 #include "tools/smelt/Commands.h"
 
-#include "ir/TensorSize.h"
-
+#include "codegen/ValueLimit.h"
 #include "runtime/Allocator.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Devices.h"
@@ -60,34 +59,9 @@ PipelineOptions placementOptions(bool logDevicePlacement, bool strictPlacement) 
 mlir::LogicalResult checkValuesFitDevices(mlir::func::FuncOp function,
                                           const PipelineOptions &pipeline,
                                           const rt::Executable &exe) {
-  // The largest limit any device of the run has, as its allocator would set it.
-  uint64_t limit = 0;
-  std::string largest;
-  llvm::SmallVector<llvm::StringRef> names;
-  llvm::StringRef(pipeline.devices).split(names, ',');
-  for (const rt::LogicalDevice &device : rt::logicalDevices(machine().devices)) {
-    if (!llvm::is_contained(names, device.info.name))
-      continue;
-    uint64_t bytes = device.policy.heldBytes(device.info.memoryBytes);
-    if (bytes > limit)
-      limit = bytes, largest = device.info.name;
-  }
-  auto pastLimit = [&](const rt::BufferInfo &buffer) { return buffer.type.byteSize() > limit; };
-  if (limit == 0 || llvm::any_of(exe.buffers, pastLimit)) // unknown, or the executor refuses it
-    return mlir::success();
-  mlir::WalkResult walk = function.walk([&](mlir::Operation *op) {
-    for (mlir::Type type : op->getResultTypes())
-      if (std::optional<int64_t> bytes = tensorBytes(type); bytes && uint64_t(*bytes) > limit) {
-        op->emitOpError() << "computes " << type << " (" << rt::formatBytes(uint64_t(*bytes))
-                          << "), more than the memory limit of any device (" << largest << ": "
-                          << rt::formatBytes(limit)
-                          << "); a value that large is refused even where a fusion would not "
-                             "store it";
-        return mlir::WalkResult::interrupt();
-      }
-    return mlir::WalkResult::advance();
-  });
-  return mlir::failure(walk.wasInterrupted());
+  return codegen::checkValuesFit(
+      function, exe,
+      codegen::largestDeviceLimit(rt::logicalDevices(machine().devices), pipeline.devices));
 }
 
 void enableGpuExecution(const PipelineOptions &pipeline, codegen::CompileOptions &compile,

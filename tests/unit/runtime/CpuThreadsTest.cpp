@@ -6,6 +6,8 @@
 #include "runtime/CpuThreads.h"
 
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -70,6 +72,27 @@ TEST(CpuLoad, MeasuresOthersOverWholeWindows) {
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   double others = load.othersCores();
   EXPECT_GE(others, 0.0);
+  EXPECT_LE(others, double(std::thread::hardware_concurrency()) + 0.5);
+}
+
+// A job shorter than a window (50 steps of 4 ms) still runs by an estimate: watched from when
+// its executor is made, the first window gives one 2/5 of the way in. Another process spins on
+// this process's CPUs meanwhile, so the estimate is at least half a CPU whatever else runs.
+TEST(CpuLoad, FirstEstimateComesBeforeAWholeWindow) {
+  CpuLoad load(std::chrono::milliseconds(500));
+  load.watch();
+  pid_t spinner = fork();
+  ASSERT_GE(spinner, 0);
+  if (spinner == 0) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+    _exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double others = load.othersCores();
+  waitpid(spinner, nullptr, 0);
+  EXPECT_GE(others, 0.5) << "the spinning process is not seen before a whole window";
   EXPECT_LE(others, double(std::thread::hardware_concurrency()) + 0.5);
 }
 
