@@ -205,7 +205,10 @@ void scatterND(NodeImporter &n) {
   Tensor linear = linearIndex(n, indices, data.shape()), rows = tupleRows(data, k);
   std::vector<int64_t> updateRows = rows.shape();
   updateRows[0] = linear.dim(0);
-  if (updates.numElements() != rows.numElements() / rows.dim(0) * linear.dim(0))
+  int64_t rowElements = 1; // a data slice's: the product of the dims after the first k
+  for (int64_t i = 1; i < rows.rank(); ++i)
+    rowElements *= rows.dim(i);
+  if (updates.numElements() != rowElements * linear.dim(0))
     fail(ImportErrorKind::BadFile, "updates do not match the indices and the data");
   n.setOutput(0, reshape(scatterRows(rows, reshape(updates, updateRows), linear, adds),
                          data.shape()));

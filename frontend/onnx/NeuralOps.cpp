@@ -36,6 +36,9 @@ std::optional<Tensor> swappedLastTwo(Tensor x) {
 
 void matMulOp(NodeImporter &n) {
   Tensor a = floatInput(n, 0), b = floatInput(n, 1);
+  if (a.rank() == 0 || b.rank() == 0)
+    fail(ImportErrorKind::BadFile, "MatMul's inputs are at least 1-D; input " +
+                                       std::string(a.rank() == 0 ? "A" : "B") + " is a scalar");
   // NumPy: a 1-D lhs is a row, a 1-D rhs a column, and that dimension leaves the result.
   bool rowVector = a.rank() == 1, columnVector = b.rank() == 1;
   if (rowVector)

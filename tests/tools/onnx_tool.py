@@ -197,8 +197,9 @@ def claims_too_much(path):
 
 def invalid_models(out):
     """Models onnx.checker or ONNX Runtime refuse, which the importer used to take: an unknown
-    attribute, an extra input, Unsqueeze-13 without its axes input, and outputs declared of
-    another element type or shape than the graph computes."""
+    attribute, an extra input, Unsqueeze-13 without its axes input, outputs declared of
+    another element type or shape than the graph computes, a MatMul of a scalar and a ScatterND
+    into data with no rows."""
     info = helper.make_tensor_value_info
     x = info("x", onnx.TensorProto.FLOAT, [2, 3])
     cases = {
@@ -217,6 +218,21 @@ def invalid_models(out):
         graph = helper.make_graph(nodes, "g", [x], [y])
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
                   f"{out}/{name}.onnx")
+    # MatMul of a scalar (the ONNX fuzzer's first finding: the importer read before the
+    # shape's start).
+    graph = helper.make_graph([helper.make_node("MatMul", ["s", "x"], ["y"])], "g",
+                              [info("s", onnx.TensorProto.FLOAT, []), x],
+                              [info("y", onnx.TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{out}/scalar_matmul.onnx")
+    # ScatterND into data with no rows (the second: a division by the data's row count).
+    ids = helper.make_tensor("ids", onnx.TensorProto.INT64, [1, 1], [0])
+    graph = helper.make_graph([helper.make_node("ScatterND", ["d", "ids", "u"], ["y"])], "g",
+                              [info("d", onnx.TensorProto.FLOAT, [0, 3]),
+                               info("u", onnx.TensorProto.FLOAT, [1, 3])],
+                              [info("y", onnx.TensorProto.FLOAT, [0, 3])], [ids])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{out}/scatternd_no_rows.onnx")
 
 
 def uint8_input(path):
