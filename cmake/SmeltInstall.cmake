@@ -49,7 +49,7 @@ install(TARGETS ${SMELT_EXPORTED_LIBRARIES} SmeltAll EXPORT SmeltTargets
 
 # --- Tools -------------------------------------------------------------------------------
 # LLVM's executables get an install RPATH of $ORIGIN/../lib only; Smelt's tools also need
-# libMLIR/libLLVM (and libnvrtc) where they were linked from, which are not in the prefix.
+# libMLIR/libLLVM where they were linked from, which are not in the prefix.
 # They are built with that RPATH too: were the build's shorter, CMake's in-place RPATH editor
 # would pad it with empty entries to make room for the install's, and the loader reads an
 # empty entry as the current directory (a libz.so.1 where a user runs build/bin/smelt would
@@ -93,11 +93,6 @@ if(TARGET SmeltCudaDriver)
 else()
   set(SMELT_WITH_CUDA OFF)
 endif()
-if(TARGET SmeltCudaCodegen)
-  set(SMELT_WITH_NVRTC ON)
-else()
-  set(SMELT_WITH_NVRTC OFF)
-endif()
 if(TARGET SmeltMpi)
   set(SMELT_WITH_MPI ON)
 else()
@@ -110,5 +105,4 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/SmeltConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/SmeltConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/SmeltConfig.cmake ${PROJECT_BINARY_DIR}/SmeltConfigVersion.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/SmeltNvrtc.cmake
   DESTINATION ${SMELT_INSTALL_CMAKEDIR})

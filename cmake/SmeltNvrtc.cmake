@@ -1,7 +1,6 @@
-# libnvrtc as the imported target Smelt::nvrtc, for the CUDA back end (codegen/cuda) and, installed
-# beside SmeltConfig.cmake, for projects that link an installed Smelt built with it. One lookup
-# in both places, so the exported SmeltCudaCodegen names a target instead of this machine's path.
-# Expects find_package(CUDAToolkit) first. By path, not CUDA::nvrtc: that target also links
+# libnvrtc as the imported target Smelt::nvrtc: whether the CUDA back end (codegen/cuda) is built
+# (it opens NVRTC with dlopen at run time, and its tests need one), and what the emulated
+# driver's tests link to compile a CUBIN. Expects find_package(CUDAToolkit) first. By path, not CUDA::nvrtc: that target also links
 # CUDA::cuda_driver, and on build machines libcuda is only a stub that no binary may load (the
 # driver is opened with dlopen at run time).
 find_library(SMELT_NVRTC_LIBRARY nvrtc HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)

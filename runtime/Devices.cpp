@@ -22,26 +22,21 @@ std::string cudaVersionText(int version) {
 }
 
 /// dlopens `file` and calls `ask` with the handle; the library stays loaded (it is a process
-/// that will use it anyway), which also keeps version strings valid. The libraries the runtime
-/// dlopens are searched for as it searches (cuda::cudaLibraryCandidates), and the listing names
-/// the file found; NVRTC is linked, so the loader has already chosen it.
-template <typename Ask>
-LibraryInfo probe(const char *name, const char *file, Ask ask, bool linked = false) {
+/// that will use it anyway), which also keeps version strings valid. The libraries are
+/// searched for as the runtime and the CUDA back end search (cuda::cudaLibraryCandidates), and
+/// the listing names the file found.
+template <typename Ask> LibraryInfo probe(const char *name, const char *file, Ask ask) {
   LibraryInfo info{name, file, "", ""};
   void *handle = nullptr;
 #if SMELT_HAVE_CUDA
-  if (!linked) {
-    Expected<void *> opened = cuda::openCudaLibrary(name, file);
-    if (!opened) {
-      info.problem = opened.message();
-      return info;
-    }
-    handle = *opened;
-    if (std::string path = cuda::loadedLibraryPath(handle); !path.empty())
-      info.file = path;
+  Expected<void *> opened = cuda::openCudaLibrary(name, file);
+  if (!opened) {
+    info.problem = opened.message();
+    return info;
   }
-#else
-  (void)linked;
+  handle = *opened;
+  if (std::string path = cuda::loadedLibraryPath(handle); !path.empty())
+    info.file = path;
 #endif
   if (!handle && !(handle = dlopen(file, RTLD_NOW | RTLD_LOCAL))) {
     const char *why = dlerror();
@@ -64,7 +59,7 @@ std::vector<LibraryInfo> probeLibraries() {
     auto version = symbol<int (*)(int *, int *)>(h, "nvrtcVersion");
     int major = 0, minor = 0;
     return version && version(&major, &minor) == 0 ? fmt::format("{}.{}", major, minor) : "";
-  }, /*linked=*/true));
+  }));
   libraries.push_back(probe("cuBLASLt", "libcublasLt.so.13", [](void *h) -> std::string {
     auto version = symbol<size_t (*)()>(h, "cublasLtGetVersion");
     if (!version)

@@ -36,9 +36,9 @@
 #                    those after the budget is spent are rows "not run"
 # Record the table it prints, with the date and device, in bench/RESULTS.md.
 #
-# It finds what the binaries need at run time: NVRTC (libnvrtc.so.13: CUDA 13, linked, so
-# found by the loader) and the CUDA libraries the runtime dlopens (SMELT_CUDA_LIBRARY_PATH,
-# pip's nvidia/*/lib, /usr/local/cuda*: runtime/cuda/DynamicLibrary.h), cuda_fp16.h for NVRTC
+# It finds what the binaries need at run time: the CUDA libraries they dlopen, NVRTC
+# (libnvrtc.so.13) among them (SMELT_CUDA_LIBRARY_PATH, pip's nvidia/*/lib, /usr/local/cuda*,
+# LD_LIBRARY_PATH: runtime/cuda/DynamicLibrary.h), cuda_fp16.h for NVRTC
 # (SMELT_CUDA_INCLUDE) and ptxas (SMELT_PTXAS). The bundle's binaries need glibc 2.36 or newer
 # (built on Debian 12; the GPU machine's image, with Python 3.12, is newer). A binary that
 # cannot start (a shared library missing) is a row of its own; a suite that crashes or times
@@ -241,10 +241,10 @@ if [[ -x $BIN_DIR/smelt ]]; then
     device+=" ($(wc -l <<<"$gpus") GPUs)"
   fi
 else
-  # Without smelt, at least the NVRTC that the test binaries link, as the loader resolves it.
-  nvrtc=$(ldd "$BIN_DIR/${BINARIES[0]}" 2>/dev/null | awk '/libnvrtc/ {sub(/^[ \t]+/, ""); sub(/ \(0x.*/, ""); print; exit}')
-  echo "smelt: not found at $BIN_DIR/smelt; NVRTC: ${nvrtc:-not found}"
-  fact NVRTC "${nvrtc:-not found}"
+  # Without smelt (which names the NVRTC it opens), the one the loader would find.
+  nvrtc=$(ldconfig -p 2>/dev/null | awk '/libnvrtc\.so\.13 / {print $NF; exit}')
+  echo "smelt: not found at $BIN_DIR/smelt; NVRTC: ${nvrtc:-not found by ldconfig}"
+  fact NVRTC "${nvrtc:-not found by ldconfig}"
 fi
 echo "device: $device"
 ((emulated)) && echo "(the emulated CUDA: kernels run on a CPU SIMT emulator; no timing here measures a GPU)"

@@ -1,12 +1,18 @@
 // Compiles CUDA C++ with NVRTC: every call checked, a failed compile reported with NVRTC's log
-// and the source it compiled, numbered so the log's line numbers can be followed.
+// and the source it compiled, numbered so the log's line numbers can be followed. NVRTC is
+// opened with dlopen on the first compile, as the runtime opens the CUDA libraries, not
+// linked: loading libnvrtc costs every process 28 MiB resident (its relocations and static
+// initializers), which a process that never compiles for a GPU should not pay.
 #include "codegen/cuda/Nvrtc.h"
 
 #include "codegen/CudaSources.h"
 
 #include "runtime/CpuThreads.h"
+#include "runtime/cuda/DynamicLibrary.h"
 
 #include <nvrtc.h>
+
+#include <mutex>
 
 #include <cstdlib>
 #include <cstring>
@@ -18,23 +24,68 @@ namespace smelt::codegen {
 
 namespace {
 
-rt::Status check(nvrtcResult result, const char *call) {
+/// The NVRTC calls the compile makes, resolved from libnvrtc.so.13 (the CUDA 13 ABI nvrtc.h
+/// declares) once per process.
+struct NvrtcApi {
+  decltype(&::nvrtcVersion) version;
+  decltype(&::nvrtcGetErrorString) errorString;
+  decltype(&::nvrtcCreateProgram) createProgram;
+  decltype(&::nvrtcDestroyProgram) destroyProgram;
+  decltype(&::nvrtcCompileProgram) compileProgram;
+  decltype(&::nvrtcGetProgramLogSize) programLogSize;
+  decltype(&::nvrtcGetProgramLog) programLog;
+  decltype(&::nvrtcGetPTXSize) ptxSize;
+  decltype(&::nvrtcGetPTX) ptx;
+  decltype(&::nvrtcGetCUBINSize) cubinSize;
+  decltype(&::nvrtcGetCUBIN) cubin;
+};
+
+/// The API, or why there is none (no library found: the files tried; a symbol missing).
+const rt::Expected<NvrtcApi> &nvrtc() {
+  static const rt::Expected<NvrtcApi> api = []() -> rt::Expected<NvrtcApi> {
+    const char *file = "libnvrtc.so.13";
+    rt::Expected<void *> library = rt::cuda::openCudaLibrary("NVRTC", file);
+    if (!library)
+      return library.status();
+    NvrtcApi api{};
+    const char *why = "Smelt needs NVRTC 13";
+    for (auto [entry, name] : std::initializer_list<std::pair<void **, const char *>>{
+             {reinterpret_cast<void **>(&api.version), "nvrtcVersion"},
+             {reinterpret_cast<void **>(&api.errorString), "nvrtcGetErrorString"},
+             {reinterpret_cast<void **>(&api.createProgram), "nvrtcCreateProgram"},
+             {reinterpret_cast<void **>(&api.destroyProgram), "nvrtcDestroyProgram"},
+             {reinterpret_cast<void **>(&api.compileProgram), "nvrtcCompileProgram"},
+             {reinterpret_cast<void **>(&api.programLogSize), "nvrtcGetProgramLogSize"},
+             {reinterpret_cast<void **>(&api.programLog), "nvrtcGetProgramLog"},
+             {reinterpret_cast<void **>(&api.ptxSize), "nvrtcGetPTXSize"},
+             {reinterpret_cast<void **>(&api.ptx), "nvrtcGetPTX"},
+             {reinterpret_cast<void **>(&api.cubinSize), "nvrtcGetCUBINSize"},
+             {reinterpret_cast<void **>(&api.cubin), "nvrtcGetCUBIN"}})
+      if (rt::Status s = rt::cuda::resolveSymbol(*library, *entry, name, file, why); !s.ok())
+        return s;
+    return api;
+  }();
+  return api;
+}
+
+rt::Status check(const NvrtcApi &api, nvrtcResult result, const char *call) {
   if (result == NVRTC_SUCCESS)
     return {};
-  return rt::Status::error(std::string(call) + " failed: " + nvrtcGetErrorString(result));
+  return rt::Status::error(std::string(call) + " failed: " + api.errorString(result));
 }
 
 // Returns the failed call's Status from the enclosing function.
 #define SMELT_NVRTC_CHECK(call)                                                                    \
-  if (rt::Status status = check(call, #call); !status.ok())                                        \
+  if (rt::Status status = check(api, api.call, "nvrtc " #call); !status.ok())                      \
   return status
 
 /// Destroys the program however the compile ends.
 struct Program {
+  const NvrtcApi &api;
   nvrtcProgram handle = nullptr;
   ~Program() {
     if (handle)
-      nvrtcDestroyProgram(&handle); // nothing to report from a destructor
+      api.destroyProgram(&handle); // nothing to report from a destructor
   }
 };
 
@@ -60,7 +111,7 @@ std::string numbered(const std::string &source) {
 
 std::string nvrtcVersionString() {
   int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+  if (!nvrtc() || nvrtc()->version(&major, &minor) != NVRTC_SUCCESS)
     return "unknown";
   return std::to_string(major) + "." + std::to_string(minor);
 }
@@ -95,12 +146,15 @@ rt::Expected<std::string> cudaIncludeDir() {
 
 rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std::string &arch,
                                             bool fmad) {
+  if (!nvrtc())
+    return nvrtc().status();
+  const NvrtcApi &api = *nvrtc();
   rt::Expected<std::string> include = cudaIncludeDir();
   if (!include)
     return include.status();
-  Program program;
+  Program program{api};
   SMELT_NVRTC_CHECK(
-      nvrtcCreateProgram(&program.handle, source.c_str(), "smelt_kernels.cu", 0, nullptr, nullptr));
+      createProgram(&program.handle, source.c_str(), "smelt_kernels.cu", 0, nullptr, nullptr));
   std::string archOption = "--gpu-architecture=" + arch, includeOption = "-I" + *include;
   std::vector<const char *> options = {archOption.c_str(), "--std=c++17", includeOption.c_str(),
                                        fmad ? "--fmad=true" : "--fmad=false"};
@@ -110,31 +164,31 @@ rt::Expected<rt::CudaCode> compileWithNvrtc(const std::string &source, const std
   std::string splitOption = "--split-compile=" + std::to_string(threads);
   if (threads > 1)
     options.push_back(splitOption.c_str());
-  nvrtcResult compiled = nvrtcCompileProgram(program.handle, int(options.size()), options.data());
+  nvrtcResult compiled = api.compileProgram(program.handle, int(options.size()), options.data());
 
   size_t logSize = 0;
-  SMELT_NVRTC_CHECK(nvrtcGetProgramLogSize(program.handle, &logSize));
+  SMELT_NVRTC_CHECK(programLogSize(program.handle, &logSize));
   std::string log(logSize, '\0');
-  SMELT_NVRTC_CHECK(nvrtcGetProgramLog(program.handle, log.data()));
+  SMELT_NVRTC_CHECK(programLog(program.handle, log.data()));
   dropNul(log);
   if (compiled != NVRTC_SUCCESS)
     return rt::Status::error(
         "NVRTC " + nvrtcVersionString() + " could not compile the CUDA source for " + arch + " (" +
-        nvrtcGetErrorString(compiled) + "):\n" + log + "\nThe source:\n" + numbered(source));
+        api.errorString(compiled) + "):\n" + log + "\nThe source:\n" + numbered(source));
 
   rt::CudaCode code;
   code.arch = arch;
   code.source = source;
   size_t ptxSize = 0;
-  SMELT_NVRTC_CHECK(nvrtcGetPTXSize(program.handle, &ptxSize));
+  SMELT_NVRTC_CHECK(ptxSize(program.handle, &ptxSize));
   code.ptx.assign(ptxSize, '\0');
-  SMELT_NVRTC_CHECK(nvrtcGetPTX(program.handle, code.ptx.data()));
+  SMELT_NVRTC_CHECK(ptx(program.handle, code.ptx.data()));
   dropNul(code.ptx);
   if (arch.rfind("sm_", 0) == 0) {
     size_t cubinSize = 0;
-    SMELT_NVRTC_CHECK(nvrtcGetCUBINSize(program.handle, &cubinSize));
+    SMELT_NVRTC_CHECK(cubinSize(program.handle, &cubinSize));
     code.cubin.resize(cubinSize);
-    SMELT_NVRTC_CHECK(nvrtcGetCUBIN(program.handle, reinterpret_cast<char *>(code.cubin.data())));
+    SMELT_NVRTC_CHECK(cubin(program.handle, reinterpret_cast<char *>(code.cubin.data())));
   }
   if (rt::Status kept = keepCudaSource(code); !kept.ok())
     return kept;
