@@ -57,6 +57,12 @@ def safetensors_seeds(out):
     for name, (tensors, metadata) in seeds.items():
         with open(os.path.join(out, name + ".safetensors"), "wb") as f:
             f.write(safetensors_bytes(tensors, metadata))
+    # A shape nested 100,000 deep, which once overflowed the stack in the JSON library's
+    # recursive copy (about 200 KB: it reaches the reader whole under FUZZ_MAX_LEN).
+    deep = b'{"w": {"dtype": "F32", "shape": ' + b"[" * 100000 + b"]" * 100000 + \
+        b', "data_offsets": [0, 0]}}'
+    with open(os.path.join(out, "deep-shape.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(deep)) + deep)
 
 
 def idx_bytes(dims, data):
@@ -86,21 +92,33 @@ def mlir_seeds(repo, out):
                         f.write(case)
 
 
-def onnx_seeds(out):
-    """The models of ONNX's node tests (libonnx-testdata), one file per test."""
+def onnx_seeds(repo, out):
+    """The models of ONNX's node tests (libonnx-testdata), one file per test, and the models of
+    the importer's error tests that once crashed it or read past what they held (a Gather with
+    one input, a Concat with none, an initializer claiming 2^39 floats, a MatMul of a scalar,
+    a ScatterND into data with no rows...; tests/tools/onnx_tool.py makes them)."""
     tests = "/usr/share/libonnx-testdata/data/node"
-    if not os.path.isdir(tests):
+    if os.path.isdir(tests):
+        for name in sorted(os.listdir(tests)):
+            model = os.path.join(tests, name, "model.onnx")
+            if os.path.isfile(model):
+                shutil.copyfile(model, os.path.join(out, name + ".onnx"))
+    sys.path.insert(0, os.path.join(repo, "tests", "tools"))
+    try:
+        import onnx_tool
+    except ImportError:  # no onnx module for this python: the node tests alone
         return
-    for name in sorted(os.listdir(tests)):
-        model = os.path.join(tests, name, "model.onnx")
-        if os.path.isfile(model):
-            shutil.copyfile(model, os.path.join(out, name + ".onnx"))
+    onnx_tool.missing_input(os.path.join(out, "gather-one-input.onnx"), "Gather")
+    onnx_tool.missing_input(os.path.join(out, "concat-no-input.onnx"), "Concat")
+    onnx_tool.claims_too_much(os.path.join(out, "claims-too-much.onnx"))
+    onnx_tool.malformed(os.path.join(out, "cast-without-to.onnx"))
+    onnx_tool.invalid_models(out)
 
 
 def main(repo, corpus):
     for target, make in (("npy", npy_seeds), ("safetensors", safetensors_seeds),
                          ("idx", idx_seeds), ("mlir", lambda out: mlir_seeds(repo, out)),
-                         ("onnx", onnx_seeds)):
+                         ("onnx", lambda out: onnx_seeds(repo, out))):
         out = os.path.join(corpus, target + "-seeds")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
