@@ -57,9 +57,10 @@ template <typename Window> rt::PoolParams poolParams(Window op) {
   return {ints(op.getWindow()), ints(op.getStrides()), ints(op.getPadding())};
 }
 
-/// The runtime step an op outside a fusion becomes, with its parameters; failure for an op
-/// the runtime only runs inside a kernel.
-FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
+/// The runtime step an op outside a fusion becomes, with its parameters (`kernel`: the entry of
+/// Executable::kernels an argmax or scatter_add runs on a GPU); failure for an op the runtime
+/// only runs inside a kernel.
+FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op, int64_t kernel) {
   using R = std::pair<rt::StepOp, rt::StepParams>;
   using rt::StepOp;
   std::optional<R> step =
@@ -80,12 +81,24 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
           .Case([](Conv2DBackwardFilterOp c) {
             return R{StepOp::Conv2DBackwardFilter, convParams(c)};
           })
-          .Case([](MaxPool2DOp p) { return R{StepOp::MaxPool2D, poolParams(p)}; })
-          .Case([](AvgPool2DOp p) { return R{StepOp::AvgPool2D, poolParams(p)}; })
-          .Case([](MaxPool2DBackwardOp p) { return R{StepOp::MaxPool2DBackward, poolParams(p)}; })
-          .Case([](AvgPool2DBackwardOp p) { return R{StepOp::AvgPool2DBackward, poolParams(p)}; })
-          .Case([](ArgmaxOp a) { return R{StepOp::Argmax, rt::AxisParams{int64_t(a.getAxis())}}; })
-          .Case([](ScatterAddOp) { return R{StepOp::ScatterAdd, rt::NoParams{}}; })
+          .Case([](MaxPool2DOp p) {
+            return R{StepOp::MaxPool2D, poolParams(p)};
+          })
+          .Case([](AvgPool2DOp p) {
+            return R{StepOp::AvgPool2D, poolParams(p)};
+          })
+          .Case([](MaxPool2DBackwardOp p) {
+            return R{StepOp::MaxPool2DBackward, poolParams(p)};
+          })
+          .Case([](AvgPool2DBackwardOp p) {
+            return R{StepOp::AvgPool2DBackward, poolParams(p)};
+          })
+          .Case([&](ArgmaxOp a) {
+            return R{StepOp::Argmax, rt::ArgmaxParams{int64_t(a.getAxis()), kernel}};
+          })
+          .Case([&](ScatterAddOp) {
+            return R{StepOp::ScatterAdd, rt::ScatterAddParams{kernel}};
+          })
           .Case([](ConcatOp c) {
             return R{StepOp::Concat, rt::AxisParams{int64_t(c.getDimension())}};
           })
@@ -98,14 +111,18 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op) {
             return R{StepOp::Pad, rt::PadParams{ints(p.getLow()), ints(p.getHigh()),
                                                 p.getValue().convertToDouble()}};
           })
-          .Case([](CopyOp) { return R{StepOp::Copy, rt::NoParams{}}; })
+          .Case([](CopyOp) {
+            return R{StepOp::Copy, rt::NoParams{}};
+          })
           .Case([](AllReduceOp a) {
             return R{StepOp::AllReduce,
                      rt::AllReduceParams{a.getKind() == AllReduceKind::sum ? rt::ReduceKind::sum
                                                                             : rt::ReduceKind::mean,
                                          int64_t(a.getReplicas())}};
           })
-          .Case([](ReplicaIdOp) { return R{StepOp::ReplicaId, rt::NoParams{}}; })
+          .Case([](ReplicaIdOp) {
+            return R{StepOp::ReplicaId, rt::NoParams{}};
+          })
           .Case([](RngUniformOp r) {
             return R{StepOp::RngUniform,
                      rt::UniformParams{int64_t(r.getSeed()), r.getLow().convertToDouble(),
@@ -181,9 +198,25 @@ rt::TensorType runtimeType(Type type) {
 
 } // namespace
 
-rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
+bool hasOwnGpuKernel(Operation *op) {
+  auto device = op->getAttrOfType<StringAttr>("smelt.device");
+  return isa<ArgmaxOp, ScatterAddOp>(op) && device && device.getValue().starts_with("gpu");
+}
+
+rt::FusedKernel describeKernel(Operation *op, std::string name) {
   rt::FusedKernel kernel;
   kernel.name = std::move(name);
+  auto fusion = dyn_cast<FusionOp>(op);
+  if (!fusion) { // a kernel of its own: one unit per result element
+    kernel.kind = op->getName().stripDialect().str();
+    kernel.units = cast<RankedTensorType>(op->getResult(0).getType()).getNumElements();
+    for (Type type : op->getOperandTypes())
+      kernel.inputs.push_back(runtimeType(type));
+    kernel.results.push_back(runtimeType(op->getResult(0).getType()));
+    kernel.ops = kernel.kind;
+    kernel.computeOps = 1;
+    return kernel;
+  }
   kernel.kind = stringifyFusionKind(fusion.getKind()).str();
   // A loop kernel's unit is one element of its results; a reduction's, one reduced result.
   auto result = cast<RankedTensorType>(fusion.getResult(0).getType());
@@ -192,10 +225,10 @@ rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
     kernel.inputs.push_back(runtimeType(input.getType()));
   for (Type type : fusion.getResultTypes())
     kernel.results.push_back(runtimeType(type));
-  for (Operation &op : fusion.getBody().front().without_terminator()) {
-    kernel.ops += (kernel.ops.empty() ? "" : "+") + op.getName().stripDialect().str();
-    FusionRole role = fusionRole(&op);
-    if ((role == FusionRole::Elementwise && !isa<ConvertOp>(op)) || role == FusionRole::Reduce)
+  for (Operation &inner : fusion.getBody().front().without_terminator()) {
+    kernel.ops += (kernel.ops.empty() ? "" : "+") + inner.getName().stripDialect().str();
+    FusionRole role = fusionRole(&inner);
+    if ((role == FusionRole::Elementwise && !isa<ConvertOp>(inner)) || role == FusionRole::Reduce)
       ++kernel.computeOps;
   }
   return kernel;
@@ -204,6 +237,21 @@ rt::FusedKernel describeKernel(FusionOp fusion, std::string name) {
 std::vector<FusionOp> fusionsInOrder(func::FuncOp function) {
   auto range = function.getBody().front().getOps<FusionOp>();
   return std::vector<FusionOp>(range.begin(), range.end());
+}
+
+std::vector<Operation *> kernelOpsInOrder(func::FuncOp function) {
+  std::vector<Operation *> ops;
+  for (FusionOp fusion : fusionsInOrder(function))
+    ops.push_back(fusion);
+  for (Operation &op : function.getBody().front())
+    if (hasOwnGpuKernel(&op))
+      ops.push_back(&op);
+  return ops;
+}
+
+std::string kernelName(func::FuncOp function, Operation *op, size_t index) {
+  std::string kind = isa<FusionOp>(op) ? "fusion" : op->getName().stripDialect().str();
+  return function.getSymName().str() + "_" + kind + std::to_string(index);
 }
 
 std::string argumentName(func::FuncOp function, unsigned index) {
@@ -236,6 +284,10 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
 
   if (function.isExternal())
     return function.emitOpError("has no body to compile");
+  // The ops with a kernel of their own come after the fusions in exe.kernels
+  // (kernelOpsInOrder), so a fusion's kernel index is its position among the fusions.
+  size_t fusionCount = fusionsInOrder(function).size();
+  std::vector<rt::FusedKernel> ownKernels;
   for (BlockArgument arg : function.getArguments()) {
     FailureOr<rt::BufferId> id = addBuffer(arg, argumentName(function, arg.getArgNumber()));
     if (failed(id))
@@ -274,8 +326,8 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
           return failure();
         step.results.push_back(*id);
       }
-      exe.kernels.push_back(describeKernel(fusion, exe.name + "_fusion" +
-                                                       std::to_string(exe.kernels.size())));
+      exe.kernels.push_back(
+          describeKernel(fusion, kernelName(function, fusion, exe.kernels.size())));
       placeInArena(op, step.results, exe);
       exe.steps.push_back(std::move(step));
       continue;
@@ -290,7 +342,12 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
       exe.constants.push_back({*result, std::move(*bytes)});
       continue;
     }
-    FailureOr<std::pair<rt::StepOp, rt::StepParams>> kindAndParams = stepOf(op);
+    int64_t kernel = rt::kNoKernel;
+    if (hasOwnGpuKernel(&op)) {
+      kernel = int64_t(fusionCount + ownKernels.size());
+      ownKernels.push_back(describeKernel(&op, kernelName(function, &op, size_t(kernel))));
+    }
+    FailureOr<std::pair<rt::StepOp, rt::StepParams>> kindAndParams = stepOf(op, kernel);
     if (failed(kindAndParams))
       return failure();
     rt::Step step;
@@ -312,6 +369,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     placeInArena(op, step.results, exe);
     exe.steps.push_back(std::move(step));
   }
+  llvm::append_range(exe.kernels, ownKernels);
   // smelt-assign-buffers' prediction, when the pipeline ran it.
   if (auto peaks = function->getAttrOfType<DictionaryAttr>("smelt.peak_bytes"))
     for (NamedAttribute peak : peaks)

@@ -71,18 +71,20 @@ static llvm::ArrayRef<std::unique_ptr<Target>> targets() {
   return all;
 }
 
-/// Gives each target the fusions placed on its devices; every fusion must find one.
+/// Gives each target the kernels placed on its devices; every fusion must find one. (An
+/// argmax or scatter_add with a GPU kernel of its own that no target compiles runs with the
+/// CPU's routine where a GPU is not used, and the GPU executor says it has no CUDA code.)
 static LogicalResult compileKernels(func::FuncOp function, const TargetOptions &options,
                                     rt::Executable &exe, CompileDump *dump) {
-  std::vector<FusionOp> fusions = fusionsInOrder(function);
-  std::vector<char> compiled(fusions.size(), 0);
+  std::vector<Operation *> ops = kernelOpsInOrder(function);
+  std::vector<char> compiled(ops.size(), 0);
   for (const std::unique_ptr<Target> &target : targets()) {
-    std::vector<FusionOp> mine;
+    std::vector<Operation *> mine;
     std::vector<size_t> kernels;
-    for (auto [i, fusion] : llvm::enumerate(fusions)) {
-      auto device = fusion->getAttrOfType<StringAttr>("smelt.device");
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      auto device = op->getAttrOfType<StringAttr>("smelt.device");
       if (target->compilesFor(device ? device.getValue() : "cpu:0", options)) {
-        mine.push_back(fusion);
+        mine.push_back(op);
         kernels.push_back(i);
         compiled[i] = 1;
       }
@@ -90,10 +92,10 @@ static LogicalResult compileKernels(func::FuncOp function, const TargetOptions &
     if (failed(target->compile(function, mine, kernels, options, exe, dump)))
       return failure();
   }
-  for (auto [i, fusion] : llvm::enumerate(fusions))
-    if (!compiled[i])
-      return fusion.emitOpError("is placed on ")
-             << fusion->getAttr("smelt.device") << " but no target compiles for it: this smelt "
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (!compiled[i] && isa<FusionOp>(op))
+      return op->emitOpError("is placed on ")
+             << op->getAttr("smelt.device") << " but no target compiles for it: this smelt "
              << "was built without the CUDA back end";
   return success();
 }

@@ -1,6 +1,7 @@
-// A back end of codegen: it compiles the fusions placed on its kind of device into an
-// Executable's code. compile() (Compile.cpp) holds one per device kind, the CPU always and
-// CUDA where its back end is built, and gives each only the fusions placed on its devices.
+// A back end of codegen: it compiles the kernels placed on its kind of device (fusions, and the
+// argmax and scatter_add ops with a GPU kernel of their own) into an Executable's code.
+// compile() (Compile.cpp) holds one per device kind, the CPU always and CUDA where its back end
+// is built, and gives each only the kernels placed on its devices.
 #pragma once
 
 #include "codegen/CompileDump.h"
@@ -43,14 +44,13 @@ public:
   virtual llvm::StringRef name() const = 0;
   /// Whether it compiles the kernels of fusions placed on `device` ("cpu:0", "gpu:1").
   virtual bool compilesFor(llvm::StringRef device, const TargetOptions &options) const = 0;
-  /// Compiles `fusions`, whose kernels are exe.kernels[kernels[i]], into `exe`'s code for this
-  /// target (called even with none, so a dump can show what the target would make). Errors
-  /// are diagnostics.
+  /// Compiles `ops` (fusions, and ops with a kernel of their own: kernelOpsInOrder), whose
+  /// kernels are exe.kernels[kernels[i]], into `exe`'s code for this target (called even with
+  /// none, so a dump can show what the target would make). Errors are diagnostics.
   virtual mlir::LogicalResult compile(mlir::func::FuncOp function,
-                                      llvm::ArrayRef<FusionOp> fusions,
-                                      llvm::ArrayRef<size_t> kernels,
-                                      const TargetOptions &options, rt::Executable &exe,
-                                      CompileDump *dump) = 0;
+                                      llvm::ArrayRef<mlir::Operation *> ops,
+                                      llvm::ArrayRef<size_t> kernels, const TargetOptions &options,
+                                      rt::Executable &exe, CompileDump *dump) = 0;
 };
 
 /// The CPU target (codegen/cpu): LLVM, JIT-compiled or as a shared library.

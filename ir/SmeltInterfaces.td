@@ -41,9 +41,10 @@ class Smelt_Precision<string class_>
     : ParamNativeOpTrait<"PrecisionIs", "::smelt::PrecisionClass::" # class_> {
   let cppNamespace = "::smelt::OpTrait";
 }
-// The element types a GPU library call (cuBLASLt, cuDNN, NCCL) or copy exists for, as
-// ElementBits ("::smelt::kF32 | ::smelt::kF16"). Fusible ops need none: they run on the GPU
-// as part of a fused kernel.
+// The element types a GPU library call (cuBLASLt, cuDNN, NCCL), copy or one-op kernel (argmax,
+// scatter_add) exists for, as ElementBits ("::smelt::kF32 | ::smelt::kF16"): every element
+// type the op reads or writes must be among them (rng_uniform's i64 is its offset). Fusible
+// ops need none: they run on the GPU as part of a fused kernel.
 class Smelt_GpuKernel<string types> : ParamNativeOpTrait<"GpuKernelFor", types> {
   let cppNamespace = "::smelt::OpTrait";
 }
@@ -71,7 +72,7 @@ def Smelt_OpFactsInterface : OpInterface<"OpFacts"> {
     StaticInterfaceMethod<"Its class under mixed precision.", "::smelt::PrecisionClass",
       "getPrecisionClass", (ins), [{}],
       [{ return ::smelt::detail::precisionClassOf<ConcreteOp>(); }]>,
-    StaticInterfaceMethod<"ElementBits of the types a GPU library call or copy exists for.",
+    StaticInterfaceMethod<"ElementBits of the types its GPU call, copy or kernel exists for.",
       "unsigned", "getGpuKernelTypes", (ins), [{}],
       [{ return ::smelt::detail::gpuKernelTypesOf<ConcreteOp>(); }]>,
     StaticInterfaceMethod<"Whether reverse mode stops the gradient at this op.", "bool",

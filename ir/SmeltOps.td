@@ -62,7 +62,8 @@ def Smelt_IotaOp : Smelt_Op<"iota", [Smelt_FusionRole<"Source">, Smelt_NoGradien
 // applies it), on the CPU and the GPU alike; unfused it is a runtime step, bit for bit the same.
 def Smelt_RngUniformOp : Smelt_Op<"rng_uniform", [Smelt_NoGradient,
     Smelt_FusionRole<"Elementwise">, Smelt_ElementCost<32>,
-    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64">]> {
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64 | " #
+                    "::smelt::kI64">]> {
   let summary = "counter-based uniform random numbers";
   let description = [{
     Uniform numbers in [`low`, `high`) from Philox4x32-10 keyed by `seed` and counted by element
@@ -379,8 +380,12 @@ def Smelt_GatherOp : Smelt_InferredOp<"gather", [Smelt_Differentiable, Smelt_Fus
 }
 
 // Not fusible: several elements of `updates` add into one element of the result. A runtime
-// step (runtime/cpu/ScatterAdd.cpp) with no GPU kernel yet, so placement keeps it on cpu:0.
-def Smelt_ScatterAddOp : Smelt_InferredOp<"scatter_add", [Smelt_Differentiable]> {
+// step on the CPU (runtime/cpu/ScatterAdd.cpp); on a GPU a kernel of its own
+// (codegen/cuda/CudaScatterAddKernel.cpp). Both add each result element's updates in index
+// order from one thread, so the sums are deterministic and the same bits on either device.
+def Smelt_ScatterAddOp : Smelt_InferredOp<"scatter_add", [Smelt_Differentiable,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64 | " #
+                    "::smelt::kI32 | ::smelt::kI64">]> {
   let summary = "sums of rows added at indices (the gradient of gather)";
   let description = [{
     `updates` is [B1..Bm, D1..Dk] and `indices` [B1..Bm] (i32 or i64); the result is
@@ -419,7 +424,11 @@ def Smelt_ReduceOp : Smelt_InferredOp<"reduce", [Smelt_Differentiable, Smelt_Fus
   let assemblyFormat = "$kind $x `axes` `=` $axes attr-dict `:` type($x)";
 }
 
-def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax", [Smelt_NoGradient]> {
+// Not fusible (a reduction to an index, not a value). A runtime step on the CPU
+// (runtime/cpu/Argmax.cpp); on a GPU a kernel of its own (codegen/cuda/CudaArgmaxKernel.cpp).
+def Smelt_ArgmaxOp : Smelt_InferredOp<"argmax", [Smelt_NoGradient,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64 | " #
+                    "::smelt::kI32 | ::smelt::kI64">]> {
   let summary = "index of the largest element along one dimension";
   let description = [{
     Gives the i64 index of the maximum along `axis`, which is dropped; ties go to the first

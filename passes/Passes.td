@@ -187,10 +187,12 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
     op's device (TensorFlow's tf.debugging.set_log_device_placement).
 
     ```mlir
-    %0 = smelt.argmax %x axis = 1 : tensor<8x10xf32>
+    %0 = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<8x10xf32>
     // with devices=cpu:0,gpu:0 becomes
-    %0 = smelt.argmax %x axis = 1 {smelt.device = "cpu:0"} : tensor<8x10xf32>
-    // and the function: smelt.placement = "... 1 op on cpu:0 (argmax: no GPU kernel for 'argmax')"
+    %0 = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 {smelt.device = "cpu:0"}
+        : tensor<8x10xf32>
+    // and the function: smelt.placement = "... 1 op on cpu:0 (rng_normal: no GPU kernel for
+    // 'rng_normal')"
     ```
   }];
   let options = [

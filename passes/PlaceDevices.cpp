@@ -7,13 +7,14 @@
 //  3. arguments arrive and results leave on cpu:0 (the caller's host memory); wherever a value
 //     crosses devices a smelt.copy is inserted, one per value and destination;
 //  4. the function gets `smelt.placement`, a one-line summary ("41 ops on gpu:0, 2 on cpu:0
-//     (argmax: no GPU kernel for 'argmax'), 3 copies") that the tools print, and with
+//     (rng_normal: no GPU kernel for 'rng_normal'), 3 copies") that the tools print, and with
 //     `log-device-placement` every op's placement is printed as it is decided.
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -40,9 +41,10 @@ std::string elementName(Type type) {
 }
 
 /// Why the GPU executor cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels
-/// (smelt-fuse runs next, fusing or one op per kernel), matmul a cuBLASLt call, convolutions and pooling cuDNN
-/// calls, all_reduce NCCL: each op states the types it has a GPU kernel for (Smelt_GpuKernel
-/// in ir/SmeltOps.td); the rest has no GPU kernel yet.
+/// (smelt-fuse runs next, fusing or one op per kernel), argmax and scatter_add NVRTC kernels of
+/// their own, matmul a cuBLASLt call, convolutions and pooling cuDNN calls, all_reduce NCCL:
+/// each op states the element types it has a GPU kernel for (Smelt_GpuKernel in
+/// ir/SmeltOps.td), which must cover every type it reads or writes; the rest has no GPU kernel.
 std::string whyNotOnGpu(Operation *op) {
   std::string name = op->getName().stripDialect().str();
   auto facts = dyn_cast<OpFacts>(op);
@@ -53,11 +55,10 @@ std::string whyNotOnGpu(Operation *op) {
     return "";
   if (!types)
     return "no GPU kernel for '" + name + "'";
-  // The kernels are by the dtype they compute in, the result's (rng_uniform's only operand is
-  // its i64 offset; the library ops' results have their operands' dtype).
-  Type result = op->getResult(0).getType();
-  return types & elementBit(result) ? ""
-                                    : "no GPU kernel for '" + name + "' in " + elementName(result);
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (!(types & elementBit(type)))
+      return "no GPU kernel for '" + name + "' in " + elementName(type);
+  return "";
 }
 
 std::string describe(Operation *op) {
@@ -88,7 +89,7 @@ struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
     Block &body = function.getBody().front();
     OpBuilder builder(function.getContext());
     llvm::MapVector<StringRef, unsigned> counts;
-    std::map<std::string, unsigned> fallbacks; // "argmax: no GPU kernel ..." -> count
+    std::map<std::string, unsigned> fallbacks; // "rng_normal: no GPU kernel ..." -> count
     auto deviceOf = [&](Value v) -> StringRef {
       if (Operation *def = v.getDefiningOp())
         if (auto attr = def->getAttrOfType<StringAttr>("smelt.device"))

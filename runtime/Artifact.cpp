@@ -547,8 +547,8 @@ private:
       step.operands = readIds(c, what + " operand", buffers);
       step.results = readIds(c, what + " result", buffers);
       readParams(c, step, what);
-      if (c.ok() && step.op == StepOp::Fusion) {
-        int64_t kernel = std::get<KernelParams>(step.params).kernel;
+      if (c.ok() && (step.op == StepOp::Fusion || step.kernel() != kNoKernel)) {
+        int64_t kernel = step.kernel();
         if (kernel < 0 || uint64_t(kernel) >= exe.kernels.size())
           c.fail(at, fmt::format("{} runs kernel #{}, but the plan has {} kernels", what, kernel,
                                  exe.kernels.size()));

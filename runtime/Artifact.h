@@ -1,15 +1,16 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 8 (7 had no convolution group count and no relu6, hardswish or swish activation, 6
-// no scatter_add step, 5 no matmul/conv2d epilogue fields, 4 no kernel types, no argument or
-// result names and CPU code with startup files, 3 string-keyed step attributes, 2 no peak
-// bytes, 1 no step devices). A reader refuses every other version, naming both. Every integer
+// Format, version 9 (8 had no GPU kernel in argmax's and scatter_add's parameters, 7 no
+// convolution group count and no relu6, hardswish or swish activation, 6 no scatter_add step,
+// 5 no matmul/conv2d epilogue fields, 4 no kernel types, no argument or result names and CPU
+// code with startup files, 3 string-keyed step attributes, 2 no peak bytes, 1 no step
+// devices). A reader refuses every other version, naming both. Every integer
 // is little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (8)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (9)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -50,7 +51,7 @@
 // A reader checks everything before use: magic, version, flags, checksums, every length and
 // count against the bytes left (so no corrupt count drives an allocation), dtype codes and step
 // ops, shapes (non-negative, byte size within int64), buffer ids in range, constant sizes
-// against their buffers' types, fusion steps' kernel index, one CPU symbol per kernel, and the
+// against their buffers' types, kernel steps' kernel index, one CPU symbol per kernel, and the
 // CPU code's ELF structure. Errors read "<file>: <section> section, byte <N>: <what>". Whether
 // the steps make sense (parameters, one producer per buffer, each buffer of the type its step
 // and kernel expect) is the executor's check, as for any Executable.
@@ -70,7 +71,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 8;
+inline constexpr uint32_t kArtifactVersion = 9;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

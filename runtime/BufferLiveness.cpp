@@ -64,11 +64,12 @@ Status checkEpilogue(const Step &step) {
   return Status();
 }
 
-/// A fusion's buffers against the kernel it runs: its code indexes them by the types it was
-/// compiled for, so a buffer of another type (a damaged artifact, a hand-built step) would make
-/// it read or write out of bounds.
+/// A kernel step's buffers (a fusion's, or an argmax's or scatter_add's with a GPU kernel)
+/// against the kernel it runs: its code indexes them by the types it was compiled for, so a
+/// buffer of another type (a damaged artifact, a hand-built step) would make it read or write
+/// out of bounds.
 Status checkKernelBuffers(const Executable &exe, const Step &step) {
-  int64_t index = std::get<KernelParams>(step.params).kernel;
+  int64_t index = step.kernel();
   if (index < 0 || size_t(index) >= exe.kernels.size())
     return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
                                      cpu::describe(step), index, exe.kernels.size()));
@@ -149,7 +150,7 @@ Status validateDataflow(const Executable &exe) {
       return s;
     if (Status s = checkEpilogue(step); !s.ok())
       return s;
-    if (step.op == StepOp::Fusion)
+    if (step.op == StepOp::Fusion || step.kernel() != kNoKernel)
       if (Status s = checkKernelBuffers(exe, step); !s.ok())
         return s;
   }

@@ -27,7 +27,7 @@ const StepOpInfo &info(StepOp op) {
       {"avg_pool2d", StepKind::Library, PoolParams{}},
       {"max_pool2d_backward", StepKind::Library, PoolParams{}},
       {"avg_pool2d_backward", StepKind::Library, PoolParams{}},
-      {"argmax", StepKind::Library, AxisParams{}},
+      {"argmax", StepKind::Library, ArgmaxParams{}},
       {"slice", StepKind::Library, SliceParams{}},
       {"concat", StepKind::Library, AxisParams{}},
       {"pad", StepKind::Library, PadParams{}},
@@ -36,7 +36,7 @@ const StepOpInfo &info(StepOp op) {
       {"replica_id", StepKind::Collective, NoParams{}},
       {"rng_uniform", StepKind::Random, UniformParams{}},
       {"rng_normal", StepKind::Random, NormalParams{}},
-      {"scatter_add", StepKind::Library, NoParams{}},
+      {"scatter_add", StepKind::Library, ScatterAddParams{}},
   };
   return table[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];
 }
@@ -68,6 +68,17 @@ const char *activationName(Activation activation) {
     return "swish";
   }
   return "unknown";
+}
+
+int64_t Step::kernel() const {
+  return std::visit(
+      [](const auto &p) -> int64_t {
+        if constexpr (requires { p.kernel; })
+          return p.kernel;
+        else
+          return kNoKernel;
+      },
+      params);
 }
 
 StepKind stepKind(StepOp op) { return info(op).kind; }

@@ -128,10 +128,28 @@ struct PoolParams {
     f("padding", padding);
   }
 };
-/// argmax's reduced axis, concat's joined one.
+/// concat's joined axis.
 struct AxisParams {
   int64_t axis = 0;
   template <typename F> void fields(F &&f) { f("axis", axis); }
+};
+/// The `kernel` of an argmax or scatter_add step that has none: the CPU runs its own routine
+/// (runtime/cpu). Placed on a GPU, codegen gives it a kernel of its own
+/// (Executable::kernels[kernel]), which the GPU executor launches as it launches a fusion's.
+inline constexpr int64_t kNoKernel = -1;
+/// argmax's reduced axis, and its GPU kernel.
+struct ArgmaxParams {
+  int64_t axis = 0;
+  int64_t kernel = kNoKernel;
+  template <typename F> void fields(F &&f) {
+    f("axis", axis);
+    f("kernel", kernel);
+  }
+};
+/// scatter_add's GPU kernel (the result's type says how many rows).
+struct ScatterAddParams {
+  int64_t kernel = kNoKernel;
+  template <typename F> void fields(F &&f) { f("kernel", kernel); }
 };
 struct SliceParams {
   std::vector<int64_t> start, limit, strides;
@@ -178,14 +196,14 @@ struct NormalParams {
     f("stddev", stddev);
   }
 };
-/// Copy, replica_id and scatter_add (whose result's type says how many rows) take none.
+/// Copy and replica_id take none.
 struct NoParams {
   template <typename F> void fields(F &&) {}
 };
 
 using StepParams = std::variant<NoParams, KernelParams, MatmulParams, ConvParams, PoolParams,
-                                AxisParams, SliceParams, PadParams, AllReduceParams,
-                                UniformParams, NormalParams>;
+                                AxisParams, SliceParams, PadParams, AllReduceParams, UniformParams,
+                                NormalParams, ArgmaxParams, ScatterAddParams>;
 
 /// The parameters `op` takes, default-constructed: what the AOT reader fills and the loader
 /// checks a step's parameters against.
@@ -222,6 +240,9 @@ struct Step {
   /// The parameters as `P`; null when they are of another family (a hand-built or damaged
   /// step: validateDataflow rejects those before anything runs).
   template <typename P> const P *paramsAs() const { return std::get_if<P>(&params); }
+  /// The entry of Executable::kernels the step runs: a fusion's, or the GPU kernel of an argmax
+  /// or scatter_add (kNoKernel when it has none, and for every other step).
+  int64_t kernel() const;
   /// A matmul's or conv2d's (or its gradients') epilogue; none for other steps.
   Epilogue epilogue() const {
     if (const MatmulParams *matmul = paramsAs<MatmulParams>())
@@ -269,14 +290,15 @@ struct Constant {
   SharedBytes bytes;
 };
 
-/// A kernel made from one smelt.fusion. Its step's operands are the fusion's inputs and its
-/// results the fusion's results; a kernel reads them through one array of pointers, inputs
-/// first, then results.
+/// A kernel made from one smelt.fusion, or from an argmax or scatter_add op placed on a GPU.
+/// Its step's operands are the fusion's inputs (the op's operands) and its results the
+/// fusion's results; a kernel reads them through one array of pointers, inputs first, then
+/// results.
 struct FusedKernel {
   /// The symbol in the CPU code and the CUDA module: "main_fusion3".
   std::string name;
-  /// "loop" (one element of every result per iteration) or "reduction" (one element of every
-  /// reduce per unit).
+  /// "loop" (one element of every result per iteration), "reduction" (one element of every
+  /// reduce per unit), or the op of a kernel of its own: "argmax", "scatter_add".
   std::string kind;
   /// The independent units a launch is split into: a loop kernel's blocks of elements, a
   /// reduction's result elements. CPU threads take ranges of units; the GPU grid covers them.
@@ -335,7 +357,8 @@ struct Executable {
   std::vector<std::string> inputNames, outputNames;
   std::vector<Constant> constants;
   std::vector<Step> steps;
-  /// Fused kernels; a Fusion step runs kernels[its KernelParams::kernel].
+  /// Kernels: a Fusion step runs kernels[its KernelParams::kernel]; after the fusions' come the
+  /// GPU kernels of argmax and scatter_add steps (Step::kernel).
   std::vector<FusedKernel> kernels;
   /// Peak bytes each device ("cpu:0") holds during one run, worked out at compile time by
   /// smelt-assign-buffers: constants, the buffers steps take and give back, (on a GPU) the

@@ -1,7 +1,8 @@
 // The CPU target: compiles the fusions placed on cpu:0 (and, without a CUDA arch or for a host
 // fallback, the GPU's too) into LLVM kernels, JIT-compiled in process or linked into a shared
 // library for an AOT artifact. The Executable's CPU entries are indexed like its kernels; a
-// kernel the CPU did not compile has a null entry.
+// kernel the CPU did not compile has a null entry, as has the GPU kernel of an argmax or
+// scatter_add, whose step the CPU runs with its own routine (runtime/cpu).
 #include "codegen/Target.h"
 #include "codegen/cpu/CpuKernels.h"
 #include "runtime/CpuObject.h"
@@ -18,9 +19,16 @@ public:
     return !device.starts_with("gpu") || options.cudaArch.empty() || options.hostFallback;
   }
 
-  mlir::LogicalResult compile(mlir::func::FuncOp function, llvm::ArrayRef<FusionOp> fusions,
-                              llvm::ArrayRef<size_t> kernels, const TargetOptions &options,
+  mlir::LogicalResult compile(mlir::func::FuncOp function, llvm::ArrayRef<mlir::Operation *> ops,
+                              llvm::ArrayRef<size_t> allKernels, const TargetOptions &options,
                               rt::Executable &exe, CompileDump *dump) override {
+    std::vector<FusionOp> fusions;
+    std::vector<size_t> kernels;
+    for (auto [op, k] : llvm::zip(ops, allKernels))
+      if (auto fusion = mlir::dyn_cast<FusionOp>(op)) {
+        fusions.push_back(fusion);
+        kernels.push_back(k);
+      }
     if (fusions.empty())
       return mlir::success();
     std::vector<std::string> names;

@@ -1,4 +1,4 @@
-// The CUDA target: renders the fusions placed on a GPU as one CUDA C++ module and compiles it
+// The CUDA target: renders the kernels placed on a GPU as one CUDA C++ module and compiles it
 // with NVRTC for the options' arch; the Executable's CUDA code holds them, their kernels their
 // launches. A dump gets the module's source and PTX, or, when nothing was placed on a GPU,
 // those of every fusion of the function, so a CPU compile's dump shows the GPU's kernels too.
@@ -18,21 +18,21 @@ public:
     return device.starts_with("gpu") && !options.cudaArch.empty();
   }
 
-  mlir::LogicalResult compile(mlir::func::FuncOp function, llvm::ArrayRef<FusionOp> fusions,
+  mlir::LogicalResult compile(mlir::func::FuncOp function, llvm::ArrayRef<mlir::Operation *> ops,
                               llvm::ArrayRef<size_t> kernels, const TargetOptions &options,
                               rt::Executable &exe, CompileDump *dump) override {
-    if (options.cudaArch.empty() || (fusions.empty() && !dump))
+    if (options.cudaArch.empty() || (ops.empty() && !dump))
       return mlir::success();
     std::string name = function.getSymName().str();
     rt::Trace::Scope span(options.trace, {"compiler", "phases"},
                           "CUDA codegen and NVRTC @" + name, "compile");
     rt::CudaCode shown;
-    if (!fusions.empty()) {
+    if (!ops.empty()) {
       std::vector<rt::FusedKernel> launched;
       for (size_t k : kernels)
         launched.push_back(exe.kernels[k]);
       mlir::FailureOr<rt::CudaCode> code =
-          compileCudaKernels(fusions, launched, options.cudaArch, options.cudaFmad);
+          compileCudaKernels(ops, launched, options.cudaArch, options.cudaFmad);
       if (failed(code))
         return mlir::failure();
       for (size_t i = 0; i < kernels.size(); ++i)

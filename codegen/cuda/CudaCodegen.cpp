@@ -11,27 +11,24 @@ using namespace mlir;
 
 namespace smelt::codegen {
 
-FailureOr<rt::CudaCode> compileCudaKernels(ArrayRef<FusionOp> fusions,
+FailureOr<rt::CudaCode> compileCudaKernels(ArrayRef<Operation *> ops,
                                            std::vector<rt::FusedKernel> &kernels,
                                            const std::string &arch, bool fmad) {
-  if (fusions.empty())
+  if (ops.empty())
     return rt::CudaCode{arch, "", "", {}};
-  rt::Expected<rt::CudaCode> code = compileWithNvrtc(renderCudaModule(fusions, kernels), arch, fmad);
-  if (!code) {
-    FusionOp first = fusions.front();
-    return first.emitError() << "CUDA kernels failed to compile: " << code.message();
-  }
+  rt::Expected<rt::CudaCode> code = compileWithNvrtc(renderCudaModule(ops, kernels), arch, fmad);
+  if (!code)
+    return ops.front()->emitError() << "CUDA kernels failed to compile: " << code.message();
   return std::move(*code);
 }
 
 FailureOr<CudaFunctionCode> compileCudaFunction(func::FuncOp function, const std::string &arch,
                                                 bool fmad) {
   CudaFunctionCode result;
-  std::vector<FusionOp> fusions = fusionsInOrder(function);
-  for (auto [i, fusion] : llvm::enumerate(fusions))
-    result.kernels.push_back(
-        describeKernel(fusion, function.getSymName().str() + "_fusion" + std::to_string(i)));
-  FailureOr<rt::CudaCode> code = compileCudaKernels(fusions, result.kernels, arch, fmad);
+  std::vector<Operation *> ops = kernelOpsInOrder(function);
+  for (auto [i, op] : llvm::enumerate(ops))
+    result.kernels.push_back(describeKernel(op, kernelName(function, op, i)));
+  FailureOr<rt::CudaCode> code = compileCudaKernels(ops, result.kernels, arch, fmad);
   if (failed(code))
     return failure();
   result.code = std::move(*code);

@@ -14,17 +14,18 @@
 
 namespace smelt::codegen {
 
-/// Renders `fusions` (fusion i as kernel kernels[i].name, whose cudaBlock and cudaGrid it fills)
-/// and compiles them for `arch` ("sm_90": CUBIN and PTX). On failure emits an error at the first
-/// fusion holding NVRTC's log and the numbered source. No fusions give empty code. `fmad`:
-/// compileWithNvrtc's.
-mlir::FailureOr<rt::CudaCode> compileCudaKernels(llvm::ArrayRef<FusionOp> fusions,
+/// Renders `ops` (fusions and ops with a kernel of their own, op i as kernel kernels[i].name,
+/// whose cudaBlock and cudaGrid it fills) and compiles them for `arch` ("sm_90": CUBIN and
+/// PTX). On failure emits an error at the first op holding NVRTC's log and the numbered source.
+/// No ops give empty code. `fmad`: compileWithNvrtc's.
+mlir::FailureOr<rt::CudaCode> compileCudaKernels(llvm::ArrayRef<mlir::Operation *> ops,
                                                  std::vector<rt::FusedKernel> &kernels,
                                                  const std::string &arch = "sm_90",
                                                  bool fmad = true);
 
-/// Every fusion of `function` (a function after the default pipeline), compiled; `kernels`
-/// are the entries buildExecutable makes for them ("<function>_fusion<N>", launches filled).
+/// Every kernel of `function` (a function after the default pipeline: its fusions, and the ops
+/// placed on a GPU with a kernel of their own), compiled; `kernels` are the entries
+/// buildExecutable makes for them ("<function>_fusion<N>", launches filled).
 struct CudaFunctionCode {
   rt::CudaCode code;
   std::vector<rt::FusedKernel> kernels;

@@ -1,5 +1,6 @@
 // Inside the CUDA renderer: one emitter per fusion kind (as XLA splits its emitters by fusion
-// kind), the prelude, and the pieces every emitter shares. CudaRenderer.cpp picks the emitter.
+// kind) and per op with a kernel of its own, the prelude, and the pieces every emitter shares.
+// CudaRenderer.cpp picks the emitter.
 #pragma once
 
 #include "ir/SmeltDialect.h"
@@ -34,6 +35,11 @@ KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name,
 KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name,
                                    KernelForm form = KernelForm::Entry);
 
+/// The kernels of ops that no fusion holds, placed on a GPU (BuildExecutable.h's
+/// hasOwnGpuKernel): one entry each, taking (const T *in0, ..., T *out0) as fusions do.
+KernelSource renderArgmaxKernel(ArgmaxOp op, llvm::StringRef name);
+KernelSource renderScatterAddKernel(ScatterAddOp op, llvm::StringRef name);
+
 /// Includes, stdint names and the smelt_* helpers the kernels call.
 llvm::StringRef cudaPrelude();
 
@@ -43,6 +49,10 @@ std::string indexTypeFor(FusionOp fusion);
 /// The comment naming what the kernel computes, its signature and the opening brace.
 std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block,
                          KernelForm form = KernelForm::Entry);
+/// The same for the kernel of `op` alone (its operands, then its result), `how` saying what
+/// it computes and how the threads share it.
+std::string oneOpKernelHeader(mlir::Operation *op, llvm::StringRef name, int64_t block,
+                              llvm::StringRef how);
 /// The entry `name` of `fusion` whose whole work is a call of the shared body `body`.
 std::string entryCallingBody(FusionOp fusion, llvm::StringRef name, int64_t block,
                              llvm::StringRef body);

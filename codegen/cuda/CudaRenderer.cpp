@@ -1,5 +1,6 @@
 // Assembles a module's CUDA source: the prelude, then each fusion through the emitter of its
-// kind; also the pieces the emitters share (index type, kernel signature).
+// kind and each op with a kernel of its own through its emitter; also the pieces the emitters
+// share (index type, kernel signature).
 #include "codegen/cuda/CudaRenderer.h"
 
 #include "codegen/BuildExecutable.h"
@@ -37,16 +38,16 @@ std::string indexTypeFor(FusionOp fusion) {
 
 /// The kernel's parameters: (const T *__restrict__ in0, ..., T *__restrict__ out0, ...), or
 /// their names alone for a call.
-static std::string parameters(FusionOp fusion, bool typed) {
+static std::string parameters(ValueRange inputs, ValueRange results, bool typed) {
   std::string text, separator;
-  for (auto [i, input] : llvm::enumerate(fusion.getInputs())) {
+  for (auto [i, input] : llvm::enumerate(inputs)) {
     text += separator +
             (typed ? "const " + std::string(storageType(elementDType(input))) + " *__restrict__ "
                    : std::string()) +
             "in" + std::to_string(i);
     separator = ", ";
   }
-  for (auto [i, result] : llvm::enumerate(fusion.getResults())) {
+  for (auto [i, result] : llvm::enumerate(results)) {
     text += separator +
             (typed ? std::string(storageType(elementDType(result))) + " *__restrict__ "
                    : std::string()) +
@@ -69,37 +70,69 @@ std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block, K
               ? "SMELT_SHARED_BODY void " + name.str() + "("
               : "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " +
                     name.str() + "(";
-  return text + parameters(fusion, /*typed=*/true) + ") {\n";
+  return text + parameters(fusion.getInputs(), fusion.getResults(), /*typed=*/true) + ") {\n";
+}
+
+std::string oneOpKernelHeader(Operation *op, llvm::StringRef name, int64_t block,
+                              llvm::StringRef how) {
+  std::string operands;
+  for (Value operand : op->getOperands()) {
+    operands += operands.empty() ? "" : ", ";
+    for (int64_t size : cast<RankedTensorType>(operand.getType()).getShape())
+      operands += std::to_string(size) + "x";
+    operands += rt::dtypeName(elementDType(operand));
+  }
+  return "// " + name.str() + ": " + how.str() + " (" + operands + ")\n" +
+         "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " +
+         name.str() + "(" + parameters(op->getOperands(), op->getResults(), /*typed=*/true) +
+         ") {\n";
 }
 
 std::string entryCallingBody(FusionOp fusion, llvm::StringRef name, int64_t block,
                              llvm::StringRef body) {
   return kernelHeader(fusion, name, block) + "  " + body.str() + "(" +
-         parameters(fusion, /*typed=*/false) + ");\n}\n";
+         parameters(fusion.getInputs(), fusion.getResults(), /*typed=*/false) + ");\n}\n";
 }
 
 } // namespace cuda
 
-std::string renderCudaModule(ArrayRef<FusionOp> fusions, MutableArrayRef<rt::FusedKernel> kernels) {
-  assert(fusions.size() == kernels.size() && "one kernel entry per fusion");
+/// The kernel of an op that no fusion holds.
+static cuda::KernelSource renderOwnKernel(Operation *op, llvm::StringRef name) {
+  if (auto argmax = dyn_cast<ArgmaxOp>(op))
+    return cuda::renderArgmaxKernel(argmax, name);
+  return cuda::renderScatterAddKernel(cast<ScatterAddOp>(op), name);
+}
+
+std::string renderCudaModule(ArrayRef<Operation *> ops, MutableArrayRef<rt::FusedKernel> kernels) {
+  assert(ops.size() == kernels.size() && "one kernel entry per op");
   // Equivalent fusions' kernels are one body, rendered with the first of them, that each of
   // their entries calls: NVRTC optimizes and ptxas compiles it once (a transformer's layers
-  // repeat their kernels).
-  std::vector<size_t> first = firstEquivalentFusions(fusions);
-  std::vector<size_t> members(fusions.size(), 0);
-  for (size_t f : first)
-    ++members[f];
-  std::vector<cuda::KernelSource> shared(fusions.size());
+  // repeat their kernels). first[i] is the op of that first fusion, for fusion i.
+  std::vector<FusionOp> fusions;
+  std::vector<size_t> opOf, first(ops.size());
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (auto fusion = dyn_cast<FusionOp>(op)) {
+      fusions.push_back(fusion);
+      opOf.push_back(i);
+    }
+  for (auto [f, firstFusion] : llvm::enumerate(firstEquivalentFusions(fusions)))
+    first[opOf[f]] = opOf[firstFusion];
+  std::vector<size_t> members(ops.size(), 0);
+  for (size_t i : opOf)
+    ++members[first[i]];
+  std::vector<cuda::KernelSource> shared(ops.size());
   std::string source = cuda::cudaPrelude().str();
   for (auto [i, kernel] : llvm::enumerate(kernels)) {
-    FusionOp fusion = fusions[i];
+    auto fusion = dyn_cast<FusionOp>(ops[i]);
     auto render = [&](const std::string &name, cuda::KernelForm form) {
       return fusion.getKind() == FusionKind::loop
                  ? cuda::renderLoopKernel(fusion, name, form)
                  : cuda::renderReductionKernel(fusion, name, form);
     };
     cuda::KernelSource rendered;
-    if (members[first[i]] == 1) {
+    if (!fusion) {
+      rendered = renderOwnKernel(ops[i], kernel.name);
+    } else if (members[first[i]] == 1) {
       rendered = render(kernel.name, cuda::KernelForm::Entry);
     } else {
       std::string body = kernels[first[i]].name + "_body";

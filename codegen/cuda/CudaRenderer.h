@@ -1,7 +1,8 @@
 // Renders the fusions of a module as one CUDA C++ source for NVRTC: a prelude, then one
 // `extern "C" __global__` kernel per fusion, named like its rt::FusedKernel ("main_fusion3"),
-// with every shape baked in as a constant. The kernels of equivalent fusions
-// (codegen/EquivalentFusions.h) each call one body they share, so it is compiled once.
+// with every shape baked in as a constant, and one per argmax or scatter_add placed on a GPU
+// ("main_argmax7"). The kernels of equivalent fusions (codegen/EquivalentFusions.h) each call one
+// body they share, so it is compiled once.
 //
 // A kernel takes (const T *in0, ..., T *out0, ...): the fusion's inputs, then its results,
 // which is the order of a fused step's buffers. Every buffer must be 16-byte aligned (cuMemAlloc
@@ -18,10 +19,10 @@
 
 namespace smelt::codegen {
 
-/// The source of `fusions`, fusion i rendered as kernel kernels[i].name; fills each kernel's
-/// cudaBlock and cudaGrid. The fusions have passed the fusion verifier, so rendering cannot
-/// fail.
-std::string renderCudaModule(llvm::ArrayRef<FusionOp> fusions,
+/// The source of `ops` (fusions, and ops with a kernel of their own: BuildExecutable.h's
+/// kernelOpsInOrder), op i rendered as kernel kernels[i].name; fills each kernel's cudaBlock
+/// and cudaGrid. The ops have passed their verifiers, so rendering cannot fail.
+std::string renderCudaModule(llvm::ArrayRef<mlir::Operation *> ops,
                              llvm::MutableArrayRef<rt::FusedKernel> kernels);
 
 } // namespace smelt::codegen

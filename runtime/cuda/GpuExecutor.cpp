@@ -23,7 +23,7 @@ namespace {
 /// validate() reports every problem on a machine without one.
 struct Plan {
   enum Kind {
-    Fusion,
+    Kernel, // a fusion's kernel, or an argmax's or scatter_add's own
     Copy,
     Matmul,
     ConvForward,
@@ -168,10 +168,11 @@ Expected<Plan> poolPlan(const Executable &exe, const Step &step, Plan plan) {
   return plan;
 }
 
-Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
+/// A fusion's kernel, or the kernel of an argmax or scatter_add of its own.
+Expected<Plan> kernelPlan(const Executable &exe, const Step &step, Plan plan) {
   // planSteps ran validateDataflow first: the index is in range and the step's buffers have
   // the kernel's types.
-  const FusedKernel &kernel = exe.kernels[size_t(std::get<KernelParams>(step.params).kernel)];
+  const FusedKernel &kernel = exe.kernels[size_t(step.kernel())];
   if (!exe.cuda || (exe.cuda->cubin.empty() && exe.cuda->ptx.empty()))
     return Status::error(fmt::format("{}: @{} has no CUDA code for kernel {} (compile it for "
                                      "a CUDA target)",
@@ -181,7 +182,7 @@ Expected<Plan> fusionPlan(const Executable &exe, const Step &step, Plan plan) {
       kernel.cudaGrid > int64_t(0x7fffffff))
     return Status::error(fmt::format("{}: kernel {} has no valid CUDA launch (block {}, grid {})",
                                      plan.what, kernel.name, kernel.cudaBlock, kernel.cudaGrid));
-  plan.kind = Plan::Fusion;
+  plan.kind = Plan::Kernel;
   plan.kernel = &kernel;
   return plan;
 }
@@ -194,7 +195,12 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
   plan.what = cpu::describe(step);
   switch (step.op) {
   case StepOp::Fusion:
-    return fusionPlan(exe, step, std::move(plan));
+    return kernelPlan(exe, step, std::move(plan));
+  case StepOp::Argmax:
+  case StepOp::ScatterAdd:
+    if (step.kernel() != kNoKernel)
+      return kernelPlan(exe, step, std::move(plan));
+    break;
   case StepOp::Copy: {
     if (Status s = expectOperands(step, 1); !s.ok())
       return s;
@@ -232,10 +238,11 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
   case StepOp::AvgPool2DBackward:
     return poolPlan(exe, step, std::move(plan));
   default:
-    return Status::error(fmt::format("{} has no GPU kernel: smelt-place-devices should have put "
-                                     "it on cpu:0",
-                                     plan.what));
+    break;
   }
+  return Status::error(fmt::format("{} has no GPU kernel: smelt-place-devices should have put "
+                                   "it on cpu:0",
+                                   plan.what));
 }
 
 Expected<std::vector<Plan>> planSteps(const Executable &exe, bool allowTf32) {
@@ -372,9 +379,9 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     exec.workspace_ = std::move(*block);
     exec.heldBytes_ += exec.workspaceBytes_;
   }
-  bool fused = std::any_of(plans.begin(), plans.end(),
-                           [](const Plan &p) { return p.kind == Plan::Fusion; });
-  if (fused) {
+  bool launches =
+      std::any_of(plans.begin(), plans.end(), [](const Plan &p) { return p.kind == Plan::Kernel; });
+  if (launches) {
     Expected<CUmodule> module = loadModule(*device, *exe.cuda);
     if (!module)
       return Status::error(fmt::format("@{}: {}", exe.name, module.message()));
@@ -419,7 +426,7 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     }
     Launch launch;
     switch (plan.kind) {
-    case Plan::Fusion: {
+    case Plan::Kernel: {
       CUfunction function = nullptr;
       if (Status st = gpu->check(gpu->driver().moduleGetFunction(&function, exec.module_.get(),
                                                                  plan.kernel->name.c_str()),

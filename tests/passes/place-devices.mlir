@@ -7,26 +7,26 @@
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 -smelt-fuse | FileCheck %s --check-prefix=FUSED
 // RUN: smelt-opt %s -split-input-file -smelt-place-devices=devices=cpu:0,gpu:0 -smelt-fuse=one-op-per-kernel | FileCheck %s --check-prefix=UNFUSED
 
-// The matmul and relu run on the GPU; argmax has no GPU kernel and falls back to the CPU; the
-// exp asked for the CPU. Arguments come from and results go to the host, through copies.
+// The matmul, relu and argmax (a kernel of its own) run on the GPU; the exp asked for the CPU.
+// Arguments come from and results go to the host, through copies.
 // HASGPU-LABEL: func.func @mlp_head
-// HASGPU-SAME: smelt.placement = "2 ops on gpu:0, 2 ops on cpu:0 (argmax: no GPU kernel for 'argmax'), 3 copies"
+// HASGPU-SAME: smelt.placement = "3 ops on gpu:0, 1 op on cpu:0, 4 copies"
 // HASGPU-DAG: %[[W:.+]] = smelt.copy %arg1 {smelt.device = "gpu:0"}
 // HASGPU-DAG: %[[X:.+]] = smelt.copy %arg0 {smelt.device = "gpu:0"}
 // HASGPU: %[[MM:.+]] = smelt.matmul %[[X]], %[[W]] {smelt.device = "gpu:0"}
 // HASGPU: %[[R:.+]] = smelt.relu %[[MM]] {smelt.device = "gpu:0"}
 // HASGPU: %[[HOST:.+]] = smelt.copy %[[R]] {smelt.device = "cpu:0"}
-// HASGPU: %[[AM:.+]] = smelt.argmax %[[HOST]] axis = 1 {smelt.device = "cpu:0"}
+// HASGPU: %[[AM:.+]] = smelt.argmax %[[R]] axis = 1 {smelt.device = "gpu:0"}
+// HASGPU: %[[AMHOST:.+]] = smelt.copy %[[AM]] {smelt.device = "cpu:0"}
 // HASGPU: %[[E:.+]] = smelt.exp %[[HOST]] {smelt.device = "cpu:0"}
-// HASGPU: return %[[E]], %[[AM]]
+// HASGPU: return %[[E]], %[[AMHOST]]
 // Without a GPU everything is on the CPU, and the summary says why.
 // CPUONLY-LABEL: func.func @mlp_head
 // CPUONLY-SAME: smelt.placement = "4 ops on cpu:0 (no GPU: libcuda.so.1 not found)"
 // CPUONLY-NOT: smelt.copy
 // LOG: @mlp_head 'matmul' at {{.*}}place-devices.mlir:{{[0-9]+}}: gpu:0
-// LOG: @mlp_head 'argmax' at {{.*}}: cpu:0 (wanted gpu:0: no GPU kernel for 'argmax')
+// LOG: @mlp_head 'argmax' at {{.*}}: gpu:0
 // LOG: @mlp_head 'exp' at {{.*}}: cpu:0
-// STRICT: error: 'smelt.argmax' op cannot run on gpu:0: no GPU kernel for 'argmax' (strict placement)
 // The relu folds into the GPU's matmul (a cuBLASLt epilogue); the CPU's exp is a kernel there.
 // FUSED-LABEL: func.func @mlp_head
 // FUSED: smelt.matmul {{.*}} activation relu {smelt.device = "gpu:0"}
@@ -49,19 +49,24 @@ func.func @mlp_head(%x: tensor<8x10xf32>, %w: tensor<10x10xf32>) -> (tensor<8x10
 
 // -----
 
-// A device that does not exist, and a dtype the GPU has no kernel for, fall back with reasons.
+// An op with no GPU kernel (rng_normal), a dtype the GPU has no kernel for and a device that
+// does not exist fall back with reasons.
 // HASGPU-LABEL: func.func @fallbacks
-// HASGPU-SAME: smelt.placement = "2 ops on cpu:0, 1 op on gpu:0 (conv2d: no GPU kernel for 'conv2d' in f64; neg: gpu:1 does not exist), 2 copies"
+// HASGPU-SAME: smelt.placement = "3 ops on cpu:0, 1 op on gpu:0 (conv2d: no GPU kernel for 'conv2d' in f64; neg: gpu:1 does not exist; rng_normal: no GPU kernel for 'rng_normal'), 2 copies"
+// HASGPU: smelt.rng_normal {{.*}}{smelt.device = "cpu:0"}
 // HASGPU: smelt.conv2d {{.*}}{smelt.device = "cpu:0"}
 // HASGPU: smelt.neg {{.*}}{smelt.device = "cpu:0"}
 // HASGPU: smelt.abs {{.*}}{smelt.device = "gpu:0"}
 // CPUONLY-LABEL: func.func @fallbacks
-// CPUONLY-SAME: smelt.placement = "3 ops on cpu:0 (neg: gpu:1 does not exist (libcuda.so.1 not found))"
-func.func @fallbacks(%x: tensor<1x4x4x1xf64>, %w: tensor<3x3x1x1xf64>, %y: tensor<4xf32>) -> (tensor<1x2x2x1xf64>, tensor<4xf32>) {
+// CPUONLY-SAME: smelt.placement = "4 ops on cpu:0 (neg: gpu:1 does not exist (libcuda.so.1 not found))"
+// LOG: @fallbacks 'rng_normal' at {{.*}}: cpu:0 (wanted gpu:0: no GPU kernel for 'rng_normal')
+// STRICT: error: 'smelt.rng_normal' op cannot run on gpu:0: no GPU kernel for 'rng_normal' (strict placement)
+func.func @fallbacks(%x: tensor<1x4x4x1xf64>, %w: tensor<3x3x1x1xf64>, %y: tensor<4xf32>) -> (tensor<1x2x2x1xf64>, tensor<4xf32>, tensor<4xf32>) {
+  %n = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<4xf32>
   %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x4x4x1xf64>, tensor<3x3x1x1xf64>
   %1 = smelt.neg %y {smelt.device = "gpu:1"} : tensor<4xf32>
   %2 = smelt.abs %1 : tensor<4xf32>
-  return %0, %2 : tensor<1x2x2x1xf64>, tensor<4xf32>
+  return %0, %2, %n : tensor<1x2x2x1xf64>, tensor<4xf32>, tensor<4xf32>
 }
 
 // -----
@@ -81,19 +86,19 @@ func.func @positions() -> tensor<4x8xi32> {
 
 // -----
 
-// An embedding and its gradient: the gather runs on the GPU inside a kernel; scatter_add has no
-// GPU kernel yet and falls back to the CPU with the reason (docs/ops.md).
+// An embedding and its gradient, all on the GPU: the gather inside a kernel, scatter_add a
+// kernel of its own (docs/ops.md) that no fusion takes in.
 // HASGPU-LABEL: func.func @embedding_gradient
-// HASGPU-SAME: smelt.placement = "2 ops on gpu:0, 1 op on cpu:0 (scatter_add: no GPU kernel for 'scatter_add'), 3 copies"
+// HASGPU-SAME: smelt.placement = "3 ops on gpu:0, 3 copies"
 // HASGPU: smelt.gather {{.*}}{smelt.device = "gpu:0"}
 // HASGPU: smelt.neg {{.*}}{smelt.device = "gpu:0"}
-// HASGPU: smelt.scatter_add {{.*}}{smelt.device = "cpu:0"}
+// HASGPU: smelt.scatter_add {{.*}}{smelt.device = "gpu:0"}
 // FUSED-LABEL: func.func @embedding_gradient
 // FUSED: smelt.fusion loop({{.*}}) {smelt.device = "gpu:0"
 // FUSED-NEXT: ^bb0
 // FUSED-NEXT: smelt.gather
 // FUSED-NEXT: smelt.neg
-// FUSED: smelt.scatter_add {{.*}}{smelt.device = "cpu:0"}
+// FUSED: smelt.scatter_add {{.*}}{smelt.device = "gpu:0"}
 func.func @embedding_gradient(%table: tensor<100x16xf32>, %ids: tensor<4x8xi32>) -> tensor<100x16xf32> {
   %0 = smelt.gather %table[%ids] : tensor<100x16xf32>, tensor<4x8xi32>
   %1 = smelt.neg %0 : tensor<4x8x16xf32>

@@ -73,14 +73,14 @@ std::optional<Executable> build(mlir::func::FuncOp function, std::vector<uint8_t
   mlir::FailureOr<Executable> exe = codegen::buildExecutable(function);
   if (mlir::failed(exe))
     return std::nullopt;
-  std::vector<FusionOp> fusions = codegen::fusionsInOrder(function);
-  std::vector<size_t> kernels(fusions.size());
+  std::vector<mlir::Operation *> ops = codegen::kernelOpsInOrder(function);
+  std::vector<size_t> kernels(ops.size());
   std::iota(kernels.begin(), kernels.end(), 0);
   codegen::TargetOptions options;
   options.cpuObject = library;
   options.trace = trace;
   if (mlir::failed(
-          codegen::createCpuTarget()->compile(function, fusions, kernels, options, *exe, nullptr)))
+          codegen::createCpuTarget()->compile(function, ops, kernels, options, *exe, nullptr)))
     return std::nullopt;
   return std::move(*exe);
 }

@@ -22,7 +22,7 @@ TEST_P(CudaCompile, NvrtcBuildsCubinAndPtxasAcceptsThePtx) {
   ParsedModule parsed = parseModule(GetParam().mlir);
   ASSERT_TRUE(parsed.main);
   mlir::FailureOr<rt::CudaCode> code =
-      codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90");
+      codegen::compileCudaKernels(parsed.kernelOps, parsed.kernels, "sm_90");
   ASSERT_TRUE(mlir::succeeded(code));
   EXPECT_EQ(code->arch, "sm_90");
   EXPECT_FALSE(code->cubin.empty());
@@ -73,7 +73,7 @@ TEST(CudaCompile, EquivalentFusionsShareOneBody) {
   EXPECT_EQ(parsed.kernels[0].cudaBlock, parsed.kernels[1].cudaBlock);
 
   mlir::FailureOr<rt::CudaCode> code =
-      codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90");
+      codegen::compileCudaKernels(parsed.kernelOps, parsed.kernels, "sm_90");
   ASSERT_TRUE(mlir::succeeded(code));
   for (const rt::FusedKernel &kernel : parsed.kernels)
     EXPECT_NE(code->ptx.find(".entry " + kernel.name + "("), std::string::npos)
@@ -93,7 +93,7 @@ std::string ptxOf(const char *name) {
     if (std::string(name) == c.name) {
       ParsedModule parsed = parseModule(c.mlir);
       mlir::FailureOr<rt::CudaCode> code =
-          codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90");
+          codegen::compileCudaKernels(parsed.kernelOps, parsed.kernels, "sm_90");
       return mlir::succeeded(code) ? code->ptx : "";
     }
   return "";
@@ -124,7 +124,7 @@ func.func @main(%x: tensor<256xf32>, %y: tensor<256xf32>, %z: tensor<256xf32>) -
 }
 )mlir");
     mlir::FailureOr<rt::CudaCode> code =
-        codegen::compileCudaKernels(parsed.fusions, parsed.kernels, "sm_90", fmad);
+        codegen::compileCudaKernels(parsed.kernelOps, parsed.kernels, "sm_90", fmad);
     return mlir::succeeded(code) ? code->ptx : "";
   };
   std::string contracted = ptx(true), rounded = ptx(false);

@@ -40,13 +40,14 @@ ParsedModule parseModule(const std::string &text) {
     return parsed;
   }
   parsed.fusions = codegen::fusionsInOrder(parsed.main);
-  for (auto [i, fusion] : llvm::enumerate(parsed.fusions))
-    parsed.kernels.push_back(codegen::describeKernel(fusion, "main_fusion" + std::to_string(i)));
+  parsed.kernelOps = codegen::kernelOpsInOrder(parsed.main);
+  for (auto [i, op] : llvm::enumerate(parsed.kernelOps))
+    parsed.kernels.push_back(codegen::describeKernel(op, codegen::kernelName(parsed.main, op, i)));
   return parsed;
 }
 
 std::string render(ParsedModule &parsed) {
-  std::string source = codegen::renderCudaModule(parsed.fusions, parsed.kernels);
+  std::string source = codegen::renderCudaModule(parsed.kernelOps, parsed.kernels);
   if (std::getenv("SMELT_DUMP_CUDA"))
     std::cerr << source;
   return source;

@@ -23,13 +23,15 @@
 
 namespace smelt::cuda_test {
 
-/// A module parsed from text, its @main and the kernel entries of main's fusions (named
-/// "main_fusion<N>", as buildExecutable names them).
+/// A module parsed from text, its @main and the kernel entries of main's kernel ops (its
+/// fusions, named "main_fusion<N>" as buildExecutable names them, then the argmax and
+/// scatter_add ops placed on a GPU, "main_argmax<N>").
 struct ParsedModule {
   std::unique_ptr<mlir::MLIRContext> context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp main;
   std::vector<FusionOp> fusions;
+  std::vector<mlir::Operation *> kernelOps; // the fusions first: kernels[i] is kernelOps[i]'s
   std::vector<rt::FusedKernel> kernels;
 };
 

@@ -1,6 +1,8 @@
-// The representative fusions the CUDA tests share, written by hand as smelt.fusion ops: each
-// rendering check reads one kernel of them, every kernel is compiled by NVRTC and checked by
-// ptxas, and on a GPU each runs against the unfused ops on the CPU.
+// The representative fusions the CUDA tests share, written by hand as smelt.fusion ops (and the
+// argmax and scatter_add ops placed on a GPU, kernels of their own): each rendering check reads
+// one kernel of them, every kernel is compiled by NVRTC and checked by ptxas and emulated by
+// the SIMT emulator against the CPU, and on a GPU each fusion runs against the unfused ops on
+// the CPU.
 #include "CudaCorpus.h"
 
 namespace smelt::cuda_test {
@@ -297,6 +299,47 @@ func.func @main(%x: tensor<6x50x40xbf16>) -> tensor<6x40xbf16> {
   return %r : tensor<6x40xbf16>
 }
 )mlir"},
+      // argmax placed on a GPU is a kernel of its own. Along the innermost axis (a warp per
+      // result: 45 takes two strides of the lanes, 2000 many): a sixth of the elements NaN,
+      // +-inf, +-3e9 or zero, so rows tie and hold NaNs; bf16 ties often on its own.
+      {"ArgmaxRows", R"mlir(
+func.func @main(%x: tensor<37x45xf32>, %y: tensor<37x45xbf16>, %z: tensor<3x2000xf64>) -> (tensor<37xi64>, tensor<37xi64>, tensor<3xi64>) {
+  %0 = smelt.argmax %x axis = 1 {smelt.device = "gpu:0"} : tensor<37x45xf32>
+  %1 = smelt.argmax %y axis = 1 {smelt.device = "gpu:0"} : tensor<37x45xbf16>
+  %2 = smelt.argmax %z axis = 1 {smelt.device = "gpu:0"} : tensor<3x2000xf64>
+  return %0, %1, %2 : tensor<37xi64>, tensor<37xi64>, tensor<3xi64>
+}
+)mlir",
+       -2, 2, 0.05, 0.17},
+      // Along outer and middle axes (a thread per result), integers drawn from [-2, 2] (ties
+      // everywhere), an integer row, and an empty result (no rows to reduce).
+      {"ArgmaxColumns", R"mlir(
+func.func @main(%x: tensor<45x37xf16>, %y: tensor<5x13x7xf32>, %z: tensor<6x9x5xi32>, %w: tensor<9x6xi64>, %e: tensor<0x5xf32>) -> (tensor<37xi64>, tensor<5x7xi64>, tensor<6x9xi64>, tensor<6xi64>, tensor<0xi64>) {
+  %0 = smelt.argmax %x axis = 0 {smelt.device = "gpu:0"} : tensor<45x37xf16>
+  %1 = smelt.argmax %y axis = 1 {smelt.device = "gpu:0"} : tensor<5x13x7xf32>
+  %2 = smelt.argmax %z axis = 2 {smelt.device = "gpu:0"} : tensor<6x9x5xi32>
+  %3 = smelt.argmax %w axis = 0 {smelt.device = "gpu:0"} : tensor<9x6xi64>
+  %4 = smelt.argmax %e axis = 1 {smelt.device = "gpu:0"} : tensor<0x5xf32>
+  return %0, %1, %2, %3, %4 : tensor<37xi64>, tensor<5x7xi64>, tensor<6x9xi64>, tensor<6xi64>, tensor<0xi64>
+}
+)mlir",
+       -2, 2, 0.05, 0.17},
+      // scatter_add placed on a GPU is a kernel of its own. Indices drawn from [-4, 40] repeat
+      // and fall outside [0, size) on both sides; in every float dtype, i32 and i64 indices,
+      // sizes that are no multiple of a warp, no updates at all (zeros), and a result of
+      // 40000x20 elements, more than the GPU runs threads at once, so each thread owns 3 rows.
+      {"ScatterAdd", R"mlir(
+func.func @main(%u: tensor<50x33xf32>, %i: tensor<50xi32>, %v: tensor<5x10x7xbf16>, %j: tensor<5x10xi64>, %w: tensor<64x3xf16>, %k: tensor<64xi32>, %x: tensor<20x2x3xf64>, %l: tensor<20xi64>, %y: tensor<0x8xf32>, %m: tensor<0xi32>, %z: tensor<10x20xf32>, %n: tensor<10xi64>) -> (tensor<37x33xf32>, tensor<9x7xbf16>, tensor<40x3xf16>, tensor<30x2x3xf64>, tensor<4x8xf32>, tensor<40000x20xf32>) {
+  %0 = smelt.scatter_add %u[%i] size = 37 {smelt.device = "gpu:0"} : tensor<50x33xf32>, tensor<50xi32>
+  %1 = smelt.scatter_add %v[%j] size = 9 {smelt.device = "gpu:0"} : tensor<5x10x7xbf16>, tensor<5x10xi64>
+  %2 = smelt.scatter_add %w[%k] size = 40 {smelt.device = "gpu:0"} : tensor<64x3xf16>, tensor<64xi32>
+  %3 = smelt.scatter_add %x[%l] size = 30 {smelt.device = "gpu:0"} : tensor<20x2x3xf64>, tensor<20xi64>
+  %4 = smelt.scatter_add %y[%m] size = 4 {smelt.device = "gpu:0"} : tensor<0x8xf32>, tensor<0xi32>
+  %5 = smelt.scatter_add %z[%n] size = 40000 {smelt.device = "gpu:0"} : tensor<10x20xf32>, tensor<10xi64>
+  return %0, %1, %2, %3, %4, %5 : tensor<37x33xf32>, tensor<9x7xbf16>, tensor<40x3xf16>, tensor<30x2x3xf64>, tensor<4x8xf32>, tensor<40000x20xf32>
+}
+)mlir",
+       -4, 40, 0.05},
   };
   return cases;
 }

@@ -1,7 +1,8 @@
 // GpuExecutor: small functions placed on gpu:0 and compiled with CUDA code run on the GPU found
 // and match the CPU executor on the same fresh random inputs, run after run (grouped and
 // depthwise convolutions and their gradients among them); running out of
-// memory fails a run and leaves the executor usable; steps without a GPU kernel are refused.
+// memory fails a run and leaves the executor usable; argmax and scatter_add run kernels of their
+// own; steps without a GPU kernel are refused.
 // Validation needs no GPU and runs everywhere; the rest skips, saying why, without a device: it
 // runs on the GPU machine through scripts/gpu-check.sh.
 #include "GpuSkip.h"
@@ -71,6 +72,16 @@ func.func @main(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
 }
 )mlir";
 
+// argmax and scatter_add, kernels of their own on the GPU: a step's accuracy and an embedding's
+// gradient.
+const char *const kArgmaxScatter = R"mlir(
+func.func @main(%dy: tensor<24x40xf32>, %ids: tensor<24xi32>) -> (tensor<24xi64>, tensor<50x40xf32>) {
+  %0 = smelt.argmax %dy axis = 1 : tensor<24x40xf32>
+  %1 = smelt.scatter_add %dy[%ids] size = 50 : tensor<24x40xf32>, tensor<24xi32>
+  return %0, %1 : tensor<24xi64>, tensor<50x40xf32>
+}
+)mlir";
+
 const rt::Expected<std::shared_ptr<CudaDevice>> &gpu() {
   static const rt::Expected<std::shared_ptr<CudaDevice>> opened = CudaDevice::open(0);
   return opened;
@@ -137,7 +148,7 @@ void expectGpuMatchesCpu(const char *text) {
 }
 
 TEST(GpuExecutor, CompiledFunctionsHaveOnlyGpuSteps) {
-  for (const char *text : {kMlp, kConvPool, kGroupedConv, kExp}) {
+  for (const char *text : {kMlp, kConvPool, kGroupedConv, kExp, kArgmaxScatter}) {
     rt::Expected<rt::Executable> exe = compileText(text, "sm_90");
     ASSERT_TRUE(exe.ok()) << exe.message();
     rt::Status s = GpuExecutor::validate(*exe);
@@ -145,13 +156,34 @@ TEST(GpuExecutor, CompiledFunctionsHaveOnlyGpuSteps) {
   }
 }
 
+TEST(GpuExecutor, ArgmaxAndScatterAddRunTheirOwnKernels) {
+  rt::Expected<rt::Executable> exe = compileText(kArgmaxScatter, "sm_90");
+  ASSERT_TRUE(exe.ok()) << exe.message();
+  for (rt::StepOp op : {rt::StepOp::Argmax, rt::StepOp::ScatterAdd}) {
+    auto step = std::find_if(exe->steps.begin(), exe->steps.end(),
+                             [&](const rt::Step &s) { return s.op == op; });
+    ASSERT_NE(step, exe->steps.end()) << rt::stepOpName(op) << " is missing:\n" << exe->str();
+    EXPECT_EQ(step->device, "gpu:0");
+    ASSERT_NE(step->kernel(), rt::kNoKernel) << exe->str();
+    const rt::FusedKernel &kernel = exe->kernels[size_t(step->kernel())];
+    EXPECT_EQ(kernel.kind, rt::stepOpName(op));
+    EXPECT_GT(kernel.cudaBlock, 0);
+    EXPECT_NE(exe->cuda->source.find("void __launch_bounds__(" + std::to_string(kernel.cudaBlock) +
+                                     ") " + kernel.name + "("),
+              std::string::npos)
+        << kernel.name << " is not in the CUDA source";
+  }
+  // No step on the CPU but the copies in and out: one GPU segment.
+  for (const rt::Step &step : exe->steps)
+    EXPECT_TRUE(step.device == "gpu:0" || step.op == rt::StepOp::Copy) << exe->str();
+}
+
 TEST(GpuExecutor, RefusesStepsWithoutAGpuKernel) {
-  rt::Executable exe = rt::test::oneStep("argmax", {rt::TensorType{rt::DType::f32, {4, 8}}},
-                                         rt::TensorType{rt::DType::i64, {4}},
-                                         {{"axis", int64_t(1)}});
+  rt::Executable exe = rt::test::oneStep("rng_normal", {}, rt::TensorType{rt::DType::f32, {4, 8}},
+                                         {{"seed", int64_t(1)}});
   rt::Status s = GpuExecutor::validate(exe);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("'argmax' (test.mlir:1:1) has no GPU kernel"), std::string::npos)
+  EXPECT_NE(s.message().find("'rng_normal' (test.mlir:1:1) has no GPU kernel"), std::string::npos)
       << s.message();
   REQUIRE_GPU();
   rt::Expected<GpuExecutor> created = GpuExecutor::create(exe, *gpu());
@@ -183,6 +215,11 @@ TEST(GpuExecutor, ConvPoolMatchesTheCpu) {
 TEST(GpuExecutor, GroupedAndDepthwiseConvolutionsMatchTheCpu) {
   REQUIRE_GPU();
   expectGpuMatchesCpu(kGroupedConv);
+}
+
+TEST(GpuExecutor, ArgmaxAndScatterAddMatchTheCpu) {
+  REQUIRE_GPU();
+  expectGpuMatchesCpu(kArgmaxScatter);
 }
 
 TEST(GpuExecutor, OutOfMemoryFailsTheRunAndLeavesTheExecutorUsable) {

@@ -163,7 +163,7 @@ TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
   for (bool fmad : {true, false}) {
     SCOPED_TRACE(fmad ? "--cuda-fmad=true" : "--cuda-fmad=false");
     mlir::FailureOr<rt::CudaCode> code =
-        codegen::compileCudaKernels(parsed.fusions, parsed.kernels, gpu()->arch, fmad);
+        codegen::compileCudaKernels(parsed.kernelOps, parsed.kernels, gpu()->arch, fmad);
     ASSERT_TRUE(mlir::succeeded(code));
 
     // CUBIN for this GPU first; PTX through the driver's JIT if the driver refuses it.

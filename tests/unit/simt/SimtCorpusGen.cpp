@@ -1,7 +1,8 @@
 // smelt-simt-corpus: writes the SIMT emulator's corpus into the build tree. Every kernel of the
 // CUDA corpus (CudaCorpus.h: the fusion cases, every op in every dtype, the seed models' steps)
-// is cloned into a function of one module (a function per case, per op corpus, per model step),
-// its fusions reading fresh arguments and returned as results. Then:
+// (its fusions, and its argmax and scatter_add ops placed on a GPU, which have kernels of their
+// own) is cloned into a function of one module (a function per case, per op corpus, per model
+// step), each reading fresh arguments, its results returned. Then:
 //   --mlir FILE    that module, which the test compiles with the CPU back end as the reference;
 //   --source FILE  one C++ translation unit: SimtPrelude.h, the module's kernels rendered by
 //                  codegen::renderCudaModule exactly as NVRTC would get them, and the table of
@@ -32,12 +33,13 @@ using namespace smelt;
 
 namespace {
 
-/// Adds @name to `into`: `fusions`' clones, each reading its own arguments, all results returned.
-void addFunction(ModuleOp into, const std::string &name, ArrayRef<FusionOp> fusions) {
+/// Adds @name to `into`: the clones of `ops` (fusions, and ops with a kernel of their own),
+/// each reading its own arguments, all results returned.
+void addFunction(ModuleOp into, const std::string &name, ArrayRef<Operation *> ops) {
   SmallVector<Type> inputs, results;
-  for (FusionOp fusion : fusions) {
-    llvm::append_range(inputs, fusion.getInputs().getTypes());
-    llvm::append_range(results, fusion.getResultTypes());
+  for (Operation *op : ops) {
+    llvm::append_range(inputs, op->getOperandTypes());
+    llvm::append_range(results, op->getResultTypes());
   }
   OpBuilder b = OpBuilder::atBlockEnd(into.getBody());
   auto function =
@@ -46,11 +48,11 @@ void addFunction(ModuleOp into, const std::string &name, ArrayRef<FusionOp> fusi
   b.setInsertionPointToEnd(entry);
   SmallVector<Value> returned;
   unsigned next = 0;
-  for (FusionOp fusion : fusions) {
+  for (Operation *op : ops) {
     IRMapping mapping;
-    for (Value input : fusion.getInputs())
+    for (Value input : op->getOperands())
       mapping.map(input, entry->getArgument(next++));
-    Operation *clone = b.clone(*fusion, mapping);
+    Operation *clone = b.clone(*op, mapping);
     // Offsets into the model step's arena, which the new function does not share.
     clone->removeAttr("smelt.arena_offsets");
     llvm::append_range(returned, clone->getResults());
@@ -58,14 +60,15 @@ void addFunction(ModuleOp into, const std::string &name, ArrayRef<FusionOp> fusi
   func::ReturnOp::create(b, into.getLoc(), returned);
 }
 
-std::vector<FusionOp> parseFusions(MLIRContext &context, const std::string &text,
-                                   std::vector<OwningOpRef<ModuleOp>> &keep) {
+/// The kernel ops of the first function of `text` (codegen::kernelOpsInOrder).
+std::vector<Operation *> parseKernelOps(MLIRContext &context, const std::string &text,
+                                        std::vector<OwningOpRef<ModuleOp>> &keep) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   if (!module)
     return {};
-  std::vector<FusionOp> fusions = codegen::fusionsInOrder(*module->getOps<func::FuncOp>().begin());
+  std::vector<Operation *> ops = codegen::kernelOpsInOrder(*module->getOps<func::FuncOp>().begin());
   keep.push_back(std::move(module));
-  return fusions;
+  return ops;
 }
 
 /// The corpus module: one function per group of kernels, named for the group.
@@ -73,12 +76,12 @@ OwningOpRef<ModuleOp> buildCorpus(MLIRContext &context) {
   OwningOpRef<ModuleOp> corpus = ModuleOp::create(UnknownLoc::get(&context));
   std::vector<OwningOpRef<ModuleOp>> sources; // the fusions cloned live in these
   cuda_test::OpCorpus ops = cuda_test::everyOpInEveryDtype();
-  std::vector<FusionOp> opFusions = parseFusions(context, ops.mlir, sources);
+  std::vector<Operation *> opFusions = parseKernelOps(context, ops.mlir, sources);
   if (int(opFusions.size()) != ops.fusions)
     return nullptr;
   addFunction(*corpus, "ops", opFusions);
   for (const cuda_test::FusionCase &c : cuda_test::fusionCases()) {
-    std::vector<FusionOp> fusions = parseFusions(context, c.mlir, sources);
+    std::vector<Operation *> fusions = parseKernelOps(context, c.mlir, sources);
     if (fusions.empty())
       return nullptr;
     addFunction(*corpus, std::string("case_") + c.name, fusions);
@@ -89,7 +92,7 @@ OwningOpRef<ModuleOp> buildCorpus(MLIRContext &context) {
       return nullptr;
     for (OwningOpRef<ModuleOp> &step : steps)
       for (auto function : step->getOps<func::FuncOp>()) {
-        std::vector<FusionOp> fusions = codegen::fusionsInOrder(function);
+        std::vector<Operation *> fusions = codegen::kernelOpsInOrder(function);
         if (!fusions.empty())
           addFunction(*corpus, cuda_test::modelCaseName(c) + "_" + function.getSymName().str(),
                       fusions);
@@ -103,7 +106,7 @@ OwningOpRef<ModuleOp> buildCorpus(MLIRContext &context) {
 /// The translation unit of the functions of `corpus` whose names start with one of `prefixes`
 /// (all of them when empty).
 std::string translationUnit(ModuleOp corpus, const std::vector<std::string> &prefixes) {
-  std::vector<FusionOp> fusions;
+  std::vector<Operation *> ops;
   std::vector<rt::FusedKernel> kernels;
   std::vector<std::string> functions; // of each kernel
   for (auto function : corpus.getOps<func::FuncOp>()) {
@@ -112,30 +115,30 @@ std::string translationUnit(ModuleOp corpus, const std::vector<std::string> &pre
           return llvm::StringRef(name).starts_with(prefix);
         }))
       continue;
-    for (auto [i, fusion] : llvm::enumerate(codegen::fusionsInOrder(function))) {
-      fusions.push_back(fusion);
-      kernels.push_back(codegen::describeKernel(fusion, name + "_fusion" + std::to_string(i)));
+    for (auto [i, op] : llvm::enumerate(codegen::kernelOpsInOrder(function))) {
+      ops.push_back(op);
+      kernels.push_back(codegen::describeKernel(op, codegen::kernelName(function, op, i)));
       functions.push_back(name);
     }
   }
   std::string text = "// Generated by smelt-simt-corpus (tests/unit/simt/SimtCorpusGen.cpp) from "
                      "the CUDA corpus: do not edit.\n"
                      "#include \"SimtCorpus.h\"\n#include \"SimtPrelude.h\"\n\n";
-  text += codegen::renderCudaModule(fusions, kernels);
+  text += codegen::renderCudaModule(ops, kernels);
   text += "\n// ---- The table (SimtCorpus.h) ----\n"
           "const std::vector<smelt::simt::CorpusKernel> &smelt::simt::corpus() {\n"
           "  static const std::vector<CorpusKernel> kernels = {\n";
-  for (auto [k, fusion] : llvm::enumerate(fusions)) {
+  for (auto [k, op] : llvm::enumerate(ops)) {
     const rt::FusedKernel &kernel = kernels[k];
     std::string args;
-    for (Value value : llvm::concat<const Value>(fusion.getInputs(), fusion.getResults())) {
+    for (Value value : llvm::concat<const Value>(op->getOperands(), op->getResults())) {
       std::string dtype(rt::dtypeName(codegen::elementDType(value)));
       int64_t elements = cast<RankedTensorType>(value.getType()).getNumElements();
       args += (args.empty() ? "{\"" : ", {\"") + dtype + "\", " + std::to_string(elements) + "}";
     }
     text += "      {\"" + functions[k] + "\", \"" + kernel.name + "\", " +
             std::to_string(kernel.cudaGrid) + ", " + std::to_string(kernel.cudaBlock) + ", " +
-            std::to_string(fusion.getInputs().size()) + ", {" + args + "}, parameterCount(&" +
+            std::to_string(op->getNumOperands()) + ", {" + args + "}, parameterCount(&" +
             kernel.name + "), callKernel<&" + kernel.name + ">},\n";
   }
   return text + "  };\n  return kernels;\n}\n";

@@ -1,6 +1,7 @@
 // Every kernel of the CUDA corpus, as the renderer writes it for NVRTC, run by the SIMT emulator
 // in both fiber orders on fresh random inputs, against the CPU back end's fused kernel of the same
-// fusion (not the unfused ops: inside a fused kernel f16 and bf16 values stay f32). One test per
+// fusion (not the unfused ops: inside a fused kernel f16 and bf16 values stay f32), or, for an
+// argmax or scatter_add with a kernel of its own, the CPU's routine for the op. One test per
 // function of the corpus module (smelt-simt-corpus wrote it beside the kernels' translation
 // unit): a fusion case, the op x dtype corpus, a model step.
 #include "CudaTestUtil.h"
@@ -49,14 +50,14 @@ cuda_test::FusionCase distributionFor(const std::string &function) {
 
 /// The table must describe the module it was generated with: the same kernels, in the same
 /// order, over the same buffers (else the build is stale or the generator wrong).
-void expectTableDescribes(const CorpusKernel &kernel, FusionOp fusion, size_t index,
-                          const std::string &function) {
-  EXPECT_EQ(kernel.name, function + "_fusion" + std::to_string(index));
-  std::vector<mlir::Value> values(fusion.getInputs().begin(), fusion.getInputs().end());
-  values.insert(values.end(), fusion.getResults().begin(), fusion.getResults().end());
+void expectTableDescribes(const CorpusKernel &kernel, mlir::func::FuncOp function,
+                          mlir::Operation *op, size_t index) {
+  EXPECT_EQ(kernel.name, codegen::kernelName(function, op, index));
+  std::vector<mlir::Value> values(op->getOperands().begin(), op->getOperands().end());
+  values.insert(values.end(), op->getResults().begin(), op->getResults().end());
   ASSERT_EQ(kernel.args.size(), values.size()) << kernel.name;
   EXPECT_EQ(kernel.parameters, int(values.size())) << kernel.name;
-  EXPECT_EQ(kernel.inputs, fusion.getInputs().size()) << kernel.name;
+  EXPECT_EQ(kernel.inputs, op->getNumOperands()) << kernel.name;
   for (auto [arg, value] : llvm::zip(kernel.args, values)) {
     auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
     EXPECT_EQ(std::string(arg.dtype), rt::dtypeName(codegen::elementDType(value))) << kernel.name;
@@ -71,14 +72,14 @@ TEST_P(SimtCorpus, EmulatedKernelsMatchTheCpuBackEnd) {
   ASSERT_TRUE(corpusModule().module) << "cannot parse " << SMELT_SIMT_CORPUS_MLIR;
   auto function = corpusModule().module->lookupSymbol<mlir::func::FuncOp>(name);
   ASSERT_TRUE(function) << "@" << name << " is not in " << SMELT_SIMT_CORPUS_MLIR;
-  std::vector<FusionOp> fusions = codegen::fusionsInOrder(function);
+  std::vector<mlir::Operation *> ops = codegen::kernelOpsInOrder(function);
   std::vector<const CorpusKernel *> kernels;
   for (const CorpusKernel &kernel : corpus())
     if (kernel.function == name)
       kernels.push_back(&kernel);
-  ASSERT_EQ(kernels.size(), fusions.size());
+  ASSERT_EQ(kernels.size(), ops.size());
   for (size_t k = 0; k < kernels.size(); ++k)
-    expectTableDescribes(*kernels[k], fusions[k], k, name);
+    expectTableDescribes(*kernels[k], function, ops[k], k);
   if (HasFailure())
     return;
 
@@ -99,7 +100,7 @@ TEST_P(SimtCorpus, EmulatedKernelsMatchTheCpuBackEnd) {
 
   double seconds = 0;
   size_t nextInput = 0, nextResult = 0;
-  for (const CorpusKernel *kernel : kernels) {
+  for (auto [kernel, op] : llvm::zip(kernels, ops)) {
     std::vector<rt::HostTensor> kernelInputs(inputs.begin() + nextInput,
                                              inputs.begin() + nextInput + kernel->inputs);
     nextInput += kernel->inputs;
@@ -118,6 +119,10 @@ TEST_P(SimtCorpus, EmulatedKernelsMatchTheCpuBackEnd) {
       // Each thread computes the same in either order, unless threads race.
       EXPECT_EQ(firstDifference(runs[0].results[r], runs[1].results[r]), "")
           << what << " differs between the two orders";
+      // scatter_add adds in index order on both devices: the CPU's bits exactly.
+      if (mlir::isa<ScatterAddOp>(op))
+        EXPECT_EQ(firstDifference(runs[0].results[r], reference[nextResult]), "")
+            << what << " is not the CPU's sum bit for bit";
       ++nextResult;
     }
   }
