@@ -31,7 +31,8 @@ public:
 
   /// Writes `contents` to DIR/<name> and lists it.
   rt::Status write(const std::string &name, const std::string &contents, const std::string &kind);
-  /// graph.dot, and graph.svg when `dot` is on the PATH.
+  /// graph.dot, and graph.svg when `dot` is on the PATH and `function` has at most 1,500 ops
+  /// (dot's layout of larger graphs takes many seconds).
   rt::Status writeGraph(mlir::func::FuncOp function);
   /// The compiled Executable's peak bytes per device (smelt-assign-buffers), for the manifest.
   void setPeakBytes(std::map<std::string, uint64_t> peakBytes) { peakBytes_ = std::move(peakBytes); }
