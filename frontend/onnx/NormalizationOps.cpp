@@ -189,18 +189,22 @@ void groupNormalization(NodeImporter &n) {
 }
 
 /// Local response normalization across channels: x / (bias + alpha/size * sum x^2)^beta, the
-/// sum over a window of `size` channels (zero padded), as a sum of shifted slices.
+/// sum over a window of `size` channels (zero padded), as a sum of shifted slices. The window
+/// reaches at most C - 1 channels to either side within the input, so the padding, and the
+/// slices, stop there: a window wider than the channels (a `size` of 4 million, which the ONNX
+/// fuzzer found building as many slices) is that many slices at most 2C - 1.
 void lrn(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
-  int64_t size = n.attrInt("size", 0), channels = x.dim(1);
+  int64_t size = n.attrInt("size", 0);
   if (size < 1 || x.rank() < 3)
     fail(ImportErrorKind::BadFile, "LRN needs size >= 1 and an [N, C, ...] input");
+  int64_t channels = x.dim(1);
   std::vector<int64_t> low(size_t(x.rank()), 0), high(size_t(x.rank()), 0);
-  low[1] = (size - 1) / 2;
-  high[1] = size - 1 - low[1];
+  low[1] = std::min((size - 1) / 2, std::max<int64_t>(channels - 1, 0));
+  high[1] = std::min(size - 1 - (size - 1) / 2, std::max<int64_t>(channels - 1, 0));
   Tensor padded = pad(mul(x, x), low, high);
   Tensor sum;
-  for (int64_t k = 0; k < size; ++k) {
+  for (int64_t k = 0; k < low[1] + high[1] + 1; ++k) {
     std::vector<int64_t> start(size_t(x.rank()), 0), limit = padded.shape();
     start[1] = k;
     limit[1] = k + channels;

@@ -144,6 +144,37 @@ def gather_embedding(out):
         np.save(f"{out}/{name}.npy", value)
 
 
+def lrn_wide(out):
+    """LRN over [2, 5, 3, 3] with a window of 4,194,303 channels (the ONNX fuzzer's size, which
+    the importer once built as that many slices) and of 3, on fresh random data; expected
+    outputs from ONNX's definition in float64: out/model.onnx, out/x.npy,
+    out/{wide,narrow}.expected.npy."""
+    rng = np.random.default_rng()
+    x = rng.uniform(-2, 2, (2, 5, 3, 3)).astype(np.float32)
+    alpha, beta, bias = 0.001, 0.75, 2.0
+
+    def lrn(size):
+        sq = x.astype(np.float64) ** 2
+        total = np.zeros_like(sq)
+        for c in range(x.shape[1]):
+            lo, hi = max(0, c - (size - 1) // 2), min(x.shape[1] - 1, c + size - 1 - (size - 1) // 2)
+            total[:, c] = sq[:, lo:hi + 1].sum(axis=1)
+        return x / (bias + alpha / size * total) ** beta
+
+    info = helper.make_tensor_value_info
+    nodes = [helper.make_node("LRN", ["x"], ["wide"], size=4194303, alpha=alpha, beta=beta,
+                              bias=bias),
+             helper.make_node("LRN", ["x"], ["narrow"], size=3, alpha=alpha, beta=beta,
+                              bias=bias)]
+    graph = helper.make_graph(nodes, "g", [info("x", onnx.TensorProto.FLOAT, x.shape)],
+                              [info("wide", onnx.TensorProto.FLOAT, x.shape),
+                               info("narrow", onnx.TensorProto.FLOAT, x.shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              f"{out}/model.onnx")
+    for name, value in [("x", x), ("wide.expected", lrn(4194303)), ("narrow.expected", lrn(3))]:
+        np.save(f"{out}/{name}.npy", value)
+
+
 def save_case(out, graph, arrays, expected):
     """`graph` as out/model.onnx (opset 13, checked), each of `arrays` as out/<name>.npy and
     each of `expected` as out/expected/<name>.npy."""
@@ -252,7 +283,7 @@ if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
      "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
-     "compare-npy": compare_npy, "gather-embedding": gather_embedding,
+     "compare-npy": compare_npy, "gather-embedding": gather_embedding, "lrn-wide": lrn_wide,
      "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate,
      "missing-input": missing_input, "claims-too-much": claims_too_much,
      "invalid-models": invalid_models}[command](*args)
