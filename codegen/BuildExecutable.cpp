@@ -5,6 +5,7 @@
 #include "codegen/FusionWalk.h"
 #include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
+#include "ir/TensorSize.h"
 #include "passes/FusionUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -196,6 +197,17 @@ rt::TensorType runtimeType(Type type) {
   return {*dtypeOf(tensor.getElementType()), tensor.getShape().vec()};
 }
 
+/// The bytes of the largest value `op` computes, itself or in its body.
+uint64_t largestValueBytes(Operation *op) {
+  uint64_t largest = 0;
+  op->walk([&](Operation *inner) {
+    for (Type type : inner->getResultTypes())
+      if (std::optional<int64_t> bytes = tensorBytes(type))
+        largest = std::max(largest, uint64_t(*bytes));
+  });
+  return largest;
+}
+
 } // namespace
 
 bool hasOwnGpuKernel(Operation *op) {
@@ -215,6 +227,7 @@ rt::FusedKernel describeKernel(Operation *op, std::string name) {
     kernel.results.push_back(runtimeType(op->getResult(0).getType()));
     kernel.ops = kernel.kind;
     kernel.computeOps = 1;
+    kernel.largestValueBytes = largestValueBytes(op);
     return kernel;
   }
   kernel.kind = stringifyFusionKind(fusion.getKind()).str();
@@ -231,6 +244,7 @@ rt::FusedKernel describeKernel(Operation *op, std::string name) {
     if ((role == FusionRole::Elementwise && !isa<ConvertOp>(inner)) || role == FusionRole::Reduce)
       ++kernel.computeOps;
   }
+  kernel.largestValueBytes = largestValueBytes(fusion);
   return kernel;
 }
 

@@ -131,6 +131,7 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
     w.i64(k.computeOps);
     w.i64(k.cudaBlock);
     w.i64(k.cudaGrid);
+    w.u64(k.largestValueBytes);
   }
   w.count(exe.steps.size(), "steps");
   for (const Step &s : exe.steps) {
@@ -508,7 +509,7 @@ private:
       constantOffsets.push_back(offset);
     }
 
-    n = c.count("the kernel list", 52);
+    n = c.count("the kernel list", 60);
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       size_t at = c.at();
       FusedKernel k;
@@ -521,6 +522,7 @@ private:
       k.computeOps = c.i64("a kernel's compute op count");
       k.cudaBlock = c.i64("a kernel's CUDA block");
       k.cudaGrid = c.i64("a kernel's CUDA grid");
+      k.largestValueBytes = c.u64("a kernel's largest value");
       if (c.ok() && (k.units < 0 || k.computeOps < 0 || k.cudaBlock < 0 || k.cudaGrid < 0))
         c.fail(at, fmt::format("kernel #{} ('{}') has a negative count: units {}, compute ops "
                                "{}, CUDA block {}, grid {}",

@@ -71,7 +71,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 9;
+inline constexpr uint32_t kArtifactVersion = 10;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

@@ -181,6 +181,19 @@ Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool 
                                        allocator->device(), bufferLabel(exe, BufferId(id)),
                                        formatBytes(bytes), formatBytes(limit),
                                        allocator->policy().str()));
+  // A value a kernel computes but never stores, as large: refused as such a buffer is (an
+  // artifact carries no IR for `smelt run`'s check of every value to see).
+  for (const Step &step : exe.steps)
+    if (int64_t k = step.kernel(); k >= 0 && size_t(k) < exe.kernels.size() &&
+                                   exe.kernels[size_t(k)].largestValueBytes > limit) {
+      const FusedKernel &kernel = exe.kernels[size_t(k)];
+      return Status::error(fmt::format(
+          "{}: kernel {} ({}{}) computes a value of {}, more than the device's memory limit of "
+          "{} ({}); a value that large is refused even where the kernel would not store it",
+          allocator->device(), kernel.name, kernel.ops,
+          step.location.empty() ? "" : " at " + step.location,
+          formatBytes(kernel.largestValueBytes), formatBytes(limit), allocator->policy().str()));
+    }
   return Status();
 }
 

@@ -317,6 +317,11 @@ struct FusedKernel {
   /// Suggested CUDA launch: threads per block and blocks (0 when there is no CUDA code).
   int64_t cudaBlock = 0;
   int64_t cudaGrid = 0;
+  /// The bytes of the largest value its body computes, stored or not. A fused value is never
+  /// a buffer, so no buffer check sees it, but one larger than the device's memory could not
+  /// run unfused and runs for minutes fused (an rng of 1e11 elements summed to a scalar):
+  /// checkBufferSizes refuses it as it refuses such a buffer.
+  uint64_t largestValueBytes = 0;
 };
 
 /// A CPU kernel entry: computes units [begin, end) of kernel `FusedKernel`, reading and writing

@@ -6,6 +6,11 @@
 // RUN: not timeout 60 smelt run %s 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not timeout 60 smelt bench %s 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not smelt run %s --entry=small --memory-limit=1MiB 2>&1 | FileCheck %s --check-prefix=LIMIT
+// An AOT artifact holds no IR: its kernels carry their largest value, which the executor
+// refuses as it refuses a buffer that large.
+// RUN: smelt compile %s -o %t.smelt > /dev/null
+// RUN: not timeout 60 smelt run %t.smelt 2>&1 | FileCheck %s --check-prefix=AOT
+// AOT: error: cpu:0: kernel main_fusion{{[0-9]+}} (rng_uniform+reduce at {{.*}}smelt-run-huge-value.mlir:{{[0-9]+}}{{.*}}) computes a value of 372.53 GiB, more than the device's memory limit of
 // RUN: smelt run %s --entry=small 2>&1 | FileCheck %s --check-prefix=SMALL
 
 // HUGE: smelt-run-huge-value.mlir:[[@LINE+2]]:8: error: 'smelt.rng_uniform' op computes 'tensor<100000000000xf32>' (372.53 GiB), more than the memory limit of any device (cpu:0: {{.*}}); a value that large is refused even where a fusion would not store it

@@ -94,7 +94,7 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
   storeLE(older, 8, 8, 4);
   reseal(older);
   EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 8; "
-                              "this runtime reads version 9 (compile the model again with a "
+                              "this runtime reads version 10 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
