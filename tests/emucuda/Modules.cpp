@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -160,8 +161,12 @@ bool readFile(const std::string &path, std::string &text) {
 std::string driverDirectory() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void *>(&driverDirectory), &info) && info.dli_fname) {
-    std::string path = info.dli_fname;
-    return path.substr(0, path.find_last_of('/'));
+    // As loaded, which is relative where SMELT_CUDA_LIBRARY_PATH was (build/emucuda): made
+    // absolute, or the kernels' RUNPATH would name a folder relative to wherever they run.
+    std::error_code error;
+    std::filesystem::path path = std::filesystem::canonical(info.dli_fname, error);
+    if (!error)
+      return path.parent_path().string();
   }
   return EMUCUDA_DRIVER_DIR;
 }
