@@ -5,7 +5,8 @@
 //     f32 and mixed_bf16: the median step of 10 after 3 of warm-up, the ratio, and the most
 //     bytes the GPU segments held at once (activations, gradients and the parameters).
 // A step is Executor::run: it includes uploading the parameters and downloading the updated
-// ones (rt::Executor passes values through the host), which the ratio pays for.
+// ones (rt::Executor passes values through the host), which the ratio pays for; each GPU
+// step's line is followed by those bytes and the host's waits for the GPU, per step.
 //   ninja -C build smelt-bench-gpu-train && build/bin/smelt-bench-gpu-train [--small]
 // Without a GPU it prints why and exits 77, the skip code. Numbers go in bench/RESULTS.md.
 // --small runs the same steps on small sizes (3 measured steps, the wide MLP 256 wide): what
@@ -59,6 +60,8 @@ rt::Expected<double> seedMlpStep(train::TrainConfig config, const data::Dataset 
   if (!epoch)
     return epoch.status();
   fmt::print("  placement: {}\n", (*trainer)->placement());
+  if (rt::TransferStats step = (*trainer)->lastStepTransfers(); step.any())
+    fmt::print("  host<->device per step: {}\n", step.str());
   return median(ms);
 }
 
@@ -195,6 +198,7 @@ int main(int argc, char **argv) {
                width, batch, precisionPolicyName(precision).str(), step, tflops,
                double((*exec)->lastRunPeakBytes()) / (1 << 20),
                double(outputs.back().toDoubles()[0]));
+    fmt::print("  host<->device per step: {}\n", (*exec)->lastRunTransfers().str());
     if (precision == PrecisionPolicy::f32)
       f32Ms = step;
     else

@@ -259,4 +259,11 @@ uint64_t Executor::lastRunPeakBytes() const {
   return peak;
 }
 
+TransferStats Executor::lastRunTransfers() const {
+  TransferStats total;
+  for (const Segment &segment : segments_)
+    total += segment.runner->lastRunTransfers();
+  return total;
+}
+
 } // namespace smelt::rt

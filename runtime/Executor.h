@@ -9,8 +9,8 @@
 //
 // Values cross devices through host memory, synchronously at each boundary: simple and
 // correct, but a value that goes GPU -> CPU -> GPU makes two trips, and a GPU training step
-// uploads its parameters each run. Keeping values on the device between segments and runs is
-// the next step for speed.
+// uploads its parameters each run (lastRunTransfers() counts the bytes and the host's waits).
+// Keeping values on the device between segments and runs is the next step for speed.
 #pragma once
 
 #include "runtime/Collectives.h"
@@ -18,6 +18,7 @@
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
 #include "runtime/Trace.h"
+#include "runtime/Transfers.h"
 
 #include <functional>
 #include <memory>
@@ -36,10 +37,13 @@ public:
                      std::vector<HostTensor> &outputs) = 0;
   /// The most bytes its buffers held at once in the last run.
   virtual uint64_t lastRunPeakBytes() const = 0;
+  /// What the last run copied between host and device and how often it waited for one.
+  virtual TransferStats lastRunTransfers() const = 0;
 };
 
 /// A SegmentRunner over one device's executor: any type with CpuExecutor's run() and
-/// lastRunPeakBytes() (CpuExecutor here, GpuExecutor in runtime/cuda/GpuRunner).
+/// lastRunPeakBytes() (CpuExecutor here, GpuExecutor in runtime/cuda/GpuRunner), and
+/// lastRunTransfers() where it moves data to a device (none for the CPU's).
 template <typename DeviceExecutor> class ExecutorRunner final : public SegmentRunner {
 public:
   explicit ExecutorRunner(DeviceExecutor executor) : executor_(std::move(executor)) {}
@@ -48,6 +52,12 @@ public:
     return executor_.run(inputs, outputs);
   }
   uint64_t lastRunPeakBytes() const override { return executor_.lastRunPeakBytes(); }
+  TransferStats lastRunTransfers() const override {
+    if constexpr (requires { executor_.lastRunTransfers(); })
+      return executor_.lastRunTransfers();
+    else
+      return {};
+  }
 
 private:
   DeviceExecutor executor_;
@@ -94,6 +104,9 @@ public:
   std::vector<std::string> segmentDevices() const;
   /// The most bytes one segment's buffers held at once in the last run.
   uint64_t lastRunPeakBytes() const;
+  /// What the last run's GPU segments copied between host and device and how often they
+  /// waited for a GPU, all segments together; zero when every step ran on the CPU.
+  TransferStats lastRunTransfers() const;
 
   struct Segment {
     std::string device;

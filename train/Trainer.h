@@ -187,6 +187,10 @@ public:
   /// The model's metric names, in the order Metrics::values has them.
   const std::vector<std::string> &metricNames() const { return metricNames_; }
   const TrainConfig &config() const { return config_; }
+  /// What this process's first replica's last full-batch training step copied between host
+  /// and device and how often it waited for a GPU (rt::Executor::lastRunTransfers); zero when
+  /// the step runs on the CPU or has not run.
+  rt::TransferStats lastStepTransfers() const { return replicas_[0].trainStep->lastRunTransfers(); }
   /// Steps (kernels, library calls, collectives) one training step runs.
   size_t stepCount() const { return replicas_[0].trainStep->executable().steps.size(); }
   /// The training step each replica runs.

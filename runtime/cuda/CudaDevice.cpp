@@ -8,6 +8,14 @@
 
 namespace smelt::rt::cuda {
 
+namespace {
+thread_local TransferStats transfers;
+} // namespace
+
+TransferStats threadTransfers() { return transfers; }
+
+void countTransfers(const TransferStats &more) { transfers += more; }
+
 Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
   static std::mutex mutex;
   static std::map<int, Expected<std::shared_ptr<CudaDevice>>> opened;
@@ -85,11 +93,22 @@ Status CudaDevice::makeCurrent() const {
 }
 
 Status CudaDevice::synchronize(const std::string &what) const {
+  ++transfers.hostSyncs;
   if (CUresult result = cu_->streamSynchronize(stream_); result != CUDA_SUCCESS)
     return Status::error(fmt::format("{} (waiting for {}): the error may come from any work "
                                      "queued before it",
                                      check(result, "cuStreamSynchronize").message(), what));
   return {};
+}
+
+Status CudaDevice::copyToDevice(void *to, const void *from, uint64_t bytes) const {
+  transfers.toDevice += bytes;
+  return check(cu_->memcpyHtoDAsync(devicePointer(to), from, bytes, stream_), "cuMemcpyHtoDAsync");
+}
+
+Status CudaDevice::copyToHost(void *to, const void *from, uint64_t bytes) const {
+  transfers.toHost += bytes;
+  return check(cu_->memcpyDtoHAsync(to, devicePointer(from), bytes, stream_), "cuMemcpyDtoHAsync");
 }
 
 Expected<std::pair<uint64_t, uint64_t>> CudaDevice::memoryInfo() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/Status.h"
+#include "runtime/Transfers.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <cstdint>
@@ -28,8 +29,14 @@ public:
   /// Makes the context current on the calling thread (cheap; call before driver calls on a
   /// thread that did not open the device).
   Status makeCurrent() const;
-  /// Waits for everything queued on the stream; the error names `what` was waited for.
+  /// Waits for everything queued on the stream, a host sync (threadTransfers); the error names
+  /// `what` was waited for.
   Status synchronize(const std::string &what) const;
+  /// Queues a copy of `bytes` on the stream, host -> device or device -> host, counted
+  /// (threadTransfers). With pinned host memory it runs later, so the host leaves that memory
+  /// alone until a synchronize.
+  Status copyToDevice(void *to, const void *from, uint64_t bytes) const;
+  Status copyToHost(void *to, const void *from, uint64_t bytes) const;
 
   int ordinal() const { return ordinal_; }
   CUdevice device() const { return device_; }
@@ -52,6 +59,14 @@ private:
   std::string arch_, name_;
   uint64_t totalMemory_ = 0;
 };
+
+/// What the calling thread copied between host and device and how often it waited for a device
+/// (through CudaDevice, the GPU all-reduce and NCCL) since it began: a run's counts are the
+/// difference of two readings. Per thread, so replicas that run on threads of their own each
+/// count only their own work; every host-device copy and wait of a run is made on its thread.
+TransferStats threadTransfers();
+/// Adds to the calling thread's counts: for the driver calls made without CudaDevice's methods.
+void countTransfers(const TransferStats &more);
 
 /// The driver's name for a device address the allocator handed out as a pointer.
 inline CUdeviceptr devicePointer(const void *address) {

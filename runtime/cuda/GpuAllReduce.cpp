@@ -46,6 +46,8 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
       return s;
   } else {
     std::vector<uint8_t> host(total);
+    // Synchronous: the host waits for the copy.
+    countTransfers({.toHost = total, .hostSyncs = total ? 1u : 0u});
     if (Status s = check(cu.memcpyDtoH(host.data(), devicePointer(data), total), "cuMemcpyDtoH");
         !s.ok())
       return s;
@@ -56,10 +58,8 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
     // On the executor's stream, not the legacy one: the stream is non-blocking, so a copy on
     // the legacy stream is not ordered before the next kernel, which could read stale data.
     // `host` is pageable and dies here: wait for the copy.
-    if (Status s = check(cu.memcpyHtoDAsync(devicePointer(data), host.data(), total, gpu.stream()),
-                         "cuMemcpyHtoDAsync");
-        !s.ok())
-      return s;
+    if (Status s = gpu.copyToDevice(data, host.data(), total); !s.ok())
+      return Status::error(what + ": " + s.message());
     if (Status s = gpu.synchronize(what); !s.ok())
       return s;
   }

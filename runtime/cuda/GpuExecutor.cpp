@@ -354,11 +354,7 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     // On the executor's stream (a recycled block may still be read by work queued there),
     // from the Executable's own bytes, which live as long as the executor.
     if (!c.bytes.empty())
-      if (Status s = device->check(device->driver().memcpyHtoDAsync(
-                                       devicePointer(block->get()), c.bytes.data(),
-                                       c.bytes.size(), device->stream()),
-                                   "cuMemcpyHtoDAsync");
-          !s.ok())
+      if (Status s = device->copyToDevice(block->get(), c.bytes.data(), c.bytes.size()); !s.ok())
         return Status::error(fmt::format("uploading constant {}: {}",
                                          bufferLabel(exe, c.buffer), s.message()));
     exec.buffers_.place(c.buffer, block->get());
@@ -555,11 +551,7 @@ Status GpuExecutor::upload(const std::vector<const HostTensor *> &inputs) {
       return s;
     if (size_t bytes = inputs[i]->byteSize()) {
       std::memcpy(staging, inputs[i]->raw(), bytes);
-      if (Status s = device_->check(device_->driver().memcpyHtoDAsync(
-                                        devicePointer(buffers_[id]), staging, bytes,
-                                        device_->stream()),
-                                    "cuMemcpyHtoDAsync");
-          !s.ok())
+      if (Status s = device_->copyToDevice(buffers_[id], staging, bytes); !s.ok())
         return Status::error(fmt::format("input #{} ({}): {}", i, exe.buffers[id].name,
                                          s.message()));
       staging += roundUp(bytes);
@@ -581,11 +573,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
   for (BufferId id : exe.outputs) {
     uint64_t bytes = exe.buffers[id].type.byteSize();
     if (bytes)
-      if (Status s = device_->check(device_->driver().memcpyDtoHAsync(
-                                        staging, devicePointer(buffers_[id]), bytes,
-                                        device_->stream()),
-                                    "cuMemcpyDtoHAsync");
-          !s.ok())
+      if (Status s = device_->copyToHost(staging, buffers_[id], bytes); !s.ok())
         return Status::error(fmt::format("output {}: {}", bufferLabel(exe, id), s.message()));
     staging += roundUp(bytes);
   }
@@ -617,15 +605,21 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
 Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                         std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;
+  lastRunTransfers_ = {};
   if (Status s = checkRunInputs(exe, inputs); !s.ok())
     return s;
   if (Status s = device_->makeCurrent(); !s.ok())
     return s;
   // Every block this run takes goes back however it ends. Stream-ordered: blocks given back
-  // go only to work queued after what still reads them.
+  // go only to work queued after what still reads them. The run's traffic is what this thread
+  // counted meanwhile (the allocator's waits included), a failed run's too.
   struct EndOfRun {
     GpuExecutor &exec;
-    ~EndOfRun() { exec.buffers_.giveBackAll(); }
+    TransferStats before = threadTransfers();
+    ~EndOfRun() {
+      exec.buffers_.giveBackAll();
+      exec.lastRunTransfers_ = threadTransfers() - before;
+    }
   } endOfRun{*this};
   if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
     return s;

@@ -18,6 +18,7 @@
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
+#include "runtime/Transfers.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include <functional>
@@ -66,6 +67,10 @@ public:
   /// The most bytes this executor's buffers held at once in the last run (constants and the
   /// workspace included, sizes as the Executable states them).
   uint64_t lastRunPeakBytes() const { return buffers_.peakBytes(); }
+  /// What the last run copied between host and device (its inputs up, its outputs down, an
+  /// all_reduce's host round trip) and how often it waited for the GPU: a run that ends well
+  /// waits at least twice, before it reuses the staging buffer and for its outputs.
+  TransferStats lastRunTransfers() const { return lastRunTransfers_; }
 
 private:
   /// Queues one step on the stream, given its buffers' device addresses: operands, results.
@@ -96,6 +101,7 @@ private:
   RunBuffers buffers_;
   /// Constants and the workspace.
   uint64_t heldBytes_ = 0;
+  TransferStats lastRunTransfers_;
   /// Pinned staging of at least `bytes`, after what used it before has finished.
   Status reserveStaging(uint64_t bytes);
   Status upload(const std::vector<const HostTensor *> &inputs);

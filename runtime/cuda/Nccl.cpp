@@ -244,6 +244,8 @@ Status NcclCommunicator::reduceGathered(Pending &p) {
   if (bytes == 0)
     return {};
   std::vector<std::byte> everyone(bytes * size_t(size_)), result(bytes);
+  // Both copies are synchronous, then the legacy stream's synchronize.
+  countTransfers({.toDevice = bytes, .toHost = everyone.size(), .hostSyncs = 3});
   if (Status status = cu_.check(cu_.memcpyDtoH(everyone.data(), p.staging, everyone.size()),
                                 "cuMemcpyDtoH (gathered contributions)");
       !status.ok())
@@ -288,8 +290,10 @@ Status NcclCommunicator::wait(int64_t ticket) {
           fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
       return finish(Status::error(std::move(message)));
     }
-    if (result == CUDA_SUCCESS)
+    if (result == CUDA_SUCCESS) {
+      countTransfers({.hostSyncs = 1}); // the host waited for the collective
       break;
+    }
     if (result != CUDA_ERROR_NOT_READY) {
       std::string message =
           fmt::format("{}: {}", name, cu_.check(result, "cuEventQuery").message());

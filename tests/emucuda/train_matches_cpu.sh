@@ -18,10 +18,13 @@ trap 'rm -rf "$work"' EXIT
 env -u SMELT_CUDA_LIBRARY_PATH -u SMELT_EXPECT_GPU "$smelt" train "$@" >"$work/cpu.log" 2>&1 ||
   { cat "$work/cpu.log"; echo "FAIL: the CPU run failed"; exit 1; }
 read -ra launcher <<<"${SMELT_TRAIN_LAUNCHER:-}"
+# With --profile, which also prints the step's traffic through the host.
 SMELT_CUDA_LIBRARY_PATH=$emucuda SMELT_CUDA_SOURCE_DIR=${SMELT_CUDA_SOURCE_DIR:-$emucuda/kernels} \
-  "${launcher[@]}" "$smelt" train "$@" >"$work/gpu.log" 2>&1 ||
+  "${launcher[@]}" "$smelt" train "$@" --profile="$work/trace.json" >"$work/gpu.log" 2>&1 ||
   { cat "$work/gpu.log"; echo "FAIL: the emulated GPU run failed"; exit 1; }
 cat "$work/gpu.log"
+grep -qE '^host<->device per step( of each replica)?: [0-9.]+ [KMG]?i?B up, [0-9.]+ [KMG]?i?B down, [1-9][0-9]* host syncs?$' \
+  "$work/gpu.log" || { echo "FAIL: --profile printed no host<->device traffic per step"; exit 1; }
 
 placement=$(grep -m1 '^placement:' "$work/gpu.log")
 [[ $placement == *" on gpu:0"* ]] || { echo "FAIL: nothing placed on gpu:0: $placement"; exit 1; }

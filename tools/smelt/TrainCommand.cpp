@@ -567,6 +567,12 @@ int trainCommand() {
   std::cout.flush();
   if (!history)
     return failJob(history.message());
+  // What a trace does not show: the bytes a GPU step moves through the host and the times it
+  // waits for the GPU, which keeping the state on the device removes.
+  if (!profilePath.empty())
+    if (rt::TransferStats step = (*trainer)->lastStepTransfers(); step.any())
+      out << "host<->device per step" << (replicaCount > 1 ? " of each replica" : "") << ": "
+          << step.str() << "\n";
   if (!loaded->test) {
     printMemoryReport(out);
     if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))

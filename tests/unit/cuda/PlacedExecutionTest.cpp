@@ -17,6 +17,12 @@
 #include "runtime/cuda/GpuRunner.h"
 #include "train/Trainer.h"
 
+// The emulated driver's own count of host-device traffic, read from the driver the runtime
+// opened (no definition is linked here).
+#include "tests/emucuda/EmuCuda.h"
+
+#include <dlfcn.h>
+
 #include <cmath>
 
 namespace smelt::cuda_test {
@@ -143,6 +149,99 @@ TEST(PlacedExecution, GpuStepsWithoutAGpuExecutorAreAnErrorNamingThem) {
   EXPECT_NE(exec.message().find("placed on gpu:0 ('matmul'"), std::string::npos)
       << exec.message();
   EXPECT_NE(exec.message().find("built without the GPU executor"), std::string::npos);
+}
+
+TEST(PlacedExecution, RunsOnTheCpuMoveNothingToADevice) {
+  // The GPU segments on CpuExecutors, then the whole function on the CPU alone.
+  rt::ExecutorOptions options;
+  options.gpuRunner = rt::cpuSegmentRunner;
+  for (bool withGpu : {true, false}) {
+    rt::Executable exe = compilePlaced(kMixed, withGpu);
+    rt::Expected<std::unique_ptr<rt::Executor>> exec = rt::Executor::create(exe, options);
+    ASSERT_TRUE(exec.ok()) << exec.message();
+    rt::HostTensor x = rt::HostTensor::zeros({rt::DType::f32, {16, 8}}),
+                   w = rt::HostTensor::zeros({rt::DType::f32, {8, 8}});
+    std::vector<rt::HostTensor> outputs;
+    rt::Status s = (*exec)->run({&x, &w}, outputs);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ((*exec)->lastRunTransfers(), rt::TransferStats{}) << "with gpu:0 " << withGpu;
+  }
+}
+
+TEST(PlacedExecutionOnGpu, CountsTheBytesEachSegmentMovesAndTheHostsWaits) {
+  if (!gpu().ok())
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
+  rt::Executable exe = compilePlaced(kMixed, /*withGpu=*/true, (*gpu())->arch());
+  rt::ExecutorOptions options;
+  options.gpuRunner = rt::cuda::gpuSegmentRunner;
+  rt::Expected<std::unique_ptr<rt::Executor>> exec = rt::Executor::create(exe, options);
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  ASSERT_EQ((*exec)->segmentDevices(), (std::vector<std::string>{"gpu:0", "cpu:0", "gpu:0"}))
+      << exe.str();
+  // Known from the types: up go x (16x8 f32, 512 B) and w (8x8 f32, 256 B) to the first
+  // segment, and the noise and tanh (512 B each) to the last. Down come the sum of the indices
+  // (one i64, 8 B) for the CPU, tanh (512 B: the last segment and the caller read it), the
+  // indices (16 i64, 128 B), the product (512 B, returned twice) and the iota (16x8 i32, 512
+  // B); x and the constant come back from the host, never from the GPU.
+  const rt::TransferStats steady{.toDevice = 512 + 256 + 512 + 512,
+                                 .toHost = 8 + 512 + 128 + 512 + 512,
+                                 // Each GPU segment waits before it refills its staging
+                                 // buffer and for its outputs.
+                                 .hostSyncs = 2 * 2};
+  rt::HostTensor x = rt::HostTensor::zeros({rt::DType::f32, {16, 8}}),
+                 w = rt::HostTensor::zeros({rt::DType::f32, {8, 8}});
+  std::vector<rt::HostTensor> outputs;
+  for (int run = 0; run < 3; ++run) {
+    rt::Status s = (*exec)->run({&x, &w}, outputs);
+    ASSERT_TRUE(s.ok()) << s.message();
+    rt::TransferStats want = steady;
+    // On the first run the staging buffers grow, each time after a wait, and a wait before the
+    // old one is freed: the first segment's for its inputs (768 B), then for its outputs (1024
+    // B or more, in 256-byte slots), the last segment's for its inputs, which hold the most.
+    if (run == 0)
+      want.hostSyncs += 1 + 2 + 1;
+    EXPECT_EQ((*exec)->lastRunTransfers(), want)
+        << "run " << run << ": " << (*exec)->lastRunTransfers().str();
+  }
+}
+
+/// The emulated driver's count of traffic since the process began (tests/emucuda/EmuCuda.h),
+/// when the driver the runtime opened is the emulation; null on a real GPU.
+decltype(&emucuda::traffic) emulatedTraffic() {
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  // smelt::emucuda::traffic(), by its Itanium C++ name.
+  return driver ? reinterpret_cast<decltype(&emucuda::traffic)>(
+                      dlsym(driver, "_ZN5smelt7emucuda7trafficEv"))
+                : nullptr;
+}
+
+TEST(PlacedExecutionOnGpu, TrainStepTrafficIsWhatTheEmulatedDriverCounted) {
+  if (!gpu().ok())
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
+  decltype(&emucuda::traffic) traffic = emulatedTraffic();
+  if (!traffic)
+    GTEST_SKIP() << "needs the emulated CUDA driver (tests/emucuda), which counts for itself";
+  train::TrainConfig config;
+  config.batch = 128;
+  config.pipeline.devices = "cpu:0,gpu:0";
+  config.executor.gpuRunner = rt::cuda::gpuSegmentRunner;
+  config.compile.cudaArch = (*gpu())->arch();
+  auto trainer = train::Trainer::create(config);
+  ASSERT_TRUE(trainer.ok()) << trainer.message();
+  // Between the ends of the first and the second step, only the second step used the GPU.
+  emucuda::Traffic first, second;
+  rt::Expected<train::Metrics> epoch =
+      (*trainer)->trainEpoch(test::fashion("train", 2 * config.batch), 0,
+                             [&](int64_t step, int64_t, const train::Metrics &) {
+                               (step == 1 ? first : second) = traffic();
+                             });
+  ASSERT_TRUE(epoch.ok()) << epoch.message();
+  rt::TransferStats counted = (*trainer)->lastStepTransfers();
+  EXPECT_EQ(counted.toDevice, second.toDevice - first.toDevice);
+  EXPECT_EQ(counted.toHost, second.toHost - first.toHost);
+  EXPECT_EQ(counted.hostSyncs, second.hostWaits - first.hostWaits);
+  // The batch goes up: 128 images of 784 f32.
+  EXPECT_GE(counted.toDevice, 128u * 784 * 4) << counted.str();
 }
 
 /// The MLP training step placed with a GPU and run by `gpuRunner`, against the CPU alone: the

@@ -1,0 +1,36 @@
+// What one run moved between host and device memory and how often the host waited for a device
+// (issue 31): the cost that keeping values on the device removes, counted by the runtime on any
+// driver. The GPU executor counts its own runs; rt::Executor sums its segments'; a run on the
+// CPU alone moves nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace smelt::rt {
+
+struct TransferStats {
+  /// Bytes copied host -> device and device -> host.
+  uint64_t toDevice = 0, toHost = 0;
+  /// Times the host blocked until a device finished queued work: stream, context and event
+  /// synchronizes, copies that return only once the device has done them, and waits for a
+  /// collective.
+  uint64_t hostSyncs = 0;
+
+  bool any() const { return toDevice || toHost || hostSyncs; }
+  TransferStats &operator+=(const TransferStats &other) {
+    toDevice += other.toDevice;
+    toHost += other.toHost;
+    hostSyncs += other.hostSyncs;
+    return *this;
+  }
+  /// The counts between two readings of a running total (`later - earlier`).
+  TransferStats operator-(const TransferStats &earlier) const {
+    return {toDevice - earlier.toDevice, toHost - earlier.toHost, hostSyncs - earlier.hostSyncs};
+  }
+  bool operator==(const TransferStats &) const = default;
+  /// "11.4 MiB up, 7.8 MiB down, 4 host syncs": what the tools print per step.
+  std::string str() const;
+};
+
+} // namespace smelt::rt
