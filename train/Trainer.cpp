@@ -48,12 +48,13 @@ rt::Expected<rt::Executable> compileExecutable(Graph &graph, const std::string &
     return std::move(*compiled);
   }();
   // A value larger than any device's memory is refused, fused or not, as `smelt run` does.
+  // The machine's devices are looked up once per process, not for each step compiled.
+  static const std::vector<rt::DeviceInfo> machine = rt::discoverDevices(false).devices;
   auto func = graph.module().lookupSymbol<mlir::func::FuncOp>(function);
   if (exe && func &&
       mlir::failed(codegen::checkValuesFit(
           func, *exe,
-          codegen::largestDeviceLimit(rt::logicalDevices(rt::discoverDevices(false).devices),
-                                      config.pipeline.devices))))
+          codegen::largestDeviceLimit(rt::logicalDevices(machine), config.pipeline.devices))))
     return failed();
   return exe;
 }
