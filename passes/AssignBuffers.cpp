@@ -14,9 +14,12 @@
 //      get offsets into one arena per device and run, so that two values live at once never
 //      overlap (XLA's heap simulator, greedy: the largest first, each at the lowest 64-byte
 //      aligned offset free over its lifetime); the arena is as long as the furthest end.
-//   4. Peak = held bytes + the arena. The most bytes live at once is a lower bound the greedy
-//      placement usually meets (a chain of steps, say); when it does not, the arena wastes the
-//      difference for a run's memory being one block, placed once.
+//      Values a GPU step returns stay out of it (offset -1): each is a block of its own that
+//      the caller may keep on the device after the run (runtime/DeviceArray.h).
+//   4. Peak = held bytes + the arena (+ a GPU's returned values, all live at the end). The
+//      most bytes live at once is a lower bound the greedy placement usually meets (a chain of
+//      steps, say); when it does not, the arena wastes the difference for a run's memory being
+//      one block, placed once.
 //   Only a function on one device without copies gets an arena: across devices the executor
 //   cuts the steps into segments at the copies, which changes lifetimes, and allocates each
 //   buffer as its step comes; its peak is held bytes + the most bytes live at once.
@@ -60,16 +63,24 @@ struct DeviceUse {
 /// without looking at every value placed before); peak = held + the arena's extent. Returns the
 /// placement's work (ArenaLayout::work).
 uint64_t assignOffsets(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, int64_t> &lastRead,
+                       const llvm::DenseSet<Value> &returned,
                        llvm::MapVector<StringRef, DeviceUse> &devices,
                        llvm::DenseMap<Value, int64_t> &offsetOf) {
   struct DeviceValues {
     SmallVector<Value> values;
     std::vector<LiveValue> live;
+    /// Returned values outside the arena: their own blocks, which the caller may keep.
+    int64_t ownBlocks = 0;
   };
   llvm::MapVector<StringRef, DeviceValues> byDevice;
   for (auto [index, op] : llvm::enumerate(steps))
     for (Value result : op->getResults()) {
       DeviceValues &device = byDevice[deviceOf(op)];
+      if (deviceOf(op) != kHost && returned.contains(result)) {
+        offsetOf[result] = -1;
+        device.ownBlocks += numBytes(result);
+        continue;
+      }
       device.values.push_back(result);
       device.live.push_back({int64_t(index), lastRead.lookup(result), numBytes(result)});
     }
@@ -79,7 +90,7 @@ uint64_t assignOffsets(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, 
     for (auto [value, offset] : llvm::zip_equal(values.values, layout.offsets))
       offsetOf[value] = offset;
     work += layout.work;
-    devices[device].peak = devices[device].held + layout.extent;
+    devices[device].peak = devices[device].held + layout.extent + values.ownBlocks;
   }
   for (auto &[device, use] : devices)
     use.peak = std::max(use.peak, use.held);
@@ -156,9 +167,12 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
           lastRead[operand] = collective ? end : std::max(lastRead[operand], int64_t(index));
       }
     }
-    for (Value returned : body.getTerminator()->getOperands())
-      if (lastRead.count(returned))
-        lastRead[returned] = end;
+    llvm::DenseSet<Value> returned;
+    for (Value value : body.getTerminator()->getOperands()) {
+      returned.insert(value);
+      if (lastRead.count(value))
+        lastRead[value] = end;
+    }
 
     // One device and no copies: the executor runs the steps in this order and one arena holds
     // every value. Across devices it cuts the steps into segments at the copies and allocates
@@ -168,7 +182,7 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
     });
     llvm::DenseMap<Value, int64_t> offsetOf;
     if (oneArena)
-      numPlacementWork += assignOffsets(steps, lastRead, devices, offsetOf);
+      numPlacementWork += assignOffsets(steps, lastRead, returned, devices, offsetOf);
     else
       walkLiveBytes(steps, lastRead, devices);
     Builder builder(&getContext());

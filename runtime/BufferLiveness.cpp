@@ -354,6 +354,21 @@ Status RunBuffers::take(BufferId id, void *callerMemory) {
   return Status();
 }
 
+void RunBuffers::adopt(BufferId id, void *block) {
+  address_[id] = block;
+  callers_[id] = 0;
+  liveBytes_ += exe_->buffers[id].type.byteSize();
+  peakBytes_ = std::max(peakBytes_, liveBytes_);
+}
+
+void *RunBuffers::release(BufferId id) {
+  if (!perRun_[id] || inArena_[id] || callers_[id] || !address_[id])
+    return nullptr;
+  void *block = address_[id];
+  address_[id] = nullptr;
+  return block;
+}
+
 void RunBuffers::giveBack(BufferId id) {
   if (!inArena_[id]) {
     if (!callers_[id])

@@ -82,6 +82,13 @@ public:
   /// (a caller's output tensor, never given to the allocator). Live bytes count it either way,
   /// but an arena buffer is counted with the arena.
   Status take(BufferId id, void *callerMemory = nullptr);
+  /// Takes buffer `id` as `block`, a block of the allocator the run now owns (a donated
+  /// input's): given back to the allocator like the blocks take() allocates.
+  void adopt(BufferId id, void *block);
+  /// Hands buffer `id`'s block to the caller, who frees it to the allocator (an output kept on
+  /// the device), or null when the run cannot give it up: a block of the arena, the caller's
+  /// memory, a fixed buffer, or one already handed over. Its bytes stay counted in this run.
+  void *release(BufferId id);
   /// Gives back the buffers whose last reader is step `step`.
   void giveBackAfter(size_t step);
   /// Gives back every buffer the run still holds, and the arena: at its end, however it ends.

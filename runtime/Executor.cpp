@@ -1,5 +1,5 @@
 // The multi-device executor (Executor.h): segments by device, a runner per segment, values
-// passed between them through the host.
+// passed between them on their device or through the host.
 #include "runtime/Executor.h"
 
 #include "runtime/BufferLiveness.h"
@@ -182,12 +182,27 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
       if (std::none_of(executable.outputs.begin(), executable.outputs.end(),
                        [&](BufferId o) { return exec->valueOf_[o] == c.buffer; }))
         continue;
-      HostTensor &t = exec->constants_[c.buffer] =
-          HostTensor::zeros(executable.buffers[c.buffer].type);
+      HostTensor t = HostTensor::zeros(executable.buffers[c.buffer].type);
       std::copy(c.bytes.begin(), c.bytes.end(), t.data<uint8_t>());
+      exec->constants_[c.buffer] = std::move(t);
       exec->constantOutputs_.push_back(c.buffer);
     }
   }
+  // Which segments read each value, whether the caller gets it back, and per segment what a
+  // later segment on its device reads of what it computes.
+  exec->readers_.assign(executable.buffers.size(), 0);
+  exec->returned_.assign(executable.buffers.size(), 0);
+  for (const Segment &segment : exec->segments_)
+    for (BufferId id : segment.reads)
+      ++exec->readers_[id];
+  for (BufferId id : executable.outputs)
+    exec->returned_[exec->valueOf_[id]] = 1;
+  exec->readOnDevice_.resize(exec->segments_.size());
+  for (size_t k = 0; k < exec->segments_.size(); ++k)
+    for (size_t later = k + 1; later < exec->segments_.size(); ++later)
+      if (exec->segments_[later].device == exec->segments_[k].device)
+        exec->readOnDevice_[k].insert(exec->segments_[later].reads.begin(),
+                                      exec->segments_[later].reads.end());
   // The runners hold their segments; only the cut stays here.
   for (Segment &segment : exec->segments_)
     segment.executable = Executable();
@@ -196,53 +211,158 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
 
 Status Executor::run(const std::vector<const HostTensor *> &inputs,
                      std::vector<HostTensor> &outputs) {
-  const Executable &exe = *executable_;
   if (whole_)
     return segments_[0].runner->run(inputs, outputs);
-  if (Status s = checkRunInputs(exe, inputs); !s.ok())
+  if (Status s = checkRunInputs(*executable_, inputs); !s.ok())
     return s;
+  std::vector<Value> lent;
+  lent.reserve(inputs.size());
+  for (const HostTensor *t : inputs)
+    lent.push_back(Value::lent(*t));
+  std::vector<Value> results;
+  if (Status s = run(pointersTo(lent), results, RunValues()); !s.ok())
+    return s;
+  outputs.clear();
+  for (Value &v : results)
+    outputs.push_back(std::move(*v.ownedHost()));
+  return Status();
+}
+
+Status Executor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
+  return run(pointersTo(inputs), outputs);
+}
+
+Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+                     const RunValues &residency) {
+  const Executable &exe = *executable_;
+  if (whole_)
+    return segments_[0].runner->run(inputs, outputs, residency);
+  if (inputs.size() != exe.inputs.size())
+    return Status::error(
+        fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(), inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferInfo &info = exe.buffers[exe.inputs[i]];
+    const DeviceArray *array = inputs[i] ? inputs[i]->array() : nullptr;
+    if (!inputs[i] || (array && !*array) || inputs[i]->type() != info.type)
+      return Status::error(
+          fmt::format("input #{} ({}): expected {}, got {}", i, info.name, info.type.str(),
+                      !inputs[i]         ? "nothing"
+                      : array && !*array ? "an empty device array (donated before?)"
+                                         : inputs[i]->type().str()));
+  }
+  // Per value of this run: whether the caller keeps it on its device (an output it keeps),
+  // and which input it is.
+  std::vector<char> kept(exe.buffers.size(), 0);
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (residency.keeps(i))
+      kept[valueOf_[exe.outputs[i]]] = 1;
+  std::vector<int64_t> inputIndex(exe.buffers.size(), -1);
+  for (size_t i = 0; i < exe.inputs.size(); ++i)
+    inputIndex[exe.inputs[i]] = int64_t(i);
+
   values_.assign(exe.buffers.size(), nullptr);
-  produced_.assign(exe.buffers.size(), HostTensor());
+  // Emptied at the end however the run ends: a device array here holds device memory.
+  // The run's traffic is what this thread counted meanwhile: the segments' and the arrays
+  // brought to the host here.
+  struct EndOfRun {
+    Executor &exec;
+    size_t buffers;
+    TransferStats before = threadTransfers();
+    void clear() {
+      exec.produced_.clear();
+      exec.onHost_.clear();
+      exec.produced_.resize(buffers);
+      exec.onHost_.resize(buffers);
+    }
+    ~EndOfRun() {
+      clear();
+      exec.lastRunTransfers_ = threadTransfers() - before;
+    }
+  } endOfRun{*this, exe.buffers.size()};
+  endOfRun.clear();
   for (size_t i = 0; i < exe.inputs.size(); ++i)
     values_[exe.inputs[i]] = inputs[i];
   for (BufferId id : constantOutputs_)
     values_[id] = &constants_[id];
-  std::vector<const HostTensor *> segmentInputs;
-  std::vector<HostTensor> segmentOutputs;
-  for (Segment &segment : segments_) {
+  std::vector<Value *> segmentInputs;
+  std::vector<Value> segmentOutputs;
+  for (size_t k = 0; k < segments_.size(); ++k) {
+    Segment &segment = segments_[k];
+    bool onCpu = segment.device == "cpu:0";
     segmentInputs.clear();
-    for (BufferId id : segment.reads)
-      segmentInputs.push_back(values_[id]);
-    Trace::Scope span(segment.device == "cpu:0" ? nullptr : options_.trace,
-                      {segment.device, "stream 0"}, "segment on " + segment.device, "segment",
-                      {{"steps", std::to_string(segment.steps)}});
-    if (Status s = segment.runner->run(segmentInputs, segmentOutputs); !s.ok()) {
-      produced_.assign(exe.buffers.size(), HostTensor());
-      return s;
+    RunValues segmentResidency;
+    for (BufferId id : segment.reads) {
+      Value *v = values_[id];
+      // The CPU reads host memory: an array it needs comes over once per run.
+      if (onCpu && v->onDevice()) {
+        if (!onHost_[id].host()) {
+          Expected<HostTensor> copy = v->toHost();
+          if (!copy)
+            return Status::error(fmt::format("{}: {}", bufferLabel(exe, id), copy.message()));
+          onHost_[id] = std::move(*copy);
+        }
+        v = &onHost_[id];
+      }
+      segmentInputs.push_back(v);
+      // A donated input goes on to the one segment that reads it, unless the caller also gets
+      // it back.
+      int64_t input = inputIndex[id];
+      segmentResidency.donated.push_back(input >= 0 && residency.donates(size_t(input)) &&
+                                         readers_[id] == 1 && !returned_[id]);
     }
+    // What a GPU segment computes stays there for the caller or a later segment on its device.
+    for (BufferId id : segment.writes)
+      segmentResidency.keepOnDevice.push_back(!onCpu && (kept[id] || readOnDevice_[k].count(id)));
+    Trace::Scope span(onCpu ? nullptr : options_.trace, {segment.device, "stream 0"},
+                      "segment on " + segment.device, "segment",
+                      {{"steps", std::to_string(segment.steps)}});
+    if (Status s = segment.runner->run(segmentInputs, segmentOutputs, segmentResidency); !s.ok())
+      return s;
     for (size_t i = 0; i < segment.writes.size(); ++i) {
       produced_[segment.writes[i]] = std::move(segmentOutputs[i]);
       values_[segment.writes[i]] = &produced_[segment.writes[i]];
     }
   }
   // Each output once from its value: moved out of a segment's result the last time it is
-  // returned, copied before that and from inputs and constants.
-  outputs.resize(exe.outputs.size());
+  // returned, copied before that and from inputs and constants; on the host unless the caller
+  // keeps it on its device.
+  std::vector<Value> results(exe.outputs.size());
   for (size_t i = 0; i < exe.outputs.size(); ++i) {
     BufferId value = valueOf_[exe.outputs[i]];
     bool lastUse = std::none_of(exe.outputs.begin() + i + 1, exe.outputs.end(),
                                 [&](BufferId o) { return valueOf_[o] == value; });
-    if (lastUse && values_[value] == &produced_[value])
-      outputs[i] = std::move(produced_[value]);
-    else
-      outputs[i] = *values_[value];
+    Value *v = values_[value];
+    if (lastUse && v == &produced_[value] && (residency.keeps(i) || !v->onDevice())) {
+      results[i] = std::move(produced_[value]);
+    } else if (const HostTensor *host = v->host()) {
+      results[i] = HostTensor(*host);
+    } else {
+      Expected<HostTensor> copy = v->toHost();
+      if (!copy)
+        return Status::error(fmt::format("output #{}: {}", i, copy.message()));
+      results[i] = std::move(*copy);
+    }
   }
-  produced_.assign(exe.buffers.size(), HostTensor());
+  outputs = std::move(results);
   return Status();
 }
 
-Status Executor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
-  return run(pointersTo(inputs), outputs);
+Status runOnHost(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+                 const std::function<Status(const std::vector<const HostTensor *> &,
+                                            std::vector<HostTensor> &)> &hostRun) {
+  std::vector<HostTensor> downloads;
+  Expected<std::vector<const HostTensor *>> in = hostInputs(inputs, downloads);
+  if (!in)
+    return in.status();
+  std::vector<HostTensor> out(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (HostTensor *h = outputs[i].ownedHost())
+      out[i] = std::move(*h);
+  Status status = hostRun(*in, out);
+  outputs.clear();
+  for (HostTensor &t : out)
+    outputs.emplace_back(std::move(t));
+  return status;
 }
 
 std::vector<std::string> Executor::segmentDevices() const {
@@ -260,10 +380,7 @@ uint64_t Executor::lastRunPeakBytes() const {
 }
 
 TransferStats Executor::lastRunTransfers() const {
-  TransferStats total;
-  for (const Segment &segment : segments_)
-    total += segment.runner->lastRunTransfers();
-  return total;
+  return whole_ ? segments_[0].runner->lastRunTransfers() : lastRunTransfers_;
 }
 
 } // namespace smelt::rt

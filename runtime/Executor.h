@@ -2,18 +2,20 @@
 // trainer and AOT runs use. It cuts the steps into segments, runs of consecutive steps on one
 // device, each an Executable of its own run by that device's executor (CpuExecutor for cpu:0,
 // the GPU executor for gpu:N, made by ExecutorOptions::gpuRunner). The copy steps placement put
-// at device boundaries become the segments' inputs and outputs: a GPU segment uploads what it
-// reads from outside and downloads what later segments or the caller read, through the host.
-// An Executable on one device with no copies (every CPU-only compile) is its single segment,
-// unchanged, so the CPU path is exactly CpuExecutor.
+// at device boundaries become the segments' inputs and outputs. An Executable on one device
+// with no copies (every CPU-only compile) is its single segment, unchanged, so the CPU path is
+// exactly CpuExecutor.
 //
-// Values cross devices through host memory, synchronously at each boundary: simple and
-// correct, but a value that goes GPU -> CPU -> GPU makes two trips, and a GPU training step
-// uploads its parameters each run (lastRunTransfers() counts the bytes and the host's waits).
-// Keeping values on the device between segments and runs is the next step for speed.
+// Values are host tensors or arrays on a device (runtime/DeviceArray.h). What a GPU segment
+// computes stays on its GPU when a later segment there reads it or the caller keeps it
+// (RunValues), and comes to the host only for a CPU segment or the caller; a training loop that
+// keeps its state on the GPU and donates it back moves only its batch and its loss.
+// lastRunTransfers() counts the bytes and the host's waits. Still to come (issue 31): the cut
+// and the buffers' lifetimes decided by the compiler, not here.
 #pragma once
 
 #include "runtime/Collectives.h"
+#include "runtime/DeviceArray.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
@@ -21,9 +23,10 @@
 #include "runtime/Transfers.h"
 
 #include <functional>
-#include <memory>
-#include <string>
 #include <initializer_list>
+#include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace smelt::rt {
@@ -35,11 +38,20 @@ public:
   /// Inputs in the segment's argument order; replaces `outputs` with its results.
   virtual Status run(const std::vector<const HostTensor *> &inputs,
                      std::vector<HostTensor> &outputs) = 0;
+  /// The same with values that may stay on the segment's device (Executor::run below).
+  virtual Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+                     const RunValues &residency) = 0;
   /// The most bytes its buffers held at once in the last run.
   virtual uint64_t lastRunPeakBytes() const = 0;
   /// What the last run copied between host and device and how often it waited for one.
   virtual TransferStats lastRunTransfers() const = 0;
 };
+
+/// Runs `hostRun` (a run on host tensors) with values: arrays among `inputs` are copied to the
+/// host, and the host tensors already in `outputs` are handed to it to reuse.
+Status runOnHost(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+                 const std::function<Status(const std::vector<const HostTensor *> &,
+                                            std::vector<HostTensor> &)> &hostRun);
 
 /// A SegmentRunner over one device's executor: any type with CpuExecutor's run() and
 /// lastRunPeakBytes() (CpuExecutor here, GpuExecutor in runtime/cuda/GpuRunner), and
@@ -50,6 +62,17 @@ public:
   Status run(const std::vector<const HostTensor *> &inputs,
              std::vector<HostTensor> &outputs) override {
     return executor_.run(inputs, outputs);
+  }
+  Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+             const RunValues &residency) override {
+    if constexpr (requires { executor_.run(inputs, outputs, residency); }) {
+      return executor_.run(inputs, outputs, residency);
+    } else {
+      // A host executor: arrays come to the host, outputs stay there.
+      return runOnHost(inputs, outputs,
+                       [&](const std::vector<const HostTensor *> &in,
+                           std::vector<HostTensor> &out) { return executor_.run(in, out); });
+    }
   }
   uint64_t lastRunPeakBytes() const override { return executor_.lastRunPeakBytes(); }
   TransferStats lastRunTransfers() const override {
@@ -99,13 +122,22 @@ public:
     return run(std::vector<const HostTensor *>(inputs), outputs);
   }
 
+  /// The same with values that may stay on devices (runtime/DeviceArray.h), as a training
+  /// loop keeps its parameters and optimizer state on a GPU between steps: inputs are host
+  /// tensors or arrays, donated where `residency` says; outputs `residency` keeps stay on the
+  /// device that computed them (a value returned twice: at its last place; host copies before
+  /// it). A CPU segment gets host copies of the arrays it reads. Donated inputs go to the one
+  /// segment that reads them, unless the caller also gets them back.
+  Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+             const RunValues &residency);
+
   const Executable &executable() const { return *executable_; }
   /// The devices of the segments in run order: {"cpu:0"}, {"gpu:0", "cpu:0", "gpu:0"}.
   std::vector<std::string> segmentDevices() const;
   /// The most bytes one segment's buffers held at once in the last run.
   uint64_t lastRunPeakBytes() const;
-  /// What the last run's GPU segments copied between host and device and how often they
-  /// waited for a GPU, all segments together; zero when every step ran on the CPU.
+  /// What the last run copied between host and device and how often it waited for a GPU, all
+  /// segments together; zero when every step ran on the CPU.
   TransferStats lastRunTransfers() const;
 
   struct Segment {
@@ -128,11 +160,18 @@ private:
   /// Per buffer of the whole Executable: the buffer whose value it is (a copy's operand's,
   /// followed through chains of copies), and, for the constants that are outputs, their value.
   std::vector<BufferId> valueOf_;
-  std::vector<HostTensor> constants_;
+  std::vector<Value> constants_;
   std::vector<BufferId> constantOutputs_;
-  /// During a run: each buffer's value, and the segment outputs that hold them.
-  std::vector<const HostTensor *> values_;
-  std::vector<HostTensor> produced_;
+  /// Per buffer: how many segments read it, and whether the caller gets it back; per segment,
+  /// the values of it that a later segment on the same device reads (they stay there).
+  std::vector<int> readers_;
+  std::vector<char> returned_;
+  std::vector<std::set<BufferId>> readOnDevice_;
+  /// During a run: each buffer's value, the segment outputs that hold them, and host copies
+  /// of the device arrays CPU segments read.
+  std::vector<Value *> values_;
+  std::vector<Value> produced_, onHost_;
+  TransferStats lastRunTransfers_;
 };
 
 /// The runner of a segment on the CPU: a CpuExecutor with the options' trace and communicator

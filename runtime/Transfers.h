@@ -33,4 +33,17 @@ struct TransferStats {
   std::string str() const;
 };
 
+/// What the calling thread copied between host and device and how often it waited for a device
+/// (through CudaDevice, device arrays, the GPU all-reduce and NCCL) since it began: a run's
+/// counts are the difference of two readings. Per thread, so replicas that run on threads of
+/// their own each count only their own work; every host-device copy and wait of a run is made
+/// on its thread. Inline, so that the runtime and the CUDA libraries built apart share one.
+inline TransferStats &threadTransferCounts() {
+  thread_local TransferStats counts;
+  return counts;
+}
+inline TransferStats threadTransfers() { return threadTransferCounts(); }
+/// Adds to the calling thread's counts: for the driver calls made without CudaDevice's methods.
+inline void countTransfers(const TransferStats &more) { threadTransferCounts() += more; }
+
 } // namespace smelt::rt

@@ -91,6 +91,46 @@ rt::HostTensor scalarF32(double v) {
   return t;
 }
 
+/// Copies of `tensors` as host values, for a replica's state.
+std::vector<rt::Value> hostValues(const std::vector<rt::HostTensor> &tensors) {
+  return {tensors.begin(), tensors.end()};
+}
+
+/// Host copies of `values`, wherever they are.
+rt::Expected<std::vector<rt::HostTensor>> hostCopies(const std::vector<rt::Value> &values) {
+  std::vector<rt::HostTensor> host;
+  for (const rt::Value &v : values) {
+    rt::Expected<rt::HostTensor> copy = v.toHost();
+    if (!copy)
+      return copy.status();
+    host.push_back(std::move(*copy));
+  }
+  return host;
+}
+
+/// hostCopies() for the accessors that return tensors: a device that fails throws.
+std::vector<rt::HostTensor> hostCopiesOrThrow(const std::vector<rt::Value> &values) {
+  rt::Expected<std::vector<rt::HostTensor>> host = hostCopies(values);
+  if (!host)
+    throw std::runtime_error(host.message());
+  return std::move(*host);
+}
+
+/// A loss or metric: outputs the step does not keep on its device come back as host tensors.
+double hostScalar(const rt::Value &v) { return v.host()->at(0); }
+
+/// What a failed step's message adds when it took state donated to it that it could not give
+/// back: the trainer cannot go on from those values.
+std::string lostState(const std::vector<rt::Value> &params, const std::vector<rt::Value> &variables,
+                      const std::vector<rt::Value> &state) {
+  for (const std::vector<rt::Value> *values : {&params, &variables, &state})
+    for (const rt::Value &v : *values)
+      if (const rt::DeviceArray *array = v.array(); array && !*array)
+        return " (the step had taken over the parameters and optimizer state on its device, "
+               "which are lost: restore the last checkpoint)";
+  return "";
+}
+
 } // namespace
 
 double Metrics::value(const std::string &name) const {
@@ -242,10 +282,9 @@ rt::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig &reques
       if (!executor)
         return executor.status();
       r.trainStep = std::move(*executor);
-      r.params = params;
-      r.variables = variables;
-      for (const rt::HostTensor &t : state)
-        r.state.push_back(t);
+      r.params = hostValues(params);
+      r.variables = hostValues(variables);
+      r.state = hostValues(state);
     }
   } catch (const BuildError &e) {
     return rt::Status::error(std::string("building the training step: ") + e.what());
@@ -409,24 +448,32 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
   data::BatchStream stream(data, std::move(shard), share, /*dropRemainder=*/false);
   size_t paramCount = r.params.size(), variableCount = r.variables.size(),
          stateCount = r.state.size();
-  std::vector<rt::HostTensor> outputs;
+  std::vector<rt::Value> outputs;
+  // The step's state stays where the step left it: its outputs are kept on its device and
+  // donated to the next step (on the CPU both are host tensors, and nothing changes).
+  rt::RunValues residency;
+  residency.keepOnDevice.assign(paramCount + variableCount + stateCount, 1);
   for (int64_t i = 0; std::optional<data::Batch> batch = stream.next(); ++i) {
     int64_t n = batch->examples.type().shape[0];
     rt::Expected<rt::Executor *> exe = trainExecutor(r, n);
     if (!exe)
       return exe.status();
-    rt::HostTensor step = scalarI64(step_ + i);
-    std::vector<rt::HostTensor> rates;
+    rt::Value examples(std::move(batch->examples)), labels(std::move(batch->labels));
+    rt::Value step(scalarI64(step_ + i));
+    std::vector<rt::Value> rates;
     for (const OptimizerConfig *optimizer : optimizers())
-      rates.push_back(scalarF32(rateAt(*optimizer, step_ + i)));
-    std::vector<const rt::HostTensor *> args = {&batch->examples, &batch->labels, &step};
-    for (const rt::HostTensor &rate : rates)
+      rates.emplace_back(scalarF32(rateAt(*optimizer, step_ + i)));
+    std::vector<rt::Value *> args = {&examples, &labels, &step};
+    for (rt::Value &rate : rates)
       args.push_back(&rate);
+    residency.donated.assign(args.size(), 0);
     addModelArguments(r, args);
-    for (const rt::HostTensor &s : r.state)
+    for (rt::Value &s : r.state)
       args.push_back(&s);
-    if (rt::Status s = (*exe)->run(args, outputs); !s.ok())
-      return rt::Status::error(rt::namingReplica(r.communicator, s.message()));
+    residency.donated.resize(args.size(), 1);
+    if (rt::Status s = (*exe)->run(args, outputs, residency); !s.ok())
+      return rt::Status::error(rt::namingReplica(
+          r.communicator, s.message() + lostState(r.params, r.variables, r.state)));
     // The step's outputs replace the parameters and state. Swapped, not moved: the old
     // tensors become the next step's output memory, so steady-state steps allocate and copy
     // none of them (the executor writes the new values straight in).
@@ -441,8 +488,11 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
       continue;
     size_t first = paramCount + variableCount + stateCount;
     if (lossScaleSlot_ >= 0) {
-      running.skippedSteps += outputs[first + 1 + metricNames_.size()].at(0) != 0;
-      running.lossScale = r.state[lossScaleSlot_].at(0);
+      running.skippedSteps += hostScalar(outputs[first + 1 + metricNames_.size()]) != 0;
+      rt::Expected<double> scale = r.state[lossScaleSlot_].at(0);
+      if (!scale)
+        return scale.status();
+      running.lossScale = *scale;
     }
     // Means over the examples so far, each batch weighted by its size.
     int64_t seen = n * replicas;
@@ -450,9 +500,9 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
       mean = (mean * double(running.examples) + value * double(seen)) /
              double(running.examples + seen);
     };
-    average(running.loss, outputs[first].at(0));
+    average(running.loss, hostScalar(outputs[first]));
     for (size_t m = 0; m < metricNames_.size(); ++m)
-      average(running.values[m].second, outputs[first + 1 + m].at(0));
+      average(running.values[m].second, hostScalar(outputs[first + 1 + m]));
     running.examples += seen;
     if (progress)
       progress(i + 1, total, running);
@@ -517,19 +567,23 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
   int64_t batches = data.batchCount(config_.evalBatch, /*dropRemainder=*/false);
   // Sums of loss * n and each metric * n, then n.
   std::vector<double> sums(metricNames_.size() + 2, 0.0);
+  rt::Expected<bool> averaged = averaging();
+  if (!averaged)
+    return averaged.status();
   for (int64_t i = rank; i < batches; i += processes) {
     data::Batch batch = data.batch(order, config_.evalBatch, i);
     int64_t n = batch.examples.type().shape[0];
     rt::Expected<rt::Executor *> exe = evalExecutor(n);
     if (!exe)
       return exe.status();
-    std::vector<const rt::HostTensor *> args = {&batch.examples, &batch.labels};
-    addModelArguments(replicas_[0], args, /*averaged=*/averaging());
-    std::vector<rt::HostTensor> out;
-    if (rt::Status s = (*exe)->run(args, out); !s.ok())
+    rt::Value examples(std::move(batch.examples)), labels(std::move(batch.labels));
+    std::vector<rt::Value *> args = {&examples, &labels};
+    addModelArguments(replicas_[0], args, /*averaged=*/*averaged);
+    std::vector<rt::Value> out;
+    if (rt::Status s = (*exe)->run(args, out, rt::RunValues()); !s.ok())
       return s;
     for (size_t k = 0; k + 1 < sums.size(); ++k)
-      sums[k] += out[k].at(0) * double(n);
+      sums[k] += hostScalar(out[k]) * double(n);
     sums.back() += double(n);
   }
   if (config_.communicator)
@@ -548,21 +602,24 @@ rt::Expected<Metrics> Trainer::evaluate(const data::Dataset &data) {
 rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
   std::vector<data::NamedTensor> tensors;
   const Replica &r = replicas_[0];
-  for (size_t i = 0; i < r.params.size(); ++i)
-    tensors.push_back({paramNames_[i], r.params[i]});
-  for (size_t i = 0; i < r.variables.size(); ++i)
-    tensors.push_back({variableNames_[i], r.variables[i]});
-  for (size_t i = 0; i < r.state.size(); ++i)
-    tensors.push_back({stateNames_[i], r.state[i]});
+  for (auto [values, names] : {std::pair{&r.params, &paramNames_},
+                               {&r.variables, &variableNames_},
+                               {&r.state, &stateNames_}}) {
+    rt::Expected<std::vector<rt::HostTensor>> host = hostCopies(*values);
+    if (!host)
+      return host.status();
+    for (size_t i = 0; i < host->size(); ++i)
+      tensors.push_back({(*names)[i], std::move((*host)[i])});
+  }
   CheckpointInfo info{config_.model.name, precisionPolicyName(config_.precision).str(), epochsDone,
                       step_, config_.batch, config_.seed};
   return saveCheckpoint(path, std::move(tensors), info);
 }
 
-rt::Status Trainer::replaceInReplicas(std::vector<rt::HostTensor> Replica::*member,
+rt::Status Trainer::replaceInReplicas(std::vector<rt::Value> Replica::*member,
                                       const std::vector<rt::HostTensor> &values,
                                       const std::vector<std::string> &names, const char *what) {
-  const std::vector<rt::HostTensor> &current = replicas_[0].*member;
+  const std::vector<rt::Value> &current = replicas_[0].*member;
   if (values.size() != current.size())
     return rt::Status::error(fmt::format("{} {}s given, model '{}' has {}", values.size(), what,
                                          config_.model.name, current.size()));
@@ -571,7 +628,7 @@ rt::Status Trainer::replaceInReplicas(std::vector<rt::HostTensor> Replica::*memb
       return rt::Status::error(fmt::format("{} '{}' is {}, the value given is {}", what, names[i],
                                            current[i].type().str(), values[i].type().str()));
   for (Replica &replica : replicas_)
-    replica.*member = values;
+    replica.*member = hostValues(values);
   return rt::Status();
 }
 
@@ -587,25 +644,46 @@ std::string Trainer::modelArgName(const ModelArg &arg) const {
   return arg.variable ? variableNames_[arg.index] : paramNames_[arg.index];
 }
 
-void Trainer::addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args,
-                                bool averaged) const {
+void Trainer::addModelArguments(Replica &r, std::vector<rt::Value *> &args, bool averaged) {
   for (const ModelArg &arg : modelArgs_)
     args.push_back(arg.variable ? &r.variables[arg.index]
                    : averaged   ? &r.state[averageSlots_[arg.index]]
                                 : &r.params[arg.index]);
 }
 
-bool Trainer::averaging() const {
+rt::Expected<bool> Trainer::averaging() const {
   // Before the first update the averages hold nothing yet.
-  return !averageSlots_.empty() && replicas_[0].state[averageUpdatesSlot_].at(0) > 0;
+  if (averageSlots_.empty())
+    return false;
+  rt::Expected<double> updates = replicas_[0].state[averageUpdatesSlot_].at(0);
+  if (!updates)
+    return updates.status();
+  return *updates > 0;
+}
+
+std::vector<rt::HostTensor> Trainer::parameters() const {
+  return hostCopiesOrThrow(replicas_[0].params);
+}
+
+std::vector<rt::HostTensor> Trainer::variables() const {
+  return hostCopiesOrThrow(replicas_[0].variables);
 }
 
 std::vector<rt::HostTensor> Trainer::averagedParameters() const {
-  if (!averaging())
-    return averageSlots_.empty() ? std::vector<rt::HostTensor>{} : replicas_[0].params;
+  if (averageSlots_.empty())
+    return {};
+  rt::Expected<bool> averaged = averaging();
+  if (!averaged)
+    throw std::runtime_error(averaged.message());
+  if (!*averaged)
+    return parameters();
   std::vector<rt::HostTensor> averages;
-  for (size_t slot : averageSlots_)
-    averages.push_back(replicas_[0].state[slot]);
+  for (size_t slot : averageSlots_) {
+    rt::Expected<rt::HostTensor> average = replicas_[0].state[slot].toHost();
+    if (!average)
+      throw std::runtime_error(average.message());
+    averages.push_back(std::move(*average));
+  }
   return averages;
 }
 
@@ -660,8 +738,13 @@ rt::Status Trainer::initParameters(std::map<std::string, rt::HostTensor> values,
 
 rt::Status Trainer::initFrom(std::map<std::string, rt::HostTensor *> &tensors,
                              const std::string &source, bool extraAllowed) {
-  std::vector<rt::HostTensor> params = replicas_[0].params,
-                              variables = replicas_[0].variables;
+  rt::Expected<std::vector<rt::HostTensor>> current = hostCopies(replicas_[0].params),
+                                            currentVariables = hostCopies(replicas_[0].variables);
+  if (!current)
+    return current.status();
+  if (!currentVariables)
+    return currentVariables.status();
+  std::vector<rt::HostTensor> &params = *current, &variables = *currentVariables;
   if (rt::Status s =
           takeByName(tensors, source, config_.model.name, "parameter", paramNames_, params);
       !s.ok())
@@ -698,8 +781,14 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
                                          path, checkpoint->info.model, config_.model.name));
   std::map<std::string, rt::HostTensor *> tensors = byName(checkpoint->tensors);
   // Restored into copies, so a checkpoint that fails half way leaves the run as it was.
-  std::vector<rt::HostTensor> params = replicas_[0].params, state = replicas_[0].state,
-                              variables = replicas_[0].variables;
+  rt::Expected<std::vector<rt::HostTensor>> currentParams = hostCopies(replicas_[0].params),
+                                            currentState = hostCopies(replicas_[0].state),
+                                            currentVariables = hostCopies(replicas_[0].variables);
+  for (auto *current : {&currentParams, &currentState, &currentVariables})
+    if (!*current)
+      return current->status();
+  std::vector<rt::HostTensor> &params = *currentParams, &state = *currentState,
+                              &variables = *currentVariables;
   const std::string &model = config_.model.name;
   if (rt::Status s = takeByName(tensors, path, model, "parameter", paramNames_, params); !s.ok())
     return s;
@@ -710,9 +799,9 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
       !s.ok())
     return s;
   for (Replica &replica : replicas_) {
-    replica.params = params;
-    replica.variables = variables;
-    replica.state = state;
+    replica.params = hostValues(params);
+    replica.variables = hostValues(variables);
+    replica.state = hostValues(state);
   }
   step_ = checkpoint->info.globalStep;
   return checkpoint->info.epochsDone;

@@ -167,15 +167,18 @@ public:
   /// The same for the variables (variableNames() order).
   rt::Status setVariables(const std::vector<rt::HostTensor> &variables);
 
-  /// The parameters (of this process's first replica: every replica holds the same).
-  const std::vector<rt::HostTensor> &parameters() const { return replicas_[0].params; }
+  /// The parameters (of this process's first replica: every replica holds the same), copied
+  /// to the host: between steps they live on the device the step runs on. Throws
+  /// std::runtime_error when that device fails to give them.
+  std::vector<rt::HostTensor> parameters() const;
   const std::vector<std::string> &parameterNames() const { return paramNames_; }
   /// The moving averages of the parameters (TrainConfig::emaMomentum; empty without), in
   /// parameterNames() order: what evaluation runs on (the parameters themselves before the
   /// first update).
   std::vector<rt::HostTensor> averagedParameters() const;
-  /// The model's variables (Graph::variable: moving averages...), as the last step left them.
-  const std::vector<rt::HostTensor> &variables() const { return replicas_[0].variables; }
+  /// The model's variables (Graph::variable: moving averages...), as the last step left them
+  /// (host copies, as parameters()).
+  std::vector<rt::HostTensor> variables() const;
   const std::vector<std::string> &variableNames() const { return variableNames_; }
   int64_t globalStep() const { return step_; }
   /// The learning rate the next training step gets (the schedule at globalStep()).
@@ -222,7 +225,10 @@ private:
     /// The step compiled for a short last batch (its size), when an epoch needed one.
     std::unique_ptr<rt::Executor> shortStep;
     int64_t shortBatch = 0;
-    std::vector<rt::HostTensor> params, variables, state;
+    /// Between steps, on the step's device: the step's outputs kept there (DeviceArray) and
+    /// donated to the next step, so that a GPU step moves only its batch, rates, loss and
+    /// metrics. Host tensors before the first step, after a restore, and on the CPU.
+    std::vector<rt::Value> params, variables, state;
   };
   /// A model argument of the steps: which parameter or variable.
   struct ModelArg {
@@ -243,13 +249,12 @@ private:
   std::string modelArgName(const ModelArg &arg) const;
   /// Replaces every replica's parameters or variables (`member`) with `values` after checking
   /// their count and types; `what` ("parameter", "variable") and `names` make the errors.
-  rt::Status replaceInReplicas(std::vector<rt::HostTensor> Replica::*member,
+  rt::Status replaceInReplicas(std::vector<rt::Value> Replica::*member,
                                const std::vector<rt::HostTensor> &values,
                                const std::vector<std::string> &names, const char *what);
   /// Appends `r`'s parameters (their moving averages with `averaged`) and variables in the
   /// steps' argument order.
-  void addModelArguments(const Replica &r, std::vector<const rt::HostTensor *> &args,
-                         bool averaged = false) const;
+  void addModelArguments(Replica &r, std::vector<rt::Value *> &args, bool averaged = false);
   /// Replica `r`'s step for a batch of `share` examples: its usual one, or one compiled for
   /// the epoch's short last batch.
   rt::Expected<rt::Executor *> trainExecutor(Replica &r, int64_t share);
@@ -276,7 +281,7 @@ private:
   /// The steps' parameter and variable arguments, in order (after the batch, step and rate).
   std::vector<ModelArg> modelArgs_;
   /// Whether evaluation runs on the moving averages: there are some, and an update made them.
-  bool averaging() const;
+  rt::Expected<bool> averaging() const;
   /// Index in the optimizer state of each parameter's moving average (emaMomentum > 0), and
   /// of their update count.
   std::vector<size_t> averageSlots_;

@@ -8,14 +8,6 @@
 
 namespace smelt::rt::cuda {
 
-namespace {
-thread_local TransferStats transfers;
-} // namespace
-
-TransferStats threadTransfers() { return transfers; }
-
-void countTransfers(const TransferStats &more) { transfers += more; }
-
 Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
   static std::mutex mutex;
   static std::map<int, Expected<std::shared_ptr<CudaDevice>>> opened;
@@ -93,7 +85,7 @@ Status CudaDevice::makeCurrent() const {
 }
 
 Status CudaDevice::synchronize(const std::string &what) const {
-  ++transfers.hostSyncs;
+  ++threadTransferCounts().hostSyncs;
   if (CUresult result = cu_->streamSynchronize(stream_); result != CUDA_SUCCESS)
     return Status::error(fmt::format("{} (waiting for {}): the error may come from any work "
                                      "queued before it",
@@ -102,12 +94,12 @@ Status CudaDevice::synchronize(const std::string &what) const {
 }
 
 Status CudaDevice::copyToDevice(void *to, const void *from, uint64_t bytes) const {
-  transfers.toDevice += bytes;
+  threadTransferCounts().toDevice += bytes;
   return check(cu_->memcpyHtoDAsync(devicePointer(to), from, bytes, stream_), "cuMemcpyHtoDAsync");
 }
 
 Status CudaDevice::copyToHost(void *to, const void *from, uint64_t bytes) const {
-  transfers.toHost += bytes;
+  threadTransferCounts().toHost += bytes;
   return check(cu_->memcpyDtoHAsync(to, devicePointer(from), bytes, stream_), "cuMemcpyDtoHAsync");
 }
 

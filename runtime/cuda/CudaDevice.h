@@ -60,14 +60,6 @@ private:
   uint64_t totalMemory_ = 0;
 };
 
-/// What the calling thread copied between host and device and how often it waited for a device
-/// (through CudaDevice, the GPU all-reduce and NCCL) since it began: a run's counts are the
-/// difference of two readings. Per thread, so replicas that run on threads of their own each
-/// count only their own work; every host-device copy and wait of a run is made on its thread.
-TransferStats threadTransfers();
-/// Adds to the calling thread's counts: for the driver calls made without CudaDevice's methods.
-void countTransfers(const TransferStats &more);
-
 /// The driver's name for a device address the allocator handed out as a pointer.
 inline CUdeviceptr devicePointer(const void *address) {
   return CUdeviceptr(reinterpret_cast<uintptr_t>(address));

@@ -7,6 +7,7 @@
 #include "runtime/DeviceMemory.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaArray.h"
 #include "runtime/cuda/Cudnn.h"
 #include "runtime/cuda/GpuAllReduce.h"
 
@@ -335,6 +336,7 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     return s;
   GpuExecutor exec;
   exec.device_ = device;
+  exec.allocator_ = allocator;
   exec.executable_ = std::make_shared<const Executable>(executable);
   const Executable &exe = *exec.executable_;
   // The plans point into `executable`'s kernels; the launches below copy what they need.
@@ -533,24 +535,51 @@ uint64_t roundUp(uint64_t bytes) {
 }
 } // namespace
 
-Status GpuExecutor::upload(const std::vector<const HostTensor *> &inputs) {
+Status GpuExecutor::upload(const std::vector<Input> &inputs) {
   const Executable &exe = *executable_;
-  // The host writes the staging buffer: nothing queued before (a failed run's copies) may
-  // still read it.
-  if (Status s = device_->synchronize("the previous run"); !s.ok())
-    return s;
+  // An array on another device comes through the host: copied here, staged below.
+  std::vector<HostTensor> fromElsewhere;
+  std::vector<const HostTensor *> staged(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].array) {
+      staged[i] = inputs[i].host;
+    } else if (&inputs[i].array->allocator() != allocator_) {
+      Expected<HostTensor> copy = inputs[i].array->toHost();
+      if (!copy)
+        return Status::error(
+            fmt::format("input #{} ({}): {}", i, exe.buffers[exe.inputs[i]].name, copy.message()));
+      fromElsewhere.reserve(inputs.size());
+      staged[i] = &fromElsewhere.emplace_back(std::move(*copy));
+    }
+  }
   uint64_t total = 0;
-  for (const HostTensor *t : inputs)
-    total += roundUp(t->byteSize());
+  for (const HostTensor *t : staged)
+    total += t ? roundUp(t->byteSize()) : 0;
+  // The host writes the staging buffer: nothing queued before (a failed run's copies) may
+  // still read it. A run whose inputs are all on this GPU already stages nothing, waits for
+  // nothing.
+  if (total)
+    if (Status s = device_->synchronize("the previous run"); !s.ok())
+      return s;
   if (Status s = reserveStaging(total); !s.ok())
     return s;
   char *staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < inputs.size(); ++i) {
     BufferId id = exe.inputs[i];
+    if (!staged[i]) {
+      // On this GPU: read in place, or taken over when donated. An input the executable also
+      // returns keeps its block through the run either way.
+      DeviceArray &array = *inputs[i].array;
+      if (inputs[i].donated)
+        buffers_.adopt(id, array.release());
+      else if (Status s = buffers_.take(id, array.address()); !s.ok())
+        return s;
+      continue;
+    }
     if (Status s = buffers_.take(id); !s.ok())
       return s;
-    if (size_t bytes = inputs[i]->byteSize()) {
-      std::memcpy(staging, inputs[i]->raw(), bytes);
+    if (size_t bytes = staged[i]->byteSize()) {
+      std::memcpy(staging, staged[i]->raw(), bytes);
       if (Status s = device_->copyToDevice(buffers_[id], staging, bytes); !s.ok())
         return Status::error(fmt::format("input #{} ({}): {}", i, exe.buffers[id].name,
                                          s.message()));
@@ -561,53 +590,116 @@ Status GpuExecutor::upload(const std::vector<const HostTensor *> &inputs) {
 }
 
 Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
-                             std::vector<HostTensor> &outputs) {
+                             std::vector<HostTensor> &outputs, const RunValues &residency) {
   const Executable &exe = *executable_;
   uint64_t total = 0;
-  for (BufferId id : exe.outputs)
-    total += roundUp(exe.buffers[id].type.byteSize());
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (!residency.keeps(i))
+      total += roundUp(exe.buffers[exe.outputs[i]].type.byteSize());
   if (Status s = reserveStaging(total); !s.ok())
     return s;
   // Queued after this run's uploads on the same stream, so they overwrite nothing still read.
   char *staging = static_cast<char *>(staging_.get());
-  for (BufferId id : exe.outputs) {
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    if (residency.keeps(i))
+      continue;
+    BufferId id = exe.outputs[i];
     uint64_t bytes = exe.buffers[id].type.byteSize();
     if (bytes)
       if (Status s = device_->copyToHost(staging, buffers_[id], bytes); !s.ok())
         return Status::error(fmt::format("output {}: {}", bufferLabel(exe, id), s.message()));
     staging += roundUp(bytes);
   }
-  if (Status s = device_->synchronize("the run of @" + exe.name); !s.ok())
-    return s;
+  // A run that keeps every output on the device returns without waiting for it.
+  if (!residency.keepsAll(exe.outputs.size()))
+    if (Status s = device_->synchronize("the run of @" + exe.name); !s.ok())
+      return s;
   // A fresh vector, assigned last: `outputs` may hold the tensors the inputs point at. The
   // caller's tensors that no input shares are filled in place of fresh ones.
-  std::vector<HostTensor> results;
+  std::vector<HostTensor> results(exe.outputs.size());
   staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    if (residency.keeps(i))
+      continue;
     BufferId id = exe.outputs[i];
     if (reusable[i]) {
-      results.push_back(std::move(*reusable[i]));
+      results[i] = std::move(*reusable[i]);
     } else {
       Expected<HostTensor> out =
           HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
       if (!out)
         return out.status();
-      results.push_back(std::move(*out));
+      results[i] = std::move(*out);
     }
-    if (results.back().byteSize())
-      std::memcpy(results.back().raw(), staging, results.back().byteSize());
-    staging += roundUp(results.back().byteSize());
+    if (results[i].byteSize())
+      std::memcpy(results[i].raw(), staging, results[i].byteSize());
+    staging += roundUp(results[i].byteSize());
   }
   outputs = std::move(results);
   return Status();
 }
 
-Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
-                        std::vector<HostTensor> &outputs) {
+Expected<std::vector<DeviceArray>> GpuExecutor::keptOutputs(const RunValues &residency) {
+  const Executable &exe = *executable_;
+  std::vector<DeviceArray> kept(exe.outputs.size());
+  // Copies first: an output's block handed over below would leave a second reader without it.
+  std::vector<void *> blocks(exe.outputs.size(), nullptr);
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    if (!residency.keeps(i))
+      continue;
+    BufferId id = exe.outputs[i];
+    if (std::count(exe.outputs.begin(), exe.outputs.end(), id) > 1 || !buffers_.perRun(id))
+      continue;
+    blocks[i] = buffers_.release(id);
+  }
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    if (!residency.keeps(i))
+      continue;
+    BufferId id = exe.outputs[i];
+    const TensorType &type = exe.buffers[id].type;
+    void *block = blocks[i];
+    if (!block) {
+      // An arena's buffer, a constant, a lent input or one returned twice: the run cannot
+      // give its block away, so the array is a device copy.
+      Expected<void *> fresh =
+          allocator_->allocate(type.byteSize(), fmt::format("output #{} kept on the device", i));
+      if (!fresh)
+        return fresh.status();
+      block = *fresh;
+      if (type.byteSize())
+        if (Status s = device_->check(
+                device_->driver().memcpyDtoDAsync(devicePointer(block), devicePointer(buffers_[id]),
+                                                  type.byteSize(), device_->stream()),
+                "cuMemcpyDtoDAsync");
+            !s.ok()) {
+          allocator_->free(block);
+          return Status::error(fmt::format("output {}: {}", bufferLabel(exe, id), s.message()));
+        }
+    }
+    kept[i] = cudaArray(type, device_, *allocator_, block);
+  }
+  return kept;
+}
+
+Status GpuExecutor::runSteps(const std::vector<Input> &inputs,
+                             const std::function<Status()> &finish) {
   const Executable &exe = *executable_;
   lastRunTransfers_ = {};
-  if (Status s = checkRunInputs(exe, inputs); !s.ok())
-    return s;
+  if (inputs.size() != exe.inputs.size())
+    return Status::error(
+        fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(), inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferInfo &info = exe.buffers[exe.inputs[i]];
+    const Input &in = inputs[i];
+    bool present = in.host || (in.array && *in.array);
+    const TensorType *type = !present ? nullptr : in.host ? &in.host->type() : &in.array->type();
+    if (!type || *type != info.type)
+      return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
+                                       info.type.str(),
+                                       type       ? type->str()
+                                       : in.array ? "an empty device array (donated before?)"
+                                                  : "nothing"));
+  }
   if (Status s = device_->makeCurrent(); !s.ok())
     return s;
   // Every block this run takes goes back however it ends. Stream-ordered: blocks given back
@@ -621,26 +713,80 @@ Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
       exec.lastRunTransfers_ = threadTransfers() - before;
     }
   } endOfRun{*this};
-  if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
-    return s;
-  if (Status s = upload(inputs); !s.ok())
-    return s;
-  std::vector<void *> buffers;
-  for (size_t s = 0; s < exe.steps.size(); ++s) {
-    const Step &step = exe.steps[s];
-    buffers.clear();
-    for (BufferId id : step.results)
-      if (Status st = buffers_.take(id); !st.ok())
+  Status status = [&]() -> Status {
+    if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
+      return s;
+    if (Status s = upload(inputs); !s.ok())
+      return s;
+    std::vector<void *> buffers;
+    for (size_t s = 0; s < exe.steps.size(); ++s) {
+      const Step &step = exe.steps[s];
+      buffers.clear();
+      for (BufferId id : step.results)
+        if (Status st = buffers_.take(id); !st.ok())
+          return st;
+      for (BufferId id : step.operands)
+        buffers.push_back(buffers_[id]);
+      for (BufferId id : step.results)
+        buffers.push_back(buffers_[id]);
+      if (Status st = launches_[s](buffers.data()); !st.ok())
         return st;
-    for (BufferId id : step.operands)
-      buffers.push_back(buffers_[id]);
-    for (BufferId id : step.results)
-      buffers.push_back(buffers_[id]);
-    if (Status st = launches_[s](buffers.data()); !st.ok())
-      return st;
-    buffers_.giveBackAfter(s);
+      buffers_.giveBackAfter(s);
+    }
+    return finish();
+  }();
+  // A failed run gives donated inputs back to the caller where it still holds their blocks
+  // (no step overwrites an input); one whose last reader had run is gone.
+  if (!status.ok())
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].donated && !*inputs[i].array)
+        if (void *block = buffers_.release(exe.inputs[i]))
+          *inputs[i].array =
+              cudaArray(exe.buffers[exe.inputs[i]].type, device_, *allocator_, block);
+  return status;
+}
+
+Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
+                        std::vector<HostTensor> &outputs) {
+  std::vector<Input> in(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    in[i].host = inputs[i];
+  return runSteps(in, [&] {
+    return download(reusableOutputs(*executable_, inputs, outputs), outputs, RunValues());
+  });
+}
+
+Status GpuExecutor::run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+                        const RunValues &residency) {
+  const Executable &exe = *executable_;
+  std::vector<Input> in(inputs.size());
+  std::vector<const HostTensor *> hostInputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i])
+      continue;
+    if (DeviceArray *array = inputs[i]->array())
+      in[i] = {nullptr, array, residency.donates(i)};
+    else
+      hostInputs.push_back(in[i].host = inputs[i]->host());
   }
-  return download(reusableOutputs(exe, inputs, outputs), outputs);
+  // The caller's host tensors take the outputs that come back where they fit.
+  std::vector<HostTensor> hostOutputs(exe.outputs.size());
+  for (size_t i = 0; i < exe.outputs.size() && i < outputs.size(); ++i)
+    if (HostTensor *h = outputs[i].ownedHost(); h && !residency.keeps(i))
+      hostOutputs[i] = std::move(*h);
+  return runSteps(in, [&]() -> Status {
+    Expected<std::vector<DeviceArray>> kept = keptOutputs(residency);
+    if (!kept)
+      return kept.status();
+    if (Status s = download(reusableOutputs(exe, hostInputs, hostOutputs), hostOutputs, residency);
+        !s.ok())
+      return s;
+    outputs.clear();
+    for (size_t i = 0; i < exe.outputs.size(); ++i)
+      outputs.push_back(residency.keeps(i) ? Value(std::move((*kept)[i]))
+                                           : Value(std::move(hostOutputs[i])));
+    return Status();
+  });
 }
 
 } // namespace smelt::rt::cuda

@@ -15,6 +15,7 @@
 #include "runtime/Allocator.h"
 #include "runtime/BufferLiveness.h"
 #include "runtime/Collectives.h"
+#include "runtime/DeviceArray.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
@@ -58,6 +59,14 @@ public:
   Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
     return run(std::vector<const HostTensor *>(inputs), outputs);
   }
+
+  /// The same with values that may stay on the GPU (runtime/DeviceArray.h): an input that is
+  /// an array on this GPU is read where it is (no copy), and taken over when `residency`
+  /// donates it; one on another device comes through the host. Outputs `residency` keeps
+  /// come back as arrays on this GPU, the rest as host tensors (into the caller's where they
+  /// fit). A run whose outputs all stay never waits for the GPU at its end.
+  Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+             const RunValues &residency);
 
   /// The replica group all_reduce steps reduce over (null: the function runs alone). It must
   /// outlive the runs.
@@ -104,10 +113,25 @@ private:
   TransferStats lastRunTransfers_;
   /// Pinned staging of at least `bytes`, after what used it before has finished.
   Status reserveStaging(uint64_t bytes);
-  Status upload(const std::vector<const HostTensor *> &inputs);
-  /// Copies the outputs to the host: into the caller's tensors where `reusable` has them
-  /// (reusableOutputs), else into fresh ones.
-  Status download(const std::vector<HostTensor *> &reusable, std::vector<HostTensor> &outputs);
+  /// A run's input as the executor takes it: a host tensor to copy in, or a device array,
+  /// lent or donated.
+  struct Input {
+    const HostTensor *host = nullptr;
+    DeviceArray *array = nullptr;
+    bool donated = false;
+  };
+  Allocator *allocator_ = nullptr;
+  /// Checks `inputs`, places them, queues every step, then `finish` (which brings the outputs
+  /// out of buffers_); whatever happens, the run's blocks go back at the end.
+  Status runSteps(const std::vector<Input> &inputs, const std::function<Status()> &finish);
+  Status upload(const std::vector<Input> &inputs);
+  /// Copies the outputs `residency` does not keep to the host: into the caller's tensors where
+  /// `reusable` has them (reusableOutputs), else into fresh ones; kept ones are left empty.
+  Status download(const std::vector<HostTensor *> &reusable, std::vector<HostTensor> &outputs,
+                  const RunValues &residency);
+  /// The outputs `residency` keeps, as arrays: the output's own block when no other output is
+  /// the same buffer and the run may give it up, else a device copy.
+  Expected<std::vector<DeviceArray>> keptOutputs(const RunValues &residency);
 };
 
 } // namespace smelt::rt::cuda

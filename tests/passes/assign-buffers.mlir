@@ -50,6 +50,23 @@ func.func @two_devices(%x: tensor<512xf32>) -> tensor<f32> {
 
 // -----
 
+// Wholly on gpu:0: the GPU holds the argument it reads (64); the returned %0 and sum are
+// blocks of their own outside the arena (offset -1: the caller may keep them on the device),
+// all live at the end (68), and %1 alone is in the arena (64): 64 + 64 + 68 = 196.
+// CHECK-LABEL: func.func @gpu_returned
+// CHECK-SAME: smelt.peak_bytes = {"gpu:0" = 196 : i64}
+// CHECK: smelt.add {{.*}}smelt.arena_offsets = array<i64: -1>
+// CHECK: smelt.mul {{.*}}smelt.arena_offsets = array<i64: 0>
+// CHECK: smelt.reduce {{.*}}smelt.arena_offsets = array<i64: -1>
+func.func @gpu_returned(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<f32>) {
+  %0 = smelt.add %x, %x {smelt.device = "gpu:0"} : tensor<16xf32>
+  %1 = smelt.mul %0, %0 {smelt.device = "gpu:0"} : tensor<16xf32>
+  %2 = smelt.reduce sum %1 axes = [0] {smelt.device = "gpu:0"} : tensor<16xf32>
+  return %0, %2 : tensor<16xf32>, tensor<f32>
+}
+
+// -----
+
 // An all_reduce's operand and result stay to the end of the run (the reduction may still be
 // running), so when the reduce takes its 4 bytes the exp, all_reduce and neg results (64 each)
 // are all live: 196. Without the collective, exp's result would have gone back after its reader.

@@ -11,10 +11,14 @@
 
 #include "codegen/Compile.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "data/Text.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/DeviceMemory.h"
 #include "runtime/Executor.h"
+#include "runtime/cuda/CudaArray.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/GpuRunner.h"
+#include "train/BuiltinModels.h"
 #include "train/Trainer.h"
 
 // The emulated driver's own count of host-device traffic, read from the driver the runtime
@@ -24,6 +28,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <random>
 
 namespace smelt::cuda_test {
 namespace {
@@ -168,26 +173,31 @@ TEST(PlacedExecution, RunsOnTheCpuMoveNothingToADevice) {
   }
 }
 
+/// An executor of `exe` whose GPU segments run on the GPU executor.
+rt::Expected<std::unique_ptr<rt::Executor>> onTheGpu(const rt::Executable &exe) {
+  rt::ExecutorOptions options;
+  options.gpuRunner = rt::cuda::gpuSegmentRunner;
+  return rt::Executor::create(exe, options);
+}
+
 TEST(PlacedExecutionOnGpu, CountsTheBytesEachSegmentMovesAndTheHostsWaits) {
   if (!gpu().ok())
     SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
   rt::Executable exe = compilePlaced(kMixed, /*withGpu=*/true, (*gpu())->arch());
-  rt::ExecutorOptions options;
-  options.gpuRunner = rt::cuda::gpuSegmentRunner;
-  rt::Expected<std::unique_ptr<rt::Executor>> exec = rt::Executor::create(exe, options);
+  rt::Expected<std::unique_ptr<rt::Executor>> exec = onTheGpu(exe);
   ASSERT_TRUE(exec.ok()) << exec.message();
   ASSERT_EQ((*exec)->segmentDevices(), (std::vector<std::string>{"gpu:0", "cpu:0", "gpu:0"}))
       << exe.str();
   // Known from the types: up go x (16x8 f32, 512 B) and w (8x8 f32, 256 B) to the first
-  // segment, and the noise and tanh (512 B each) to the last. Down come the sum of the indices
-  // (one i64, 8 B) for the CPU, tanh (512 B: the last segment and the caller read it), the
-  // indices (16 i64, 128 B), the product (512 B, returned twice) and the iota (16x8 i32, 512
-  // B); x and the constant come back from the host, never from the GPU.
-  const rt::TransferStats steady{.toDevice = 512 + 256 + 512 + 512,
-                                 .toHost = 8 + 512 + 128 + 512 + 512,
+  // segment, and the noise (512 B) to the last; tanh stays on gpu:0 for the last. Down come
+  // the sum of the indices (one i64, 8 B) for the CPU, the indices (16 i64, 128 B), the
+  // product (512 B, returned twice), the iota (16x8 i32, 512 B) and, at the end, tanh (512 B)
+  // for the caller; x and the constant come back from the host, never from the GPU.
+  const rt::TransferStats steady{.toDevice = 512 + 256 + 512,
+                                 .toHost = 8 + 128 + 512 + 512 + 512,
                                  // Each GPU segment waits before it refills its staging
-                                 // buffer and for its outputs.
-                                 .hostSyncs = 2 * 2};
+                                 // buffer and for its outputs, and tanh's copy waits.
+                                 .hostSyncs = 2 * 2 + 1};
   rt::HostTensor x = rt::HostTensor::zeros({rt::DType::f32, {16, 8}}),
                  w = rt::HostTensor::zeros({rt::DType::f32, {8, 8}});
   std::vector<rt::HostTensor> outputs;
@@ -290,6 +300,171 @@ TEST(PlacedExecutionOnGpu, MlpTrainingTracksTheCpuLossCurve) {
   // cuBLASLt and the fused kernels round differently from oneDNN; over two epochs of Adam the
   // losses stay within a percent.
   expectTrainingTracksTheCpu(rt::cuda::gpuSegmentRunner, (*gpu())->arch(), 1e-2);
+}
+
+/// A built-in model's training, small enough for the emulator: its config and data.
+struct ResidentCase {
+  const char *model;
+  PrecisionPolicy precision;
+};
+
+/// The config and data of `c` on the CPU (the GPU's adds the devices).
+std::pair<train::TrainConfig, data::Dataset> residentCaseSetup(const ResidentCase &c) {
+  train::TrainConfig config;
+  config.seed = rt::test::baseSeed() % 1000;
+  config.precision = c.precision;
+  config.model = c.model;
+  if (std::string(c.model) == "gpt") {
+    GptConfig gpt{.vocab = 19, .context = 16, .width = 32, .layers = 1, .heads = 2};
+    config.model = train::gptModel(gpt);
+    config.batch = 8;
+    // Fresh random text: four windows a batch, four batches.
+    std::mt19937 random(uint32_t(rt::test::baseSeed()));
+    std::vector<int32_t> ids(4 * 8 * 16 + 1);
+    for (int32_t &id : ids)
+      id = int32_t(random() % gpt.vocab);
+    rt::Expected<data::Dataset> text = data::nextTokenWindows(ids, gpt.context, gpt.context);
+    EXPECT_TRUE(text.ok()) << text.message();
+    return {config, std::move(*text)};
+  }
+  config.batch = 32;
+  return {config, test::fashion("train", 4 * config.batch)};
+}
+
+class TrainStepOnGpu : public ::testing::TestWithParam<ResidentCase> {};
+
+TEST_P(TrainStepOnGpu, KeepsItsStateOnTheGpuAndMovesOnlyTheBatchAndTheMetrics) {
+  if (!gpu().ok())
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
+  auto [config, data] = residentCaseSetup(GetParam());
+  auto onCpu = train::Trainer::create(config);
+  ASSERT_TRUE(onCpu.ok()) << onCpu.message();
+  config.pipeline.devices = "cpu:0,gpu:0";
+  config.executor.gpuRunner = rt::cuda::gpuSegmentRunner;
+  config.compile.cudaArch = (*gpu())->arch();
+  auto onGpu = train::Trainer::create(config);
+  ASSERT_TRUE(onGpu.ok()) << onGpu.message();
+  EXPECT_EQ((*onGpu)->replicaDevices(), std::vector<std::string>{"gpu:0"});
+
+  double tolerance = config.precision == PrecisionPolicy::f32 ? 1e-3 : 2e-2;
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    rt::Expected<train::Metrics> want = (*onCpu)->trainEpoch(data, epoch);
+    rt::Expected<train::Metrics> got = (*onGpu)->trainEpoch(data, epoch);
+    ASSERT_TRUE(want.ok()) << want.message();
+    ASSERT_TRUE(got.ok()) << got.message();
+    EXPECT_NEAR(got->loss, want->loss, tolerance * want->loss)
+        << "epoch " << epoch << " (seed " << config.seed << ")";
+  }
+  // From the second step on, up go only the batch, the step number and the learning rates,
+  // and down come only the loss and the metrics: the parameters and the optimizer's state
+  // stay on gpu:0. The host waits once to refill the staging buffer and once for the loss.
+  const rt::Executable &step = (*onGpu)->trainStepExecutable();
+  size_t batchInputs = 3 + (*onGpu)->optimizers().size();
+  size_t reported = 1 + (*onGpu)->metricNames().size();
+  uint64_t up = 0, down = 0;
+  for (size_t i = 0; i < batchInputs; ++i)
+    up += step.buffers[step.inputs[i]].type.byteSize();
+  for (size_t i = step.outputs.size() - reported; i < step.outputs.size(); ++i)
+    down += step.buffers[step.outputs[i]].type.byteSize();
+  rt::TransferStats moved = (*onGpu)->lastStepTransfers();
+  EXPECT_EQ(moved, (rt::TransferStats{.toDevice = up, .toHost = down, .hostSyncs = 2}))
+      << moved.str() << "; the batch, step and rates are " << up << " B, loss and metrics " << down
+      << " B";
+
+  // The parameters and variables that stayed on gpu:0, brought to the host, are what the
+  // GPU evaluates with: the CPU evaluates the same numbers from them. (Adam sends parameters
+  // whose gradients are rounding noise either way, so the two runs' own parameters are not
+  // compared.)
+  ASSERT_TRUE((*onCpu)->setParameters((*onGpu)->parameters()).ok());
+  ASSERT_TRUE((*onCpu)->setVariables((*onGpu)->variables()).ok());
+  rt::Expected<train::Metrics> gpuEval = (*onGpu)->evaluate(data);
+  rt::Expected<train::Metrics> cpuEval = (*onCpu)->evaluate(data);
+  ASSERT_TRUE(gpuEval.ok()) << gpuEval.message();
+  ASSERT_TRUE(cpuEval.ok()) << cpuEval.message();
+  EXPECT_NEAR(gpuEval->loss, cpuEval->loss, tolerance * cpuEval->loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TrainStepOnGpu,
+                         ::testing::Values(ResidentCase{"mlp", PrecisionPolicy::f32},
+                                           ResidentCase{"mlp", PrecisionPolicy::mixed_bf16},
+                                           ResidentCase{"cnn", PrecisionPolicy::f32},
+                                           ResidentCase{"cnn", PrecisionPolicy::mixed_bf16},
+                                           ResidentCase{"gpt", PrecisionPolicy::f32},
+                                           ResidentCase{"gpt", PrecisionPolicy::mixed_bf16}),
+                         [](const ::testing::TestParamInfo<ResidentCase> &info) {
+                           return std::string(info.param.model) + "_" +
+                                  precisionPolicyName(info.param.precision).str();
+                         });
+
+TEST(PlacedExecutionOnGpu, KeptOutputsStayOnTheGpuAndDonatedInputsAreTakenOver) {
+  if (!gpu().ok())
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
+  rt::Executable exe = compilePlaced(kMixed, /*withGpu=*/true, (*gpu())->arch());
+  rt::Expected<std::unique_ptr<rt::Executor>> exec = onTheGpu(exe);
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  auto input = [&](size_t i) {
+    const rt::TensorType &type = exe.buffers[exe.inputs[i]].type;
+    return rt::test::randomTensor(type.dtype, type.shape, [] { return rt::test::draw(-0.5, 0.5); });
+  };
+  rt::HostTensor x = input(0), w = input(1);
+  // Every output kept: those a GPU computed come back as gpu:0 arrays, x and the constant
+  // (never on the GPU as outputs) as host tensors, and so does the product's first place of
+  // two (its array goes to the last); all hold the host run's values.
+  std::vector<rt::HostTensor> want;
+  ASSERT_TRUE((*exec)->run({&x, &w}, want).ok());
+  rt::Value xValue = rt::Value::lent(x), wValue = rt::Value::lent(w);
+  std::vector<rt::Value> kept;
+  rt::RunValues keepAll;
+  keepAll.keepOnDevice.assign(exe.outputs.size(), 1);
+  rt::Status s = (*exec)->run({&xValue, &wValue}, kept, keepAll);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(kept.size(), want.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].device(), i == 0 || i == 2 || i == 4 ? "cpu:0" : "gpu:0")
+        << "output #" << i << " of " << exe.str();
+    rt::Expected<rt::HostTensor> host = kept[i].toHost();
+    ASSERT_TRUE(host.ok()) << host.message();
+    EXPECT_EQ(host->toDoubles(), want[i].toDoubles()) << "output #" << i;
+  }
+  // tanh (output #5, 16x8 f32) as the next run's x, donated: the run reads it where it is and
+  // takes it, leaving the caller's array empty; the results are those of its host copy.
+  rt::Expected<rt::HostTensor> tanhOnHost = kept[5].toHost();
+  ASSERT_TRUE(tanhOnHost.ok());
+  std::vector<rt::HostTensor> fromHost;
+  ASSERT_TRUE((*exec)->run({&*tanhOnHost, &w}, fromHost).ok());
+  rt::RunValues donateX;
+  donateX.donated = {1, 0};
+  std::vector<rt::Value> results;
+  s = (*exec)->run({&kept[5], &wValue}, results, donateX);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // x is also returned, so the run copies it out rather than taking it.
+  EXPECT_TRUE(*kept[5].array()) << "x is returned: the run must not free it";
+  EXPECT_EQ((*exec)->lastRunTransfers().toDevice, 256u + 512u) << "w and the noise only";
+  ASSERT_EQ(results.size(), fromHost.size());
+  for (size_t i = 0; i < results.size(); ++i)
+    EXPECT_EQ(results[i].host()->toDoubles(), fromHost[i].toDoubles()) << "output #" << i;
+
+  // w uploaded as a gpu:0 array and donated: the run reads it where it is and takes it over,
+  // leaving the caller's array empty; up go only x and the noise.
+  rt::Expected<rt::Allocator *> allocator = rt::deviceAllocator("gpu:0");
+  ASSERT_TRUE(allocator.ok()) << allocator.message();
+  rt::Expected<void *> block = (*allocator)->allocate(w.byteSize(), "w");
+  ASSERT_TRUE(block.ok()) << block.message();
+  ASSERT_TRUE((*gpu())->copyToDevice(*block, w.raw(), w.byteSize()).ok());
+  ASSERT_TRUE((*gpu())->synchronize("w").ok());
+  rt::Value wOnGpu{rt::cuda::cudaArray(w.type(), *gpu(), **allocator, *block)};
+  rt::RunValues donateW;
+  donateW.donated = {0, 1};
+  s = (*exec)->run({&xValue, &wOnGpu}, results, donateW);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(*wOnGpu.array()) << "the run took w over";
+  EXPECT_EQ((*exec)->lastRunTransfers().toDevice, 512u + 512u) << "x and the noise only";
+  for (size_t i = 0; i < results.size(); ++i)
+    EXPECT_EQ(results[i].host()->toDoubles(), want[i].toDoubles()) << "output #" << i;
+  // A donated array is not usable again: a clear error, not a fault.
+  s = (*exec)->run({&xValue, &wOnGpu}, results, rt::RunValues());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("empty device array"), std::string::npos) << s.message();
 }
 
 } // namespace
