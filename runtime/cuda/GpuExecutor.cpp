@@ -516,6 +516,7 @@ Status GpuExecutor::reserveStaging(uint64_t bytes) {
   // The old buffer may still feed queued copies: wait for them before giving it back.
   if (Status s = device_->synchronize("copies through the staging buffer"); !s.ok())
     return s;
+  stagingIdle_ = true;
   staging_.reset();
   stagingBytes_ = 0;
   void *pinned = nullptr;
@@ -555,14 +556,16 @@ Status GpuExecutor::upload(const std::vector<Input> &inputs) {
   uint64_t total = 0;
   for (const HostTensor *t : staged)
     total += t ? roundUp(t->byteSize()) : 0;
-  // The host writes the staging buffer: nothing queued before (a failed run's copies) may
-  // still read it. A run whose inputs are all on this GPU already stages nothing, waits for
-  // nothing.
-  if (total)
+  // The host writes the staging buffer: nothing queued before may still read it. After a run
+  // that waited for its outputs nothing does, so a training loop waits once a step (for its
+  // loss); after one that kept every output on the GPU, or failed, the host waits here. A run
+  // whose inputs are all on this GPU already stages nothing and waits for nothing.
+  if (total && !stagingIdle_)
     if (Status s = device_->synchronize("the previous run"); !s.ok())
       return s;
   if (Status s = reserveStaging(total); !s.ok())
     return s;
+  stagingIdle_ = stagingIdle_ && total == 0;
   char *staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < inputs.size(); ++i) {
     BufferId id = exe.inputs[i];
@@ -610,10 +613,13 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
         return Status::error(fmt::format("output {}: {}", bufferLabel(exe, id), s.message()));
     staging += roundUp(bytes);
   }
+  stagingIdle_ = stagingIdle_ && total == 0;
   // A run that keeps every output on the device returns without waiting for it.
-  if (!residency.keepsAll(exe.outputs.size()))
+  if (!residency.keepsAll(exe.outputs.size())) {
     if (Status s = device_->synchronize("the run of @" + exe.name); !s.ok())
       return s;
+    stagingIdle_ = true;
+  }
   // A fresh vector, assigned last: `outputs` may hold the tensors the inputs point at. The
   // caller's tensors that no input shares are filled in place of fresh ones.
   std::vector<HostTensor> results(exe.outputs.size());

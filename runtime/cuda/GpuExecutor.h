@@ -105,6 +105,9 @@ private:
   /// Pinned host memory every host-device copy goes through, grown as a run needs.
   std::unique_ptr<void, FreeHost> staging_;
   uint64_t stagingBytes_ = 0;
+  /// No copy through the staging buffer is queued or running: the host last waited for the
+  /// stream after queuing the last one.
+  bool stagingIdle_ = true;
   /// Each buffer's device address: constants' for the executor's life, the rest (inputs are
   /// copied in) taken during a run and given back once their last reader is queued.
   RunBuffers buffers_;
