@@ -681,7 +681,8 @@ def Smelt_AllReduceOp : Smelt_InferredOp<"all_reduce", [Smelt_Differentiable,
   let hasFolder = 1;
 }
 
-def Smelt_ReplicaIdOp : Smelt_Op<"replica_id"> {
+// On a GPU the executor writes the index into the result on its stream.
+def Smelt_ReplicaIdOp : Smelt_Op<"replica_id", [Smelt_GpuKernel<"::smelt::kI64">]> {
   let summary = "this replica's index";
   let description = [{
     The index in [0, replicas) of the replica running the function, as a rank-0 i64: what

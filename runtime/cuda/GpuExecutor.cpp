@@ -32,7 +32,8 @@ struct Plan {
     ConvBackwardFilter,
     PoolForward,
     PoolBackward,
-    AllReduce
+    AllReduce,
+    ReplicaId
   } kind = Copy;
   std::string what; // "'matmul' (model.mlir:4:5)"
   MatmulCall matmul;
@@ -228,6 +229,10 @@ Expected<Plan> planStep(const Executable &exe, size_t index,
     // A bucket is packed into the workspace, reduced there and unpacked.
     if (step.operands.size() > 1)
       plan.workspace = size_t(plan.allReduce.count) * byteWidth(plan.allReduce.dtype);
+    return plan;
+  case StepOp::ReplicaId:
+    // CollectiveSteps checked its one i64 result.
+    plan.kind = Plan::ReplicaId;
     return plan;
   case StepOp::Conv2D:
   case StepOp::Conv2DBackwardInput:
@@ -498,6 +503,21 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
       launch = [gpu, spec = plan.allReduce, ws, communicator = exec.communicator_,
                 operands](void *const *b) {
         return allReduceOnGpu(*gpu, spec, b, b + operands, ws, *communicator);
+      };
+      break;
+    case Plan::ReplicaId:
+      // The replica's index, written on the stream a byte at a time (little-endian i64): no
+      // kernel, no copy from the host, no wait.
+      launch = [gpu, communicator = exec.communicator_, what = plan.what](void *const *b) {
+        uint64_t index = *communicator ? uint64_t((*communicator)->rank()) : 0;
+        for (int byte = 0; byte < 8; ++byte)
+          if (Status s = gpu->check(
+                  gpu->driver().memsetD8Async(devicePointer(static_cast<char *>(b[0]) + byte),
+                                              uint8_t(index >> (8 * byte)), 1, gpu->stream()),
+                  "cuMemsetD8Async");
+              !s.ok())
+            return inStep(what, s);
+        return Status();
       };
       break;
     }

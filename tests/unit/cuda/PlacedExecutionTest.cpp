@@ -302,6 +302,42 @@ TEST(PlacedExecutionOnGpu, MlpTrainingTracksTheCpuLossCurve) {
   expectTrainingTracksTheCpu(rt::cuda::gpuSegmentRunner, (*gpu())->arch(), 1e-2);
 }
 
+TEST(PlacedExecutionOnGpu, ReplicaIdIsWrittenOnTheGpu) {
+  if (!gpu().ok())
+    SMELT_SKIP_WITHOUT_GPU("needs a GPU: " << gpu().message());
+  // The index scales x, so the function is one GPU segment that reads it on the device.
+  rt::Executable exe = compilePlaced(R"mlir(
+func.func @main(%x: tensor<4xf32>) -> (tensor<i64>, tensor<4xf32>) {
+  %r = smelt.replica_id : tensor<i64>
+  %f = smelt.convert %r : tensor<i64> -> tensor<f32>
+  %b = smelt.broadcast_in_dim %f, dims = [] : tensor<f32> -> tensor<4xf32>
+  %y = smelt.mul %x, %b : tensor<4xf32>
+  return %r, %y : tensor<i64>, tensor<4xf32>
+}
+)mlir",
+                                     /*withGpu=*/true, (*gpu())->arch());
+  EXPECT_EQ(exe.placement.find("cpu:0"), std::string::npos) << exe.placement;
+  // Ranks past one byte: the index is written a byte at a time.
+  for (int rank : {0, 3, 300}) {
+    rt::LocalGroup group(301);
+    std::unique_ptr<rt::Communicator> communicator = group.communicator(rank);
+    rt::ExecutorOptions options;
+    options.gpuRunner = rt::cuda::gpuSegmentRunner;
+    options.communicator = communicator.get();
+    rt::Expected<std::unique_ptr<rt::Executor>> exec = rt::Executor::create(exe, options);
+    ASSERT_TRUE(exec.ok()) << exec.message();
+    EXPECT_EQ((*exec)->segmentDevices(), std::vector<std::string>{"gpu:0"});
+    rt::HostTensor x =
+        rt::test::randomTensor(rt::DType::f32, {4}, [] { return rt::test::draw(-2, 2); });
+    std::vector<rt::HostTensor> out;
+    rt::Status s = (*exec)->run({&x}, out);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(*out[0].data<int64_t>(), rank);
+    for (int64_t i = 0; i < 4; ++i)
+      EXPECT_FLOAT_EQ(out[1].data<float>()[i], x.data<float>()[i] * float(rank)) << i;
+  }
+}
+
 /// A built-in model's training, small enough for the emulator: its config and data.
 struct ResidentCase {
   const char *model;
