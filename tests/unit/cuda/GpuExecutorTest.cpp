@@ -5,13 +5,15 @@
 // own; steps without a GPU kernel are refused.
 // Validation needs no GPU and runs everywhere; the rest skips, saying why, without a device: it
 // runs on the GPU machine through scripts/gpu-check.sh.
-#include "GpuSkip.h"
 #include "CudaTestUtil.h"
+#include "GpuSkip.h"
 #include "RuntimeTestUtil.h"
+#include "TestUtil.h"
 
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/cuda/CudaArray.h"
 #include "runtime/cuda/CudaMemory.h"
 #include "runtime/cuda/GpuExecutor.h"
 
@@ -248,6 +250,70 @@ TEST(GpuExecutor, OutOfMemoryFailsTheRunAndLeavesTheExecutorUsable) {
     // The failed run gave back every block it took.
     EXPECT_EQ((*allocator)->stats().inUseBytes, 0u);
   }
+}
+
+TEST(GpuExecutor, DonatedInputsGoBackAfterTheirLastReaderOrToTheCallerWhenARunFails) {
+  REQUIRE_GPU();
+  std::shared_ptr<CudaDevice> device = *gpu();
+  rt::Expected<rt::Executable> exe = compileText(kExp, device->arch());
+  ASSERT_TRUE(exe.ok()) << exe.message();
+  // x and exp(x) are 1 MiB each.
+  auto withLimit = [&](uint64_t bytes) {
+    rt::MemoryPolicy policy;
+    policy.limitBytes = bytes;
+    return rt::Allocator::create("gpu:0", std::make_unique<rt::cuda::CudaMemorySource>(device),
+                                 policy);
+  };
+  rt::HostTensor x = rt::test::randomTensor(rt::DType::f32, {512, 512});
+  auto upload = [&](rt::Allocator &allocator) -> rt::Value {
+    rt::Expected<void *> block = allocator.allocate(x.byteSize(), "x");
+    EXPECT_TRUE(block.ok()) << block.message();
+    EXPECT_TRUE(device->copyToDevice(*block, x.raw(), x.byteSize()).ok());
+    EXPECT_TRUE(device->synchronize("x").ok());
+    return rt::cuda::cudaArray(x.type(), device, allocator, *block);
+  };
+  rt::RunValues donateAndKeep;
+  donateAndKeep.donated = {1};
+  donateAndKeep.keepOnDevice = {1};
+
+  // 1.5 MiB: x on the device fits, exp(x) beside it does not. The failed run gives x back to
+  // the caller, unchanged.
+  auto small = withLimit(1536 << 10);
+  ASSERT_TRUE(small.ok()) << small.message();
+  rt::Expected<GpuExecutor> tight = GpuExecutor::create(*exe, device, small->get());
+  ASSERT_TRUE(tight.ok()) << tight.message();
+  rt::Value donated = upload(**small);
+  std::vector<rt::Value> outputs;
+  rt::Status s = tight->run({&donated}, outputs, donateAndKeep);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("out of memory"), std::string::npos) << s.message();
+  ASSERT_TRUE(*donated.array()) << "the failed run kept the caller's donated x";
+  rt::Expected<rt::HostTensor> back = donated.toHost();
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(back->toDoubles(), x.toDoubles());
+  EXPECT_EQ((*small)->stats().inUseBytes, x.byteSize());
+
+  // 2.5 MiB: the run takes x over, frees it once exp read it, and hands exp(x) back on the
+  // device: 1 MiB in use after the run, not 2.
+  auto large = withLimit(2560 << 10);
+  ASSERT_TRUE(large.ok()) << large.message();
+  rt::Expected<GpuExecutor> roomy = GpuExecutor::create(*exe, device, large->get());
+  ASSERT_TRUE(roomy.ok()) << roomy.message();
+  donated = upload(**large);
+  s = roomy->run({&donated}, outputs, donateAndKeep);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(*donated.array()) << "the run took x over";
+  ASSERT_EQ(outputs.size(), 1u);
+  ASSERT_TRUE(outputs[0].onDevice());
+  EXPECT_EQ((*large)->stats().inUseBytes, x.byteSize());
+  rt::Expected<rt::HostTensor> y = outputs[0].toHost();
+  ASSERT_TRUE(y.ok()) << y.message();
+  std::vector<double> want = x.toDoubles();
+  for (double &v : want)
+    v = std::exp(v);
+  EXPECT_LE(test::relError(y->toDoubles(), want), 1e-6);
+  outputs.clear();
+  EXPECT_EQ((*large)->stats().inUseBytes, 0u) << "the kept array went back when dropped";
 }
 
 } // namespace

@@ -381,6 +381,11 @@ TEST_P(TrainStepOnGpu, KeepsItsStateOnTheGpuAndMovesOnlyTheBatchAndTheMetrics) {
   auto onGpu = train::Trainer::create(config);
   ASSERT_TRUE(onGpu.ok()) << onGpu.message();
   EXPECT_EQ((*onGpu)->replicaDevices(), std::vector<std::string>{"gpu:0"});
+  // One GPU segment: every step on gpu:0, with nothing cut out to the CPU.
+  std::vector<std::string> segments;
+  for (const rt::Executor::Segment &segment : rt::splitByDevice((*onGpu)->trainStepExecutable()))
+    segments.push_back(segment.device);
+  EXPECT_EQ(segments, std::vector<std::string>{"gpu:0"});
 
   double tolerance = config.precision == PrecisionPolicy::f32 ? 1e-3 : 2e-2;
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
