@@ -31,7 +31,9 @@ enum class KernelForm { Entry, SharedBody };
 /// Grid-stride loops over the elements, 16 bytes per access where reads are contiguous.
 KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name,
                               KernelForm form = KernelForm::Entry);
-/// Threads striding over the reduced elements, then warp shuffles and shared memory.
+/// Threads striding over the reduced elements, then warp shuffles and shared memory; few results
+/// over long ranges also split them over blocks, combined through a `__device__` workspace the
+/// kernel's text declares before it.
 KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name,
                                    KernelForm form = KernelForm::Entry);
 

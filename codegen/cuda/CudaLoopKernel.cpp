@@ -2,7 +2,8 @@
 // computing one element of every result through the shared walk. When inputs are read at the
 // loop's own index (contiguous across threads), it moves 16 bytes per access instead: each
 // thread loads a vector of W elements of those inputs, renders the body once per lane, and
-// stores vectors; the last n % W elements go through the scalar loop.
+// stores vectors; the last n % W elements go through the scalar loop. A kernel that streams
+// many buffers takes narrower vectors, so that its lanes fit in registers (vectorWidth).
 #include "codegen/cuda/CudaKernels.h"
 #include "codegen/cuda/CudaTarget.h"
 
@@ -19,18 +20,36 @@ namespace {
 
 constexpr int64_t kBlock = 256;
 
+/// The 32-bit registers the lanes of one vector iteration may take: every lane of every
+/// vector the thread loads or stores (an f64 or i64 lane takes two). Within it ptxas kept every
+/// kernel of the built-in models' steps below 128 registers without a spill; sibling-merged
+/// Adam updates of the GPT (64 vector inputs and 48 results, 448 lanes at width 4) held 255
+/// and spilled up to 552 bytes, and mixed-precision ones of 112 lanes traded a few spilled
+/// bytes for occupancy. Such a kernel needs no vectors to keep memory busy: its many buffers
+/// are already that many independent loads per iteration.
+constexpr int64_t kVectorLaneRegisters = 64;
+
 /// Elements per access: 16 bytes of the widest dtype moved as vectors, at most 8 lanes (each
-/// lane is a copy of the body). Vectors pay when some input is read at the loop index, or when
-/// nothing is read; a kernel whose every read is remapped (a transpose) stays scalar (1).
+/// lane is a copy of the body), halved while the lanes' registers exceed kVectorLaneRegisters.
+/// Vectors pay when some input is read at the loop index, or when nothing is read; a kernel
+/// whose every read is remapped (a transpose) stays scalar (1).
 int64_t vectorWidth(FusionOp fusion, const llvm::SmallBitVector &contiguous, int64_t n) {
   if (contiguous.none() && !fusion.getInputs().empty())
     return 1;
   size_t widest = 1;
+  int64_t registersPerLane = 0;
+  auto stream = [&](Value value) {
+    size_t bytes = rt::byteWidth(elementDType(value));
+    widest = std::max(widest, bytes);
+    registersPerLane += bytes > 4 ? 2 : 1;
+  };
   for (Value result : fusion.getResults())
-    widest = std::max(widest, rt::byteWidth(elementDType(result)));
+    stream(result);
   for (unsigned input : contiguous.set_bits())
-    widest = std::max(widest, rt::byteWidth(elementDType(fusion.getInputs()[input])));
+    stream(fusion.getInputs()[input]);
   int64_t width = std::min<int64_t>(8, int64_t(16 / widest));
+  while (width > 1 && width * registersPerLane > kVectorLaneRegisters)
+    width /= 2;
   return n >= width ? width : 1;
 }
 

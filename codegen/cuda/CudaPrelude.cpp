@@ -160,6 +160,25 @@ template <typename T, typename I> SMELT_FN bool smelt_argmax_beats(T v, I k, T b
   return v > best || (v == best && k < bestK);
 }
 
+// Whether this block is the last of the `parts` blocks that split one range of a reduction to
+// finish: each has written its partials (every thread's writes made visible to the device
+// before thread 0 counts the block in at `arrived`), so the last may read them all. It resets
+// the count for the next launch.
+SMELT_FN bool smelt_last_block(unsigned int *arrived, unsigned int parts) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrived, 1u) == parts - 1;
+    if (last) {
+      __threadfence(); // the partials are read after the count that saw them all
+      *arrived = 0;
+    }
+  }
+  __syncthreads();
+  return last;
+}
+
 // A block seen as rows of 32 threads: thread c of row 0 gets the combination of column c.
 // `scratch` holds blockDim.x values.
 template <typename Op, typename A> SMELT_FN A smelt_column_reduce(A a, A *scratch) {

@@ -8,6 +8,11 @@
 //   (at most 1024 elements) get a warp per result, long ones a block per result;
 // - the innermost axis is kept ("columns"): the 32 lanes of a warp take consecutive results and
 //   the block's rows of 32 threads split r, then combine down each column in shared memory.
+// When a block per result (or per 32 columns) would leave SMs idle and r is long (a bias
+// gradient: a few columns over a whole batch of images; a loss: one result), the range of r is
+// split over `parts` blocks. Each writes its partial to a workspace in the module's global
+// memory and counts itself in; the last of them to arrive combines the partials in the order
+// of their parts, so the result has the same bits whichever block finishes last.
 #include "codegen/cuda/CudaKernels.h"
 #include "codegen/cuda/CudaTarget.h"
 
@@ -59,11 +64,17 @@ Accumulator accumulatorOf(ReduceOp reduce, CudaTarget &target) {
   return acc;
 }
 
-/// Which threads share a result, and the launch that follows from it.
+/// Which threads share a result, and the launch that follows from it: `parts` blocks per result
+/// (or per 32 columns), each over `chunk` consecutive reduced positions, when the range is split.
 struct Plan {
-  Layout layout;
-  int64_t block, grid;
+  Layout layout = Layout::WarpPerResult;
+  int64_t block = 0, grid = 0;
+  int64_t parts = 1, chunk = 0;
 };
+
+/// A split gives each thread at least this many reduced elements, so that a block's partial
+/// and the last block's pass over the partials cost little beside the reads.
+constexpr int64_t kSplitPerThread = 16;
 
 /// `bytesPerThread`: shared memory a thread needs to combine columns (one value per reduce).
 Plan planOf(bool innermostReduced, int64_t results, int64_t length, int64_t bytesPerThread) {
@@ -71,11 +82,27 @@ Plan planOf(bool innermostReduced, int64_t results, int64_t length, int64_t byte
     return {Layout::WarpPerResult, 32 * kWarpsPerBlock,
             (results + kWarpsPerBlock - 1) / kWarpsPerBlock};
   // Few blocks: give each more threads, so that a small grid still fills the SMs it gets.
-  if (innermostReduced)
-    return {Layout::BlockPerResult, results < kSmCount ? 1024 : 256, results};
-  int64_t blocks = (results + 31) / 32;
-  bool wide = blocks < kSmCount && length >= 256 && bytesPerThread * 1024 <= 48 * 1024;
-  return {Layout::Columns, wide ? 1024 : 256, blocks};
+  Plan plan;
+  int64_t groups = innermostReduced ? results : (results + 31) / 32;
+  if (innermostReduced) {
+    plan = {Layout::BlockPerResult, results < kSmCount ? 1024 : 256, results};
+  } else {
+    bool wide = groups < kSmCount && length >= 256 && bytesPerThread * 1024 <= 48 * 1024;
+    plan = {Layout::Columns, wide ? 1024 : 256, groups};
+  }
+  // Still too few to fill the SMs: split each group's range into parts, as many as fill them
+  // (kThreadsPerSm a SM) while each thread keeps kSplitPerThread elements.
+  if (groups == 0 || groups >= kSmCount)
+    return plan;
+  int64_t threadsPerGroup = innermostReduced ? plan.block : plan.block / 32;
+  int64_t parts = std::min((kSmCount * (kThreadsPerSm / plan.block) + groups - 1) / groups,
+                           length / (threadsPerGroup * kSplitPerThread));
+  if (parts < 2)
+    return plan;
+  plan.chunk = (length + parts - 1) / parts;
+  plan.parts = (length + plan.chunk - 1) / plan.chunk; // none empty
+  plan.grid = groups * plan.parts;
+  return plan;
 }
 
 } // namespace
@@ -102,11 +129,24 @@ KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name, Kernel
     bytesPerThread += accumulators.back().type == "float" ? 4 : 8;
   }
   bool innermostReduced = shape.empty() || llvm::is_contained(axes, int64_t(shape.size()) - 1);
-  auto [layout, block, grid] = planOf(innermostReduced, results, length, bytesPerThread);
+  Plan plan = planOf(innermostReduced, results, length, bytesPerThread);
+  Layout layout = plan.layout;
+  int64_t block = plan.block;
+  bool split = plan.parts > 1;
 
-  std::string first, step, end = std::to_string(length);
+  // The block's result (or column group), and the reduced positions [begin, stop) it takes.
+  std::string group = "blockIdx.x", first, step, end = std::to_string(length);
   if (results == 0)
     target.line("return; // no results: the launch's one block has nothing to write");
+  if (split) {
+    group = llvm::formatv("(blockIdx.x / {0})", plan.parts).str();
+    target.line(llvm::formatv("const {0} begin = ({0})(blockIdx.x % {1}) * {2};", index, plan.parts,
+                              plan.chunk));
+    target.line(llvm::formatv("const {0} stop = begin + {1} < {2} ? begin + {1} : {2};", index,
+                              plan.chunk, length));
+    end = "stop";
+  }
+  std::string start = split ? "begin + " : "";
   switch (layout) {
   case Layout::WarpPerResult:
     target.line(llvm::formatv("const {0} o = ({0})blockIdx.x * {1} + threadIdx.x / 32;", index,
@@ -116,13 +156,14 @@ KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name, Kernel
     first = "threadIdx.x % 32", step = "32";
     break;
   case Layout::BlockPerResult:
-    target.line(llvm::formatv("const {0} o = ({0})blockIdx.x;", index));
+    target.line(llvm::formatv("const {0} o = ({0}){1};", index, group));
     first = "threadIdx.x", step = std::to_string(block);
     break;
   case Layout::Columns:
-    target.line(llvm::formatv("const {0} o = ({0})blockIdx.x * 32 + threadIdx.x % 32;", index));
+    target.line(llvm::formatv("const {0} o = ({0}){1} * 32 + threadIdx.x % 32;", index, group));
     // Threads past the last result read nothing but still join the block's combination.
-    target.line(llvm::formatv("const {0} end = o < {1} ? {2} : 0;", index, results, length));
+    target.line(llvm::formatv("const {0} end = o < {1} ? {2} : {3};", index, results, end,
+                              split ? "begin" : "0"));
     first = "threadIdx.x / 32", step = std::to_string(block / 32), end = "end";
     break;
   }
@@ -130,7 +171,8 @@ KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name, Kernel
   for (auto [j, acc] : llvm::enumerate(accumulators))
     target.line(llvm::formatv("{0} a{1} = {2};", acc.type, j, acc.identity));
 
-  target.open(llvm::formatv("for ({0} r = {1}; r < {2}; r += {3}) {{", index, first, end, step));
+  target.open(
+      llvm::formatv("for ({0} r = {1}{2}; r < {3}; r += {4}) {{", index, start, first, end, step));
   walk.newScope(); // the loop body: only the kept coordinates (variables outside) carry over
   SmallVector<Val> reduced(walk.coords(walk.linearIndex(reducedShape, target.name("r"))));
   FusionWalk::IndexRef at = walk.reduceOperandIndex(root, kept, reduced);
@@ -142,21 +184,60 @@ KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name, Kernel
   }
   target.close();
 
-  for (auto [j, acc] : llvm::enumerate(accumulators)) {
-    switch (layout) {
-    case Layout::WarpPerResult:
-      target.line(llvm::formatv("a{0} = smelt_warp_reduce<{1}>(a{0});", j, acc.combiner));
-      break;
-    case Layout::BlockPerResult:
-      target.line(llvm::formatv("__shared__ {0} s{1}[32];", acc.type, j));
-      target.line(llvm::formatv("a{0} = smelt_block_reduce<{1}, {2}>(a{0}, {3}, s{0});", j,
-                                acc.combiner, acc.type, acc.identity));
-      break;
-    case Layout::Columns:
-      target.line(llvm::formatv("__shared__ {0} s{1}[{2}];", acc.type, j, block));
-      target.line(llvm::formatv("a{0} = smelt_column_reduce<{1}>(a{0}, s{0});", j, acc.combiner));
-      break;
+  // Each thread's accumulators combined across the warp or the block (a second time, over the
+  // partials, in the last block of a split range: the shared arrays are declared once).
+  auto combineInBlock = [&](bool declare) {
+    for (auto [j, acc] : llvm::enumerate(accumulators)) {
+      switch (layout) {
+      case Layout::WarpPerResult:
+        target.line(llvm::formatv("a{0} = smelt_warp_reduce<{1}>(a{0});", j, acc.combiner));
+        break;
+      case Layout::BlockPerResult:
+        if (declare)
+          target.line(llvm::formatv("__shared__ {0} s{1}[32];", acc.type, j));
+        target.line(llvm::formatv("a{0} = smelt_block_reduce<{1}, {2}>(a{0}, {3}, s{0});", j,
+                                  acc.combiner, acc.type, acc.identity));
+        break;
+      case Layout::Columns:
+        if (declare)
+          target.line(llvm::formatv("__shared__ {0} s{1}[{2}];", acc.type, j, block));
+        target.line(llvm::formatv("a{0} = smelt_column_reduce<{1}>(a{0}, s{0});", j, acc.combiner));
+        break;
+      }
     }
+  };
+  combineInBlock(/*declare=*/true);
+  std::string workspace;
+  if (split) {
+    // One partial per block (per column of a block of columns) for each reduce, and the count
+    // of each group's blocks that have written theirs; the last block resets it.
+    int64_t lanes = layout == Layout::Columns ? 32 : 1;
+    workspace =
+        "// " + name.str() + "'s workspace: each block's partials, each group's blocks done\n";
+    for (auto [j, acc] : llvm::enumerate(accumulators))
+      workspace += llvm::formatv("__device__ volatile {0} {1}_partial{2}[{3}];\n", acc.type, name,
+                                 j, plan.grid * lanes);
+    workspace +=
+        llvm::formatv("__device__ unsigned int {0}_arrived[{1}];\n", name, plan.grid / plan.parts);
+    std::string slot = lanes == 1 ? "blockIdx.x" : "blockIdx.x * 32 + threadIdx.x";
+    target.open(lanes == 1 ? "if (threadIdx.x == 0) {" : "if (threadIdx.x < 32) {");
+    for (size_t j = 0; j < accumulators.size(); ++j)
+      target.line(llvm::formatv("{0}_partial{1}[{2}] = a{1};", name, j, slot));
+    target.close();
+    target.line(llvm::formatv("if (!smelt_last_block(&{0}_arrived[{1}], {2})) return;", name, group,
+                              plan.parts));
+    // The last block's threads take the parts' partials as they took r: in a fixed order.
+    for (auto [j, acc] : llvm::enumerate(accumulators))
+      target.line(llvm::formatv("a{0} = {1};", j, acc.identity));
+    target.open(
+        llvm::formatv("for ({0} p = {1}; p < {2}; p += {3}) {{", index, first, plan.parts, step));
+    target.line(llvm::formatv("const {0} at = ({0}){1} * {2} + p;", index, group, plan.parts));
+    std::string partial = lanes == 1 ? "at" : "at * 32 + threadIdx.x % 32";
+    for (auto [j, acc] : llvm::enumerate(accumulators))
+      target.line(llvm::formatv("a{0} = {1}::combine(a{0}, ({2}){3}_partial{0}[{4}]);", j,
+                                acc.combiner, acc.type, name, partial));
+    target.close();
+    combineInBlock(/*declare=*/false);
   }
   target.open(layout == Layout::WarpPerResult ? "if (threadIdx.x % 32 == 0) {"
               : layout == Layout::BlockPerResult
@@ -168,8 +249,8 @@ KernelSource renderReductionKernel(FusionOp fusion, llvm::StringRef name, Kernel
                               narrow(dtype, llvm::formatv("({0})(a{1})", computeType(dtype), j))));
   }
   target.close();
-  std::string text = kernelHeader(fusion, name, block, form) + target.take() + "}\n";
-  return {std::move(text), block, std::max<int64_t>(grid, 1)};
+  std::string text = workspace + kernelHeader(fusion, name, block, form) + target.take() + "}\n";
+  return {std::move(text), block, std::max<int64_t>(plan.grid, 1)};
 }
 
 } // namespace smelt::codegen::cuda

@@ -7,7 +7,9 @@
 // A kernel takes (const T *in0, ..., T *out0, ...): the fusion's inputs, then its results,
 // which is the order of a fused step's buffers. Every buffer must be 16-byte aligned (cuMemAlloc
 // gives 256) because loop kernels move up to 16 bytes per access. It is launched 1-D with the
-// FusedKernel's cudaBlock threads per block and cudaGrid blocks, no dynamic shared memory.
+// FusedKernel's cudaBlock threads per block and cudaGrid blocks, no dynamic shared memory. A split
+// reduction keeps its partials in `__device__` arrays of the module (one launch at a time per
+// loaded module, as a stream runs them).
 #pragma once
 
 #include "ir/SmeltDialect.h"

@@ -2,10 +2,12 @@
 // the driver runs the CUDA C++ it was compiled from: codegen keeps each module's source in
 // $SMELT_CUDA_SOURCE_DIR as <sha256 of the image>.cu (codegen/cuda/Nvrtc.cpp), and loading the
 // image builds that source with the host compiler and the SIMT emulator's prelude into a shared
-// library beside it (<hash>.simt.so, reused by later loads), exactly as the SIMT corpus tests
-// build theirs (tests/unit/simt). A launch is checked against sm_90's limits, the kernel's
-// __launch_bounds__ and (from a CUBIN) its registers, its parameters are copied at the call, and when the work runs each device
-// pointer is translated to where its bytes live and the kernel runs on the SIMT emulator.
+// library beside it (<hash>.simt.so, reused by later loads; each load opens its own copy, with
+// its own __device__ variables), exactly as the SIMT corpus tests build theirs
+// (tests/unit/simt). A launch is checked against sm_90's limits, the kernel's __launch_bounds__
+// and (from a CUBIN) its registers, its parameters are copied at the call, and when the work
+// runs each device pointer is translated to where its bytes live and the kernel runs on the
+// SIMT emulator.
 #include "Core.h"
 
 #include "Simt.h"
@@ -269,7 +271,21 @@ CUresult loadModule(CUmodule *handle, const void *image) {
       return CUDA_ERROR_INVALID_IMAGE;
     }
   }
-  void *loaded = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Each load gets the module's own __device__ variables, as on a GPU (a split reduction's
+  // partials and counts): dlopen of one file twice gives one copy, which two devices running
+  // the module at once would share. So each load opens a private copy of the library, unlinked
+  // once open.
+  static unsigned loads = 0;
+  std::string copy = library + ".load" + std::to_string(getpid()) + "." + std::to_string(loads++);
+  std::error_code copied;
+  std::filesystem::copy_file(library, copy, std::filesystem::copy_options::overwrite_existing,
+                             copied);
+  if (copied) {
+    diagnose("cuModuleLoadData: cannot copy " + library + ": " + copied.message());
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  void *loaded = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::remove(copy.c_str());
   if (!loaded) {
     const char *why = dlerror();
     diagnose("cuModuleLoadData: dlopen(" + library + "): " + (why ? why : "?"));

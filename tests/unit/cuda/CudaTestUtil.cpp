@@ -71,32 +71,38 @@ std::string findPtxas() {
 
 } // namespace
 
-std::string ptxasErrors(const std::string &ptx, const std::string &arch) {
+PtxasRun runPtxas(const std::string &ptx, const std::string &arch, const std::string &flags) {
   std::string ptxas = findPtxas();
   if (ptxas.empty()) {
     ADD_FAILURE() << "no ptxas to check the PTX with: set SMELT_PTXAS or install the CUDA "
                      "toolkit at /usr/local/cuda";
-    return "no ptxas";
+    return {false, "no ptxas"};
   }
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("smelt-ptxas-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::path input = dir / "kernels.ptx", output = dir / "kernels.cubin";
   std::ofstream(input) << ptx;
-  std::string command =
-      ptxas + " -arch=" + arch + " " + input.string() + " -o " + output.string() + " 2>&1";
-  std::string said;
+  std::string command = ptxas + " -arch=" + arch + " " + flags + (flags.empty() ? "" : " ") +
+                        input.string() + " -o " + output.string() + " 2>&1";
+  PtxasRun run;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
-    return "could not run " + command;
+    return {false, "could not run " + command};
   char buffer[4096];
   while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
-    said.append(buffer, n);
+    run.output.append(buffer, n);
   int status = pclose(pipe);
   std::filesystem::remove_all(dir);
-  if (status != 0)
-    return said.empty() ? command + " failed with status " + std::to_string(status) : said;
-  return "";
+  run.ok = status == 0;
+  if (!run.ok && run.output.empty())
+    run.output = command + " failed with status " + std::to_string(status);
+  return run;
+}
+
+std::string ptxasErrors(const std::string &ptx, const std::string &arch) {
+  PtxasRun run = runPtxas(ptx, arch);
+  return run.ok ? "" : run.output;
 }
 
 rt::HostTensor caseInput(const FusionCase &c, rt::DType dtype, llvm::ArrayRef<int64_t> shape) {

@@ -43,8 +43,16 @@ ParsedModule parseModule(const std::string &text);
 /// when SMELT_DUMP_CUDA is set.
 std::string render(ParsedModule &parsed);
 
-/// What ptxas says about `ptx` for `arch`: "" when it assembles. ptxas is $SMELT_PTXAS, else
-/// the toolkit's; a missing ptxas is a test failure, never a silent pass.
+/// ptxas run on `ptx` for `arch` with `flags` ("-v"): whether it assembled, and what it printed.
+/// ptxas is $SMELT_PTXAS, else the toolkit's; a missing ptxas is a test failure, never a
+/// silent pass.
+struct PtxasRun {
+  bool ok = false;
+  std::string output;
+};
+PtxasRun runPtxas(const std::string &ptx, const std::string &arch, const std::string &flags = "");
+
+/// What ptxas says about `ptx` for `arch`: "" when it assembles.
 std::string ptxasErrors(const std::string &ptx, const std::string &arch = "sm_90");
 
 /// A random input of `c` (its range, and its fraction of special floats), fresh each call.

@@ -134,6 +134,69 @@ func.func @main(%x: tensor<1000x300xf32>) -> tensor<300xf32> {
   return %r : tensor<300xf32>
 }
 )mlir"},
+      // Few results over a long range: each range is split over blocks that leave partials,
+      // combined in order by the last of them. 16 columns of 100000 rows (one group of 32
+      // columns, 195 parts); the inputs' mean is 1, so that no column sums to nearly 0.
+      {"ReduceSumColumnsSplit", R"mlir(
+func.func @main(%x: tensor<100000x16xf32>) -> tensor<16xf32> {
+  %r = smelt.fusion reduction (%x) : (tensor<100000x16xf32>) -> tensor<16xf32> {
+  ^bb0(%a: tensor<100000x16xf32>):
+    %1 = smelt.reduce sum %a axes = [0] : tensor<100000x16xf32>
+    smelt.yield %1 : tensor<16xf32>
+  }
+  return %r : tensor<16xf32>
+}
+)mlir",
+       -1, 3, 0},
+      // A loss-like sum of 3M elements to one scalar: one result, 183 parts.
+      {"ReduceSumAllSplit", R"mlir(
+func.func @main(%x: tensor<3000x1000xf32>) -> tensor<f32> {
+  %r = smelt.fusion reduction (%x) : (tensor<3000x1000xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<3000x1000xf32>):
+    %0 = smelt.mul %a, %a : tensor<3000x1000xf32>
+    %1 = smelt.reduce sum %0 axes = [0, 1] : tensor<3000x1000xf32>
+    smelt.yield %1 : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+)mlir"},
+      // A mixed-precision CNN's bias gradient: 12 channels of a bf16 NHWC batch, accumulated in
+      // f32 and rounded once.
+      {"ReduceBf16ChannelsSplit", R"mlir(
+func.func @main(%x: tensor<64x64x64x12xbf16>) -> tensor<12xbf16> {
+  %r = smelt.fusion reduction (%x) : (tensor<64x64x64x12xbf16>) -> tensor<12xbf16> {
+  ^bb0(%a: tensor<64x64x64x12xbf16>):
+    %1 = smelt.reduce sum %a axes = [0, 1, 2] : tensor<64x64x64x12xbf16>
+    smelt.yield %1 : tensor<12xbf16>
+  }
+  return %r : tensor<12xbf16>
+}
+)mlir",
+       -1, 3, 0},
+      // Two reduces of long f16 rows split together: a partial of each per block.
+      {"ReduceF16RowsSplit", R"mlir(
+func.func @main(%x: tensor<4x200000xf16>) -> (tensor<4xf16>, tensor<4xf16>) {
+  %r:2 = smelt.fusion reduction (%x) : (tensor<4x200000xf16>) -> (tensor<4xf16>, tensor<4xf16>) {
+  ^bb0(%a: tensor<4x200000xf16>):
+    %1 = smelt.reduce sum %a axes = [1] : tensor<4x200000xf16>
+    %2 = smelt.reduce max %a axes = [1] : tensor<4x200000xf16>
+    smelt.yield %1, %2 : tensor<4xf16>, tensor<4xf16>
+  }
+  return %r#0, %r#1 : tensor<4xf16>, tensor<4xf16>
+}
+)mlir"},
+      // i32 sums of large values wrap, split or not, exactly as on the CPU.
+      {"ReduceIntegerSumSplit", R"mlir(
+func.func @main(%x: tensor<3x300000xi32>) -> tensor<3xi32> {
+  %r = smelt.fusion reduction (%x) : (tensor<3x300000xi32>) -> tensor<3xi32> {
+  ^bb0(%a: tensor<3x300000xi32>):
+    %1 = smelt.reduce sum %a axes = [1] : tensor<3x300000xi32>
+    smelt.yield %1 : tensor<3xi32>
+  }
+  return %r : tensor<3xi32>
+}
+)mlir",
+       -1e9, 1e9, 1},
       // Softmax's denominator: a row maximum broadcast back into the body of a reduction.
       {"SoftmaxDenominator", R"mlir(
 func.func @main(%x: tensor<64x10xf32>, %m: tensor<64xf32>) -> tensor<64xf32> {
@@ -162,6 +225,60 @@ func.func @main(%x: tensor<100x37xf32>) -> (tensor<100x37xf32>, tensor<100x37xf1
   return %r#0, %r#1, %r#2 : tensor<100x37xf32>, tensor<100x37xf16>, tensor<100x37xi1>
 }
 )mlir"},
+      // Three Adam updates merged as sibling kernels are: 12 inputs and 9 results streamed,
+      // 84 registers of f32 lanes at width 4, so it moves 2 lanes a vector (and a tail of 1).
+      {"AdamUpdatesManyBuffers", R"mlir(
+func.func @main(%lr: tensor<f32>, %p0: tensor<4099xf32>, %g0: tensor<4099xf32>, %m0: tensor<4099xf32>, %v0: tensor<4099xf32>, %p1: tensor<4099xf32>, %g1: tensor<4099xf32>, %m1: tensor<4099xf32>, %v1: tensor<4099xf32>, %p2: tensor<4099xf32>, %g2: tensor<4099xf32>, %m2: tensor<4099xf32>, %v2: tensor<4099xf32>) -> (tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>) {
+  %r:9 = smelt.fusion loop (%lr, %p0, %g0, %m0, %v0, %p1, %g1, %m1, %v1, %p2, %g2, %m2, %v2) : (tensor<f32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>) -> (tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>) {
+  ^bb0(%blr: tensor<f32>, %bp0: tensor<4099xf32>, %bg0: tensor<4099xf32>, %bm0: tensor<4099xf32>, %bv0: tensor<4099xf32>, %bp1: tensor<4099xf32>, %bg1: tensor<4099xf32>, %bm1: tensor<4099xf32>, %bv1: tensor<4099xf32>, %bp2: tensor<4099xf32>, %bg2: tensor<4099xf32>, %bm2: tensor<4099xf32>, %bv2: tensor<4099xf32>):
+    %b1 = smelt.constant dense<0.9> : tensor<4099xf32>
+    %b2 = smelt.constant dense<0.999> : tensor<4099xf32>
+    %c1 = smelt.constant dense<0.1> : tensor<4099xf32>
+    %c2 = smelt.constant dense<0.001> : tensor<4099xf32>
+    %eps = smelt.constant dense<1.0e-07> : tensor<4099xf32>
+    %rate = smelt.broadcast_in_dim %blr, dims = [] : tensor<f32> -> tensor<4099xf32>
+    %nm0a = smelt.mul %bm0, %b1 : tensor<4099xf32>
+    %nm0b = smelt.mul %bg0, %c1 : tensor<4099xf32>
+    %nm0 = smelt.add %nm0a, %nm0b : tensor<4099xf32>
+    %ng02 = smelt.mul %bg0, %bg0 : tensor<4099xf32>
+    %nv0a = smelt.mul %bv0, %b2 : tensor<4099xf32>
+    %nv0b = smelt.mul %ng02, %c2 : tensor<4099xf32>
+    %nv0 = smelt.add %nv0a, %nv0b : tensor<4099xf32>
+    %ns0 = smelt.sqrt %nv0 : tensor<4099xf32>
+    %nd0 = smelt.add %ns0, %eps : tensor<4099xf32>
+    %nu0 = smelt.div %nm0, %nd0 : tensor<4099xf32>
+    %nw0 = smelt.mul %rate, %nu0 : tensor<4099xf32>
+    %np0 = smelt.sub %bp0, %nw0 : tensor<4099xf32>
+    %nm1a = smelt.mul %bm1, %b1 : tensor<4099xf32>
+    %nm1b = smelt.mul %bg1, %c1 : tensor<4099xf32>
+    %nm1 = smelt.add %nm1a, %nm1b : tensor<4099xf32>
+    %ng12 = smelt.mul %bg1, %bg1 : tensor<4099xf32>
+    %nv1a = smelt.mul %bv1, %b2 : tensor<4099xf32>
+    %nv1b = smelt.mul %ng12, %c2 : tensor<4099xf32>
+    %nv1 = smelt.add %nv1a, %nv1b : tensor<4099xf32>
+    %ns1 = smelt.sqrt %nv1 : tensor<4099xf32>
+    %nd1 = smelt.add %ns1, %eps : tensor<4099xf32>
+    %nu1 = smelt.div %nm1, %nd1 : tensor<4099xf32>
+    %nw1 = smelt.mul %rate, %nu1 : tensor<4099xf32>
+    %np1 = smelt.sub %bp1, %nw1 : tensor<4099xf32>
+    %nm2a = smelt.mul %bm2, %b1 : tensor<4099xf32>
+    %nm2b = smelt.mul %bg2, %c1 : tensor<4099xf32>
+    %nm2 = smelt.add %nm2a, %nm2b : tensor<4099xf32>
+    %ng22 = smelt.mul %bg2, %bg2 : tensor<4099xf32>
+    %nv2a = smelt.mul %bv2, %b2 : tensor<4099xf32>
+    %nv2b = smelt.mul %ng22, %c2 : tensor<4099xf32>
+    %nv2 = smelt.add %nv2a, %nv2b : tensor<4099xf32>
+    %ns2 = smelt.sqrt %nv2 : tensor<4099xf32>
+    %nd2 = smelt.add %ns2, %eps : tensor<4099xf32>
+    %nu2 = smelt.div %nm2, %nd2 : tensor<4099xf32>
+    %nw2 = smelt.mul %rate, %nu2 : tensor<4099xf32>
+    %np2 = smelt.sub %bp2, %nw2 : tensor<4099xf32>
+    smelt.yield %np0, %nm0, %nv0, %np1, %nm1, %nv1, %np2, %nm2, %nv2 : tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>
+  }
+  return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7, %r#8 : tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>, tensor<4099xf32>
+}
+)mlir",
+       0.05, 2, 0},
       // Two reduces over one operand: one kernel, the shared exp computed once per element.
       {"MultiOutputReduction", R"mlir(
 func.func @main(%x: tensor<128x300xf32>) -> (tensor<128xf32>, tensor<128xf32>) {

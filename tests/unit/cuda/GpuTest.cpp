@@ -1,7 +1,7 @@
 // GPU numerics: each shared fusion case compiled for the GPU found, run on fresh random inputs
 // and compared with the same ops unfused on the CPU (the runtime's reference kernels, which
-// follow docs/ops.md exactly). Skips, saying why, without a driver or a device: it runs on the
-// GPU machine through scripts/gpu-check.sh.
+// follow docs/ops.md exactly), and run again for the same bits. Skips, saying why, without a
+// driver or a device: it runs on the GPU machine through scripts/gpu-check.sh.
 #include "GpuSkip.h"
 #include "CudaTestUtil.h"
 #include "RuntimeTestUtil.h"
@@ -17,6 +17,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <cstring>
 #include <deque>
 
 namespace smelt::cuda_test {
@@ -203,14 +204,30 @@ TEST_P(CudaGpuNumerics, MatchesTheUnfusedOpsOnTheCpu) {
         params.push_back(&pointer);
       CUfunction function = nullptr;
       ASSERT_CU(cu.moduleGetFunction(&function, loaded.module, kernel.name.c_str()));
-      ASSERT_CU(cu.launchKernel(function, unsigned(kernel.cudaGrid), 1, 1,
-                                unsigned(kernel.cudaBlock), 1, 1, 0, nullptr, params.data(),
-                                nullptr));
-      ASSERT_CU(cu.ctxSynchronize());
-      for (size_t j = 0; j < reference->size(); ++j) {
-        rt::HostTensor got = rt::HostTensor::zeros((*reference)[j].type());
-        ASSERT_CU(cu.memcpyDtoH(got.raw(), pointers[inputs.size() + j], got.byteSize()));
-        expectDeviceResultMatches(got, (*reference)[j], kernel.name + " result #" + std::to_string(j));
+      // Launched twice, into results poisoned before each: the second must give the first's
+      // bits (a split reduction's last block, whichever it is, combines the partials in one
+      // order, and the first launch left its count at 0 for the next).
+      std::vector<rt::HostTensor> first;
+      for (int run = 0; run < 2; ++run) {
+        for (size_t j = 0; j < reference->size(); ++j)
+          ASSERT_CU(cu.memsetD8Async(pointers[inputs.size() + j], run ? 0xa5 : 0x5a,
+                                     (*reference)[j].byteSize(), nullptr));
+        ASSERT_CU(cu.launchKernel(function, unsigned(kernel.cudaGrid), 1, 1,
+                                  unsigned(kernel.cudaBlock), 1, 1, 0, nullptr, params.data(),
+                                  nullptr));
+        ASSERT_CU(cu.ctxSynchronize());
+        for (size_t j = 0; j < reference->size(); ++j) {
+          rt::HostTensor got = rt::HostTensor::zeros((*reference)[j].type());
+          ASSERT_CU(cu.memcpyDtoH(got.raw(), pointers[inputs.size() + j], got.byteSize()));
+          std::string what = kernel.name + " result #" + std::to_string(j);
+          if (run == 0) {
+            expectDeviceResultMatches(got, (*reference)[j], what);
+            first.push_back(std::move(got));
+          } else {
+            EXPECT_EQ(std::memcmp(got.raw(), first[j].raw(), got.byteSize()), 0)
+                << what << " differs between two launches";
+          }
+        }
       }
     }
   }

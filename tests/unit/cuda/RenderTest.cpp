@@ -91,6 +91,21 @@ TEST(CudaRender, BiasIsReadAtItsColumnWhileTheMatrixMovesAsVectors) {
   EXPECT_EQ(r.entry.cudaGrid, 128); // 32768 float4 steps in blocks of 256
 }
 
+// 21 buffers moved as float4 would hold 84 registers of lanes at once (sibling-merged Adam
+// updates of a GPT spilled so): two lanes a vector keep them to 42.
+TEST(CudaRender, ManyStreamedBuffersTakeNarrowerVectors) {
+  Rendered r = renderCase("AdamUpdatesManyBuffers");
+  EXPECT_HAS(r.kernel, "for (int32_t vi = first; vi < 2049; vi += stride) {");
+  EXPECT_HAS(
+      r.kernel,
+      "const SmeltVec<float, 2> l12 = reinterpret_cast<const SmeltVec<float, 2> *>(in12)[vi];");
+  EXPECT_HAS(r.kernel, "reinterpret_cast<SmeltVec<float, 2> *>(out8)[vi] = s8;");
+  EXPECT_LACKS(r.kernel, "SmeltVec<float, 4>");
+  EXPECT_LACKS(r.kernel, "(in0)[vi]") << "the learning rate is one element, read as it is";
+  EXPECT_HAS(r.kernel, "for (int32_t i = 4098 + first; i < 4099; i += stride) {");
+  EXPECT_EQ(r.entry.cudaGrid, 9); // 2049 vector steps in blocks of 256
+}
+
 TEST(CudaRender, TransposeStaysScalarAndPermutesCoordinates) {
   Rendered r = renderCase("Transpose");
   EXPECT_LACKS(r.kernel, "SmeltVec");
@@ -138,6 +153,43 @@ TEST(CudaRender, KeptInnermostAxisGivesColumns) {
   EXPECT_HAS(r.kernel, "if (threadIdx.x < 32 && o < 300) {");
   EXPECT_EQ(r.entry.cudaBlock, 1024);
   EXPECT_EQ(r.entry.cudaGrid, 10);
+}
+
+// 16 columns of 100000 rows would be one block: 195 blocks take 513 rows each, leave their 32
+// column partials in the module's workspace, and the last to arrive combines them in order.
+TEST(CudaRender, FewColumnsOfLongRangeSplitTheRangeOverBlocks) {
+  Rendered r = renderCase("ReduceSumColumnsSplit");
+  EXPECT_HAS(r.source, "__device__ volatile float main_fusion0_partial0[6240];"); // 195 x 32
+  EXPECT_HAS(r.source, "__device__ unsigned int main_fusion0_arrived[1];");
+  EXPECT_HAS(r.kernel, "const int32_t begin = (int32_t)(blockIdx.x % 195) * 513;");
+  EXPECT_HAS(r.kernel, "const int32_t stop = begin + 513 < 100000 ? begin + 513 : 100000;");
+  EXPECT_HAS(r.kernel, "const int32_t o = (int32_t)(blockIdx.x / 195) * 32 + threadIdx.x % 32;");
+  EXPECT_HAS(r.kernel, "const int32_t end = o < 16 ? stop : begin;");
+  EXPECT_HAS(r.kernel, "for (int32_t r = begin + threadIdx.x / 32; r < end; r += 32) {");
+  EXPECT_HAS(r.kernel, "main_fusion0_partial0[blockIdx.x * 32 + threadIdx.x] = a0;");
+  EXPECT_HAS(r.kernel,
+             "if (!smelt_last_block(&main_fusion0_arrived[(blockIdx.x / 195)], 195)) return;");
+  EXPECT_HAS(r.kernel, "for (int32_t p = threadIdx.x / 32; p < 195; p += 32) {");
+  EXPECT_HAS(r.kernel, "a0 = SmeltSum::combine(a0, (float)main_fusion0_partial0[at * 32 + "
+                       "threadIdx.x % 32]);");
+  EXPECT_EQ(count(r.kernel, "smelt_column_reduce<SmeltSum>(a0, s0);"), 2u)
+      << "the block's rows, then the parts' partials";
+  EXPECT_EQ(count(r.kernel, "__shared__ float s0[1024];"), 1u);
+  EXPECT_EQ(r.entry.cudaBlock, 1024);
+  EXPECT_EQ(r.entry.cudaGrid, 195);
+}
+
+// One result of 3M elements: 183 blocks of 1024 threads, 16394 elements each.
+TEST(CudaRender, OneResultOfALongRangeSplitsItOverBlocks) {
+  Rendered r = renderCase("ReduceSumAllSplit");
+  EXPECT_HAS(r.source, "__device__ volatile float main_fusion0_partial0[183];");
+  EXPECT_HAS(r.kernel, "const int32_t o = (int32_t)(blockIdx.x / 183);");
+  EXPECT_HAS(r.kernel, "for (int32_t r = begin + threadIdx.x; r < stop; r += 1024) {");
+  EXPECT_HAS(r.kernel, "if (threadIdx.x == 0) {\n    main_fusion0_partial0[blockIdx.x] = a0;");
+  EXPECT_HAS(r.kernel, "for (int32_t p = threadIdx.x; p < 183; p += 1024) {");
+  EXPECT_EQ(count(r.kernel, "smelt_block_reduce<SmeltSum, float>(a0, 0.0f, s0);"), 2u);
+  EXPECT_EQ(r.entry.cudaBlock, 1024);
+  EXPECT_EQ(r.entry.cudaGrid, 183);
 }
 
 TEST(CudaRender, MiddleAxisIsColumnsAndBf16AccumulatesInFloat) {

@@ -85,6 +85,16 @@ template <typename T> T __shfl_xor_sync(unsigned mask, T var, int laneMask, int 
                                  width, var);
 }
 
+// ---- Atomics and fences ------------------------------------------------------------------------
+// The blocks of a split reduction count themselves in (the CUDA prelude's smelt_last_block).
+// Blocks run on the host's threads, so these are the host's: the count's read-modify-write
+// orders each block's partials, written by the fibers of the OS thread that runs the block,
+// before the reads of the last block to arrive.
+inline unsigned atomicAdd(unsigned *address, unsigned value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_ACQ_REL);
+}
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
 // ---- Device intrinsics the renderer calls ------------------------------------------------------
 inline float __int_as_float(int bits) {
   float value;
