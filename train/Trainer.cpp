@@ -487,13 +487,8 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     if (&r != &replicas_[0])
       continue;
     size_t first = paramCount + variableCount + stateCount;
-    if (lossScaleSlot_ >= 0) {
+    if (lossScaleSlot_ >= 0)
       running.skippedSteps += hostScalar(outputs[first + 1 + metricNames_.size()]) != 0;
-      rt::Expected<double> scale = r.state[lossScaleSlot_].at(0);
-      if (!scale)
-        return scale.status();
-      running.lossScale = *scale;
-    }
     // Means over the examples so far, each batch weighted by its size.
     int64_t seen = n * replicas;
     auto average = [&](double &mean, double value) {
@@ -506,6 +501,14 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     running.examples += seen;
     if (progress)
       progress(i + 1, total, running);
+  }
+  // The loss scale lives with the state on the step's device: read once, after the epoch's
+  // last step, not every step.
+  if (lossScaleSlot_ >= 0 && &r == &replicas_[0]) {
+    rt::Expected<double> scale = r.state[lossScaleSlot_].at(0);
+    if (!scale)
+      return scale.status();
+    running.lossScale = *scale;
   }
   return rt::Status();
 }

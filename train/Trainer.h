@@ -99,7 +99,8 @@ struct Metrics {
   int64_t steps = 0;
   /// Examples of the epoch's last partial batch that did not train (TrainConfig::dropRemainder).
   int64_t droppedExamples = 0;
-  /// Steps skipped for non-finite gradients (mixed_f16), and the loss scale after the last.
+  /// Steps skipped for non-finite gradients (mixed_f16), and the loss scale after the epoch's
+  /// last step (0 in the metrics progress callbacks get during the epoch).
   int64_t skippedSteps = 0;
   double lossScale = 0;
 
