@@ -91,12 +91,12 @@ BINARIES=(cuda-codegen-tests cuda-runtime-tests nccl-gpu-tests)
 # that a new GPU suite is not left out unseen; a GPU_SUITES name the binary lacks is a row "not
 # run" (the list is stale). A parameterized suite is named as gtest lists it: Prefix/Suite.
 declare -A GPU_SUITES=(
-  [cuda-codegen-tests]="CudaGpu Cases/CudaGpuNumerics GpuExecutor PlacedExecutionOnGpu"
+  [cuda-codegen-tests]="CudaGpu Cases/CudaGpuNumerics GpuExecutor PlacedExecutionOnGpu Models/TrainStepOnGpu"
   [cuda-runtime-tests]="CublasLt CudnnGpu GpuExecutorChain GpuMemory"
   [nccl-gpu-tests]="NcclGpu NcclReplicas"
 )
 declare -A CPU_SUITES=(
-  [cuda-codegen-tests]="CudaCompile Cases/CudaCompile CudaCorpus CudaRender Models/CudaModelCorpus Targets PlacedExecution"
+  [cuda-codegen-tests]="CudaCompile Cases/CudaCompile CudaCorpus CudaRender Models/CudaModelCorpus Models/CudaRegisterSpills Targets PlacedExecution"
   [cuda-runtime-tests]="CublasLtErrors CudnnValidation"
   [nccl-gpu-tests]=""
 )
