@@ -197,18 +197,42 @@ Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool 
   return Status();
 }
 
-Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor *> &inputs) {
-  if (inputs.size() != exe.inputs.size())
-    return Status::error(fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(),
-                                     inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
+namespace {
+
+/// The run-input check of every executor: the count, then each input's type, which `typeOf(i)`
+/// gives, or null with `missing(i)` saying what is there instead.
+template <typename TypeOf, typename Missing>
+Status checkInputs(const Executable &exe, size_t count, TypeOf typeOf, Missing missing) {
+  if (count != exe.inputs.size())
+    return Status::error(
+        fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(), count));
+  for (size_t i = 0; i < count; ++i) {
     const BufferInfo &info = exe.buffers[exe.inputs[i]];
-    if (!inputs[i] || inputs[i]->type() != info.type)
+    const TensorType *type = typeOf(i);
+    if (!type || *type != info.type)
       return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
-                                       info.type.str(),
-                                       inputs[i] ? inputs[i]->type().str() : "nothing"));
+                                       info.type.str(), type ? type->str() : missing(i)));
   }
   return Status();
+}
+
+} // namespace
+
+Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor *> &inputs) {
+  return checkInputs(
+      exe, inputs.size(), [&](size_t i) { return inputs[i] ? &inputs[i]->type() : nullptr; },
+      [](size_t) { return "nothing"; });
+}
+
+Status checkRunInputs(const Executable &exe, const std::vector<Value *> &inputs) {
+  auto empty = [&](size_t i) {
+    const DeviceArray *array = inputs[i] ? inputs[i]->array() : nullptr;
+    return array && !*array;
+  };
+  return checkInputs(
+      exe, inputs.size(),
+      [&](size_t i) { return inputs[i] && !empty(i) ? &inputs[i]->type() : nullptr; },
+      [&](size_t i) { return empty(i) ? "an empty device array (donated before?)" : "nothing"; });
 }
 
 std::vector<HostTensor *> reusableOutputs(const Executable &exe,

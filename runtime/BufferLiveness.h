@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/Allocator.h"
+#include "runtime/DeviceArray.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
@@ -28,6 +29,8 @@ Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool 
 
 /// Checks a run's inputs against the Executable's: count and each one's type.
 Status checkRunInputs(const Executable &exe, const std::vector<const HostTensor *> &inputs);
+/// The same for values; a device array donated before (empty) is an error saying so.
+Status checkRunInputs(const Executable &exe, const std::vector<Value *> &inputs);
 
 /// Per output of a run: the caller's tensor `outputs[i]` when the result may go into it instead
 /// of a fresh tensor (it has the output's type, holds bytes, and shares no memory with an

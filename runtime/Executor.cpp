@@ -188,8 +188,11 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
       exec->constantOutputs_.push_back(c.buffer);
     }
   }
-  // Which segments read each value, whether the caller gets it back, and per segment what a
-  // later segment on its device reads of what it computes.
+  // Which input each value is, which segments read it, whether the caller gets it back, and
+  // per segment what a later segment on its device reads of what it computes.
+  exec->inputIndex_.assign(executable.buffers.size(), -1);
+  for (size_t i = 0; i < executable.inputs.size(); ++i)
+    exec->inputIndex_[executable.inputs[i]] = int64_t(i);
   exec->readers_.assign(executable.buffers.size(), 0);
   exec->returned_.assign(executable.buffers.size(), 0);
   for (const Segment &segment : exec->segments_)
@@ -237,28 +240,13 @@ Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &out
   const Executable &exe = *executable_;
   if (whole_)
     return segments_[0].runner->run(inputs, outputs, residency);
-  if (inputs.size() != exe.inputs.size())
-    return Status::error(
-        fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(), inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const BufferInfo &info = exe.buffers[exe.inputs[i]];
-    const DeviceArray *array = inputs[i] ? inputs[i]->array() : nullptr;
-    if (!inputs[i] || (array && !*array) || inputs[i]->type() != info.type)
-      return Status::error(
-          fmt::format("input #{} ({}): expected {}, got {}", i, info.name, info.type.str(),
-                      !inputs[i]         ? "nothing"
-                      : array && !*array ? "an empty device array (donated before?)"
-                                         : inputs[i]->type().str()));
-  }
-  // Per value of this run: whether the caller keeps it on its device (an output it keeps),
-  // and which input it is.
+  if (Status s = checkRunInputs(exe, inputs); !s.ok())
+    return s;
+  // Per value of this run: whether the caller keeps it on its device (an output it keeps).
   std::vector<char> kept(exe.buffers.size(), 0);
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (residency.keeps(i))
       kept[valueOf_[exe.outputs[i]]] = 1;
-  std::vector<int64_t> inputIndex(exe.buffers.size(), -1);
-  for (size_t i = 0; i < exe.inputs.size(); ++i)
-    inputIndex[exe.inputs[i]] = int64_t(i);
 
   values_.assign(exe.buffers.size(), nullptr);
   // Emptied at the end however the run ends: a device array here holds device memory.
@@ -306,7 +294,7 @@ Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &out
       segmentInputs.push_back(v);
       // A donated input goes on to the one segment that reads it, unless the caller also gets
       // it back.
-      int64_t input = inputIndex[id];
+      int64_t input = inputIndex_[id];
       segmentResidency.donated.push_back(input >= 0 && residency.donates(size_t(input)) &&
                                          readers_[id] == 1 && !returned_[id]);
     }

@@ -162,8 +162,10 @@ private:
   std::vector<BufferId> valueOf_;
   std::vector<Value> constants_;
   std::vector<BufferId> constantOutputs_;
-  /// Per buffer: how many segments read it, and whether the caller gets it back; per segment,
+  /// Per buffer: which input it is (-1: none), how many segments read it, and whether the
+  /// caller gets it back; per segment,
   /// the values of it that a later segment on the same device reads (they stay there).
+  std::vector<int64_t> inputIndex_;
   std::vector<int> readers_;
   std::vector<char> returned_;
   std::vector<std::set<BufferId>> readOnDevice_;

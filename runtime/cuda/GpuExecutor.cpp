@@ -674,9 +674,8 @@ Expected<std::vector<DeviceArray>> GpuExecutor::keptOutputs(const RunValues &res
     if (!residency.keeps(i))
       continue;
     BufferId id = exe.outputs[i];
-    if (std::count(exe.outputs.begin(), exe.outputs.end(), id) > 1 || !buffers_.perRun(id))
-      continue;
-    blocks[i] = buffers_.release(id);
+    if (std::count(exe.outputs.begin(), exe.outputs.end(), id) == 1)
+      blocks[i] = buffers_.release(id);
   }
   for (size_t i = 0; i < exe.outputs.size(); ++i) {
     if (!residency.keeps(i))
@@ -707,25 +706,12 @@ Expected<std::vector<DeviceArray>> GpuExecutor::keptOutputs(const RunValues &res
   return kept;
 }
 
-Status GpuExecutor::runSteps(const std::vector<Input> &inputs,
+Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Input> &inputs,
                              const std::function<Status()> &finish) {
   const Executable &exe = *executable_;
   lastRunTransfers_ = {};
-  if (inputs.size() != exe.inputs.size())
-    return Status::error(
-        fmt::format("@{} takes {} inputs, got {}", exe.name, exe.inputs.size(), inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const BufferInfo &info = exe.buffers[exe.inputs[i]];
-    const Input &in = inputs[i];
-    bool present = in.host || (in.array && *in.array);
-    const TensorType *type = !present ? nullptr : in.host ? &in.host->type() : &in.array->type();
-    if (!type || *type != info.type)
-      return Status::error(fmt::format("input #{} ({}): expected {}, got {}", i, info.name,
-                                       info.type.str(),
-                                       type       ? type->str()
-                                       : in.array ? "an empty device array (donated before?)"
-                                                  : "nothing"));
-  }
+  if (!inputsChecked.ok())
+    return inputsChecked;
   if (Status s = device_->makeCurrent(); !s.ok())
     return s;
   // Every block this run takes goes back however it ends. Stream-ordered: blocks given back
@@ -777,7 +763,7 @@ Status GpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   std::vector<Input> in(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     in[i].host = inputs[i];
-  return runSteps(in, [&] {
+  return runSteps(checkRunInputs(*executable_, inputs), in, [&] {
     return download(reusableOutputs(*executable_, inputs, outputs), outputs, RunValues());
   });
 }
@@ -800,7 +786,7 @@ Status GpuExecutor::run(const std::vector<Value *> &inputs, std::vector<Value> &
   for (size_t i = 0; i < exe.outputs.size() && i < outputs.size(); ++i)
     if (HostTensor *h = outputs[i].ownedHost(); h && !residency.keeps(i))
       hostOutputs[i] = std::move(*h);
-  return runSteps(in, [&]() -> Status {
+  return runSteps(checkRunInputs(exe, inputs), in, [&]() -> Status {
     Expected<std::vector<DeviceArray>> kept = keptOutputs(residency);
     if (!kept)
       return kept.status();

@@ -124,9 +124,11 @@ private:
     bool donated = false;
   };
   Allocator *allocator_ = nullptr;
-  /// Checks `inputs`, places them, queues every step, then `finish` (which brings the outputs
-  /// out of buffers_); whatever happens, the run's blocks go back at the end.
-  Status runSteps(const std::vector<Input> &inputs, const std::function<Status()> &finish);
+  /// Given the inputs' check (checkRunInputs), places them, queues every step, then `finish`
+  /// (which brings the outputs out of buffers_); whatever happens, the run's blocks go back at
+  /// the end.
+  Status runSteps(const Status &inputsChecked, const std::vector<Input> &inputs,
+                  const std::function<Status()> &finish);
   Status upload(const std::vector<Input> &inputs);
   /// Copies the outputs `residency` does not keep to the host: into the caller's tensors where
   /// `reusable` has them (reusableOutputs), else into fresh ones; kept ones are left empty.
