@@ -3,6 +3,7 @@
 #include "codegen/BuildExecutable.h"
 
 #include "codegen/FusionWalk.h"
+#include "codegen/PlanSchedule.h"
 #include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
 #include "ir/TensorSize.h"
@@ -377,6 +378,8 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     for (NamedAttribute peak : peaks)
       if (auto bytes = dyn_cast<IntegerAttr>(peak.getValue()))
         exe.peakBytes[peak.getName().str()] = uint64_t(bytes.getInt());
+  // The schedule: device segments and when each buffer goes back, which the runtime runs.
+  planSchedule(exe);
   return exe;
 }
 

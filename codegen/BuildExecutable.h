@@ -10,7 +10,8 @@
 namespace smelt::codegen {
 
 /// Builds the Executable of `function`: one buffer per SSA value, one step per op, constants
-/// copied out as bytes. Emits a diagnostic at the first op it cannot lower and fails.
+/// copied out as bytes, and its schedule (planSchedule). Emits a diagnostic at the first op it
+/// cannot lower and fails.
 mlir::FailureOr<rt::Executable> buildExecutable(mlir::func::FuncOp function);
 
 /// Whether `op` is an argmax or scatter_add placed on a GPU: no fusion holds them, so each gets

@@ -2,7 +2,8 @@
 // holds during one run, before anything runs (what `smelt compile` prints and the executors'
 // measured peak must equal).
 //
-// The model is the executors' (runtime/BufferLiveness.h), stated on the IR:
+// The model is the compile-time schedule's (codegen/PlanSchedule.h), which the executors run,
+// stated on the IR:
 //   1. Every top-level op but a constant and the return is one step, in block order; a
 //      constant is held by its device for the whole run, and so is, on a GPU, every argument a
 //      step there reads (it is copied in); the CPU reads the caller's arguments in place.

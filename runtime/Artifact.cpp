@@ -140,12 +140,21 @@ void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffs
     w.str(s.device, "a device");
     w.i32s(s.operands, "operands");
     w.i32s(s.results, "results");
+    w.i32s(s.frees, "freed buffers");
     encodeParams(w, s.params);
   }
   w.count(exe.peakBytes.size(), "devices with a peak");
   for (const auto &[device, bytes] : exe.peakBytes) {
     w.str(device, "a device");
     w.u64(bytes);
+  }
+  w.count(exe.segments.size(), "segments");
+  for (const Segment &segment : exe.segments) {
+    w.str(segment.device, "a device");
+    w.u32(segment.begin);
+    w.u32(segment.end);
+    w.i32s(segment.reads, "a segment's reads");
+    w.i32s(segment.writes, "a segment's writes");
   }
 }
 
@@ -548,6 +557,7 @@ private:
                                      step.device));
       step.operands = readIds(c, what + " operand", buffers);
       step.results = readIds(c, what + " result", buffers);
+      step.frees = readIds(c, what + " freed buffer", buffers);
       readParams(c, step, what);
       if (c.ok() && (step.op == StepOp::Fusion || step.kernel() != kNoKernel)) {
         int64_t kernel = step.kernel();
@@ -561,6 +571,20 @@ private:
     for (uint32_t i = 0; i < n && c.ok(); ++i) {
       std::string device = c.str("a device with a peak");
       exe.peakBytes[device] = c.u64("a device's peak bytes");
+    }
+    n = c.count("the schedule's segments", 20);
+    for (uint32_t i = 0; i < n && c.ok(); ++i) {
+      Segment &segment = exe.segments.emplace_back();
+      std::string what = fmt::format("segment #{}", i);
+      size_t deviceAt = c.at();
+      segment.device = c.str("a segment's device");
+      if (c.ok() && !isDeviceName(segment.device))
+        c.fail(deviceAt,
+               fmt::format("{}: device '{}' is not cpu:0 or gpu:<N>", what, segment.device));
+      segment.begin = c.u32("a segment's first step");
+      segment.end = c.u32("a segment's end");
+      segment.reads = readIds(c, what + " read", buffers);
+      segment.writes = readIds(c, what + " write", buffers);
     }
     c.finish();
     return c.status();

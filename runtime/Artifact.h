@@ -1,16 +1,17 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 9 (8 had no GPU kernel in argmax's and scatter_add's parameters, 7 no
+// Format, version 11 (10 had no schedule: no freed buffers per step and no segments; 9 no
+// kernel's largest value bytes; 8 no GPU kernel in argmax's and scatter_add's parameters, 7 no
 // convolution group count and no relu6, hardswish or swish activation, 6 no scatter_add step,
 // 5 no matmul/conv2d epilogue fields, 4 no kernel types, no argument or result names and CPU
 // code with startup files, 3 string-keyed step attributes, 2 no peak bytes, 1 no step
-// devices). A reader refuses every other version, naming both. Every integer
-// is little-endian; offsets count from the start of the file.
+// devices). A reader refuses every other version, naming both. Every integer is
+// little-endian; offsets count from the start of the file.
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (9)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (11)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -38,15 +39,18 @@
 //         list<constant> constant = i32 buffer, u64 offset in the constants section, u64 size
 //         list<kernel>   kernel   = str name, str kind, i64 units, list<type> inputs,
 //                                   list<type> results, str ops, i64 compute ops,
-//                                   i64 CUDA block, i64 CUDA grid
+//                                   i64 CUDA block, i64 CUDA grid, u64 largest value bytes
 //         list<step>     step     = u8 op (StepOp), str location, str device ("cpu:0",
-//                                   "gpu:N"), ids operands, ids results, then the fields the
+//                                   "gpu:N"), ids operands, ids results, ids frees (given
+//                                   back after the step: Step::frees), then the fields the
 //                                   op's parameters list (Executable.h), each as u8 (bool,
 //                                   enum: 0..values-1), i64, f64 (IEEE bits) or list<i64>;
 //                                   matmul's and conv2d's end with u8 bias (a third operand)
 //                                   and u8 activation (0 none, 1 relu, 2 tanh, 3 logistic,
 //                                   4 relu6, 5 hardswish, 6 swish)
 //         list<peak>     peak     = str device, u64 bytes (smelt-assign-buffers' prediction)
+//         list<segment>  segment  = str device, u32 first step, u32 end, ids reads, ids writes
+//                                   (the compiler's schedule: Executable::segments)
 //
 // A reader checks everything before use: magic, version, flags, checksums, every length and
 // count against the bytes left (so no corrupt count drives an allocation), dtype codes and step
@@ -71,7 +75,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 10;
+inline constexpr uint32_t kArtifactVersion = 11;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

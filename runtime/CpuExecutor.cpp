@@ -1,10 +1,10 @@
 // CPU executor: validation, kernel preparation and the run loop.
 #include "runtime/CpuExecutor.h"
 
-#include "runtime/BufferLiveness.h"
 #include "runtime/CpuLoad.h"
 #include "runtime/CpuThreads.h"
 #include "runtime/DeviceMemory.h"
+#include "runtime/RunBuffers.h"
 #include "runtime/cpu/Fused.h"
 #include "runtime/cpu/Kernels.h"
 

@@ -9,10 +9,10 @@
 #pragma once
 
 #include "runtime/Allocator.h"
-#include "runtime/BufferLiveness.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
+#include "runtime/RunBuffers.h"
 #include "runtime/Status.h"
 #include "runtime/StepCost.h"
 #include "runtime/Trace.h"
@@ -75,8 +75,8 @@ private:
   CollectiveSteps collectives_;
   Communicator *communicator_ = nullptr;
   /// Each buffer's address: inputs at the caller's tensors during a run, constants in
-  /// executable_'s bytes, the rest taken when their step comes and given back after their
-  /// last reader.
+  /// executable_'s bytes, the rest taken when their step comes and given back after the
+  /// step the schedule says (Step::frees).
   RunBuffers buffers_;
   /// During a run: per buffer, the caller's output tensor its step writes into (else null).
   std::vector<HostTensor *> intoCaller_;

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <numeric>
+
 namespace smelt::rt {
 
 namespace {
@@ -97,6 +99,19 @@ std::string paramsText(const Step &step) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+bool isCopyStep(const Step &step) {
+  return step.op == StepOp::Copy && step.operands.size() == 1 && step.results.size() == 1;
+}
+
+std::vector<BufferId> copiedValues(const Executable &exe) {
+  std::vector<BufferId> value(exe.buffers.size());
+  std::iota(value.begin(), value.end(), 0);
+  for (const Step &step : exe.steps)
+    if (isCopyStep(step))
+      value[step.results[0]] = value[step.operands[0]];
+  return value;
+}
+
 std::string Executable::inputName(size_t i) const {
   return i < inputNames.size() ? inputNames[i] : buffers[size_t(inputs[i])].name;
 }
@@ -126,14 +141,24 @@ std::string Executable::str() const {
   out += fmt::format("  inputs: {}\n", named(inputs, [&](size_t i) { return inputName(i); }));
   for (const Constant &c : constants)
     out += fmt::format("  constant b{}: {}\n", c.buffer, buffers[c.buffer].type.str());
+  auto ids = [](const std::vector<BufferId> &list) {
+    std::vector<std::string> parts;
+    for (BufferId id : list)
+      parts.push_back(fmt::format("b{}", id));
+    return fmt::format("{}", fmt::join(parts, " "));
+  };
   for (const Step &step : steps)
-    out += fmt::format("  {} = {}({}) {{{}}}{}\n", bufferList(step.results), step.name(),
+    out += fmt::format("  {} = {}({}) {{{}}}{}{}\n", bufferList(step.results), step.name(),
                        bufferList(step.operands), paramsText(step),
-                       step.device == "cpu:0" ? "" : " on " + step.device);
+                       step.device == "cpu:0" ? "" : " on " + step.device,
+                       step.frees.empty() ? "" : " frees " + ids(step.frees));
   out += fmt::format("  outputs: {}\n", named(outputs, [&](size_t i) { return outputName(i); }));
   for (size_t k = 0; k < kernels.size(); ++k)
     out += fmt::format("  kernel {} {} ({}, {} units): {}\n", k, kernels[k].name, kernels[k].kind,
                        kernels[k].units, kernels[k].ops);
+  for (const Segment &segment : segments)
+    out += fmt::format("  segment on {}: steps [{}, {}), reads [{}], writes [{}]\n", segment.device,
+                       segment.begin, segment.end, ids(segment.reads), ids(segment.writes));
   for (const auto &[device, bytes] : peakBytes)
     out += fmt::format("  peak bytes on {}: {}\n", device, bytes);
   return out;

@@ -213,6 +213,14 @@ struct Step;
 /// "transpose_lhs=true, transpose_rhs=false": a step's parameters, for listings.
 std::string paramsText(const Step &step);
 
+struct Executable;
+/// Per buffer, the buffer whose value it holds: its own, or for a copy's result its operand's
+/// (followed through chains of copies), since a copy only moves a value between devices.
+/// Steps must be in dataflow order (validateDataflow).
+std::vector<BufferId> copiedValues(const Executable &exe);
+/// Whether `step` is a copy (one operand, one result): a move between segments.
+bool isCopyStep(const Step &step);
+
 struct BufferInfo {
   TensorType type;
   /// Where the value came from, for messages: "%arg0", "matmul at model.mlir:4:10".
@@ -234,6 +242,10 @@ struct Step {
   /// Where it runs, as smelt-place-devices decided: "cpu:0" or "gpu:N". A copy step moves its
   /// operand onto this device.
   std::string device = "cpu:0";
+  /// The buffers that no later step of its segment uses, as the compiler's schedule says
+  /// (codegen/PlanSchedule): an executor gives back, once the step ran, those it took for the
+  /// run. Empty in a hand-built Executable, whose buffers then live to the end of the run.
+  std::vector<BufferId> frees;
 
   StepKind kind() const { return stepKind(op); }
   const char *name() const { return stepOpName(op); }
@@ -345,6 +357,20 @@ struct CudaCode {
   std::vector<uint8_t> cubin;
 };
 
+/// A segment of the compiler's schedule (codegen/PlanSchedule): consecutive steps on one
+/// device, which that device's executor runs as an Executable of its own
+/// (segmentExecutable). The segments of an Executable split [0, steps.size()) in run order;
+/// the copy steps among a segment's steps are not its own but the moves between segments.
+struct Segment {
+  std::string device;
+  uint32_t begin = 0, end = 0;
+  /// Values (buffers with copies followed to the one they move, copiedValues) that its steps
+  /// read and do not compute: inputs, constants and what earlier segments wrote, in the order
+  /// its Executable takes them; and those it computes that a later segment or the caller
+  /// reads, in the order it returns them.
+  std::vector<BufferId> reads, writes;
+};
+
 struct Executable {
   /// Name of the entry function it was built from.
   std::string name;
@@ -369,6 +395,10 @@ struct Executable {
   /// smelt-assign-buffers: constants, the buffers steps take and give back, (on a GPU) the
   /// arguments copied in. An executor's measured peak for a run equals its device's entry.
   std::map<std::string, uint64_t> peakBytes;
+  /// The schedule the compiler fixed: the device segments in run order (one for an Executable
+  /// on one device). Empty in a hand-built Executable, which runs as one segment and must then
+  /// have its steps on one device and no copies.
+  std::vector<Segment> segments;
   /// Their code for the CPU and for CUDA, when codegen produced it.
   std::shared_ptr<const CpuCode> cpu;
   std::shared_ptr<const CudaCode> cuda;

@@ -2,8 +2,8 @@
 // passed between them on their device or through the host.
 #include "runtime/Executor.h"
 
-#include "runtime/BufferLiveness.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/RunBuffers.h"
 
 #include <fmt/format.h>
 
@@ -16,25 +16,59 @@ namespace smelt::rt {
 
 namespace {
 
-bool isCopy(const Step &step) {
-  return step.op == StepOp::Copy && step.operands.size() == 1 && step.results.size() == 1;
+/// "@main: schedule segment #1 (on cpu:0)": how messages name a segment.
+std::string segmentName(const Executable &exe, size_t k) {
+  return fmt::format("@{}: schedule segment #{} (on {})", exe.name, k, exe.segments[k].device);
 }
 
-/// Per buffer, the buffer whose value it holds: copies only move values between devices.
-/// Steps are in dataflow order (validateDataflow), so a copy's operand is resolved first.
-std::vector<BufferId> valueSources(const Executable &exe) {
-  std::vector<BufferId> source(exe.buffers.size());
-  std::iota(source.begin(), source.end(), 0);
-  for (const Step &step : exe.steps)
-    if (isCopy(step))
-      source[step.results[0]] = source[step.operands[0]];
-  return source;
+/// Whether the schedule is sound enough to run: its segments split the steps in order, each
+/// step runs on its segment's device, each segment reads only inputs and earlier segments'
+/// writes, and every output is an input, a constant or written. (That each segment writes
+/// what it says, and reads all its steps need, segmentExecutable checks.)
+Status checkSchedule(const Executable &exe, const std::vector<BufferId> &value) {
+  std::vector<char> available(exe.buffers.size(), 0);
+  for (BufferId id : exe.inputs)
+    available[id] = 1;
+  for (const Constant &c : exe.constants)
+    available[c.buffer] = 1;
+  uint32_t next = 0;
+  for (size_t k = 0; k < exe.segments.size(); ++k) {
+    const Segment &segment = exe.segments[k];
+    std::string which = segmentName(exe, k);
+    if (segment.begin != next || segment.end < segment.begin || segment.end > exe.steps.size())
+      return Status::error(fmt::format("{}: steps [{}, {}) do not follow on from step {} within "
+                                       "the {} steps",
+                                       which, segment.begin, segment.end, next, exe.steps.size()));
+    next = segment.end;
+    for (size_t s = segment.begin; s < segment.end; ++s)
+      if (!isCopyStep(exe.steps[s]) && exe.steps[s].device != segment.device)
+        return Status::error(fmt::format("{}: step {} ('{}' at {}) runs on {}", which, s,
+                                         exe.steps[s].name(), exe.steps[s].location,
+                                         exe.steps[s].device));
+    for (BufferId id : segment.reads)
+      if (id < 0 || size_t(id) >= exe.buffers.size() || !available[id])
+        return Status::error(fmt::format("{}: reads buffer {}, which is no input and no earlier "
+                                         "segment writes",
+                                         which, id));
+    for (BufferId id : segment.writes)
+      if (id >= 0 && size_t(id) < exe.buffers.size())
+        available[id] = 1;
+  }
+  if (next != exe.steps.size())
+    return Status::error(fmt::format("@{}: the schedule's segments end at step {} of {}", exe.name,
+                                     next, exe.steps.size()));
+  for (size_t i = 0; i < exe.outputs.size(); ++i)
+    if (!available[value[exe.outputs[i]]])
+      return Status::error(fmt::format("@{}: output #{} ({}) is written by no segment", exe.name, i,
+                                       bufferLabel(exe, exe.outputs[i])));
+  return Status();
 }
 
-/// Whether the Executable runs as it is: every step on one device and no copies.
-bool isSingleSegment(const Executable &exe) {
+/// Whether the Executable runs as it is, as one segment: it has no copies and its steps are
+/// on one device (a hand-built one without a schedule must be).
+bool runsWhole(const Executable &exe) {
   for (const Step &step : exe.steps)
-    if (isCopy(step) || step.device != exe.steps.front().device)
+    if (isCopyStep(step) || step.device != exe.steps.front().device)
       return false;
   return true;
 }
@@ -52,88 +86,89 @@ Expected<std::unique_ptr<SegmentRunner>> cpuSegmentRunner(const Executable &segm
       std::make_unique<ExecutorRunner<CpuExecutor>>(std::move(*cpu)));
 }
 
-Executable movedToDevice(Executable executable, const std::string &from, const std::string &to) {
+namespace {
+
+/// `executable` with the steps and segments on a device `moves` accepts on `to` instead.
+template <typename Moves>
+Executable moved(Executable executable, const std::string &to, Moves moves) {
   for (Step &step : executable.steps)
-    if (step.device == from)
+    if (moves(step.device))
       step.device = to;
+  for (Segment &segment : executable.segments)
+    if (moves(segment.device))
+      segment.device = to;
   return executable;
 }
 
-std::vector<Executor::Segment> splitByDevice(const Executable &exe) {
-  std::vector<Executor::Segment> segments;
-  if (isSingleSegment(exe)) {
-    Executor::Segment &only = segments.emplace_back();
-    only.device = exe.steps.empty() ? "cpu:0" : exe.steps.front().device;
-    only.executable = exe;
-    only.reads = exe.inputs;
-    only.writes = exe.outputs;
-    only.steps = exe.steps.size();
-    return segments;
-  }
-  std::vector<BufferId> source = valueSources(exe);
-  std::map<BufferId, const Constant *> constants;
-  for (const Constant &c : exe.constants)
-    constants[c.buffer] = &c;
+} // namespace
 
-  // Each segment's buffers numbered afresh, and what it produced, by the whole's ids.
-  std::vector<std::map<BufferId, BufferId>> local;
-  std::vector<std::vector<BufferId>> produced;
-  auto localBuffer = [&](BufferId global) {
-    Executable &part = segments.back().executable;
-    auto [it, added] = local.back().try_emplace(global, BufferId(part.buffers.size()));
-    if (added)
+Executable movedToDevice(Executable executable, const std::string &from, const std::string &to) {
+  return moved(std::move(executable), to,
+               [&](const std::string &device) { return device == from; });
+}
+
+Executable movedToCpu(Executable executable) {
+  return moved(std::move(executable), "cpu:0", [](const std::string &) { return true; });
+}
+
+Expected<Executable> segmentExecutable(const Executable &exe, size_t k) {
+  const Segment &segment = exe.segments[k];
+  std::vector<BufferId> value = copiedValues(exe);
+  Executable part;
+  part.name = exe.name;
+  part.placement = exe.placement;
+  part.kernels = exe.kernels;
+  part.cpu = exe.cpu;
+  part.cuda = exe.cuda;
+  // Its buffers numbered afresh: its reads first, as its inputs, then as its steps use them.
+  std::vector<BufferId> local(exe.buffers.size(), -1);
+  auto add = [&](BufferId global) {
+    if (local[global] < 0) {
+      local[global] = BufferId(part.buffers.size());
       part.buffers.push_back(exe.buffers[global]);
-    return std::pair{it->second, added};
+    }
+    return local[global];
   };
-  for (const Step &step : exe.steps) {
-    if (isCopy(step))
+  for (BufferId global : segment.reads)
+    part.inputs.push_back(add(global));
+  std::vector<const Constant *> constantOf(exe.buffers.size(), nullptr);
+  for (const Constant &c : exe.constants)
+    constantOf[c.buffer] = &c;
+  std::string which = segmentName(exe, k);
+  for (size_t s = segment.begin; s < segment.end; ++s) {
+    if (isCopyStep(exe.steps[s]))
       continue;
-    if (segments.empty() || segments.back().device != step.device) {
-      Executor::Segment &segment = segments.emplace_back();
-      segment.device = step.device;
-      segment.executable.name = exe.name;
-      segment.executable.placement = exe.placement;
-      segment.executable.kernels = exe.kernels;
-      segment.executable.cpu = exe.cpu;
-      segment.executable.cuda = exe.cuda;
-      local.emplace_back();
-      produced.emplace_back();
+    Step step = exe.steps[s];
+    for (BufferId &operand : step.operands) {
+      BufferId v = value[operand];
+      if (local[v] < 0 && !constantOf[v])
+        return Status::error(fmt::format("{}: step {} ('{}' at {}) reads {}, which the segment "
+                                         "neither reads nor computes before it",
+                                         which, s, step.name(), step.location,
+                                         bufferLabel(exe, v)));
+      if (local[v] < 0)
+        part.constants.push_back({add(v), constantOf[v]->bytes});
+      operand = local[v];
     }
-    Executor::Segment &segment = segments.back();
-    Step copy = step;
-    for (BufferId &operand : copy.operands) {
-      BufferId value = source[operand];
-      auto [id, added] = localBuffer(value);
-      if (added && constants.count(value))
-        segment.executable.constants.push_back({id, constants[value]->bytes});
-      else if (added) {
-        segment.executable.inputs.push_back(id);
-        segment.reads.push_back(value);
-      }
-      operand = id;
+    for (BufferId &result : step.results)
+      result = add(result);
+    for (BufferId &id : step.frees) {
+      if (local[id] < 0)
+        return Status::error(fmt::format("{}: step {} ('{}' at {}) gives back {}, which the "
+                                         "segment does not use",
+                                         which, s, step.name(), step.location,
+                                         bufferLabel(exe, id)));
+      id = local[id];
     }
-    for (BufferId &result : copy.results) {
-      produced.back().push_back(result);
-      result = localBuffer(result).first;
-    }
-    segment.executable.steps.push_back(std::move(copy));
+    part.steps.push_back(std::move(step));
   }
-
-  // A segment hands on what a later one reads or the caller gets back.
-  std::set<BufferId> wanted;
-  for (const Executor::Segment &segment : segments)
-    wanted.insert(segment.reads.begin(), segment.reads.end());
-  for (BufferId output : exe.outputs)
-    wanted.insert(source[output]);
-  for (size_t k = 0; k < segments.size(); ++k) {
-    segments[k].steps = segments[k].executable.steps.size();
-    for (BufferId global : produced[k])
-      if (wanted.count(global)) {
-        segments[k].writes.push_back(global);
-        segments[k].executable.outputs.push_back(local[k].at(global));
-      }
+  for (BufferId global : segment.writes) {
+    if (local[global] < 0 || std::count(segment.reads.begin(), segment.reads.end(), global))
+      return Status::error(fmt::format("{}: says it writes {}, which none of its steps computes",
+                                       which, bufferLabel(exe, global)));
+    part.outputs.push_back(local[global]);
   }
-  return segments;
+  return part;
 }
 
 Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executable,
@@ -143,15 +178,39 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
   std::unique_ptr<Executor> exec(new Executor());
   exec->executable_ = std::make_shared<const Executable>(executable);
   exec->options_ = std::move(options);
-  exec->segments_ = splitByDevice(executable);
-  exec->whole_ = isSingleSegment(executable);
-  exec->valueOf_ = valueSources(executable);
-  for (Segment &segment : exec->segments_) {
+  exec->valueOf_ = copiedValues(executable);
+  exec->whole_ = runsWhole(executable);
+  if (executable.segments.empty() && !exec->whole_ &&
+      !std::all_of(executable.steps.begin(), executable.steps.end(), isCopyStep))
+    return Status::error(fmt::format("@{}: its steps run on several devices or move values "
+                                     "between them, and it has no schedule "
+                                     "(codegen::planSchedule makes one)",
+                                     executable.name));
+  if (Status s = checkSchedule(executable, exec->valueOf_); !s.ok())
+    return s;
+  size_t segmentCount = exec->whole_ ? 1 : executable.segments.size();
+  for (size_t k = 0; k < segmentCount; ++k) {
+    SegmentRun &segment = exec->segments_.emplace_back();
+    Executable part;
+    if (exec->whole_) {
+      part = executable;
+      segment.device = executable.steps.empty() ? "cpu:0" : executable.steps.front().device;
+      segment.reads = executable.inputs;
+      segment.writes = executable.outputs;
+    } else {
+      Expected<Executable> sliced = segmentExecutable(executable, k);
+      if (!sliced)
+        return sliced.status();
+      part = std::move(*sliced);
+      segment.device = executable.segments[k].device;
+      segment.reads = executable.segments[k].reads;
+      segment.writes = executable.segments[k].writes;
+    }
+    segment.steps = part.steps.size();
     const std::string &device = segment.device;
-    std::string where = exec->segments_.size() == 1 ? "" : "on " + device + ": ";
+    std::string where = segmentCount == 1 ? "" : "on " + device + ": ";
     if (device == "cpu:0") {
-      Expected<std::unique_ptr<SegmentRunner>> cpu =
-          cpuSegmentRunner(segment.executable, device, exec->options_);
+      Expected<std::unique_ptr<SegmentRunner>> cpu = cpuSegmentRunner(part, device, exec->options_);
       if (!cpu)
         return Status::error(where + cpu.message());
       segment.runner = std::move(*cpu);
@@ -160,18 +219,17 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
         return Status::error(fmt::format(
             "@{} has steps placed on {} ('{}' at {}), and this program was built without the "
             "GPU executor: compile for cpu:0 (no GPU placement) or build Smelt with CUDA",
-            executable.name, device, segment.executable.steps.front().name(),
-            segment.executable.steps.front().location));
+            executable.name, device, part.steps.front().name(), part.steps.front().location));
       Expected<std::unique_ptr<SegmentRunner>> gpu =
-          exec->options_.gpuRunner(segment.executable, device, exec->options_);
+          exec->options_.gpuRunner(part, device, exec->options_);
       if (!gpu)
         return Status::error(where + gpu.message());
       segment.runner = std::move(*gpu);
     } else {
       return Status::error(fmt::format("@{}: step '{}' ({}) is placed on '{}', which is not a "
                                        "device this runtime drives (cpu:0, gpu:N)",
-                                       executable.name, segment.executable.steps.front().name(),
-                                       segment.executable.steps.front().location, device));
+                                       executable.name, part.steps.front().name(),
+                                       part.steps.front().location, device));
     }
   }
   // Outputs that are constants are handed back from host copies made once; the constants that
@@ -195,7 +253,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
     exec->inputIndex_[executable.inputs[i]] = int64_t(i);
   exec->readers_.assign(executable.buffers.size(), 0);
   exec->returned_.assign(executable.buffers.size(), 0);
-  for (const Segment &segment : exec->segments_)
+  for (const SegmentRun &segment : exec->segments_)
     for (BufferId id : segment.reads)
       ++exec->readers_[id];
   for (BufferId id : executable.outputs)
@@ -206,9 +264,6 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
       if (exec->segments_[later].device == exec->segments_[k].device)
         exec->readOnDevice_[k].insert(exec->segments_[later].reads.begin(),
                                       exec->segments_[later].reads.end());
-  // The runners hold their segments; only the cut stays here.
-  for (Segment &segment : exec->segments_)
-    segment.executable = Executable();
   return exec;
 }
 
@@ -275,7 +330,7 @@ Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &out
   std::vector<Value *> segmentInputs;
   std::vector<Value> segmentOutputs;
   for (size_t k = 0; k < segments_.size(); ++k) {
-    Segment &segment = segments_[k];
+    SegmentRun &segment = segments_[k];
     bool onCpu = segment.device == "cpu:0";
     segmentInputs.clear();
     RunValues segmentResidency;
@@ -355,14 +410,14 @@ Status runOnHost(const std::vector<Value *> &inputs, std::vector<Value> &outputs
 
 std::vector<std::string> Executor::segmentDevices() const {
   std::vector<std::string> devices;
-  for (const Segment &segment : segments_)
+  for (const SegmentRun &segment : segments_)
     devices.push_back(segment.device);
   return devices;
 }
 
 uint64_t Executor::lastRunPeakBytes() const {
   uint64_t peak = 0;
-  for (const Segment &segment : segments_)
+  for (const SegmentRun &segment : segments_)
     peak = std::max(peak, segment.runner->lastRunPeakBytes());
   return peak;
 }

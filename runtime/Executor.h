@@ -1,17 +1,17 @@
 // Runs an Executable on the devices smelt-place-devices gave its steps: what the tools, the
-// trainer and AOT runs use. It cuts the steps into segments, runs of consecutive steps on one
-// device, each an Executable of its own run by that device's executor (CpuExecutor for cpu:0,
-// the GPU executor for gpu:N, made by ExecutorOptions::gpuRunner). The copy steps placement put
-// at device boundaries become the segments' inputs and outputs. An Executable on one device
-// with no copies (every CPU-only compile) is its single segment, unchanged, so the CPU path is
-// exactly CpuExecutor.
+// trainer and AOT runs use. It runs the schedule the compiler fixed (Executable::segments,
+// codegen/PlanSchedule.h): each segment, a run of consecutive steps on one device, is an
+// Executable of its own run by that device's executor (CpuExecutor for cpu:0, the GPU executor
+// for gpu:N, made by ExecutorOptions::gpuRunner). The copy steps placement put at device
+// boundaries become the segments' inputs and outputs. An Executable on one device with no
+// copies (every CPU-only compile) is its single segment, unchanged, so the CPU path is exactly
+// CpuExecutor.
 //
 // Values are host tensors or arrays on a device (runtime/DeviceArray.h). What a GPU segment
 // computes stays on its GPU when a later segment there reads it or the caller keeps it
 // (RunValues), and comes to the host only for a CPU segment or the caller; a training loop that
 // keeps its state on the GPU and donates it back moves only its batch and its loss.
-// lastRunTransfers() counts the bytes and the host's waits. Still to come (issue 31): the cut
-// and the buffers' lifetimes decided by the compiler, not here.
+// lastRunTransfers() counts the bytes and the host's waits.
 #pragma once
 
 #include "runtime/Collectives.h"
@@ -140,11 +140,9 @@ public:
   /// segments together; zero when every step ran on the CPU.
   TransferStats lastRunTransfers() const;
 
-  struct Segment {
+  /// A segment of the schedule as it runs: its device, how many steps, and its runner.
+  struct SegmentRun {
     std::string device;
-    /// Its steps as an Executable of their own (emptied once its runner holds it), and how
-    /// many there are.
-    Executable executable;
     size_t steps = 0;
     /// The whole Executable's buffers its inputs and outputs are, in their order.
     std::vector<BufferId> reads, writes;
@@ -154,7 +152,7 @@ public:
 private:
   std::shared_ptr<const Executable> executable_;
   ExecutorOptions options_;
-  std::vector<Segment> segments_;
+  std::vector<SegmentRun> segments_;
   /// The one segment is the whole Executable: runs go straight to its runner.
   bool whole_ = false;
   /// Per buffer of the whole Executable: the buffer whose value it is (a copy's operand's,
@@ -185,9 +183,15 @@ Expected<std::unique_ptr<SegmentRunner>> cpuSegmentRunner(const Executable &segm
 /// `executable` with its steps on device `from` moved to `to`: a data-parallel replica's copy
 /// of a step compiled for gpu:0, run on its own GPU.
 Executable movedToDevice(Executable executable, const std::string &from, const std::string &to);
+/// `executable` with every step and segment on cpu:0: an artifact compiled for a GPU run where
+/// there is none (its CPU code covers every step). Its segments stay as compiled, each now a
+/// CPU segment, so their buffers still go back where the schedule says.
+Executable movedToCpu(Executable executable);
 
-/// The segments of `executable`, without runners: what Executor::create runs (exposed for
-/// tests and `smelt dump`).
-std::vector<Executor::Segment> splitByDevice(const Executable &executable);
+/// Segment `k` of `exe`'s schedule as an Executable of its own, which its device's executor
+/// runs: its reads become its inputs and its writes its outputs, in their order, the constants
+/// it reads its own, its buffers numbered afresh. Errors where the schedule does not fit the
+/// steps (a step reads what the segment neither reads nor computes).
+Expected<Executable> segmentExecutable(const Executable &exe, size_t k);
 
 } // namespace smelt::rt

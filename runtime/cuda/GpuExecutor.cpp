@@ -2,9 +2,9 @@
 // kernels and libraries once, and the run loop that queues them on the stream.
 #include "runtime/cuda/GpuExecutor.h"
 
-#include "runtime/BufferLiveness.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/DeviceMemory.h"
+#include "runtime/RunBuffers.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaArray.h"

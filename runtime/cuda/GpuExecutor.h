@@ -13,11 +13,11 @@
 #pragma once
 
 #include "runtime/Allocator.h"
-#include "runtime/BufferLiveness.h"
 #include "runtime/Collectives.h"
 #include "runtime/DeviceArray.h"
 #include "runtime/Executable.h"
 #include "runtime/HostTensor.h"
+#include "runtime/RunBuffers.h"
 #include "runtime/Status.h"
 #include "runtime/Transfers.h"
 #include "runtime/cuda/CudaDevice.h"
@@ -109,7 +109,8 @@ private:
   /// stream after queuing the last one.
   bool stagingIdle_ = true;
   /// Each buffer's device address: constants' for the executor's life, the rest (inputs are
-  /// copied in) taken during a run and given back once their last reader is queued.
+  /// copied in) taken during a run and given back once the step the schedule says frees them
+  /// (Step::frees) is queued.
   RunBuffers buffers_;
   /// Constants and the workspace.
   uint64_t heldBytes_ = 0;

@@ -238,8 +238,7 @@ int benchCommand() {
     std::optional<rt::LoadedArtifact> artifact = loadArtifactFile(modelPath, entryName);
     if (!artifact)
       return 1;
-    for (rt::Step &step : artifact->executable.steps)
-      step.device = "cpu:0";
+    artifact->executable = rt::movedToCpu(std::move(artifact->executable));
     mlir::MLIRContext context;
     return benchExecutable(&artifact->executable, context, seconds());
   }

@@ -244,8 +244,7 @@ static std::optional<Program> loadArtifact() {
     codegen::CompileOptions unused;
     enableGpuExecution(here, unused, program.executor);
     if (!program.executor.gpuRunner) {
-      for (rt::Step &step : exe.steps)
-        step.device = "cpu:0";
+      exe = rt::movedToCpu(std::move(exe));
       exe.placement += " (no GPU here: " + here.noGpuReason + "; every step runs on cpu:0)";
     }
   }

@@ -13,6 +13,7 @@
 #include "codegen/BuildExecutable.h"
 #include "codegen/Compile.h"
 #include "runtime/CpuExecutor.h"
+#include "runtime/Executor.h"
 #include "runtime/cuda/CudaArray.h"
 #include "runtime/cuda/CudaMemory.h"
 #include "runtime/cuda/GpuExecutor.h"
@@ -255,7 +256,12 @@ TEST(GpuExecutor, OutOfMemoryFailsTheRunAndLeavesTheExecutorUsable) {
 TEST(GpuExecutor, DonatedInputsGoBackAfterTheirLastReaderOrToTheCallerWhenARunFails) {
   REQUIRE_GPU();
   std::shared_ptr<CudaDevice> device = *gpu();
-  rt::Expected<rt::Executable> exe = compileText(kExp, device->arch());
+  rt::Expected<rt::Executable> compiled = compileText(kExp, device->arch());
+  ASSERT_TRUE(compiled.ok()) << compiled.message();
+  // What the Executor hands the GPU executor: the one GPU segment of the schedule, without the
+  // copies in and out.
+  ASSERT_EQ(compiled->segments.size(), 1u) << compiled->str();
+  rt::Expected<rt::Executable> exe = rt::segmentExecutable(*compiled, 0);
   ASSERT_TRUE(exe.ok()) << exe.message();
   // x and exp(x) are 1 MiB each.
   auto withLimit = [&](uint64_t bytes) {

@@ -107,18 +107,20 @@ void expectSameOutputs(const rt::Executable &placed, rt::SegmentRunnerFactory gp
   EXPECT_GT((*split)->lastRunPeakBytes(), 0u);
 }
 
-TEST(PlacedExecution, CutsAtTheCopiesIntoSegmentsPerDevice) {
+TEST(PlacedExecution, TheCompilerCutsAtTheCopiesIntoSegmentsPerDevice) {
   rt::Executable exe = compilePlaced(kMixed, /*withGpu=*/true);
-  std::vector<rt::Executor::Segment> segments = rt::splitByDevice(exe);
+  const std::vector<rt::Segment> &segments = exe.segments;
   std::vector<std::string> devices;
-  for (const rt::Executor::Segment &segment : segments) {
-    devices.push_back(segment.device);
-    for (const rt::Step &step : segment.executable.steps) {
+  for (size_t k = 0; k < segments.size(); ++k) {
+    devices.push_back(segments[k].device);
+    rt::Expected<rt::Executable> part = rt::segmentExecutable(exe, k);
+    ASSERT_TRUE(part.ok()) << part.message();
+    for (const rt::Step &step : part->steps) {
       EXPECT_NE(step.op, rt::StepOp::Copy) << "copies become segment inputs and outputs";
-      EXPECT_EQ(step.device, segment.device);
+      EXPECT_EQ(step.device, segments[k].device);
     }
-    EXPECT_EQ(segment.reads.size(), segment.executable.inputs.size());
-    EXPECT_EQ(segment.writes.size(), segment.executable.outputs.size());
+    EXPECT_EQ(segments[k].reads.size(), part->inputs.size());
+    EXPECT_EQ(segments[k].writes.size(), part->outputs.size());
   }
   EXPECT_EQ(devices, (std::vector<std::string>{"gpu:0", "cpu:0", "gpu:0"})) << exe.str();
   // The first GPU segment hands the offset to the CPU (rng_normal), and tanh to the last
@@ -140,11 +142,13 @@ TEST(PlacedExecution, GpuSegmentsCompileWithNvrtc) {
 
 TEST(PlacedExecution, CpuOnlyExecutablesAreOneSegmentUnchanged) {
   rt::Executable exe = compilePlaced(kMixed, /*withGpu=*/false);
-  std::vector<rt::Executor::Segment> segments = rt::splitByDevice(exe);
-  ASSERT_EQ(segments.size(), 1u);
-  EXPECT_EQ(segments[0].device, "cpu:0");
-  EXPECT_EQ(segments[0].executable.steps.size(), exe.steps.size());
-  EXPECT_EQ(segments[0].reads, exe.inputs);
+  ASSERT_EQ(exe.segments.size(), 1u);
+  EXPECT_EQ(exe.segments[0].device, "cpu:0");
+  EXPECT_EQ(exe.segments[0].begin, 0u);
+  EXPECT_EQ(exe.segments[0].end, exe.steps.size());
+  rt::Expected<std::unique_ptr<rt::Executor>> exec = rt::Executor::create(exe);
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  EXPECT_EQ((*exec)->segmentDevices(), std::vector<std::string>{"cpu:0"});
 }
 
 TEST(PlacedExecution, GpuStepsWithoutAGpuExecutorAreAnErrorNamingThem) {
@@ -383,7 +387,7 @@ TEST_P(TrainStepOnGpu, KeepsItsStateOnTheGpuAndMovesOnlyTheBatchAndTheMetrics) {
   EXPECT_EQ((*onGpu)->replicaDevices(), std::vector<std::string>{"gpu:0"});
   // One GPU segment: every step on gpu:0, with nothing cut out to the CPU.
   std::vector<std::string> segments;
-  for (const rt::Executor::Segment &segment : rt::splitByDevice((*onGpu)->trainStepExecutable()))
+  for (const rt::Segment &segment : (*onGpu)->trainStepExecutable().segments)
     segments.push_back(segment.device);
   EXPECT_EQ(segments, std::vector<std::string>{"gpu:0"});
 

@@ -293,7 +293,8 @@ TEST(MemoryConfig, LogicalGpusNumberedAcrossPhysicalOnesAndPoliciesFixedAtFirstU
   EXPECT_EQ(logical[2].physical, "gpu:1");
 }
 
-/// A chain of `length` elementwise steps over f32[rows, 256] (1 KiB per row): x -> x+x -> ...
+/// A chain of `length` elementwise steps over f32[rows, 256] (1 KiB per row): x -> x+x -> ...,
+/// each value given back after the step that reads it, as the compiler's schedule says.
 Executable chain(int length, int64_t rows) {
   Executable exe;
   exe.name = "chain";
@@ -304,6 +305,7 @@ Executable chain(int length, int64_t rows) {
     appendKernelStep(exe, kernels::add, "add", {i, i}, type,
                      "chain.mlir:" + std::to_string(i + 2) + ":3");
     exe.buffers.back().name = "add" + std::to_string(i);
+    exe.steps.back().frees = {i};
   }
   exe.outputs = {length};
   return exe;

@@ -94,7 +94,7 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
   storeLE(older, 8, 8, 4);
   reseal(older);
   EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 8; "
-                              "this runtime reads version 10 (compile the model again with a "
+                              "this runtime reads version 11 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
@@ -172,9 +172,9 @@ TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
             fmt::format("bad.smelt: plan section, byte {}: step #0 has op #{}; this runtime "
                         "knows ops 0..{}",
                         op, kNumStepOps, kNumStepOps - 1));
-  // transpose_lhs, a flag, is the first byte after the step's two buffer-id lists (1 and 2
-  // ids of 4 bytes, each list after a 4-byte count).
-  size_t flag = op + 5 + key.size() + 4 + std::string("cpu:0").size() + 4 + 8 + 4 + 4;
+  // transpose_lhs, a flag, is the first byte after the step's three buffer-id lists (2, 1 and
+  // 0 ids of 4 bytes, each list after a 4-byte count).
+  size_t flag = op + 5 + key.size() + 4 + std::string("cpu:0").size() + 4 + 8 + 4 + 4 + 4;
   ASSERT_EQ((*encoded)[flag], 1);
   EXPECT_EQ(errorAfterPatch(*encoded, flag, 2, 1),
             fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "

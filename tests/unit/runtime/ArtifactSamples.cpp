@@ -93,6 +93,10 @@ Executable everything() {
        {24}, "m.mlir:26:5");
   step(StepOp::Concat, AxisParams{kMin}, {0, 1}, {23}, "");
   exe.outputs = {12, 0, 4, 12};
+  // A schedule: buffers given back after steps, and two segments.
+  exe.steps[1].frees = {9};
+  exe.steps[3].frees = {14, 1};
+  exe.segments = {{"cpu:0", 0, 8, {0, 1}, {12, 18}}, {"gpu:3", 8, 14, {18}, {}}};
   // A result that is an argument and one returned twice still have names of their own.
   exe.inputNames = {"x", "arg1"};
   exe.outputNames = {"logits", "same_as_x", "result2", "logits_again"};

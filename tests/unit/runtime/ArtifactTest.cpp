@@ -86,12 +86,20 @@ void expectSameExecutable(const Executable &got, const Executable &want) {
   ASSERT_EQ(got.steps.size(), want.steps.size());
   for (size_t i = 0; i < want.steps.size(); ++i) {
     const Step &g = got.steps[i], &w = want.steps[i];
-    EXPECT_EQ(std::tie(g.op, g.operands, g.results, g.location, g.device),
-              std::tie(w.op, w.operands, w.results, w.location, w.device))
+    EXPECT_EQ(std::tie(g.op, g.operands, g.results, g.location, g.device, g.frees),
+              std::tie(w.op, w.operands, w.results, w.location, w.device, w.frees))
         << "step " << i;
     EXPECT_EQ(g.params.index(), w.params.index()) << "step " << i;
     EXPECT_EQ(paramsBits(g), paramsBits(w)) << "step " << i;
   }
+  ASSERT_EQ(got.segments.size(), want.segments.size());
+  for (size_t i = 0; i < want.segments.size(); ++i) {
+    const Segment &g = got.segments[i], &w = want.segments[i];
+    EXPECT_EQ(std::tie(g.device, g.begin, g.end, g.reads, g.writes),
+              std::tie(w.device, w.begin, w.end, w.reads, w.writes))
+        << "segment " << i;
+  }
+  EXPECT_EQ(got.peakBytes, want.peakBytes);
   ASSERT_EQ(bool(got.cuda), bool(want.cuda));
   if (want.cuda) {
     EXPECT_EQ(got.cuda->arch, want.cuda->arch);

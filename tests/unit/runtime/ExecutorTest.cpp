@@ -3,6 +3,8 @@
 // error naming the step, buffer and shapes.
 #include "RuntimeTestUtil.h"
 
+#include "runtime/Executor.h"
+
 #include <cstring>
 #include <set>
 
@@ -28,6 +30,9 @@ Executable multiStep(const std::vector<float> &c) {
   BufferId rows =
       appendKernelStep(exe, kernels::sumRows<3>, "reduce", {sum}, {DType::f32, {2}}, "m.mlir:4:3");
   exe.outputs = {rows, x};
+  // The schedule the compiler would give it: each product goes back after its last reader.
+  exe.steps[1].frees = {product};
+  exe.steps[2].frees = {sum};
   return exe;
 }
 
@@ -37,6 +42,17 @@ std::vector<double> multiStepReference(const HostTensor &x, const std::vector<fl
   for (size_t i = 0; i < 6; ++i)
     ref[i / 3] += double(float(float(xv[i] * c[i]) + float(xv[i])));
   return ref;
+}
+
+/// The create() error of `exe`, or "" when it is valid.
+std::string errorOf(const Executable &exe) {
+  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+  return exec ? std::string() : exec.message();
+}
+
+void expectError(const Executable &exe, const std::string &part) {
+  std::string message = errorOf(exe);
+  EXPECT_NE(message.find(part), std::string::npos) << "got: '" << message << "'";
 }
 
 TEST(Executor, RunsStepsInOrderWithConstantsAndIsReusable) {
@@ -86,6 +102,122 @@ TEST(Executor, BuffersWithOffsetsShareOneArenaLaidOutSafely) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("arena offset 72 is not a multiple of 64"), std::string::npos)
       << bad.message();
+}
+
+TEST(Executor, BuffersGoBackWhereTheScheduleSays) {
+  std::vector<float> c = {1, 2, 3, -1, -2, -3};
+  HostTensor x = randomTensor(DType::f32, {2, 3});
+  // The constant (24 bytes) is held; x is the caller's. The products (24 bytes each) and the
+  // rows (8) are taken as their steps come: with the schedule, b2 goes back after step 1
+  // (peak 24 + 24 + 24) and b3 after step 2; without one, every buffer lives to the end.
+  for (bool scheduled : {true, false}) {
+    Executable exe = multiStep(c);
+    if (!scheduled)
+      for (Step &step : exe.steps)
+        step.frees.clear();
+    Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+    ASSERT_TRUE(exec.ok()) << exec.message();
+    std::vector<HostTensor> outputs;
+    ASSERT_TRUE(exec->run({x}, outputs).ok());
+    expectClose(outputs[0], multiStepReference(x, c), scheduled ? "scheduled" : "unscheduled");
+    EXPECT_EQ(exec->lastRunPeakBytes(), scheduled ? 72u : 80u);
+  }
+}
+
+TEST(Executor, CreateRejectsAScheduleThatGivesBackTooEarly) {
+  Executable early = multiStep({1, 2, 3, 4, 5, 6});
+  early.steps[0].frees = {2};
+  expectError(early, "'fusion' (m.mlir:3:3): operand buffer 2 was given back by an earlier step");
+  Executable twice = multiStep({1, 2, 3, 4, 5, 6});
+  twice.steps[2].frees = {2, 3};
+  expectError(twice, "'fusion' (m.mlir:4:3): gives back buffer 2, which an earlier step gave "
+                     "back");
+  Executable output = multiStep({1, 2, 3, 4, 5, 6});
+  output.steps[2].frees = {3, 4};
+  expectError(output, "output #0 (buffer 4) is given back before the end of the run");
+  Executable unwritten = multiStep({1, 2, 3, 4, 5, 6});
+  unwritten.steps[0].frees = {4};
+  expectError(unwritten, "'fusion' (m.mlir:2:3): gives back buffer 4, which has no value yet");
+  Executable outOfRange = multiStep({1, 2, 3, 4, 5, 6});
+  outOfRange.steps[0].frees = {40};
+  expectError(outOfRange, "gives back buffer 40, which is out of range");
+  TensorType t{DType::f32, {4}};
+  Executable reduced = oneStep("all_reduce", {t}, t);
+  reduced.steps[0].frees = {0};
+  expectError(reduced, "gives back buffer b0 (%arg0, tensor<4xf32>), which an all_reduce uses "
+                       "until the run waits for it");
+}
+
+/// multiStep with its middle step (add) placed on gpu:0 and the compiler's schedule for it: x
+/// and the product go to the GPU segment, the sum comes back.
+Executable placedMultiStep(const std::vector<float> &c) {
+  Executable exe = multiStep(c);
+  exe.steps[1].device = "gpu:0";
+  for (Step &step : exe.steps)
+    step.frees.clear();
+  exe.segments = {
+      {"cpu:0", 0, 1, {0}, {2}}, {"gpu:0", 1, 2, {2, 0}, {3}}, {"cpu:0", 2, 3, {3}, {4}}};
+  return exe;
+}
+
+/// The Executor over `exe`, its GPU segments run by the CPU's executor (no GPU here).
+Expected<std::unique_ptr<Executor>> scheduledExecutor(const Executable &exe) {
+  ExecutorOptions options;
+  options.gpuRunner = cpuSegmentRunner;
+  return Executor::create(exe, options);
+}
+
+TEST(Executor, RunsTheSegmentsOfTheCompilersSchedule) {
+  std::vector<float> c = {1, 2, 3, -1, -2, -3};
+  Expected<std::unique_ptr<Executor>> exec = scheduledExecutor(placedMultiStep(c));
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  EXPECT_EQ((*exec)->segmentDevices(), (std::vector<std::string>{"cpu:0", "gpu:0", "cpu:0"}));
+  HostTensor x = randomTensor(DType::f32, {2, 3});
+  std::vector<HostTensor> outputs;
+  ASSERT_TRUE((*exec)->run({&x}, outputs).ok());
+  ASSERT_EQ(outputs.size(), 2u);
+  expectClose(outputs[0], multiStepReference(x, c), "three segments");
+  EXPECT_EQ(outputs[1].toDoubles(), x.toDoubles());
+}
+
+TEST(Executor, CreateRejectsAMissingOrBrokenScheduleNamingTheSegment) {
+  auto expectScheduleError = [](const Executable &exe, const std::string &part) {
+    Expected<std::unique_ptr<Executor>> exec = scheduledExecutor(exe);
+    ASSERT_FALSE(exec.ok()) << part;
+    EXPECT_NE(exec.message().find(part), std::string::npos) << exec.message() << "\nwant: " << part;
+  };
+  std::vector<float> c = {1, 2, 3, 4, 5, 6};
+  Executable none = placedMultiStep(c);
+  none.segments.clear();
+  expectScheduleError(none, "@multi: its steps run on several devices or move values between "
+                            "them, and it has no schedule");
+  Executable gap = placedMultiStep(c);
+  gap.segments[1].begin = 2;
+  expectScheduleError(gap, "@multi: schedule segment #1 (on gpu:0): steps [2, 2) do not follow "
+                           "on from step 1");
+  Executable short_ = placedMultiStep(c);
+  short_.segments.pop_back();
+  expectScheduleError(short_, "@multi: the schedule's segments end at step 2 of 3");
+  Executable device = placedMultiStep(c);
+  device.segments[1].device = "gpu:1";
+  expectScheduleError(device, "schedule segment #1 (on gpu:1): step 1 ('fusion' at m.mlir:3:3) "
+                              "runs on gpu:0");
+  Executable early = placedMultiStep(c);
+  early.segments[0].reads = {0, 3};
+  expectScheduleError(early, "schedule segment #0 (on cpu:0): reads buffer 3, which is no input "
+                             "and no earlier segment writes");
+  Executable missing = placedMultiStep(c);
+  missing.segments[1].reads = {2};
+  expectScheduleError(missing, "schedule segment #1 (on gpu:0): step 1 ('fusion' at m.mlir:3:3) "
+                               "reads b0 (%arg0, tensor<2x3xf32>), which the segment neither "
+                               "reads nor computes before it");
+  Executable unwritten = placedMultiStep(c);
+  unwritten.segments[0].writes = {2, 4};
+  expectScheduleError(unwritten, "schedule segment #0 (on cpu:0): says it writes b4");
+  Executable lost = placedMultiStep(c);
+  lost.segments[2].writes = {};
+  expectScheduleError(lost, "@multi: output #0 (b4 (reduce at m.mlir:4:3, tensor<2xf32>)) is "
+                            "written by no segment");
 }
 
 TEST(Executor, OutputsMayBeTheInputsVector) {
@@ -200,17 +332,6 @@ TEST(Executor, RunRejectsWrongInputsNamingThem) {
   EXPECT_NE(count.message().find("takes 2 inputs, got 1"), std::string::npos) << count.message();
   Status dtype = exec->run({good, HostTensor::zeros({DType::f16, {256, 784}})}, outputs);
   EXPECT_NE(dtype.message().find("got tensor<256x784xf16>"), std::string::npos);
-}
-
-/// The create() error of `exe`, or "" when it is valid.
-std::string errorOf(const Executable &exe) {
-  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
-  return exec ? std::string() : exec.message();
-}
-
-void expectError(const Executable &exe, const std::string &part) {
-  std::string message = errorOf(exe);
-  EXPECT_NE(message.find(part), std::string::npos) << "got: '" << message << "'";
 }
 
 TEST(Executor, CreateRejectsBrokenDataflowNamingStepAndBuffer) {

@@ -1,5 +1,5 @@
-// Dataflow checks and buffer liveness shared by the executors.
-#include "runtime/BufferLiveness.h"
+// Dataflow and schedule checks, and the buffers of a run, shared by the executors.
+#include "runtime/RunBuffers.h"
 
 #include "runtime/cpu/Kernels.h"
 
@@ -94,11 +94,44 @@ Status checkKernelBuffers(const Executable &exe, const Step &step) {
   return check(step.results, kernel.results, "result");
 }
 
+/// The buffers `step` gives back (the schedule's frees): each one written and not given back
+/// before, and none an all_reduce uses; marked given back in `state` (validateDataflow's).
+/// Those of an Executable of several segments are each segment's, checked in its own
+/// Executable (segmentExecutable).
+Status checkFrees(const Executable &exe, const Step &step, std::vector<char> &state,
+                  std::vector<char> &reduced) {
+  if (exe.segments.size() > 1)
+    return Status();
+  if (step.op == StepOp::AllReduce) {
+    for (BufferId id : step.operands)
+      reduced[id] = 1;
+    for (BufferId id : step.results)
+      reduced[id] = 1;
+  }
+  for (BufferId id : step.frees) {
+    if (id < 0 || size_t(id) >= exe.buffers.size() || state[id] != 1)
+      return Status::error(
+          fmt::format("{}: gives back buffer {}, which {}", cpu::describe(step), id,
+                      id < 0 || size_t(id) >= exe.buffers.size() ? "is out of range"
+                      : state[id]                                ? "an earlier step gave back"
+                                                                 : "has no value yet"));
+    if (reduced[id])
+      return Status::error(fmt::format("{}: gives back buffer {}, which an all_reduce uses "
+                                       "until the run waits for it at its end",
+                                       cpu::describe(step), bufferLabel(exe, id)));
+    state[id] = 2;
+  }
+  return Status();
+}
+
 } // namespace
 
 Status validateDataflow(const Executable &exe) {
   size_t count = exe.buffers.size();
+  // Per buffer: 0 no value yet, 1 written, 2 given back after a step (Step::frees).
   std::vector<char> defined(count, 0);
+  // An all_reduce's buffers, which the reduction uses until the executor waits for it.
+  std::vector<char> reduced(count, 0);
   auto inRange = [&](BufferId id) { return id >= 0 && size_t(id) < count; };
   auto define = [&](BufferId id, const std::string &by) -> Status {
     if (!inRange(id))
@@ -132,10 +165,11 @@ Status validateDataflow(const Executable &exe) {
       return Status::error(fmt::format("{}: its parameters are not those of '{}'",
                                        cpu::describe(step), step.name()));
     for (BufferId id : step.operands)
-      if (!inRange(id) || !defined[id])
+      if (!inRange(id) || defined[id] != 1)
         return Status::error(fmt::format("{}: operand buffer {} {}", cpu::describe(step), id,
-                                         inRange(id) ? "is read before any step writes it"
-                                                     : "is out of range"));
+                                         !inRange(id)  ? "is out of range"
+                                         : defined[id] ? "was given back by an earlier step"
+                                                       : "is read before any step writes it"));
     // A fused kernel or an all_reduce bucket writes one or more results; every other step
     // exactly one.
     bool several = step.op == StepOp::Fusion || step.op == StepOp::AllReduce;
@@ -153,11 +187,15 @@ Status validateDataflow(const Executable &exe) {
     if (step.op == StepOp::Fusion || step.kernel() != kNoKernel)
       if (Status s = checkKernelBuffers(exe, step); !s.ok())
         return s;
+    if (Status s = checkFrees(exe, step, defined, reduced); !s.ok())
+      return s;
   }
   for (size_t i = 0; i < exe.outputs.size(); ++i)
-    if (!inRange(exe.outputs[i]) || !defined[exe.outputs[i]])
-      return Status::error(fmt::format("output #{} (buffer {}) is never written", i,
-                                       exe.outputs[i]));
+    if (!inRange(exe.outputs[i]) || defined[exe.outputs[i]] != 1)
+      return Status::error(fmt::format("output #{} (buffer {}) is {}", i, exe.outputs[i],
+                                       inRange(exe.outputs[i]) && defined[exe.outputs[i]]
+                                           ? "given back before the end of the run"
+                                           : "never written"));
   return Status();
 }
 
@@ -255,32 +293,6 @@ std::vector<HostTensor *> reusableOutputs(const Executable &exe,
   return reusable;
 }
 
-std::vector<size_t> lastUses(const Executable &exe) {
-  size_t steps = exe.steps.size();
-  std::vector<size_t> lastUse(exe.buffers.size(), 0);
-  for (size_t s = 0; s < steps; ++s) {
-    const Step &step = exe.steps[s];
-    bool collective = step.op == StepOp::AllReduce;
-    for (BufferId id : step.operands)
-      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
-    for (BufferId id : step.results)
-      lastUse[id] = collective ? steps : std::max(lastUse[id], s);
-  }
-  for (BufferId id : exe.outputs)
-    lastUse[id] = steps;
-  return lastUse;
-}
-
-std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
-                                                  const std::vector<char> &perRun) {
-  std::vector<size_t> lastUse = lastUses(exe);
-  std::vector<std::vector<BufferId>> freeAfter(exe.steps.size());
-  for (size_t id = 0; id < exe.buffers.size(); ++id)
-    if (perRun[id] && lastUse[id] < exe.steps.size())
-      freeAfter[lastUse[id]].push_back(BufferId(id));
-  return freeAfter;
-}
-
 namespace {
 
 /// Arena offsets are multiples of this (what smelt-assign-buffers gives): a cache line, and
@@ -301,11 +313,13 @@ Expected<RunBuffers> RunBuffers::create(const Executable &exe, Allocator *alloca
   buffers.inArena_.assign(count, 0);
   for (BufferId id : fixed)
     buffers.perRun_[id] = 0;
-  buffers.freeAfter_ = freeAfterSteps(exe, buffers.perRun_);
 
   // The arena holds the offset buffers the steps on this device write; a buffer lives from its
-  // step to its last use.
-  std::vector<size_t> first(count, 0), last = lastUses(exe);
+  // step to the step that gives it back (the end of the run if none does).
+  std::vector<size_t> first(count, 0), last(count, exe.steps.size());
+  for (size_t s = 0; s < exe.steps.size(); ++s)
+    for (BufferId id : exe.steps[s].frees)
+      last[id] = s;
   std::vector<BufferId> members;
   for (size_t s = 0; s < exe.steps.size(); ++s)
     for (BufferId id : exe.steps[s].results) {
@@ -404,8 +418,9 @@ void RunBuffers::giveBack(BufferId id) {
 }
 
 void RunBuffers::giveBackAfter(size_t step) {
-  for (BufferId id : freeAfter_[step])
-    giveBack(id);
+  for (BufferId id : exe_->steps[step].frees)
+    if (perRun_[id] && address_[id])
+      giveBack(id);
 }
 
 void RunBuffers::giveBackAll() {

@@ -1,7 +1,8 @@
-// What every executor works out once from an Executable's dataflow, whatever device runs it:
-// that the dataflow is well formed, that each buffer's size is sane and fits the device, that
-// the run's inputs match, which of the caller's tensors outputs may go into, and when each
-// buffer can go back to the allocator (its last reader), which RunBuffers does.
+// What every executor checks of an Executable, whatever device runs it, and the buffers of its
+// runs: that the dataflow and the compiler's schedule (Step::frees) are well formed, that each
+// buffer's size is sane and fits the device, that the run's inputs match, which of the
+// caller's tensors outputs may go into; and RunBuffers, which takes each buffer's memory as
+// its step comes and gives it back where the schedule says.
 #pragma once
 
 #include "runtime/Allocator.h"
@@ -41,20 +42,10 @@ std::vector<HostTensor *> reusableOutputs(const Executable &exe,
                                           const std::vector<const HostTensor *> &inputs,
                                           std::vector<HostTensor> &outputs);
 
-/// Per buffer, the last step that uses it (steps.size(): the end of the run). Outputs live to
-/// the end of the run, and so do an all_reduce's operands and results: the reduction runs on
-/// until the executor waits for it, which may be several steps later.
-std::vector<size_t> lastUses(const Executable &exe);
-
-/// Per step, the buffers no later step reads, to free once it ran (lastUses); only buffers with
-/// `perRun[id]` set (the ones a run allocates) are listed.
-std::vector<std::vector<BufferId>> freeAfterSteps(const Executable &exe,
-                                                  const std::vector<char> &perRun);
-
 /// The buffers of one executor's runs on one device: each buffer's address; the blocks a run
-/// takes from the allocator as the step that writes a buffer comes and gives back after its
-/// last reader (freeAfterSteps) or when the run ends; and the bytes live now and at most in the
-/// run. Both executors keep their buffers in one.
+/// takes from the allocator as the step that writes a buffer comes and gives back after the
+/// step the schedule says (Step::frees) or when the run ends; and the bytes live now and at most in
+/// the run. Both executors keep their buffers in one.
 ///
 /// Buffers with an arena offset (smelt-assign-buffers) written by steps on this device live in
 /// one block a run takes at its start: the arena, as long as the furthest offset + size. Its
@@ -92,7 +83,7 @@ public:
   /// the device), or null when the run cannot give it up: a block of the arena, the caller's
   /// memory, a fixed buffer, or one already handed over. Its bytes stay counted in this run.
   void *release(BufferId id);
-  /// Gives back the buffers whose last reader is step `step`.
+  /// Gives back the buffers step `step` frees (Step::frees) that this run holds.
   void giveBackAfter(size_t step);
   /// Gives back every buffer the run still holds, and the arena: at its end, however it ends.
   void giveBackAll();
@@ -109,7 +100,6 @@ private:
   /// Per buffer: whether a run takes it (not fixed), whether its memory is the caller's, and
   /// whether it lives in the arena.
   std::vector<char> perRun_, callers_, inArena_;
-  std::vector<std::vector<BufferId>> freeAfter_;
   uint64_t arenaBytes_ = 0;
   void *arena_ = nullptr;
   uint64_t liveBytes_ = 0, peakBytes_ = 0;
