@@ -28,7 +28,10 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   // 6. Combine a data-parallel step's all_reduces into buckets, each started as soon as its
   //    gradients exist. Last, because it places collectives by where their producers ended up.
   pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.allReduceBucketBytes}));
-  // 7. Peak bytes per device, from the final order of the steps: known before anything runs.
+  // 7. On a GPU and the CPU: host steps hoisted above the device's work or sunk to their first
+  //    user, so that they cut the device's work into as few segments as they can.
+  pm.addNestedPass<mlir::func::FuncOp>(createGroupHostSteps());
+  // 8. Peak bytes per device, from the final order of the steps: known before anything runs.
   pm.addNestedPass<mlir::func::FuncOp>(createAssignBuffers());
 }
 

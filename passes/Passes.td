@@ -135,6 +135,37 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def GroupHostSteps : Pass<"smelt-group-host-steps", "mlir::func::FuncOp"> {
+  let summary = "Order a function on a GPU and the CPU so the host's steps cut it into few segments";
+  let description = [{
+    The compiler's schedule cuts a function into a segment wherever the device changes, and
+    each host segment between GPU work makes the host wait for the GPU. In a function with GPU
+    steps, this pass hoists the host steps that need nothing a device computes (random numbers
+    from an argument's offset, say) to the top, where they form one host segment before the
+    device's work, and sinks every other host step (and the copy of its result back onto the
+    device) to just before its first user, past the device work that does not need it, so
+    that work joins one segment. All_reduces keep their places (smelt-bucket-all-reduce's),
+    and functions without GPU steps are left as they are. Run it after fusion and bucketing,
+    before smelt-assign-buffers, which works out liveness in the final order.
+
+    ```mlir
+    %0 = smelt.exp %x {smelt.device = "gpu:0"}
+    %1 = smelt.copy %0 {smelt.device = "cpu:0"}
+    %2 = smelt.rng_normal ... offset %1 {smelt.device = "cpu:0"}
+    %3 = smelt.copy %2 {smelt.device = "gpu:0"}
+    %4 = smelt.tanh %0 {smelt.device = "gpu:0"}   // does not need %2
+    %5 = smelt.mul %3, %4 {smelt.device = "gpu:0"}
+    // becomes exp, tanh, copy, rng_normal, copy, mul: gpu:0, cpu:0, gpu:0 with tanh in the
+    // first GPU segment
+    ```
+  }];
+  let statistics = [
+    Statistic<"numHoisted", "hoisted", "Host steps moved above the device's work">,
+    Statistic<"numSunk", "sunk", "Host steps and their copies moved down to their first user">,
+  ];
+  let dependentDialects = ["smelt::SmeltDialect"];
+}
+
 def MixedPrecision : Pass<"smelt-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Compute matmuls, convolutions and what follows them in bf16 or f16";
   let description = [{
