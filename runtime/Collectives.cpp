@@ -35,6 +35,11 @@ std::string namingReplica(const Communicator *communicator, const std::string &m
   return message.find(who) == std::string::npos ? who + ": " + message : message;
 }
 
+Expected<int64_t> Communicator::startOnStream(void *, void *, int64_t, DType, ReduceKind,
+                                              std::string what) {
+  return Status::error(fmt::format("{}: {} cannot reduce on a GPU stream", what, describe()));
+}
+
 Status Communicator::allReduce(void *data, int64_t count, DType dtype, ReduceKind kind,
                                std::string what) {
   Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));

@@ -61,6 +61,14 @@ public:
   /// The GPU whose memory start() reduces (NCCL), or -1 for host memory: the GPU executor
   /// hands a device buffer to the first kind and stages through the host for the second.
   virtual int cudaDevice() const { return -1; }
+  /// Whether startOnStream works: the collective is then ordered on a GPU stream of
+  /// cudaDevice() like a kernel, with no host wait (NCCL, unless it finishes on the host).
+  virtual bool reducesOnStreams() const { return false; }
+  /// start() enqueued on `stream` (a CUstream of cudaDevice()): after the work queued there
+  /// before it, before the work queued after it. wait(ticket) still bounds it with the
+  /// timeout, and must come before the host reads the result or gives `data` up.
+  virtual Expected<int64_t> startOnStream(void *stream, void *data, int64_t count, DType dtype,
+                                          ReduceKind kind, std::string what);
 
   /// start() then wait().
   Status allReduce(void *data, int64_t count, DType dtype, ReduceKind kind, std::string what);

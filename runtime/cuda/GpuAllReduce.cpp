@@ -6,7 +6,8 @@
 namespace smelt::rt::cuda {
 
 Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *const *operands,
-                      void *const *results, void *flat, Communicator *communicator) {
+                      void *const *results, void *flat, Communicator *communicator,
+                      std::vector<int64_t> &started) {
   const CudaDriver &cu = gpu.driver();
   std::string what = "all_reduce '" + spec.what + "'";
   auto check = [&](CUresult result, const char *call) {
@@ -37,14 +38,25 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
   if (home >= 0 && home != gpu.ordinal())
     return Status::error(fmt::format("{}: {} reduces gpu:{}'s memory, this step runs on gpu:{}",
                                      what, communicator->describe(), home, gpu.ordinal()));
-  // NCCL runs on its own stream, and the host copy reads the buffer: the packing comes first.
-  if (Status s = gpu.synchronize(what); !s.ok())
-    return s;
-  if (home >= 0) {
+  if (home >= 0 && communicator->reducesOnStreams()) {
+    // On the executor's stream, behind the packing copies: ordered with the kernels both ways.
+    Expected<int64_t> ticket = communicator->startOnStream(gpu.stream(), data, spec.count,
+                                                           spec.dtype, spec.kind, spec.what);
+    if (!ticket)
+      return ticket.status();
+    started.push_back(*ticket);
+  } else if (home >= 0) {
+    // The collective runs on NCCL's own stream and wait() reduces on the host: the packing
+    // comes first, and the result is there once wait() returned.
+    if (Status s = gpu.synchronize(what); !s.ok())
+      return s;
     if (Status s = communicator->allReduce(data, spec.count, spec.dtype, spec.kind, spec.what);
         !s.ok())
       return s;
   } else {
+    // The host copy reads the buffer: the packing comes first.
+    if (Status s = gpu.synchronize(what); !s.ok())
+      return s;
     std::vector<uint8_t> host(total);
     // Synchronous: the host waits for the copy.
     countTransfers({.toHost = total, .hostSyncs = total ? 1u : 0u});

@@ -8,12 +8,21 @@
 
 namespace smelt::rt::cuda {
 
-/// Runs `spec` to completion on `gpu`'s stream: `operands` and `results` are device buffers,
-/// `flat` a device buffer of spec.count elements for a bucket of several (unused for one, which
-/// is reduced in its result). Over one replica a sum or mean is the operand itself, and
-/// `communicator` may be null. Synchronous: the host waits for the reduction, so nothing
-/// overlaps it yet.
+/// Runs `spec` on `gpu`'s stream: `operands` and `results` are device buffers, `flat` a device
+/// buffer of spec.count elements for a bucket of several (unused for one, which is reduced in
+/// its result). Over one replica a sum or mean is the operand itself, and `communicator` may be
+/// null.
+///
+/// An NCCL communicator on this GPU (not in deterministic mode) enqueues the reduction on the
+/// executor's stream, after the kernels that computed the gradients and before those that read
+/// the result, with no host wait: the backward pass's later kernels queue behind it while it
+/// runs. Its ticket goes into `started`, and the run must wait for it (Communicator::wait,
+/// which gives up after the group's timeout and aborts the communicator) before it reads
+/// anything back or gives the buffers up. Every other communicator (threads, MPI, or NCCL in
+/// deterministic mode) reduces before this returns: the host waits for the GPU, then for the
+/// group.
 Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *const *operands,
-                      void *const *results, void *flat, Communicator *communicator);
+                      void *const *results, void *flat, Communicator *communicator,
+                      std::vector<int64_t> &started);
 
 } // namespace smelt::rt::cuda

@@ -501,8 +501,8 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
       break;
     case Plan::AllReduce:
       launch = [gpu, spec = plan.allReduce, ws, communicator = exec.communicator_,
-                operands](void *const *b) {
-        return allReduceOnGpu(*gpu, spec, b, b + operands, ws, *communicator);
+                started = exec.started_, operands](void *const *b) {
+        return allReduceOnGpu(*gpu, spec, b, b + operands, ws, *communicator, *started);
       };
       break;
     case Plan::ReplicaId:
@@ -528,6 +528,15 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
 
 Status GpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
   return run(pointersTo(inputs), outputs);
+}
+
+Status GpuExecutor::waitForCollectives() {
+  Status first;
+  for (int64_t ticket : *started_)
+    if (Status s = (*communicator_)->wait(ticket); first.ok())
+      first = s;
+  started_->clear();
+  return first;
 }
 
 Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Input> &inputs,
@@ -569,8 +578,14 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
         return st;
       buffers_.giveBackAfter(s);
     }
+    if (Status s = waitForCollectives(); !s.ok())
+      return s;
     return finish();
   }();
+  // A collective still running writes its buffers: wait for it (or its timeout) before they
+  // go back.
+  if (Status s = waitForCollectives(); status.ok())
+    status = s;
   // A failed run gives donated inputs back to the caller where it still holds their blocks
   // (no step overwrites an input); one whose last reader had run is gone.
   if (!status.ok())

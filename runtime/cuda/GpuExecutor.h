@@ -98,6 +98,11 @@ private:
   std::vector<Launch> launches_;
   /// Where the all_reduce launches find the communicator: shared, since the executor moves.
   std::shared_ptr<Communicator *> communicator_ = std::make_shared<Communicator *>(nullptr);
+  /// The collectives this run enqueued on the stream (NCCL), which it waits for, bounded by
+  /// the group's timeout, before it reads anything back or gives their buffers up.
+  std::shared_ptr<std::vector<int64_t>> started_ = std::make_shared<std::vector<int64_t>>();
+  /// Waits for every collective in started_ (all of them, whatever fails): the first error.
+  Status waitForCollectives();
   /// The constants' blocks and the workspace, for the executor's life.
   std::vector<Allocator::Block> constants_;
   Allocator::Block workspace_;

@@ -260,6 +260,17 @@ Status NcclCommunicator::reduceGathered(Pending &p) {
   return {};
 }
 
+Expected<int64_t> NcclCommunicator::startOnStream(void *stream, void *data, int64_t count,
+                                                  DType dtype, ReduceKind kind, std::string what) {
+  if (!reducesOnStreams())
+    return Communicator::startOnStream(stream, data, count, dtype, kind, std::move(what));
+  // Only this collective goes on the caller's stream; later ones go back to the own stream.
+  setStream(static_cast<CUstream>(stream));
+  Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));
+  setStream(nullptr);
+  return ticket;
+}
+
 Status NcclCommunicator::wait(int64_t ticket) {
   if (std::lock_guard<std::mutex> guard(lock_); broken_)
     return Status::error(fmt::format("{}: the communicator is unusable: {}", describe(), *broken_));

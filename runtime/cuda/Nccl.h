@@ -97,6 +97,10 @@ public:
   void setStream(CUstream stream) { stream_ = stream ? stream : ownStream_; }
   CUstream stream() const { return stream_; }
   int cudaDevice() const override { return ordinal_; }
+  /// Not in deterministic mode, whose wait() finishes the reduction on the host.
+  bool reducesOnStreams() const override { return !options_.deterministic; }
+  Expected<int64_t> startOnStream(void *stream, void *data, int64_t count, DType dtype,
+                                  ReduceKind kind, std::string what) override;
 
   /// One thread starting collectives on several communicators of one process (made by
   /// createNcclCommunicators) must bracket those start() calls with these, or NCCL deadlocks.
