@@ -215,11 +215,19 @@ void Rendezvous::await(bool arrivals, uint64_t round, Deadline deadline, const s
       return;
     if (abandoned.load())
       throw Abandoned{};
-    if (std::optional<std::string> why = failure())
+    // A rank may arrive, fail the communicator (a disagreement it saw) and exit between the
+    // look above and these: when every rank has arrived by now, this one goes on to see (and
+    // report) what that rank saw, as it would have had it looked a moment later.
+    if (std::optional<std::string> why = failure()) {
+      if (missing().empty())
+        return;
       throw Fault(CUDA_ERROR_LAUNCH_FAILED, what + ": another rank failed the communicator: " + *why);
+    }
     Clock::time_point now = Clock::now();
     if (now >= nextLivenessCheck) {
       if (std::string dead = deadPeer(); !dead.empty()) {
+        if (missing().empty())
+          return;
         std::string why = what + ": " + dead + " while rank(s) " + waitingFor +
                           " had not " + (arrivals ? "arrived" : "finished");
         fail(why);
