@@ -16,6 +16,12 @@ std::string bufferLabel(const Executable &exe, BufferId id) {
 
 namespace {
 
+/// Whether a run of `exe` as one gives buffers back where its steps' frees say. Those of an
+/// Executable of several segments are each segment's, valid in the segment's own Executable
+/// (segmentExecutable) and unchecked in the whole (validateDataflow): run whole (smelt bench of
+/// a GPU artifact on the CPU), it keeps every buffer to the end.
+bool followsFrees(const Executable &exe) { return exe.segments.size() <= 1; }
+
 /// The lengths of a step's list parameters: fixed for windows, the operand's rank for slice
 /// and pad. Checked once here, so no executor indexes past a short list.
 Status checkParamLengths(const Executable &exe, const Step &step) {
@@ -96,11 +102,9 @@ Status checkKernelBuffers(const Executable &exe, const Step &step) {
 
 /// The buffers `step` gives back (the schedule's frees): each one written and not given back
 /// before, and none an all_reduce uses; marked given back in `state` (validateDataflow's).
-/// Those of an Executable of several segments are each segment's, checked in its own
-/// Executable (segmentExecutable).
 Status checkFrees(const Executable &exe, const Step &step, std::vector<char> &state,
                   std::vector<char> &reduced) {
-  if (exe.segments.size() > 1)
+  if (!followsFrees(exe))
     return Status();
   if (step.op == StepOp::AllReduce) {
     for (BufferId id : step.operands)
@@ -317,9 +321,10 @@ Expected<RunBuffers> RunBuffers::create(const Executable &exe, Allocator *alloca
   // The arena holds the offset buffers the steps on this device write; a buffer lives from its
   // step to the step that gives it back (the end of the run if none does).
   std::vector<size_t> first(count, 0), last(count, exe.steps.size());
-  for (size_t s = 0; s < exe.steps.size(); ++s)
-    for (BufferId id : exe.steps[s].frees)
-      last[id] = s;
+  if (followsFrees(exe))
+    for (size_t s = 0; s < exe.steps.size(); ++s)
+      for (BufferId id : exe.steps[s].frees)
+        last[id] = s;
   std::vector<BufferId> members;
   for (size_t s = 0; s < exe.steps.size(); ++s)
     for (BufferId id : exe.steps[s].results) {
@@ -418,6 +423,8 @@ void RunBuffers::giveBack(BufferId id) {
 }
 
 void RunBuffers::giveBackAfter(size_t step) {
+  if (!followsFrees(*exe_))
+    return;
   for (BufferId id : exe_->steps[step].frees)
     if (perRun_[id] && address_[id])
       giveBack(id);

@@ -180,6 +180,21 @@ TEST(Executor, RunsTheSegmentsOfTheCompilersSchedule) {
   EXPECT_EQ(outputs[1].toDoubles(), x.toDoubles());
 }
 
+TEST(Executor, AnExecutableOfSeveralSegmentsRunWholeKeepsEveryBuffer) {
+  // Its frees are each segment's: run as one (a GPU artifact benchmarked on the CPU), none is
+  // followed, even one that would give back the product before the add reads it.
+  std::vector<float> c = {1, 2, 3, -1, -2, -3};
+  Executable exe = movedToCpu(placedMultiStep(c));
+  exe.steps[0].frees = {2};
+  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  HostTensor x = randomTensor(DType::f32, {2, 3});
+  std::vector<HostTensor> outputs;
+  ASSERT_TRUE(exec->run({x}, outputs).ok());
+  expectClose(outputs[0], multiStepReference(x, c), "run whole");
+  EXPECT_EQ(exec->lastRunPeakBytes(), 24u + 24 + 24 + 8);
+}
+
 TEST(Executor, CreateRejectsAMissingOrBrokenScheduleNamingTheSegment) {
   auto expectScheduleError = [](const Executable &exe, const std::string &part) {
     Expected<std::unique_ptr<Executor>> exec = scheduledExecutor(exe);
