@@ -365,9 +365,9 @@ struct Segment {
   std::string device;
   uint32_t begin = 0, end = 0;
   /// Values (buffers with copies followed to the one they move, copiedValues) that its steps
-  /// read and do not compute: inputs, constants and what earlier segments wrote, in the order
-  /// its Executable takes them; and those it computes that a later segment or the caller
-  /// reads, in the order it returns them.
+  /// read and do not compute: inputs and what earlier segments wrote (the constants it reads
+  /// are its own), in the order its Executable takes them; and those it computes that a later
+  /// segment or the caller reads, in the order it returns them.
   std::vector<BufferId> reads, writes;
 };
 
