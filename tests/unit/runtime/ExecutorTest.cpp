@@ -55,6 +55,19 @@ void expectError(const Executable &exe, const std::string &part) {
   EXPECT_NE(message.find(part), std::string::npos) << "got: '" << message << "'";
 }
 
+/// Runs `exe`, multiStep(c) or a variant of it, on a fresh x: its rows against float64, and
+/// the run's peak bytes against `peak`.
+void expectMultiStepRun(const Executable &exe, const std::vector<float> &c, uint64_t peak,
+                        const std::string &what) {
+  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
+  ASSERT_TRUE(exec.ok()) << what << ": " << exec.message();
+  HostTensor x = randomTensor(DType::f32, {2, 3});
+  std::vector<HostTensor> outputs;
+  ASSERT_TRUE(exec->run({x}, outputs).ok()) << what;
+  expectClose(outputs[0], multiStepReference(x, c), what);
+  EXPECT_EQ(exec->lastRunPeakBytes(), peak) << what;
+}
+
 TEST(Executor, RunsStepsInOrderWithConstantsAndIsReusable) {
   std::vector<float> c = {1, 2, 3, -1, -2, -3};
   Expected<CpuExecutor> exec = CpuExecutor::create(multiStep(c));
@@ -78,14 +91,8 @@ TEST(Executor, BuffersWithOffsetsShareOneArenaLaidOutSafely) {
   exe.buffers[2].offset = 0;
   exe.buffers[3].offset = 64;
   exe.buffers[4].offset = 0;
-  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
-  ASSERT_TRUE(exec.ok()) << exec.message();
-  HostTensor x = randomTensor(DType::f32, {2, 3});
-  std::vector<HostTensor> outputs;
-  ASSERT_TRUE(exec->run({x}, outputs).ok());
-  expectClose(outputs[0], multiStepReference(x, c), "rows summed in the arena");
   // The constant (24 bytes) and the arena, 64 + 24 bytes: one block, all run long.
-  EXPECT_EQ(exec->lastRunPeakBytes(), 24u + 88u);
+  expectMultiStepRun(exe, c, 24u + 88u, "rows summed in the arena");
 
   Executable overlapping = exe;
   overlapping.buffers[3].offset = 0;
@@ -106,7 +113,6 @@ TEST(Executor, BuffersWithOffsetsShareOneArenaLaidOutSafely) {
 
 TEST(Executor, BuffersGoBackWhereTheScheduleSays) {
   std::vector<float> c = {1, 2, 3, -1, -2, -3};
-  HostTensor x = randomTensor(DType::f32, {2, 3});
   // The constant (24 bytes) is held; x is the caller's. The products (24 bytes each) and the
   // rows (8) are taken as their steps come: with the schedule, b2 goes back after step 1
   // (peak 24 + 24 + 24) and b3 after step 2; without one, every buffer lives to the end.
@@ -115,12 +121,7 @@ TEST(Executor, BuffersGoBackWhereTheScheduleSays) {
     if (!scheduled)
       for (Step &step : exe.steps)
         step.frees.clear();
-    Expected<CpuExecutor> exec = CpuExecutor::create(exe);
-    ASSERT_TRUE(exec.ok()) << exec.message();
-    std::vector<HostTensor> outputs;
-    ASSERT_TRUE(exec->run({x}, outputs).ok());
-    expectClose(outputs[0], multiStepReference(x, c), scheduled ? "scheduled" : "unscheduled");
-    EXPECT_EQ(exec->lastRunPeakBytes(), scheduled ? 72u : 80u);
+    expectMultiStepRun(exe, c, scheduled ? 72u : 80u, scheduled ? "scheduled" : "unscheduled");
   }
 }
 
@@ -186,13 +187,7 @@ TEST(Executor, AnExecutableOfSeveralSegmentsRunWholeKeepsEveryBuffer) {
   std::vector<float> c = {1, 2, 3, -1, -2, -3};
   Executable exe = movedToCpu(placedMultiStep(c));
   exe.steps[0].frees = {2};
-  Expected<CpuExecutor> exec = CpuExecutor::create(exe);
-  ASSERT_TRUE(exec.ok()) << exec.message();
-  HostTensor x = randomTensor(DType::f32, {2, 3});
-  std::vector<HostTensor> outputs;
-  ASSERT_TRUE(exec->run({x}, outputs).ok());
-  expectClose(outputs[0], multiStepReference(x, c), "run whole");
-  EXPECT_EQ(exec->lastRunPeakBytes(), 24u + 24 + 24 + 8);
+  expectMultiStepRun(exe, c, 24u + 24 + 24 + 8, "run whole");
 }
 
 TEST(Executor, CreateRejectsAMissingOrBrokenScheduleNamingTheSegment) {
