@@ -6,7 +6,9 @@
 #include "EmuCuda.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace smelt::emucuda {
 
@@ -63,6 +65,38 @@ CUresult synchronizeEvent(CUevent event);
 CUresult waitEvent(CUstream stream, CUevent event);
 /// Whether the work of `stream` must be seen as the legacy stream's (0, CU_STREAM_LEGACY).
 bool isLegacy(CUstream stream);
+
+// ---- Graphs (Graphs.cpp; capture in Scheduler.cpp)
+// -----------------------------------------------
+/// A graph as stream capture records it: the work queued on the stream, in order. Captured from
+/// one stream, each node depends on the one before, so a launch queues them in that order.
+struct GraphNode {
+  std::string what;
+  std::function<void()> run;
+};
+struct Graph {
+  int device = 0;
+  std::vector<GraphNode> nodes;
+};
+/// cuStreamBeginCapture on `stream` (not the legacy one): its work is recorded, not run, until
+/// endCapture. A call that capture cannot hold (a synchronize, a synchronous copy, an event,
+/// an NCCL part, legacy-stream work on the device) fails with CUDA_ERROR_STREAM_CAPTURE_* and
+/// invalidates the capture, as the driver does in CU_STREAM_CAPTURE_MODE_GLOBAL.
+CUresult beginCapture(CUstream stream, CUstreamCaptureMode mode);
+/// The recorded graph (registered with Graphs.cpp), or null and
+/// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+CUresult endCapture(CUstream stream, CUgraph *graph);
+CUresult captureStatus(CUstream stream, CUstreamCaptureStatus *status);
+/// Takes ownership of a captured graph; its CUgraph handle.
+CUgraph registerGraph(std::unique_ptr<Graph> graph);
+CUresult destroyGraph(CUgraph graph);
+/// An executable graph: a copy of the graph's nodes, fixed (kernel arguments, addresses) as
+/// captured. Only flags 0 are known.
+CUresult instantiateGraph(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult destroyGraphExec(CUgraphExec exec);
+/// Queues the graph's nodes on `stream`, in order, as work of that stream (or records them when
+/// it is capturing); the stream must be on the graph's device.
+CUresult launchGraph(CUgraphExec exec, CUstream stream);
 
 // ---- Modules (Modules.cpp) -----------------------------------------------------------------------
 CUresult loadModule(CUmodule *module, const void *image);

@@ -23,15 +23,17 @@ thread_local Context *current = nullptr;
 
 struct Counters {
   std::atomic<uint64_t> toDevice{0}, toDeviceCopies{0}, toHost{0}, toHostCopies{0};
-  std::atomic<uint64_t> launches{0}, hostWaits{0};
+  std::atomic<uint64_t> launches{0}, hostWaits{0}, graphLaunches{0};
   ~Counters() {
     if (const char *print = std::getenv("SMELT_EMUCUDA_TRAFFIC"); print && *print)
       std::fprintf(stderr,
                    "emulated CUDA traffic: %llu bytes to the device in %llu copies, %llu bytes to "
-                   "the host in %llu copies, %llu kernel launches, %llu host waits\n",
+                   "the host in %llu copies, %llu kernel launches, %llu host waits, %llu graph "
+                   "launches\n",
                    (unsigned long long)toDevice, (unsigned long long)toDeviceCopies,
                    (unsigned long long)toHost, (unsigned long long)toHostCopies,
-                   (unsigned long long)launches, (unsigned long long)hostWaits);
+                   (unsigned long long)launches, (unsigned long long)hostWaits,
+                   (unsigned long long)graphLaunches);
   }
 };
 Counters counters;
@@ -80,6 +82,11 @@ CUresult hostToDevice(CUdeviceptr destination, const void *source, size_t bytes,
     };
     return waitForIt ? enqueueWaiting(stream, what, run) : enqueue(stream, what, run);
   }
+  // Captured, the copy staged now would replay these bytes, not the memory's at the launch.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!isLegacy(stream) && captureStatus(stream, &capture) == CUDA_SUCCESS &&
+      capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (waitForIt) // "a stream sync is performed before the copy is initiated"
     if (CUresult r = synchronizeStream(stream))
       return r;
@@ -142,13 +149,14 @@ void setCurrentContext(Context *context) { current = context; }
 int currentDevice() { return here(); }
 
 Traffic traffic() {
-  return {counters.toDevice, counters.toDeviceCopies, counters.toHost, counters.toHostCopies,
-          counters.launches, counters.hostWaits};
+  return {counters.toDevice, counters.toDeviceCopies, counters.toHost,       counters.toHostCopies,
+          counters.launches, counters.hostWaits,      counters.graphLaunches};
 }
 
 void resetTraffic() {
-  for (std::atomic<uint64_t> *c : {&counters.toDevice, &counters.toDeviceCopies, &counters.toHost,
-                                   &counters.toHostCopies, &counters.launches, &counters.hostWaits})
+  for (std::atomic<uint64_t> *c :
+       {&counters.toDevice, &counters.toDeviceCopies, &counters.toHost, &counters.toHostCopies,
+        &counters.launches, &counters.hostWaits, &counters.graphLaunches})
     *c = 0;
 }
 
@@ -543,5 +551,27 @@ CUresult cuEventSynchronize(CUevent event) {
   ++counters.hostWaits;
   return synchronizeEvent(event);
 }
+
+// ---- Stream capture and graphs (Scheduler.cpp, Graphs.cpp)
+// ---------------------------------------
+
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  return beginCapture(stream, mode);
+}
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) { return endCapture(stream, graph); }
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status) {
+  return captureStatus(stream, status);
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  return instantiateGraph(exec, graph, flags);
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  CUresult r = launchGraph(exec, stream);
+  if (r == CUDA_SUCCESS)
+    ++counters.graphLaunches;
+  return r;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) { return destroyGraphExec(exec); }
+CUresult cuGraphDestroy(CUgraph graph) { return destroyGraph(graph); }
 
 } // extern "C"

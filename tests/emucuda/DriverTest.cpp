@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <openssl/sha.h>
 #include <random>
 #include <string>
@@ -256,6 +257,74 @@ TEST_F(EmuDriver, CountsTrafficAndHostWaits) {
   cuMemFree(a);
 }
 
+// Stream capture, as the driver's global mode has it: what a graph cannot hold (a synchronize,
+// a synchronous or pageable copy, an event, legacy-stream work on the device) fails and ends the
+// capture invalidated; the legacy stream itself cannot be captured.
+TEST_F(EmuDriver, CaptureRefusesWhatAGraphCannotHold) {
+  CUdeviceptr a = 0;
+  ASSERT_EQ(cuMemAlloc(&a, 256), CUDA_SUCCESS);
+  CUstream stream;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(cuStreamEndCapture(stream, &graph), CUDA_ERROR_ILLEGAL_STATE);
+  std::vector<char> pageable(256, 1);
+  std::vector<char> threes(256, 3);
+  ASSERT_EQ(cuMemcpyHtoD(a, threes.data(), 256), CUDA_SUCCESS);
+  CUevent event;
+  ASSERT_EQ(cuEventCreate(&event, 0), CUDA_SUCCESS);
+  struct Case {
+    const char *what;
+    std::function<CUresult()> call;
+    CUresult refused;
+  };
+  std::vector<Case> cases = {
+      {"a synchronize", [&] { return cuStreamSynchronize(stream); },
+       CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+      {"a query", [&] { return cuStreamQuery(stream); }, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+      {"a pageable async copy", [&] { return cuMemcpyHtoDAsync(a, pageable.data(), 256, stream); },
+       CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+      {"an event", [&] { return cuEventRecord(event, stream); },
+       CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+      {"legacy-stream work", [&] { return cuMemsetD8Async(a, 0, 256, nullptr); },
+       CUDA_ERROR_STREAM_CAPTURE_IMPLICIT},
+      {"a device synchronize", [&] { return cuCtxSynchronize(); },
+       CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    ASSERT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
+              CUDA_ERROR_ILLEGAL_STATE);
+    ASSERT_EQ(cuMemsetD8Async(a, 7, 256, stream), CUDA_SUCCESS); // recorded, not run
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    ASSERT_EQ(cuStreamIsCapturing(stream, &status), CUDA_SUCCESS);
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    // A pageable copy is refused without breaking the capture in the driver; the others break it.
+    bool breaks = std::string(c.what) != "a pageable async copy";
+    EXPECT_EQ(c.call(), c.refused);
+    ASSERT_EQ(cuStreamIsCapturing(stream, &status), CUDA_SUCCESS);
+    EXPECT_EQ(status,
+              breaks ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    graph = reinterpret_cast<CUgraph>(1);
+    EXPECT_EQ(cuStreamEndCapture(stream, &graph),
+              breaks ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS);
+    EXPECT_EQ(graph == nullptr, breaks);
+    if (graph)
+      cuGraphDestroy(graph);
+    ASSERT_EQ(cuStreamIsCapturing(stream, &status), CUDA_SUCCESS);
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  }
+  // Nothing captured ever ran (nor did the refused legacy memset): `a` holds what it held.
+  unsigned char back[256];
+  ASSERT_EQ(cuMemcpyDtoH(back, a, 256), CUDA_SUCCESS);
+  EXPECT_EQ(back[255], 3);
+  cuEventDestroy(event);
+  cuStreamDestroy(stream);
+  cuMemFree(a);
+}
+
 /// A module image and its source, registered as codegen registers NVRTC's output: the image's
 /// SHA-256 names the source in $SMELT_CUDA_SOURCE_DIR.
 class EmuKernels : public EmuDriver {
@@ -330,6 +399,68 @@ TEST_F(EmuKernels, LaunchRunsTheRegisteredSource) {
   cuModuleUnload(module);
   cuMemFree(dx);
   cuMemFree(dy);
+}
+
+// A captured graph runs nothing while captured and replays its nodes (a copy from pinned
+// memory, a kernel, a device copy) as the stream's work on each launch, reading what the pinned
+// memory holds then: two launches on fresh data give two right answers, with no kernel launched
+// by the host.
+TEST_F(EmuKernels, ACapturedGraphReplaysOnFreshData) {
+  std::string image = "// PTX of scale_by_two, for the graph test\n";
+  registerSource(image, kScaleSource);
+  CUmodule module = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&module, image.c_str()), CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&function, module, "scale_by_two"), CUDA_SUCCESS);
+  void *pinned = nullptr;
+  ASSERT_EQ(cuMemAllocHost(&pinned, 4000), CUDA_SUCCESS);
+  CUdeviceptr dx = 0, dy = 0, dz = 0;
+  for (CUdeviceptr *d : {&dx, &dy, &dz})
+    ASSERT_EQ(cuMemAlloc(d, 4000), CUDA_SUCCESS);
+  std::vector<float> zeros(1000, 0.0f);
+  ASSERT_EQ(cuMemcpyHtoD(dz, zeros.data(), 4000), CUDA_SUCCESS);
+  CUstream stream;
+  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoDAsync(dx, pinned, 4000, stream), CUDA_SUCCESS);
+  void *params[] = {&dx, &dy};
+  ASSERT_EQ(cuLaunchKernel(function, 8, 1, 1, 128, 1, 1, 0, stream, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoDAsync(dz, dy, 4000, stream), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 1ull << 40), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS); // the exec keeps its own copy
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+  std::vector<float> z(1000, 1.0f);
+  ASSERT_EQ(cuMemcpyDtoH(z.data(), dz, 4000), CUDA_SUCCESS);
+  EXPECT_EQ(z[0], 0.0f) << "the capture ran its work";
+
+  smelt::emucuda::resetTraffic();
+  std::mt19937 random(std::random_device{}());
+  for (int replay = 0; replay < 2; ++replay) {
+    std::vector<float> x(1000);
+    for (float &v : x)
+      v = std::uniform_real_distribution<float>(-4, 4)(random);
+    std::memcpy(pinned, x.data(), 4000);
+    ASSERT_EQ(cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemcpyDtoH(z.data(), dz, 4000), CUDA_SUCCESS);
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(z[i], 2.0f * x[i]) << "replay " << replay << " at " << i;
+  }
+  smelt::emucuda::Traffic t = smelt::emucuda::traffic();
+  EXPECT_EQ(t.graphLaunches, 2u);
+  EXPECT_EQ(t.launches, 0u);
+  ASSERT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphLaunch(exec, stream), CUDA_ERROR_INVALID_VALUE);
+  cuStreamDestroy(stream);
+  cuModuleUnload(module);
+  cuMemFreeHost(pinned);
+  for (CUdeviceptr d : {dx, dy, dz})
+    cuMemFree(d);
 }
 
 TEST_F(EmuKernels, UnregisteredImageIsRefused) {

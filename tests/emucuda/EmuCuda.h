@@ -96,6 +96,7 @@ struct Traffic {
   uint64_t toHost = 0, toHostCopies = 0;     // device to host
   uint64_t launches = 0;                     // kernels
   uint64_t hostWaits = 0; // synchronizes, and synchronous copies that wait for the device
+  uint64_t graphLaunches = 0; // cuGraphLaunch: each queues its graph's nodes, kernels included
 };
 Traffic traffic();
 void resetTraffic();

@@ -7,6 +7,11 @@
 // dependencies allow. An event or stream query runs one piece of work and reports "not ready"
 // until its work is done: a polling loop makes progress, but never sees work finish early.
 // The "eager" schedule runs each piece of work as soon as it is ready instead.
+//
+// Stream capture (cuStreamBeginCapture) diverts a stream's work into a graph (Graphs.cpp)
+// instead of the schedule; what capture cannot hold fails and invalidates it, as in the driver's
+// global capture mode, so a runtime that syncs or touches the legacy stream inside a capture
+// learns it here and not on a GPU.
 #include "Core.h"
 
 #include <algorithm>
@@ -46,6 +51,10 @@ struct Stream {
   bool blocking = true; // not CU_STREAM_NON_BLOCKING: ordered with the legacy stream
   OpPtr last;               // the newest work queued on it
   std::vector<OpPtr> waits; // events waited on, joined into the next work's dependencies
+  /// While capturing: the graph its work goes into, and whether a call capture cannot hold
+  /// broke it (the capture then ends invalidated).
+  std::unique_ptr<Graph> captured;
+  bool captureBroken = false;
 };
 
 struct Event {
@@ -276,6 +285,24 @@ CUresult streamForWork(State &s, CUstream handle, Stream *&stream) {
     return isLegacy(handle) ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_HANDLE;
   return s.sticky[stream->device];
 }
+
+/// Whether a capture forbids what is asked of `stream` now, other than recording work
+/// (s.lock held): the stream is capturing (`why`), or it is the legacy stream of a device with
+/// a blocking stream capturing (which the capture would have to wait for). Either breaks the
+/// capture.
+CUresult refusedByCapture(State &s, Stream &stream, CUresult why) {
+  if (stream.captured) {
+    stream.captureBroken = true;
+    return why;
+  }
+  if (&stream == &s.legacy[stream.device])
+    for (Stream *other : s.streams)
+      if (other->device == stream.device && other->blocking && other->captured) {
+        other->captureBroken = true;
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+      }
+  return CUDA_SUCCESS;
+}
 } // namespace
 
 CUresult enqueue(CUstream handle, std::string what, std::function<void()> run) {
@@ -283,6 +310,14 @@ CUresult enqueue(CUstream handle, std::string what, std::function<void()> run) {
   std::unique_lock<std::mutex> held(s.lock);
   Stream *stream = nullptr;
   if (CUresult r = streamForWork(s, handle, stream))
+    return r;
+  if (stream->captured) {
+    if (stream->captureBroken)
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    stream->captured->nodes.push_back({std::move(what), std::move(run)});
+    return CUDA_SUCCESS;
+  }
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_SUCCESS))
     return r;
   add(s, *stream, std::move(what), std::move(run));
   if (s.schedule == Schedule::Eager)
@@ -296,6 +331,8 @@ CUresult enqueueWaiting(CUstream handle, std::string what, std::function<void()>
   Stream *stream = nullptr;
   if (CUresult r = streamForWork(s, handle, stream))
     return r;
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+    return r;
   OpPtr op = add(s, *stream, std::move(what), std::move(run));
   demand(s, held, op);
   return s.sticky[stream->device];
@@ -306,6 +343,8 @@ CUresult enqueuePart(const std::shared_ptr<GroupWork> &group, CUstream handle, s
   std::unique_lock<std::mutex> held(s.lock);
   Stream *stream = nullptr;
   if (CUresult r = streamForWork(s, handle, stream))
+    return r;
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
     return r;
   std::shared_ptr<GroupState> &state = s.groups[group];
   if (!state) {
@@ -403,6 +442,8 @@ CUresult synchronizeStream(CUstream handle) {
   Stream *stream = streamOf(s, handle);
   if (!stream)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+    return r;
   OpPtr last = stream->last;
   if (last)
     demand(s, held, last);
@@ -415,6 +456,8 @@ CUresult queryStream(CUstream handle) {
   Stream *stream = streamOf(s, handle);
   if (!stream)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+    return r;
   if (s.sticky[stream->device] != CUDA_SUCCESS)
     return s.sticky[stream->device];
   OpPtr last = stream->last;
@@ -427,6 +470,9 @@ CUresult queryStream(CUstream handle) {
 CUresult synchronizeDevice(int device) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);
+  for (Stream *stream : s.streams) // a capturing stream would have to be waited for
+    if (stream->device == device && stream->captured)
+      return refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   while (true) {
     OpPtr next;
     for (const OpPtr &op : s.pending)
@@ -474,6 +520,9 @@ CUresult recordEvent(CUevent handle, CUstream streamHandle) {
   Stream *stream = streamOf(s, streamHandle);
   if (!stream)
     return CUDA_ERROR_INVALID_HANDLE;
+  // Capture records no events here (the runtime records none inside a graph).
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+    return r;
   // The event completes with the stream's work queued so far, and the legacy stream's for a
   // blocking stream: a marker that waits for exactly that.
   event->recorded = add(s, *stream, "event", nullptr);
@@ -523,8 +572,67 @@ CUresult waitEvent(CUstream streamHandle, CUevent handle) {
   Stream *stream = streamOf(s, streamHandle);
   if (!recordedWork(s, handle, recorded) || !stream)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = refusedByCapture(s, *stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED))
+    return r;
   if (recorded && !recorded->done)
     stream->waits.push_back(recorded);
+  return CUDA_SUCCESS;
+}
+
+CUresult beginCapture(CUstream handle, CUstreamCaptureMode mode) {
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  if (isLegacy(handle))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; // the legacy stream cannot be captured
+  Stream *stream = streamOf(s, handle);
+  if (!stream)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (stream->captured)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  // Work already queued is not part of the graph; a launch of it orders after that work anyway
+  // (it goes on a stream), so the waits pending now stay for the next work run, not captured.
+  stream->captured = std::make_unique<Graph>();
+  stream->captured->device = stream->device;
+  stream->captureBroken = false;
+  return CUDA_SUCCESS;
+}
+
+CUresult endCapture(CUstream handle, CUgraph *graph) {
+  if (!graph)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::unique_ptr<Graph> captured;
+  bool broken = false;
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    Stream *stream = isLegacy(handle) ? nullptr : streamOf(s, handle);
+    if (!stream)
+      return CUDA_ERROR_INVALID_HANDLE;
+    if (!stream->captured)
+      return CUDA_ERROR_ILLEGAL_STATE;
+    captured = std::move(stream->captured);
+    broken = stream->captureBroken;
+    stream->captureBroken = false;
+  }
+  *graph = nullptr;
+  if (broken)
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  *graph = registerGraph(std::move(captured));
+  return CUDA_SUCCESS;
+}
+
+CUresult captureStatus(CUstream handle, CUstreamCaptureStatus *status) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.lock);
+  Stream *stream = streamOf(s, handle);
+  if (!stream || !status)
+    return stream ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  *status = !stream->captured       ? CU_STREAM_CAPTURE_STATUS_NONE
+            : stream->captureBroken ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                    : CU_STREAM_CAPTURE_STATUS_ACTIVE;
   return CUDA_SUCCESS;
 }
 
