@@ -61,7 +61,7 @@ rt::Expected<double> seedMlpStep(train::TrainConfig config, const data::Dataset 
     return epoch.status();
   fmt::print("  placement: {}\n", (*trainer)->placement());
   if (rt::TransferStats step = (*trainer)->lastStepTransfers(); step.any())
-    fmt::print("  host<->device per step: {}\n", step.str());
+    fmt::print("  host<->device per step: {}; launches: {}\n", step.str(), step.launchStr());
   return median(ms);
 }
 
@@ -198,7 +198,8 @@ int main(int argc, char **argv) {
                width, batch, precisionPolicyName(precision).str(), step, tflops,
                double((*exec)->lastRunPeakBytes()) / (1 << 20),
                double(outputs.back().toDoubles()[0]));
-    fmt::print("  host<->device per step: {}\n", (*exec)->lastRunTransfers().str());
+    fmt::print("  host<->device per step: {}; launches: {}\n", (*exec)->lastRunTransfers().str(),
+               (*exec)->lastRunTransfers().launchStr());
     if (precision == PrecisionPolicy::f32)
       f32Ms = step;
     else

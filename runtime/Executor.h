@@ -98,6 +98,9 @@ struct ExecutorOptions {
   Communicator *communicator = nullptr;
   /// f32 matmuls and convolutions on a GPU may use TF32 tensor cores.
   bool allowTf32 = false;
+  /// A GPU segment's runs after its first queue their steps as one CUDA graph, replayed while
+  /// the buffers' addresses repeat (runtime/cuda/GpuGraphs.cpp).
+  bool cudaGraphs = true;
   /// Runs GPU segments: rt::cuda::gpuSegmentRunner where the build has the GPU executor.
   /// Without one, an Executable with steps on a GPU is an error at create.
   SegmentRunnerFactory gpuRunner;

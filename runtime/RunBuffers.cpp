@@ -303,6 +303,13 @@ namespace {
 /// any vector access's alignment.
 constexpr int64_t kArenaAlignment = 64;
 
+/// The bytes the allocator gives for a buffer of `bytes`: blocks of the same count are
+/// interchangeable.
+uint64_t granules(uint64_t bytes) {
+  uint64_t unit = Allocator::kAlignment;
+  return std::max<uint64_t>((bytes + unit - 1) / unit, 1) * unit;
+}
+
 } // namespace
 
 Expected<RunBuffers> RunBuffers::create(const Executable &exe, Allocator *allocator,
@@ -386,6 +393,9 @@ Status RunBuffers::take(BufferId id, void *callerMemory) {
   if (callerMemory) {
     address_[id] = callerMemory;
     callers_[id] = 1;
+  } else if (auto waiting = deferred_.find(granules(bytes)); waiting != deferred_.end()) {
+    address_[id] = waiting->second;
+    deferred_.erase(waiting);
   } else {
     Expected<void *> block = allocator_->allocate(bytes, "buffer " + bufferLabel(*exe_, id));
     if (!block)
@@ -414,9 +424,12 @@ void *RunBuffers::release(BufferId id) {
 
 void RunBuffers::giveBack(BufferId id) {
   if (!inArena_[id]) {
-    if (!callers_[id])
+    uint64_t bytes = exe_->buffers[id].type.byteSize();
+    if (!callers_[id] && defer_)
+      deferred_.emplace(granules(bytes), address_[id]);
+    else if (!callers_[id])
       allocator_->free(address_[id]);
-    liveBytes_ -= exe_->buffers[id].type.byteSize();
+    liveBytes_ -= bytes;
   }
   callers_[id] = 0;
   address_[id] = nullptr;
@@ -434,6 +447,9 @@ void RunBuffers::giveBackAll() {
   for (size_t id = 0; id < address_.size(); ++id)
     if (perRun_[id] && address_[id])
       giveBack(BufferId(id));
+  for (auto &[bytes, block] : deferred_)
+    allocator_->free(block);
+  deferred_.clear();
   if (arena_) {
     allocator_->free(arena_);
     arena_ = nullptr;

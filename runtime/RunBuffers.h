@@ -11,6 +11,7 @@
 #include "runtime/HostTensor.h"
 #include "runtime/Status.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,13 @@ public:
   void giveBackAfter(size_t step);
   /// Gives back every buffer the run still holds, and the arena: at its end, however it ends.
   void giveBackAll();
+  /// Whether the blocks a run gives back wait for the run's end before they go to the
+  /// allocator: for a run that queues its steps only after taking every buffer (a GPU executor
+  /// launching them as one CUDA graph), whose freed blocks the allocator must not hand to
+  /// another user, or give back to the device, while no step that reads them is queued yet.
+  /// Meanwhile take() reuses a waiting block of the same rounded size for a later step, which
+  /// runs after every earlier step; live and peak bytes count as without it. Set between runs.
+  void deferFrees(bool defer) { defer_ = defer; }
 
   uint64_t liveBytes() const { return liveBytes_; }
   uint64_t peakBytes() const { return peakBytes_; }
@@ -100,6 +108,9 @@ private:
   /// Per buffer: whether a run takes it (not fixed), whether its memory is the caller's, and
   /// whether it lives in the arena.
   std::vector<char> perRun_, callers_, inArena_;
+  bool defer_ = false;
+  /// Blocks given back while defer_, by their rounded size, until the run ends.
+  std::multimap<uint64_t, void *> deferred_;
   uint64_t arenaBytes_ = 0;
   void *arena_ = nullptr;
   uint64_t liveBytes_ = 0, peakBytes_ = 0;

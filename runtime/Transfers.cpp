@@ -12,4 +12,9 @@ std::string TransferStats::str() const {
                      hostSyncs, hostSyncs == 1 ? "" : "s");
 }
 
+std::string TransferStats::launchStr() const {
+  return fmt::format("{} CUDA graph{}, {} single launch{}", graphLaunches,
+                     graphLaunches == 1 ? "" : "s", stepLaunches, stepLaunches == 1 ? "" : "es");
+}
+
 } // namespace smelt::rt

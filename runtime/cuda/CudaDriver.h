@@ -12,7 +12,8 @@ namespace smelt::rt::cuda {
 
 // symbol in libcuda (the versioned name cuda.h maps the plain one to), member in the table.
 // Streams and events serve the executor and the collectives (runtime/cuda/Nccl.h): a wait polls
-// an event. Pinned host memory stages the executor's host-device copies.
+// an event. Pinned host memory stages the executor's host-device copies. Stream capture and
+// graphs replay a run's launches (runtime/cuda/GpuGraphs.cpp).
 #define SMELT_CUDA_DRIVER_ENTRIES(X)                                                               \
   X(cuInit, init)                                                                                  \
   X(cuDriverGetVersion, driverGetVersion)                                                          \
@@ -50,7 +51,13 @@ namespace smelt::rt::cuda {
   X(cuEventCreate, eventCreate)                                                                    \
   X(cuEventDestroy_v2, eventDestroy)                                                               \
   X(cuEventRecord, eventRecord)                                                                    \
-  X(cuEventQuery, eventQuery)
+  X(cuEventQuery, eventQuery)                                                                      \
+  X(cuStreamBeginCapture_v2, streamBeginCapture)                                                   \
+  X(cuStreamEndCapture, streamEndCapture)                                                          \
+  X(cuGraphInstantiateWithFlags, graphInstantiate)                                                 \
+  X(cuGraphLaunch, graphLaunch)                                                                    \
+  X(cuGraphExecDestroy, graphExecDestroy)                                                          \
+  X(cuGraphDestroy, graphDestroy)
 
 class CudaDriver {
 public:

@@ -318,8 +318,8 @@ Status GpuExecutor::validate(const Executable &executable, bool allowTf32) {
 }
 
 Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
-                                          std::shared_ptr<CudaDevice> device,
-                                          Allocator *allocator, bool allowTf32) {
+                                          std::shared_ptr<CudaDevice> device, Allocator *allocator,
+                                          bool allowTf32, bool cudaGraphs) {
   Expected<std::vector<Plan>> planned = planSteps(executable, allowTf32);
   if (!planned)
     return planned.status();
@@ -523,6 +523,7 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     }
     exec.launches_.push_back(std::move(launch));
   }
+  exec.graphs_ = makeGraphs(device, exe, cudaGraphs);
   return exec;
 }
 
@@ -558,30 +559,40 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
       exec.lastRunTransfers_ = threadTransfers() - before;
     }
   } endOfRun{*this};
+  // A graph run takes every buffer before it queues any step, so the blocks it gives back
+  // wait for the end of the run (RunBuffers::deferFrees).
+  bool asGraph = graphRun();
+  buffers_.deferFrees(asGraph);
   Status status = [&]() -> Status {
     if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
       return s;
     if (Status s = upload(inputs); !s.ok())
       return s;
-    std::vector<void *> buffers;
+    bindings_.clear();
+    stepBindings_.clear();
     for (size_t s = 0; s < exe.steps.size(); ++s) {
       const Step &step = exe.steps[s];
-      buffers.clear();
       for (BufferId id : step.results)
         if (Status st = buffers_.take(id); !st.ok())
           return st;
+      stepBindings_.push_back(bindings_.size());
       for (BufferId id : step.operands)
-        buffers.push_back(buffers_[id]);
+        bindings_.push_back(buffers_[id]);
       for (BufferId id : step.results)
-        buffers.push_back(buffers_[id]);
-      if (Status st = launches_[s](buffers.data()); !st.ok())
-        return st;
+        bindings_.push_back(buffers_[id]);
+      if (!asGraph)
+        if (Status st = launchStep(s); !st.ok())
+          return st;
       buffers_.giveBackAfter(s);
     }
+    if (asGraph)
+      if (Status s = launchAsGraph(); !s.ok())
+        return s;
     if (Status s = waitForCollectives(); !s.ok())
       return s;
     return finish();
   }();
+  ++runs_;
   // A collective still running writes its buffers: wait for it (or its timeout) before they
   // go back.
   if (Status s = waitForCollectives(); status.ok())

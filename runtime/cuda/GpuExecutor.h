@@ -42,9 +42,11 @@ public:
   /// workspace as large as any step needs. Buffers come from `allocator` (null: "gpu:<ordinal>"'s,
   /// which is this device unless gpu:0 is split into logical GPUs), which must outlive the
   /// executor. `allowTf32`: f32 matmuls and convolutions may use TF32 tensor cores.
+  /// `cudaGraphs`: runs after the first queue their steps as a CUDA graph (GpuGraphs.cpp).
   static Expected<GpuExecutor> create(const Executable &executable,
                                       std::shared_ptr<CudaDevice> device,
-                                      Allocator *allocator = nullptr, bool allowTf32 = false);
+                                      Allocator *allocator = nullptr, bool allowTf32 = false,
+                                      bool cudaGraphs = true);
 
   /// Runs with `inputs` in argument order (each checked against the expected type) and replaces
   /// `outputs` with the results; returns once they are on the host. Tensors already in
@@ -78,8 +80,17 @@ public:
   uint64_t lastRunPeakBytes() const { return buffers_.peakBytes(); }
   /// What the last run copied between host and device (its inputs up, its outputs down, an
   /// all_reduce's host round trip) and how often it waited for the GPU: a run that ends well
-  /// waits at least twice, before it reuses the staging buffer and for its outputs.
+  /// waits at least twice, before it reuses the staging buffer and for its outputs. And how it
+  /// queued its steps: one by one, or as one CUDA graph.
   TransferStats lastRunTransfers() const { return lastRunTransfers_; }
+
+  /// The CUDA graphs of this executor's runs so far: how many it captured and how many runs
+  /// replayed one, and why it queues steps one by one when it does ("" while graphs are on).
+  struct GraphStats {
+    int64_t captured = 0, replayed = 0;
+    std::string off;
+  };
+  GraphStats graphStats() const;
 
 private:
   /// Queues one step on the stream, given its buffers' device addresses: operands, results.
@@ -96,6 +107,28 @@ private:
   std::shared_ptr<const Executable> executable_;
   std::unique_ptr<CUmod_st, Unload> module_;
   std::vector<Launch> launches_;
+  /// A run's buffer addresses, step after step (each step's operands, then its results), and
+  /// where each step's begin: what the launches take, and what a CUDA graph was captured with.
+  std::vector<void *> bindings_;
+  std::vector<size_t> stepBindings_;
+  /// Queues step `s` with its bindings, or every step one by one.
+  Status launchStep(size_t s);
+  Status launchEach();
+  /// CUDA graphs (GpuGraphs.cpp): the ones captured, keyed by their bindings; shared, since
+  /// the executor moves.
+  struct Graphs;
+  std::shared_ptr<Graphs> graphs_;
+  /// Graphs for `exe`: on when `wanted` and its steps can be replayed (no collective, whose
+  /// communicator and replica can change between runs), else off saying why.
+  static std::shared_ptr<Graphs> makeGraphs(std::shared_ptr<CudaDevice> device,
+                                            const Executable &exe, bool wanted);
+  /// Queues the run's steps as a CUDA graph: one captured with the same bindings replayed,
+  /// else captured now; where capture fails, one by one from now on.
+  Status launchAsGraph();
+  /// Whether this run queues its steps as a graph: graphs are on and a first run, which
+  /// warms the libraries up and grows the allocator, has been.
+  bool graphRun() const;
+  int64_t runs_ = 0;
   /// Where the all_reduce launches find the communicator: shared, since the executor moves.
   std::shared_ptr<Communicator *> communicator_ = std::make_shared<Communicator *>(nullptr);
   /// The collectives this run enqueued on the stream (NCCL), which it waits for, bounded by

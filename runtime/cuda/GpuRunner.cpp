@@ -20,7 +20,7 @@ Expected<std::unique_ptr<SegmentRunner>> gpuSegmentRunner(const Executable &segm
   if (!allocator)
     return allocator.status();
   Expected<GpuExecutor> executor =
-      GpuExecutor::create(segment, *gpu, *allocator, options.allowTf32);
+      GpuExecutor::create(segment, *gpu, *allocator, options.allowTf32, options.cudaGraphs);
   if (!executor)
     return executor.status();
   executor->setCommunicator(options.communicator);

@@ -526,7 +526,11 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         void **kernelParams, void **extra) {
   CUresult r = launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                       sharedMemBytes, hStream, kernelParams, extra);
-  if (r == CUDA_SUCCESS)
+  // Captured, the kernel is recorded: it runs as a node of each graph launch.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (r == CUDA_SUCCESS && !isLegacy(hStream))
+    captureStatus(hStream, &capture);
+  if (r == CUDA_SUCCESS && capture == CU_STREAM_CAPTURE_STATUS_NONE)
     ++counters.launches;
   return r;
 }

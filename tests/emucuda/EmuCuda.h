@@ -94,7 +94,7 @@ void clearFault();
 struct Traffic {
   uint64_t toDevice = 0, toDeviceCopies = 0; // host to device, bytes and copies
   uint64_t toHost = 0, toHostCopies = 0;     // device to host
-  uint64_t launches = 0;                     // kernels
+  uint64_t launches = 0;                     // kernels queued to run (not captured)
   uint64_t hostWaits = 0; // synchronizes, and synchronous copies that wait for the device
   uint64_t graphLaunches = 0; // cuGraphLaunch: each queues its graph's nodes, kernels included
 };

@@ -121,6 +121,11 @@ DeviceFlags::DeviceFlags(llvm::cl::SubCommand &command)
                               "kernels into one FMA, rounded once (default: on). Off: rounded "
                               "as the CPU kernels round"),
                llvm::cl::init(true), llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
+      cudaGraphs("cuda-graphs",
+                 llvm::cl::desc("Queue a GPU segment's steps as one CUDA graph from its second "
+                                "run on, replayed while its buffers' addresses repeat (default: "
+                                "on). Off: one launch per step"),
+                 llvm::cl::init(true), llvm::cl::sub(command), llvm::cl::cat(smeltCategory())),
       memory(command) {}
 
 void printMemoryReport(llvm::raw_ostream &os) {

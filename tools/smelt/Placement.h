@@ -57,7 +57,7 @@ struct MemoryFlags {
 /// The device flags `smelt run` and `smelt train` share, made as MemoryFlags are.
 struct DeviceFlags {
   explicit DeviceFlags(llvm::cl::SubCommand &command);
-  llvm::cl::opt<bool> logDevicePlacement, strictPlacement, allowTf32, cudaFmad;
+  llvm::cl::opt<bool> logDevicePlacement, strictPlacement, allowTf32, cudaFmad, cudaGraphs;
   MemoryFlags memory;
 };
 

@@ -333,6 +333,7 @@ int runCommand() {
   }
   program->executor.trace = profile;
   program->executor.allowTf32 = deviceFlags.allowTf32;
+  program->executor.cudaGraphs = deviceFlags.cudaGraphs;
   rt::Expected<std::unique_ptr<rt::Executor>> executor =
       rt::Executor::create(*exe, program->executor);
   if (!executor)

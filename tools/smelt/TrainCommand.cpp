@@ -467,6 +467,7 @@ int trainCommand() {
   config.compile = compileOptions(dumpDir, profilePath.empty() ? nullptr : &trace);
   enableGpuExecution(config.pipeline, config.compile, config.executor);
   config.executor.allowTf32 = deviceFlags.allowTf32;
+  config.executor.cudaGraphs = deviceFlags.cudaGraphs;
   // Determinism here also means multiply-adds rounded as the CPU rounds them: no FMA
   // contraction in the GPU's fused kernels.
   config.compile.cudaFmad = deviceFlags.cudaFmad && !deterministic;
@@ -572,7 +573,7 @@ int trainCommand() {
   if (!profilePath.empty())
     if (rt::TransferStats step = (*trainer)->lastStepTransfers(); step.any())
       out << "host<->device per step" << (replicaCount > 1 ? " of each replica" : "") << ": "
-          << step.str() << "\n";
+          << step.str() << "\nGPU launches per step: " << step.launchStr() << "\n";
   if (!loaded->test) {
     printMemoryReport(out);
     if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))

@@ -83,6 +83,48 @@ TEST(GpuExecutorChain, MatmulChainMatchesFloat64RunAfterRun) {
   }
 }
 
+// A state kept on the GPU and donated back each run, as a train step keeps its parameters:
+// w <- w m, with m a fresh host input. The state moves between blocks from run to run, and from
+// the second run on the executor queues the step as a CUDA graph captured for those blocks: a
+// graph replayed for other blocks than its own would multiply a stale w (a block given back,
+// or another run's), which the float64 product of every run catches.
+TEST(GpuExecutorChain, DonatedStateReplaysTheGraphOfItsOwnBlocks) {
+  SMELT_REQUIRE_GPU();
+  const int64_t n = 32;
+  std::unique_ptr<Allocator> allocator = ownAllocator();
+  ASSERT_TRUE(allocator);
+  Executable exe;
+  exe.name = "state";
+  TensorType square{DType::f32, {n, n}};
+  BufferId w = appendBuffer(exe, square, "%w"), m = appendBuffer(exe, square, "%m");
+  exe.inputs = {w, m};
+  exe.outputs = {appendStep(exe, "matmul", {w, m}, square, {}, "state.mlir:1:1")};
+  exe.steps[0].device = "gpu:0";
+  Expected<cuda::GpuExecutor> exec = cuda::GpuExecutor::create(exe, *testGpu(), allocator.get());
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  RunValues donateAndKeep;
+  donateAndKeep.donated = {1, 0};
+  donateAndKeep.keepOnDevice = {1};
+  HostTensor first = randomTensor(DType::f32, {n, n});
+  Matrix want = first.toDoubles();
+  Value state(std::move(first));
+  for (int run = 0; run < 6; ++run) {
+    HostTensor factor = randomTensor(DType::f32, {n, n});
+    want = product(want, factor.toDoubles(), n, n, n);
+    Value lent = Value::lent(factor);
+    std::vector<Value> outputs;
+    SMELT_ASSERT_OK(exec->run({&state, &lent}, outputs, donateAndKeep));
+    ASSERT_EQ(outputs.size(), 1u);
+    state = std::move(outputs[0]);
+    Expected<HostTensor> got = state.toHost();
+    ASSERT_TRUE(got.ok()) << got.message();
+    expectClose(*got, want, "run " + std::to_string(run), tolerance(DType::f32));
+  }
+  cuda::GpuExecutor::GraphStats stats = exec->graphStats();
+  EXPECT_EQ(stats.off, "");
+  EXPECT_EQ(stats.captured + stats.replayed, 5) << "runs after the first go as graphs";
+}
+
 // A run that runs out of memory half way leaves its input copies queued; the executor destroyed
 // right after must not free the pinned staging they read from before they ran (a buffer freed
 // before its last reader), and the device must stay sound for the next executor.

@@ -327,6 +327,94 @@ TEST(GpuExecutor, DonatedInputsGoBackAfterTheirLastReaderOrToTheCallerWhenARunFa
   EXPECT_EQ((*large)->stats().inUseBytes, 0u) << "the kept array went back when dropped";
 }
 
+// A loop that keeps its state on the GPU and donates it back, as a train step does: w <- tanh(w)
+// with y = x w read out. From the second run on the steps go as one CUDA graph, captured for
+// each set of blocks the state moves through and replayed after; every run's y and the last w
+// are right (against float64), so no replay used a stale address. Off, each step is its own
+// launch.
+TEST(GpuExecutor, ARunReplaysACudaGraphWhileItsBuffersRepeat) {
+  REQUIRE_GPU();
+  std::shared_ptr<CudaDevice> device = *gpu();
+  const char *text = R"mlir(
+func.func @main(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> (tensor<32x16xf32>, tensor<64x16xf32>) {
+  %y = smelt.matmul %x, %w : tensor<64x32xf32>, tensor<32x16xf32>
+  %next = smelt.tanh %w : tensor<32x16xf32>
+  return %next, %y : tensor<32x16xf32>, tensor<64x16xf32>
+}
+)mlir";
+  rt::Expected<rt::Executable> compiled = compileText(text, device->arch());
+  ASSERT_TRUE(compiled.ok()) << compiled.message();
+  ASSERT_EQ(compiled->segments.size(), 1u) << compiled->str();
+  rt::Expected<rt::Executable> exe = rt::segmentExecutable(*compiled, 0);
+  ASSERT_TRUE(exe.ok()) << exe.message();
+  // The segment takes and returns its values in the schedule's order: find them by shape.
+  auto indexOf = [&](const std::vector<rt::BufferId> &ids, std::vector<int64_t> shape) {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (exe->buffers[ids[i]].type.shape == shape)
+        return i;
+    ADD_FAILURE() << "no value of that shape";
+    return size_t(0);
+  };
+  size_t xIn = indexOf(exe->inputs, {64, 32}), wIn = indexOf(exe->inputs, {32, 16});
+  size_t wOut = indexOf(exe->outputs, {32, 16}), yOut = indexOf(exe->outputs, {64, 16});
+  rt::RunValues donateAndKeep;
+  donateAndKeep.donated.assign(2, 0);
+  donateAndKeep.donated[wIn] = 1;
+  donateAndKeep.keepOnDevice.assign(2, 0);
+  donateAndKeep.keepOnDevice[wOut] = 1;
+  constexpr int kRuns = 8;
+  for (bool graphs : {true, false}) {
+    SCOPED_TRACE(graphs ? "graphs on" : "graphs off");
+    rt::Expected<GpuExecutor> exec =
+        GpuExecutor::create(*exe, device, nullptr, /*allowTf32=*/false, graphs);
+    ASSERT_TRUE(exec.ok()) << exec.message();
+    rt::HostTensor w0 = rt::test::randomTensor(rt::DType::f32, {32, 16});
+    std::vector<double> w = w0.toDoubles();
+    rt::Value state(std::move(w0));
+    for (int run = 0; run < kRuns; ++run) {
+      rt::HostTensor x = rt::test::randomTensor(rt::DType::f32, {64, 32});
+      rt::Value batch = rt::Value::lent(x);
+      std::vector<rt::Value *> inputs(2);
+      inputs[xIn] = &batch;
+      inputs[wIn] = &state;
+      std::vector<rt::Value> outputs;
+      rt::Status s = exec->run(inputs, outputs, donateAndKeep);
+      ASSERT_TRUE(s.ok()) << "run " << run << ": " << s.message();
+      ASSERT_EQ(outputs.size(), 2u);
+      ASSERT_TRUE(outputs[wOut].onDevice()) << "run " << run;
+      std::vector<double> xs = x.toDoubles(), want(64 * 16, 0.0);
+      for (int i = 0; i < 64; ++i)
+        for (int k = 0; k < 32; ++k)
+          for (int j = 0; j < 16; ++j)
+            want[i * 16 + j] += xs[i * 32 + k] * w[k * 16 + j];
+      rt::Expected<rt::HostTensor> y = outputs[yOut].toHost();
+      ASSERT_TRUE(y.ok()) << y.message();
+      EXPECT_LE(test::relError(y->toDoubles(), want), 1e-5) << "run " << run;
+      for (double &v : w)
+        v = std::tanh(v);
+      state = std::move(outputs[wOut]);
+      rt::TransferStats launched = exec->lastRunTransfers();
+      bool asGraph = graphs && run > 0;
+      EXPECT_EQ(launched.graphLaunches, asGraph ? 1u : 0u) << "run " << run;
+      EXPECT_EQ(launched.stepLaunches, asGraph ? 0u : exe->steps.size()) << "run " << run;
+    }
+    rt::Expected<rt::HostTensor> last = state.toHost();
+    ASSERT_TRUE(last.ok()) << last.message();
+    EXPECT_LE(test::relError(last->toDoubles(), w), 1e-5);
+    GpuExecutor::GraphStats stats = exec->graphStats();
+    if (graphs) {
+      EXPECT_EQ(stats.off, "");
+      EXPECT_EQ(stats.captured + stats.replayed, kRuns - 1);
+      // One for the state as uploaded from the host, then one for each of the two sets of
+      // blocks it alternates between: the rest replay.
+      EXPECT_LE(stats.captured, 3) << "replayed " << stats.replayed;
+    } else {
+      EXPECT_NE(stats.off.find("--cuda-graphs=false"), std::string::npos) << stats.off;
+      EXPECT_EQ(stats.captured + stats.replayed, 0);
+    }
+  }
+}
+
 #ifdef SMELT_TEST_NCCL
 // Two all_reduces (a mean and a sum: two buckets) between GPU kernels, the first one's result
 // read again on the GPU after it.

@@ -202,6 +202,10 @@ TEST(PlacedExecutionOnGpu, CountsTheBytesEachSegmentMovesAndTheHostsWaits) {
                                  // Each GPU segment waits for its outputs (so its staging
                                  // buffer is free for the next run), and tanh's copy waits.
                                  .hostSyncs = 2 + 1};
+  uint64_t gpuSteps = 0; // the GPU segments' steps: not the copies between segments
+  for (const rt::Segment &segment : exe.segments)
+    for (uint32_t s = segment.begin; s < segment.end; ++s)
+      gpuSteps += segment.device != "cpu:0" && !rt::isCopyStep(exe.steps[s]);
   rt::HostTensor x = rt::HostTensor::zeros({rt::DType::f32, {16, 8}}),
                  w = rt::HostTensor::zeros({rt::DType::f32, {8, 8}});
   std::vector<rt::HostTensor> outputs;
@@ -214,8 +218,15 @@ TEST(PlacedExecutionOnGpu, CountsTheBytesEachSegmentMovesAndTheHostsWaits) {
     // B or more, in 256-byte slots), the last segment's for its inputs, which hold the most.
     if (run == 0)
       want.hostSyncs += 1 + 2 + 1;
+    // The first run of each GPU segment launches its steps one by one; later runs replay them
+    // as one CUDA graph per segment, their buffers being where they were.
+    if (run == 0)
+      want.stepLaunches = gpuSteps;
+    else
+      want.graphLaunches = 2;
     EXPECT_EQ((*exec)->lastRunTransfers(), want)
-        << "run " << run << ": " << (*exec)->lastRunTransfers().str();
+        << "run " << run << ": " << (*exec)->lastRunTransfers().str() << "; "
+        << (*exec)->lastRunTransfers().launchStr();
   }
 }
 
@@ -254,6 +265,10 @@ TEST(PlacedExecutionOnGpu, TrainStepTrafficIsWhatTheEmulatedDriverCounted) {
   EXPECT_EQ(counted.toDevice, second.toDevice - first.toDevice);
   EXPECT_EQ(counted.toHost, second.toHost - first.toHost);
   EXPECT_EQ(counted.hostSyncs, second.hostWaits - first.hostWaits);
+  // The second step is one CUDA graph the host launches, no kernel launched on its own.
+  EXPECT_EQ(counted.graphLaunches, second.graphLaunches - first.graphLaunches);
+  EXPECT_EQ(counted.graphLaunches, 1u) << counted.launchStr();
+  EXPECT_EQ(second.launches - first.launches, 0u);
   // The batch goes up: 128 images of 784 f32.
   EXPECT_GE(counted.toDevice, 128u * 784 * 4) << counted.str();
 }
@@ -412,9 +427,11 @@ TEST_P(TrainStepOnGpu, KeepsItsStateOnTheGpuAndMovesOnlyTheBatchAndTheMetrics) {
   for (size_t i = step.outputs.size() - reported; i < step.outputs.size(); ++i)
     down += step.buffers[step.outputs[i]].type.byteSize();
   rt::TransferStats moved = (*onGpu)->lastStepTransfers();
-  EXPECT_EQ(moved, (rt::TransferStats{.toDevice = up, .toHost = down, .hostSyncs = 1}))
-      << moved.str() << "; the batch, step and rates are " << up << " B, loss and metrics " << down
-      << " B";
+  // And the host queues the step as one CUDA graph.
+  EXPECT_EQ(moved,
+            (rt::TransferStats{.toDevice = up, .toHost = down, .hostSyncs = 1, .graphLaunches = 1}))
+      << moved.str() << ", " << moved.launchStr() << "; the batch, step and rates are " << up
+      << " B, loss and metrics " << down << " B";
 
   // The parameters and variables that stayed on gpu:0, brought to the host, are what the
   // GPU evaluates with: the CPU evaluates the same numbers from them. (Adam sends parameters
