@@ -1,6 +1,9 @@
 // Opens libnccl with dlopen and resolves its table (Nccl.h), once per process, and implements
 // NcclCommunicator: collectives enqueued on a stream, each followed by an event that wait()
-// polls, so that a wait can give up (and abort the NCCL communicator) after the timeout.
+// blocks on, and a watchdog thread per communicator that aborts the NCCL communicator when a
+// wait outlives the timeout or NCCL reports an asynchronous error. The abort ends the stuck
+// kernels, so their events complete and the blocked wait returns the watchdog's reason: the
+// waiting thread never sleeps in a polling loop, and the watchdog is off the step's path.
 #include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/DynamicLibrary.h"
@@ -11,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,7 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <thread>
+#include <system_error>
 
 namespace smelt::rt::cuda {
 
@@ -98,6 +102,27 @@ std::optional<ncclDataType_t> ncclType(DType dtype) {
 
 void *devicePointer(CUdeviceptr pointer) { return reinterpret_cast<void *>(uintptr_t(pointer)); }
 
+/// cuEventSynchronize from the library that `cu`'s table came from (found by its cuEventQuery),
+/// since the table (CudaDriver.h) does not list it.
+Expected<decltype(&::cuEventSynchronize)> eventSynchronizeOf(const CudaDriver &cu) {
+  static const Expected<decltype(&::cuEventSynchronize)> resolved =
+      [&]() -> Expected<decltype(&::cuEventSynchronize)> {
+    Dl_info info{};
+    void *library = nullptr;
+    if (dladdr(reinterpret_cast<void *>(cu.eventQuery), &info) && info.dli_fname)
+      library = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD); // loaded already: never closed
+    if (!library)
+      return Status::error("cannot find the CUDA driver library that cuEventQuery came from");
+    decltype(&::cuEventSynchronize) entry = nullptr;
+    if (Status status = resolveSymbol(library, entry, "cuEventSynchronize", info.dli_fname,
+                                      "it is not a CUDA driver");
+        !status.ok())
+      return status;
+    return entry;
+  }();
+  return resolved;
+}
+
 } // namespace
 
 std::string NcclCommunicator::describe() const {
@@ -113,6 +138,10 @@ std::string NcclCommunicator::name(const std::string &what, int64_t count, DType
 
 Status NcclCommunicator::openDevice(int ordinal) {
   ordinal_ = ordinal;
+  Expected<decltype(&::cuEventSynchronize)> synchronize = eventSynchronizeOf(cu_);
+  if (!synchronize.ok())
+    return synchronize.status();
+  eventSynchronize_ = *synchronize;
   if (Status status = cu_.check(cu_.deviceGet(&device_, ordinal), "cuDeviceGet"); !status.ok())
     return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
   if (Status status =
@@ -136,6 +165,14 @@ thread_local int NcclCommunicator::groupDepth = 0;
 thread_local std::vector<NcclCommunicator::GroupEvent> NcclCommunicator::groupEvents;
 
 NcclCommunicator::~NcclCommunicator() {
+  if (watchdog_.joinable()) { // first, so nothing else touches comm_ below
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
+  }
   if (context_)
     cu_.ctxSetCurrent(context_);
   if (comm_) {
@@ -164,6 +201,10 @@ void NcclCommunicator::release(Pending &p) {
 
 void NcclCommunicator::breakWith(const std::string &why) {
   std::lock_guard<std::mutex> guard(lock_);
+  breakLocked(why);
+}
+
+void NcclCommunicator::breakLocked(const std::string &why) {
   if (!broken_)
     broken_ = why;
   if (comm_)
@@ -204,6 +245,17 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
   };
   if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
     return fail(status);
+  // Started with the first collective, so that a communicator that never reduces has no thread.
+  if (!watchdog_.joinable()) {
+    try {
+      watchdog_ = std::thread([this] { watch(); });
+      // Named here, not by the thread, so it has its name before it first runs: top -H, gdb and
+      // the tests see "nccl-watchdog".
+      pthread_setname_np(watchdog_.native_handle(), "nccl-watchdog");
+    } catch (const std::system_error &error) {
+      return fail(Status::error(fmt::format("cannot start the watchdog thread: {}", error.what())));
+    }
+  }
   if (Status status = cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
       !status.ok())
     return fail(status);
@@ -236,6 +288,8 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
     return fail(status);
   }
   pending_.emplace(ticket, std::move(p));
+  if (watchdogIdle_)
+    wake_.notify_one();
   return ticket;
 }
 
@@ -272,78 +326,106 @@ Expected<int64_t> NcclCommunicator::startOnStream(void *stream, void *data, int6
 }
 
 Status NcclCommunicator::wait(int64_t ticket) {
-  if (std::lock_guard<std::mutex> guard(lock_); broken_)
-    return Status::error(fmt::format("{}: the communicator is unusable: {}", describe(), *broken_));
-  auto it = pending_.find(ticket);
-  if (it == pending_.end())
-    return Status::error(fmt::format(
-        "{}: ticket {} is not a collective started and not yet waited for", describe(), ticket));
-  Pending &p = it->second;
-  std::string name = this->name(p.what, p.count, p.dtype, p.kind);
+  std::map<int64_t, Pending>::iterator it;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (broken_)
+      return Status::error(
+          fmt::format("{}: the communicator is unusable: {}", describe(), *broken_));
+    it = pending_.find(ticket);
+    if (it == pending_.end())
+      return Status::error(fmt::format(
+          "{}: ticket {} is not a collective started and not yet waited for", describe(), ticket));
+    name = this->name(it->second.what, it->second.count, it->second.dtype, it->second.kind);
+  }
+  Pending &p = it->second; // a map's node stays put; only this wait erases it
   auto finish = [&](Status status) {
-    release(p);
-    pending_.erase(it);
+    Pending done;
+    {
+      std::lock_guard<std::mutex> guard(lock_);
+      done = std::move(p);
+      pending_.erase(it);
+    }
+    release(done); // outside the lock: freeing device memory may wait for the device
     return status;
   };
   if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
     return finish(Status::error(name + ": " + status.message()));
 
-  // From 100 us, doubling up to 1 ms: a short collective returns quickly, a long one costs
-  // little CPU.
-  auto begin = std::chrono::steady_clock::now();
-  auto sleep = std::chrono::microseconds(100);
-  for (;;) {
-    CUresult result = cu_.eventQuery(p.done);
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    p.waitedSince = std::chrono::steady_clock::now(); // the watchdog times the wait from here
+  }
+  // Blocks until the collective completes, or until the watchdog's ncclCommAbort ends it. Not a
+  // condition variable that the watchdog signals: the emulated driver runs queued work inside
+  // synchronize calls, and on a GPU the watchdog's period would be on the step's path.
+  CUresult result = eventSynchronize_(p.done);
+  std::string message;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    p.waitedSince.reset();
+    if (!p.failure.empty()) // the watchdog's timeout or NCCL's error, found during this wait
+      message = p.failure;
     // Broken by abort() from another thread: the collective did not happen (ncclCommAbort
     // ends it, and its event may then complete), so the abort's reason is the answer.
-    if (std::lock_guard<std::mutex> guard(lock_); broken_) {
-      std::string message =
-          fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
-      return finish(Status::error(std::move(message)));
+    else if (broken_)
+      message = fmt::format("{}: the communicator was broken while waiting: {}", name, *broken_);
+    else if (result != CUDA_SUCCESS) {
+      message = fmt::format("{}: {}", name, cu_.check(result, "cuEventSynchronize").message());
+      breakLocked(message);
     }
-    if (result == CUDA_SUCCESS) {
-      countTransfers({.hostSyncs = 1}); // the host waited for the collective
-      break;
-    }
-    if (result != CUDA_ERROR_NOT_READY) {
-      std::string message =
-          fmt::format("{}: {}", name, cu_.check(result, "cuEventQuery").message());
-      breakWith(message);
-      return finish(Status::error(std::move(message)));
-    }
-    // A peer that failed shows up here (with NCCL_ASYNC_ERROR_HANDLING, or a network error)
-    // long before the timeout.
-    ncclResult_t async = ncclSuccess;
-    std::string message;
-    {
-      std::lock_guard<std::mutex> guard(lock_);
-      if (!broken_) { // else aborted since the check above: the next one reports why
-        nccl_.commGetAsyncError(comm_, &async);
-        if (async != ncclSuccess && async != ncclInProgress)
-          message = fmt::format("{}: NCCL reports an asynchronous error: {}", name,
-                                nccl_.check(async, "the collective", comm_).message());
-      }
-    }
-    if (!message.empty()) {
-      breakWith(message);
-      return finish(Status::error(std::move(message)));
-    }
-    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (options_.timeoutSeconds > 0 && waited >= options_.timeoutSeconds) {
-      std::string message = fmt::format(
-          "{}: the other ranks did not complete it within {:.1f} s; another rank died or is "
-          "stuck (or started different collectives). The NCCL communicator was aborted",
-          name, waited);
-      breakWith(message);
-      return finish(Status::error(std::move(message)));
-    }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
   }
+  if (!message.empty())
+    return finish(Status::error(std::move(message)));
+  countTransfers({.hostSyncs = 1}); // the host waited for the collective
   if (options_.deterministic)
     if (Status status = reduceGathered(p); !status.ok())
       return finish(Status::error(name + ": " + status.message()));
   return finish({});
+}
+
+void NcclCommunicator::watch() {
+  // Coarse: a hung collective is found within a tenth of the timeout (at most 0.1 s late).
+  std::chrono::duration<double> period(
+      options_.timeoutSeconds > 0 ? std::min(options_.timeoutSeconds / 10, 0.1) : 0.1);
+  std::unique_lock<std::mutex> held(lock_);
+  while (!closing_) {
+    if (pending_.empty() || broken_) { // nothing to watch until start() or the destructor
+      watchdogIdle_ = true;
+      wake_.wait(held);
+      watchdogIdle_ = false;
+      continue;
+    }
+    auto now = std::chrono::steady_clock::now();
+    std::optional<ncclResult_t> async; // asked once a round, and only while a wait blocks
+    for (auto &[ticket, p] : pending_) {
+      if (!p.waitedSince)
+        continue;
+      // A peer that failed shows up here (with NCCL_ASYNC_ERROR_HANDLING, or a network error)
+      // long before the timeout.
+      if (!async) {
+        async = ncclSuccess;
+        nccl_.commGetAsyncError(comm_, &*async);
+      }
+      bool failed = *async != ncclSuccess && *async != ncclInProgress;
+      double waited = std::chrono::duration<double>(now - *p.waitedSince).count();
+      if (!failed && !(options_.timeoutSeconds > 0 && waited >= options_.timeoutSeconds))
+        continue;
+      std::string name = this->name(p.what, p.count, p.dtype, p.kind);
+      p.failure =
+          failed ? fmt::format("{}: NCCL reports an asynchronous error: {}", name,
+                               nccl_.check(*async, "the collective", comm_).message())
+                 : fmt::format("{}: the other ranks did not complete it within {:.1f} s; another "
+                               "rank died or is stuck (or started different collectives). The "
+                               "NCCL communicator was aborted",
+                               name, waited);
+      breakLocked(p.failure); // ends the kernels in flight: the blocked wait returns
+      break;
+    }
+    if (!broken_)
+      wake_.wait_for(held, period);
+  }
 }
 
 void NcclCommunicator::abort(const std::string &reason) {

@@ -4,8 +4,9 @@
 //
 // NcclCommunicator is the Communicator of runtime/Collectives.h on GPU memory: `data` passed to
 // start() is a device pointer (a CUdeviceptr cast to void *) in the communicator's device's
-// primary context, and the all-reduce is enqueued on a stream; wait() polls an event recorded
-// after it, so a rank that died makes the others fail after the timeout instead of hanging.
+// primary context, and the all-reduce is enqueued on a stream; wait() blocks on an event recorded
+// after it. A watchdog thread per communicator bounds that wait: a rank that died makes the
+// others fail after the timeout instead of hanging, with no polling on the step's path.
 #pragma once
 
 #include "runtime/Collectives.h"
@@ -13,11 +14,14 @@
 
 #include <nccl.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -83,9 +87,10 @@ public:
   /// reduceInRankOrder: slow, but the same bits as every other backend.
   Expected<int64_t> start(void *data, int64_t count, DType dtype, ReduceKind kind,
                           std::string what) override;
-  /// Polls the collective's event (and NCCL's asynchronous error) with short sleeps. On a
-  /// timeout or an NCCL error the communicator is aborted (ncclCommAbort, which frees the GPU
-  /// from the stuck kernel) and every later call fails.
+  /// Blocks on the collective's event (cuEventSynchronize) while the communicator's watchdog
+  /// thread watches the wait: past the timeout, or when NCCL reports an asynchronous error, it
+  /// aborts the communicator (ncclCommAbort ends the stuck kernels, so the event completes and
+  /// the wait returns the watchdog's reason) and every later call fails.
   Status wait(int64_t ticket) override;
   /// Prints "smelt: <describe()>: <reason>" and aborts the communicator (ncclCommAbort): this
   /// rank's collectives end; the other ranks' fail when their waits time out (an MPI job
@@ -133,6 +138,10 @@ private:
     ReduceKind kind = ReduceKind::sum;
     std::string what;
     CUdeviceptr staging = 0; // deterministic mode: every rank's contribution, in order
+    /// Set while wait() blocks on it: the watchdog times the wait from here.
+    std::optional<std::chrono::steady_clock::time_point> waitedSince;
+    /// Why the watchdog broke the communicator during this wait: the wait's answer.
+    std::string failure;
   };
 
   NcclCommunicator(const CudaDriver &cu, const Nccl &nccl, CollectiveOptions options)
@@ -146,6 +155,10 @@ private:
   void release(Pending &p);
   /// After a timeout or an error: abort the NCCL communicator and refuse every later call.
   void breakWith(const std::string &why);
+  void breakLocked(const std::string &why); // lock_ held
+  /// The watchdog thread's loop, from the first start() to the destructor: every period while a
+  /// collective is pending, checks the waited ones' time and NCCL's asynchronous error.
+  void watch();
 
   const CudaDriver &cu_;
   const Nccl &nccl_;
@@ -155,13 +168,22 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream ownStream_ = nullptr, stream_ = nullptr;
+  /// Not in the driver table (CudaDriver.h): resolved from the library cuEventQuery came from.
+  decltype(&::cuEventSynchronize) eventSynchronize_ = nullptr;
   int64_t nextTicket_ = 0;
   std::map<int64_t, Pending> pending_;
-  /// Guards comm_ and broken_: abort() comes from another replica's thread (the Trainer aborts
-  /// every replica when one fails) while this one may be inside wait(). The first reason to
-  /// break the communicator is the one every later call reports.
+  /// Guards comm_, broken_ and pending_: abort() comes from another replica's thread (the
+  /// Trainer aborts every replica when one fails) and the watchdog from its own, while this one
+  /// may be inside wait(). The first reason to break the communicator is the one every later
+  /// call reports.
   std::mutex lock_;
   std::optional<std::string> broken_;
+  /// The watchdog sleeps on `wake_` until a collective is pending, then checks every period;
+  /// `closing_` (set by the destructor) ends it.
+  std::thread watchdog_;
+  std::condition_variable wake_;
+  bool watchdogIdle_ = false; // asleep until woken: start() wakes it for a first collective
+  bool closing_ = false;
 };
 
 /// One process driving several GPUs: one communicator per device of `devices` (ordinals), rank

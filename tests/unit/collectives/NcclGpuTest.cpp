@@ -1,6 +1,7 @@
 // NCCL on real GPUs, through the dlopen'ed driver and libnccl: all-reduce of random f32 and bf16
 // device buffers (sum and mean, fast and deterministic modes) against a host reference, with
-// one rank on one GPU and, where there are several, one rank per GPU of this process. Skips when
+// one rank on one GPU and, where there are several, one rank per GPU of this process; and the
+// watchdog that bounds a wait (a peer that never comes, an abort from another thread). Skips when
 // the driver, a device or libnccl is missing; scripts/gpu-check.sh runs it on the GPU machine.
 #include "GpuSkip.h"
 #include "RuntimeTestUtil.h"
@@ -13,10 +14,16 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <sys/resource.h>
+
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 namespace smelt::rt::cuda {
@@ -278,7 +285,51 @@ TEST(NcclReplicas, TheGroupOfTheTrainersReplicas) {
                              "and NCCL puts one rank on each GPU)");
 }
 
+/// Rank 0 of two (gpus 0 and 1) waiting for an all-reduce of 1024 f32 ("gradients") that rank 1
+/// never starts, as a replica that failed before its all-reduce would; another thread aborts
+/// rank 0 with `reason` after `abortAfter` unless the wait has ended by then.
+struct LoneRank {
+  std::vector<std::unique_ptr<NcclCommunicator>> comms;
+  std::unique_ptr<DeviceCopy> buffer;
+  Status waited;
+  double seconds = 0;
+};
+
+void waitWithoutRankOne(LoneRank &lone, CollectiveOptions options,
+                        std::chrono::milliseconds abortAfter, const std::string &reason) {
+  Expected<std::vector<std::unique_ptr<NcclCommunicator>>> comms =
+      createNcclCommunicators({0, 1}, options);
+  ASSERT_TRUE(comms.ok()) << comms.message();
+  lone.comms = std::move(*comms);
+  NcclCommunicator &rank0 = *lone.comms[0];
+  lone.buffer = std::make_unique<DeviceCopy>(0, test::randomTensor(DType::f32, {1024}));
+  ASSERT_OK(lone.buffer->status());
+  Expected<int64_t> ticket =
+      rank0.start(lone.buffer->data(), 1024, DType::f32, ReduceKind::sum, "gradients");
+  ASSERT_TRUE(ticket.ok()) << ticket.message();
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool returned = false;
+  std::thread aborter([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!changed.wait_for(lock, abortAfter, [&] { return returned; }))
+      rank0.abort(reason);
+  });
+  auto begin = std::chrono::steady_clock::now();
+  lone.waited = rank0.wait(*ticket);
+  lone.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    returned = true;
+  }
+  changed.notify_all();
+  aborter.join();
+  if (lone.waited.ok()) // else destroying the communicators would wait for rank 1 forever
+    rank0.abort("the test: rank 1 never comes");
+}
+
 } // namespace
+
 // The Trainer aborts every replica's communicator from the thread of the one that failed,
 // while the others may be inside wait(): the waiting rank must end with the abort's reason (the
 // first real error), not with what its aborted communicator says afterwards, and not hang.
@@ -289,30 +340,99 @@ TEST(NcclGpu, AbortFromAnotherThreadEndsAWaitWithItsReason) {
     std::cout << "[   NOTE   ] one GPU: the abort needs a peer that never arrives; not checked\n";
     return;
   }
-  Expected<std::vector<std::unique_ptr<NcclCommunicator>>> comms =
-      createNcclCommunicators({0, 1}, {.timeoutSeconds = 60});
-  ASSERT_TRUE(comms.ok()) << comms.message();
-  HostTensor input = test::randomTensor(DType::f32, {1024});
-  DeviceCopy buffer(0, input);
-  ASSERT_OK(buffer.status());
-  // Rank 0 starts; rank 1 never does, as a replica that failed before its all-reduce.
-  Expected<int64_t> ticket =
-      (*comms)[0]->start(buffer.data(), 1024, DType::f32, ReduceKind::sum, "gradients");
-  ASSERT_TRUE(ticket.ok()) << ticket.message();
-  std::thread aborter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    (*comms)[0]->abort("replica 1 failed: out of memory");
-  });
-  auto begin = std::chrono::steady_clock::now();
-  Status waited = (*comms)[0]->wait(*ticket);
-  aborter.join();
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  ASSERT_FALSE(waited.ok()) << "the all-reduce completed without rank 1";
-  EXPECT_NE(waited.message().find("aborted: replica 1 failed: out of memory"), std::string::npos)
-      << waited.message();
-  EXPECT_LT(seconds, 30) << "the wait outlived the abort";
-  EXPECT_FALSE((*comms)[0]->start(buffer.data(), 1024, DType::f32, ReduceKind::sum, "next").ok());
+  LoneRank lone;
+  ASSERT_NO_FATAL_FAILURE(waitWithoutRankOne(lone, {.timeoutSeconds = 60},
+                                             std::chrono::milliseconds(200),
+                                             "replica 1 failed: out of memory"));
+  ASSERT_FALSE(lone.waited.ok()) << "the all-reduce completed without rank 1";
+  EXPECT_NE(lone.waited.message().find("aborted: replica 1 failed: out of memory"),
+            std::string::npos)
+      << lone.waited.message();
+  EXPECT_LT(lone.seconds, 30) << "the wait outlived the abort";
+  EXPECT_FALSE(
+      lone.comms[0]->start(lone.buffer->data(), 1024, DType::f32, ReduceKind::sum, "next").ok());
+}
+
+namespace {
+
+/// How many of this process's threads are NcclCommunicator watchdogs (named "nccl-watchdog").
+int watchdogThreads() {
+  int count = 0;
+  for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string name;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    count += name == "nccl-watchdog";
+  }
+  return count;
+}
+
+/// This thread's voluntary context switches so far: one at least for every sleep or blocked wait.
+long voluntarySwitches() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_nvcsw;
+}
+
+} // namespace
+
+// The communicator's watchdog thread starts with its first collective and ends with it, and a
+// wait blocks on the collective's event instead of polling it with sleeps: on the emulated GPU,
+// whose event queries report "not ready" until the waiter has run the collective, a polling wait
+// sleeps at least once every time; a blocking one runs it and returns, with no sleep to switch
+// this thread out.
+TEST(NcclGpu, AWaitBlocksOnItsEventWhileAWatchdogThreadWatches) {
+  if (!gpus().ok())
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());
+  {
+    Expected<std::vector<std::unique_ptr<NcclCommunicator>>> comms =
+        createNcclCommunicators({0}, {.timeoutSeconds = 60});
+    ASSERT_TRUE(comms.ok()) << comms.message();
+    NcclCommunicator &comm = *(*comms)[0];
+    EXPECT_EQ(watchdogThreads(), 0) << "a watchdog before the first collective, or left running";
+    HostTensor input = test::randomTensor(DType::f32, {64});
+    DeviceCopy buffer(0, input);
+    ASSERT_OK(buffer.status());
+    constexpr int kWaits = 200;
+    long before = voluntarySwitches();
+    for (int i = 0; i < kWaits; ++i)
+      ASSERT_OK(comm.allReduce(buffer.data(), 64, DType::f32, ReduceKind::sum, "small"));
+    long switches = voluntarySwitches() - before;
+    EXPECT_EQ(watchdogThreads(), 1);
+    // A few for the watchdog's lock (it wakes every 0.1 s): far fewer than one a wait.
+    EXPECT_LT(switches, kWaits / 4)
+        << "the waiting thread slept or blocked " << switches << " times in " << kWaits << " waits";
+  }
+  EXPECT_EQ(watchdogThreads(), 0) << "the communicator's watchdog outlived it";
+}
+
+// A replica that never reaches its all-reduce: the waiting rank's watchdog gives up after the
+// timeout, names the collective, and aborts NCCL, which ends the blocked wait. A safety net
+// aborts after 30 s, so a watchdog that never fires fails here instead of hanging the test.
+TEST(NcclGpu, TheWatchdogEndsAWaitForARankThatNeverComesAfterTheTimeout) {
+  if (!gpus().ok())
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());
+  if (gpus()->count < 2) {
+    std::cout << "[   NOTE   ] one GPU: the timeout needs a peer that never arrives; not checked\n";
+    return;
+  }
+  LoneRank lone;
+  ASSERT_NO_FATAL_FAILURE(waitWithoutRankOne(lone, {.timeoutSeconds = 0.5},
+                                             std::chrono::seconds(30),
+                                             "the test's safety net: no watchdog ended the wait"));
+  ASSERT_FALSE(lone.waited.ok()) << "the all-reduce completed without rank 1";
+  const std::string &message = lone.waited.message();
+  EXPECT_EQ(message.find("all_reduce 'gradients' (4096 bytes of f32, sum) on nccl rank 0 of 2 "
+                         "(gpu 0): the other ranks did not complete it within"),
+            0u)
+      << message;
+  EXPECT_NE(message.find("The NCCL communicator was aborted"), std::string::npos) << message;
+  EXPECT_GE(lone.seconds, 0.5) << "gave up before the timeout";
+  Expected<int64_t> next =
+      lone.comms[0]->start(lone.buffer->data(), 1024, DType::f32, ReduceKind::sum, "next");
+  ASSERT_FALSE(next.ok());
+  EXPECT_NE(next.message().find("the communicator is unusable: all_reduce 'gradients'"),
+            std::string::npos)
+      << next.message();
 }
 
 } // namespace smelt::rt::cuda
