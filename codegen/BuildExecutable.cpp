@@ -318,7 +318,10 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     if (auto fusion = dyn_cast<FusionOp>(op)) {
       rt::Step step;
       step.op = rt::StepOp::Fusion;
-      step.params = rt::KernelParams{int64_t(exe.kernels.size())};
+      rt::KernelParams params{int64_t(exe.kernels.size())};
+      if (auto inPlace = fusion->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place"))
+        params.inPlace.assign(inPlace.asArrayRef().begin(), inPlace.asArrayRef().end());
+      step.params = params;
       step.location = where;
       step.device = device;
       for (Value operand : fusion.getInputs())

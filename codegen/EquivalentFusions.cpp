@@ -29,7 +29,10 @@ llvm::hash_code bodyHash(FusionOp fusion) {
 }
 
 bool equivalent(FusionOp a, FusionOp b) {
+  // A result written in place of an input changes the kernel's signature (no restrict there)
+  // and the order of its stores.
   return a.getKind() == b.getKind() &&
+         a->getAttr("smelt.in_place") == b->getAttr("smelt.in_place") &&
          a.getBody().front().getArgumentTypes() == b.getBody().front().getArgumentTypes() &&
          OperationEquivalence::isRegionEquivalentTo(&a.getBody(), &b.getBody(),
                                                     OperationEquivalence::IgnoreLocations);

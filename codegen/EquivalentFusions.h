@@ -1,8 +1,9 @@
 // Fusions that compute the same thing: a transformer's layers give the same kernels once per
 // layer (the GPT train step: 238 fusions, 77 different), and a back end compiles each different
-// one once. Two fusions are equivalent when their kinds, block argument types and bodies (ops,
-// attributes, types, the flow of values) are the same; locations and where the inputs come from
-// do not matter, because a kernel reads its buffers through its arguments.
+// one once. Two fusions are equivalent when their kinds, block argument types, results written
+// in place (smelt.in_place) and bodies (ops, attributes, types, the flow of values) are the same;
+// locations and where the inputs come from do not matter, because a kernel reads its buffers
+// through its arguments.
 #pragma once
 
 #include "ir/SmeltDialect.h"

@@ -16,7 +16,9 @@
 //      overlap (XLA's heap simulator, greedy: the largest first, each at the lowest 64-byte
 //      aligned offset free over its lifetime); the arena is as long as the furthest end.
 //      Values a GPU step returns stay out of it (offset -1): each is a block of its own that
-//      the caller may keep on the device after the run (runtime/DeviceArray.h).
+//      the caller may keep on the device after the run (runtime/DeviceArray.h), or the block
+//      of the donated argument it is written in place of (smelt-donate-in-place), which adds
+//      no bytes.
 //   4. Peak = held bytes + the arena (+ a GPU's returned values, all live at the end). The
 //      most bytes live at once is a lower bound the greedy placement usually meets (a chain of
 //      steps, say); when it does not, the arena wastes the difference for a run's memory being
@@ -79,7 +81,11 @@ uint64_t assignOffsets(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, 
       DeviceValues &device = byDevice[deviceOf(op)];
       if (deviceOf(op) != kHost && returned.contains(result)) {
         offsetOf[result] = -1;
-        device.ownBlocks += numBytes(result);
+        // Written in place of a donated argument (smelt-donate-in-place): the argument's bytes,
+        // held already.
+        auto inPlace = op->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place");
+        if (!inPlace || inPlace[cast<OpResult>(result).getResultNumber()] < 0)
+          device.ownBlocks += numBytes(result);
         continue;
       }
       device.values.push_back(result);
@@ -110,15 +116,24 @@ void walkLiveBytes(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, int6
   llvm::MapVector<StringRef, int64_t> live;
   for (auto &[device, use] : devices)
     use.peak = use.held;
+  // Operands a result is written in place of (smelt-donate-in-place): their bytes go on as
+  // the result's.
+  llvm::DenseSet<Value> continued;
   for (auto [index, op] : llvm::enumerate(steps)) {
     DeviceUse &use = devices[deviceOf(op)];
     int64_t &bytes = live[deviceOf(op)];
-    for (Value result : op->getResults()) {
+    auto inPlace = op->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place");
+    for (OpResult result : op->getResults()) {
+      if (inPlace && inPlace[result.getResultNumber()] >= 0) {
+        continued.insert(op->getOperand(unsigned(inPlace[result.getResultNumber()])));
+        continue;
+      }
       bytes += numBytes(result);
       use.peak = std::max(use.peak, use.held + bytes);
     }
     for (Value value : goBack[index])
-      live[deviceOf(value.getDefiningOp())] -= numBytes(value);
+      if (!continued.contains(value))
+        live[deviceOf(value.getDefiningOp())] -= numBytes(value);
   }
 }
 

@@ -31,7 +31,10 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   // 7. On a GPU and the CPU: host steps hoisted above the device's work or sunk to their first
   //    user, so that they cut the device's work into as few segments as they can.
   pm.addNestedPass<mlir::func::FuncOp>(createGroupHostSteps());
-  // 8. Peak bytes per device, from the final order of the steps: known before anything runs.
+  // 8. On one GPU: a donated argument's new value written into its buffer (in place), decided
+  //    now that the steps' order, and so each argument's last reader, is final.
+  pm.addNestedPass<mlir::func::FuncOp>(createDonateInPlace());
+  // 9. Peak bytes per device, from the final order of the steps: known before anything runs.
   pm.addNestedPass<mlir::func::FuncOp>(createAssignBuffers());
 }
 

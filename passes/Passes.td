@@ -135,6 +135,28 @@ def Fuse : Pass<"smelt-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["smelt::SmeltDialect"];
 }
 
+def DonateInPlace : Pass<"smelt-donate-in-place", "mlir::func::FuncOp"> {
+  let summary = "Write the new value of a donated argument into its buffer (input/output aliasing)";
+  let description = [{
+    A train step donates its parameters and optimizer state (argument attribute
+    `smelt.donated`: the caller gives the buffer to the run, as JAX's donate_argnums) and
+    returns their new values. In a function on one GPU without copies, this pass lets the
+    result that replaces a donated argument be written into the argument's buffer when the
+    argument's last reader is a loop fusion that reads it only elementwise (each element read
+    by the thread that writes the same element of the result, before it writes it), the result
+    has the argument's type and is returned, and the argument is not. The result returned
+    under the argument's own smelt.name is preferred, so that the state keeps its block from
+    step to step. The choice is `smelt.in_place` on the fusion, one entry per result: the input
+    it overwrites, or -1. Run it after fusion and the scheduling passes, before
+    smelt-assign-buffers, which then gives such a result no bytes of its own.
+
+    ```mlir
+    %new = smelt.fusion loop (%w, %g) {smelt.device = "gpu:0"} ... // w - 0.1 * g
+    return %new   // %w is {smelt.donated}: %new gets smelt.in_place = array<i64: 0>
+    ```
+  }];
+}
+
 def GroupHostSteps : Pass<"smelt-group-host-steps", "mlir::func::FuncOp"> {
   let summary = "Order a function on a GPU and the CPU so the host's steps cut it into few segments";
   let description = [{

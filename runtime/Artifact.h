@@ -1,7 +1,8 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 11 (10 had no schedule: no freed buffers per step and no segments; 9 no
+// Format, version 12 (11 had no fusion results written in place of an operand; 10 no
+// schedule: no freed buffers per step and no segments; 9 no
 // kernel's largest value bytes; 8 no GPU kernel in argmax's and scatter_add's parameters, 7 no
 // convolution group count and no relu6, hardswish or swish activation, 6 no scatter_add step,
 // 5 no matmul/conv2d epilogue fields, 4 no kernel types, no argument or result names and CPU
@@ -11,7 +12,7 @@
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (11)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (12)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -44,7 +45,8 @@
 //                                   "gpu:N"), ids operands, ids results, ids frees (given
 //                                   back after the step: Step::frees), then the fields the
 //                                   op's parameters list (Executable.h), each as u8 (bool,
-//                                   enum: 0..values-1), i64, f64 (IEEE bits) or list<i64>;
+//                                   enum: 0..values-1), i64, f64 (IEEE bits) or list<i64>
+//                                   (a fusion's: i64 kernel, list<i64> in place per result);
 //                                   matmul's and conv2d's end with u8 bias (a third operand)
 //                                   and u8 activation (0 none, 1 relu, 2 tanh, 3 logistic,
 //                                   4 relu6, 5 hardswish, 6 swish)
@@ -75,7 +77,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 11;
+inline constexpr uint32_t kArtifactVersion = 12;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

@@ -92,6 +92,10 @@ std::string paramsText(const Step &step) {
   std::visit(
       [&](auto params) {
         params.fields([&](const char *name, const auto &value) {
+          // A fusion lists in_place only when some result is written in place.
+          if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::vector<int64_t>>)
+            if (value.empty() && std::string_view(name) == "in_place")
+              return;
           parts.push_back(fmt::format("{}={}", name, fieldText(value)));
         });
       },

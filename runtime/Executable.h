@@ -81,10 +81,17 @@ const char *stepOpName(StepOp op);
 // Typed parameters, one struct per family of ops. Each lists its fields once, by name, in
 // `fields`, which the AOT format, the listing and the loader's checks walk.
 
-/// A fusion: which entry of Executable::kernels it runs.
+/// A fusion: which entry of Executable::kernels it runs, and per result (or empty: none) the
+/// operand it may be written in place of, or -1 (smelt-donate-in-place): the kernel reads that
+/// operand only where it writes the result, before it writes it, so an executor may give the
+/// result the operand's block when the operand dies at this step (Step::frees lists it).
 struct KernelParams {
   int64_t kernel = 0;
-  template <typename F> void fields(F &&f) { f("kernel", kernel); }
+  std::vector<int64_t> inPlace;
+  template <typename F> void fields(F &&f) {
+    f("kernel", kernel);
+    f("in_place", inPlace);
+  }
 };
 /// The epilogue of a matmul or conv2d: with `bias`, a third operand of one value per element of
 /// the result's last dimension (N, or F) added everywhere, then `activation`; both computed by

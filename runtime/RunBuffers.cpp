@@ -97,7 +97,34 @@ Status checkKernelBuffers(const Executable &exe, const Step &step) {
   };
   if (Status s = check(step.operands, kernel.inputs, "operand"); !s.ok())
     return s;
-  return check(step.results, kernel.results, "result");
+  if (Status s = check(step.results, kernel.results, "result"); !s.ok())
+    return s;
+  // Results written in place of an operand: of its type, one result per operand.
+  const KernelParams *params = step.paramsAs<KernelParams>();
+  if (!params || params->inPlace.empty())
+    return Status();
+  if (params->inPlace.size() != step.results.size())
+    return Status::error(fmt::format("{}: in_place has {} entries for {} results", what,
+                                     params->inPlace.size(), step.results.size()));
+  std::vector<char> taken(step.operands.size(), 0);
+  for (size_t r = 0; r < step.results.size(); ++r) {
+    int64_t operand = params->inPlace[r];
+    if (operand == -1)
+      continue;
+    if (operand < 0 || size_t(operand) >= step.operands.size() || taken[size_t(operand)]++)
+      return Status::error(fmt::format("{}: result #{} is written in place of operand #{}, "
+                                       "which {}",
+                                       what, r, operand,
+                                       operand < 0 || size_t(operand) >= step.operands.size()
+                                           ? "does not exist"
+                                           : "another result is written in place of already"));
+    if (kernel.inputs[size_t(operand)] != kernel.results[r])
+      return Status::error(fmt::format("{}: result #{} ({}) is written in place of operand #{} "
+                                       "of another type ({})",
+                                       what, r, kernel.results[r].str(), operand,
+                                       kernel.inputs[size_t(operand)].str()));
+  }
+  return Status();
 }
 
 /// The buffers `step` gives back (the schedule's frees): each one written and not given back
@@ -412,6 +439,17 @@ void RunBuffers::adopt(BufferId id, void *block) {
   callers_[id] = 0;
   liveBytes_ += exe_->buffers[id].type.byteSize();
   peakBytes_ = std::max(peakBytes_, liveBytes_);
+}
+
+bool RunBuffers::takeInPlace(BufferId id, BufferId operand) {
+  if (!perRun_[id] || inArena_[id] || address_[id] || !perRun_[operand] || inArena_[operand] ||
+      callers_[operand] || !address_[operand] ||
+      exe_->buffers[id].type.byteSize() != exe_->buffers[operand].type.byteSize())
+    return false;
+  address_[id] = address_[operand];
+  address_[operand] = nullptr;
+  callers_[id] = 0;
+  return true;
 }
 
 void *RunBuffers::release(BufferId id) {

@@ -138,6 +138,14 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
     g.function().setArgAttr(
         mlir::cast<mlir::BlockArgument>(update.stateInputs[i].value()).getArgNumber(),
         kInitialValueAttr, g.builder().getF64FloatAttr(update.initialValues[i]));
+  // The Trainer donates the parameters, variables and optimizer state to each step and takes
+  // their new values back (JAX's donate_argnums): smelt-donate-in-place may write each new
+  // value into its input's buffer.
+  for (const std::vector<Tensor> *donated : {&params, &variables, &update.stateInputs})
+    for (const Tensor &t : *donated)
+      if (auto argument = mlir::dyn_cast<mlir::BlockArgument>(t.value()))
+        g.function().setArgAttr(argument.getArgNumber(), "smelt.donated",
+                                g.builder().getUnitAttr());
   // Every result named: the parameters, variables and optimizer state as their inputs are,
   // then the loss and the metrics (which the Trainer reads its metric names from).
   std::vector<Tensor> outputs = update.newParams;

@@ -48,6 +48,9 @@ llvm::StringRef cudaPrelude();
 /// "int32_t" when every tensor the kernel touches has fewer than 2^30 elements (so an index
 /// plus a grid's stride cannot overflow), else "int64_t".
 std::string indexTypeFor(FusionOp fusion);
+/// Per result, the input it is written in place of, or -1 (smelt.in_place, which
+/// smelt-donate-in-place sets); empty when none is.
+llvm::ArrayRef<int64_t> inPlaceResults(FusionOp fusion);
 /// The comment naming what the kernel computes, its signature and the opening brace.
 std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block,
                          KernelForm form = KernelForm::Entry);

@@ -73,9 +73,21 @@ KernelSource renderLoopKernel(FusionOp fusion, llvm::StringRef name, KernelForm 
   Val i = target.name("i");
   target.setLoopIndex(i);
   FusionWalk::IndexRef at = walk.linearIndex(shape, i);
-  for (auto [j, value] : llvm::enumerate(results))
-    target.line(llvm::formatv("out{0}[i] = {1};", j,
-                              narrow(elementDType(value), target.expr(walk.emit(value, at)))));
+  // A result written in place of an input (smelt-donate-in-place) is stored only once every
+  // result of the element is computed, so that no load of the input comes after the store.
+  bool inPlace = !inPlaceResults(fusion).empty();
+  SmallVector<std::string> stores;
+  for (auto [j, value] : llvm::enumerate(results)) {
+    std::string element = narrow(elementDType(value), target.expr(walk.emit(value, at)));
+    if (!inPlace) {
+      target.line(llvm::formatv("out{0}[i] = {1};", j, element));
+      continue;
+    }
+    Val computed = target.define(std::string(storageType(elementDType(value))), element);
+    stores.push_back(llvm::formatv("out{0}[i] = {1};", j, target.expr(computed)).str());
+  }
+  for (const std::string &store : stores)
+    target.line(store);
   std::string scalarBody = target.take();
   llvm::SmallBitVector contiguous = target.loadedAtLoopIndex();
   int64_t width = vectorWidth(fusion, contiguous, n);

@@ -37,24 +37,34 @@ std::string indexTypeFor(FusionOp fusion) {
 }
 
 /// The kernel's parameters: (const T *__restrict__ in0, ..., T *__restrict__ out0, ...), or
-/// their names alone for a call.
-static std::string parameters(ValueRange inputs, ValueRange results, bool typed) {
+/// their names alone for a call. A result written in place of an input (`inPlace`, per result:
+/// the input, or -1; smelt-donate-in-place) and that input share memory: neither is restrict.
+static std::string parameters(ValueRange inputs, ValueRange results, bool typed,
+                              ArrayRef<int64_t> inPlace = {}) {
+  auto restrict = [&](bool shared) { return shared ? " *" : " *__restrict__ "; };
   std::string text, separator;
   for (auto [i, input] : llvm::enumerate(inputs)) {
+    bool shared = llvm::is_contained(inPlace, int64_t(i));
     text += separator +
-            (typed ? "const " + std::string(storageType(elementDType(input))) + " *__restrict__ "
+            (typed ? "const " + std::string(storageType(elementDType(input))) + restrict(shared)
                    : std::string()) +
             "in" + std::to_string(i);
     separator = ", ";
   }
   for (auto [i, result] : llvm::enumerate(results)) {
+    bool shared = i < inPlace.size() && inPlace[i] >= 0;
     text += separator +
-            (typed ? std::string(storageType(elementDType(result))) + " *__restrict__ "
+            (typed ? std::string(storageType(elementDType(result))) + restrict(shared)
                    : std::string()) +
             "out" + std::to_string(i);
     separator = ", ";
   }
   return text;
+}
+
+ArrayRef<int64_t> inPlaceResults(FusionOp fusion) {
+  auto attr = fusion->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place");
+  return attr ? attr.asArrayRef() : ArrayRef<int64_t>();
 }
 
 std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block, KernelForm form) {
@@ -70,7 +80,10 @@ std::string kernelHeader(FusionOp fusion, llvm::StringRef name, int64_t block, K
               ? "SMELT_SHARED_BODY void " + name.str() + "("
               : "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " +
                     name.str() + "(";
-  return text + parameters(fusion.getInputs(), fusion.getResults(), /*typed=*/true) + ") {\n";
+  return text +
+         parameters(fusion.getInputs(), fusion.getResults(), /*typed=*/true,
+                    inPlaceResults(fusion)) +
+         ") {\n";
 }
 
 std::string oneOpKernelHeader(Operation *op, llvm::StringRef name, int64_t block,

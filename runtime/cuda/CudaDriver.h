@@ -11,9 +11,9 @@
 namespace smelt::rt::cuda {
 
 // symbol in libcuda (the versioned name cuda.h maps the plain one to), member in the table.
-// Streams and events serve the executor and the collectives (runtime/cuda/Nccl.h): a wait polls
-// an event. Pinned host memory stages the executor's host-device copies. Stream capture and
-// graphs replay a run's launches (runtime/cuda/GpuGraphs.cpp).
+// Streams and events serve the executor and the collectives (runtime/cuda/Nccl.h): a wait
+// blocks on an event. Pinned host memory stages the executor's host-device copies. Stream capture
+// and graphs replay a run's launches (runtime/cuda/GpuGraphs.cpp).
 #define SMELT_CUDA_DRIVER_ENTRIES(X)                                                               \
   X(cuInit, init)                                                                                  \
   X(cuDriverGetVersion, driverGetVersion)                                                          \
@@ -52,6 +52,7 @@ namespace smelt::rt::cuda {
   X(cuEventDestroy_v2, eventDestroy)                                                               \
   X(cuEventRecord, eventRecord)                                                                    \
   X(cuEventQuery, eventQuery)                                                                      \
+  X(cuEventSynchronize, eventSynchronize)                                                          \
   X(cuStreamBeginCapture_v2, streamBeginCapture)                                                   \
   X(cuStreamEndCapture, streamEndCapture)                                                          \
   X(cuGraphInstantiateWithFlags, graphInstantiate)                                                 \

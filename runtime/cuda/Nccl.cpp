@@ -102,27 +102,6 @@ std::optional<ncclDataType_t> ncclType(DType dtype) {
 
 void *devicePointer(CUdeviceptr pointer) { return reinterpret_cast<void *>(uintptr_t(pointer)); }
 
-/// cuEventSynchronize from the library that `cu`'s table came from (found by its cuEventQuery),
-/// since the table (CudaDriver.h) does not list it.
-Expected<decltype(&::cuEventSynchronize)> eventSynchronizeOf(const CudaDriver &cu) {
-  static const Expected<decltype(&::cuEventSynchronize)> resolved =
-      [&]() -> Expected<decltype(&::cuEventSynchronize)> {
-    Dl_info info{};
-    void *library = nullptr;
-    if (dladdr(reinterpret_cast<void *>(cu.eventQuery), &info) && info.dli_fname)
-      library = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD); // loaded already: never closed
-    if (!library)
-      return Status::error("cannot find the CUDA driver library that cuEventQuery came from");
-    decltype(&::cuEventSynchronize) entry = nullptr;
-    if (Status status = resolveSymbol(library, entry, "cuEventSynchronize", info.dli_fname,
-                                      "it is not a CUDA driver");
-        !status.ok())
-      return status;
-    return entry;
-  }();
-  return resolved;
-}
-
 } // namespace
 
 std::string NcclCommunicator::describe() const {
@@ -138,10 +117,6 @@ std::string NcclCommunicator::name(const std::string &what, int64_t count, DType
 
 Status NcclCommunicator::openDevice(int ordinal) {
   ordinal_ = ordinal;
-  Expected<decltype(&::cuEventSynchronize)> synchronize = eventSynchronizeOf(cu_);
-  if (!synchronize.ok())
-    return synchronize.status();
-  eventSynchronize_ = *synchronize;
   if (Status status = cu_.check(cu_.deviceGet(&device_, ordinal), "cuDeviceGet"); !status.ok())
     return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
   if (Status status =
@@ -360,7 +335,7 @@ Status NcclCommunicator::wait(int64_t ticket) {
   // Blocks until the collective completes, or until the watchdog's ncclCommAbort ends it. Not a
   // condition variable that the watchdog signals: the emulated driver runs queued work inside
   // synchronize calls, and on a GPU the watchdog's period would be on the step's path.
-  CUresult result = eventSynchronize_(p.done);
+  CUresult result = cu_.eventSynchronize(p.done);
   std::string message;
   {
     std::lock_guard<std::mutex> guard(lock_);

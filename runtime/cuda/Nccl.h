@@ -168,8 +168,6 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream ownStream_ = nullptr, stream_ = nullptr;
-  /// Not in the driver table (CudaDriver.h): resolved from the library cuEventQuery came from.
-  decltype(&::cuEventSynchronize) eventSynchronize_ = nullptr;
   int64_t nextTicket_ = 0;
   std::map<int64_t, Pending> pending_;
   /// Guards comm_, broken_ and pending_: abort() comes from another replica's thread (the

@@ -93,6 +93,30 @@ TEST(FusedExecutor, BuffersOfOtherTypesThanTheKernelsAreErrors) {
   expectError(exe, "was compiled for result #0 of type");
 }
 
+TEST(FusedExecutor, ResultsWrittenInPlaceMustNameAnOperandOfTheirType) {
+  // smelt-donate-in-place's choice, as a damaged or hand-made artifact could state it: an entry
+  // per result, each -1 or an operand of the result's type that no other result takes.
+  Executable exe = addOne(true);
+  auto inPlace = [&](std::vector<int64_t> entries) {
+    exe.steps[0].params = KernelParams{0, std::move(entries)};
+  };
+  inPlace({1});
+  EXPECT_EQ(createError(exe), "");
+  inPlace({-1});
+  EXPECT_EQ(createError(exe), "");
+  inPlace({0, 1});
+  expectError(exe, "in_place has 2 entries for 1 results");
+  inPlace({2});
+  expectError(exe, "result #0 is written in place of operand #2, which does not exist");
+  inPlace({-2});
+  expectError(exe, "result #0 is written in place of operand #-2, which does not exist");
+  exe.buffers[exe.steps[0].operands[1]].type.dtype = DType::f64;
+  exe.kernels[0].inputs[1].dtype = DType::f64;
+  inPlace({1});
+  expectError(exe, "result #0 (tensor<4x3xf32>) is written in place of operand #1 of another "
+                   "type (tensor<4x3xf64>)");
+}
+
 TEST(FusedExecutor, UnitsThatDoNotCoverTheResultAreAnError) {
   Executable exe = addOne(true);
   exe.kernels[0].units = 5;

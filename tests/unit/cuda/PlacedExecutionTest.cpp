@@ -426,6 +426,15 @@ TEST_P(TrainStepOnGpu, KeepsItsStateOnTheGpuAndMovesOnlyTheBatchAndTheMetrics) {
     up += step.buffers[step.inputs[i]].type.byteSize();
   for (size_t i = step.outputs.size() - reported; i < step.outputs.size(); ++i)
     down += step.buffers[step.outputs[i]].type.byteSize();
+  // Every parameter, variable and optimizer state is updated in place: its new value is
+  // written into the block of the old one, which the Trainer donates (smelt-donate-in-place).
+  size_t inPlace = 0;
+  for (const rt::Step &s : step.steps)
+    if (const rt::KernelParams *kernel = s.paramsAs<rt::KernelParams>())
+      inPlace += size_t(std::count_if(kernel->inPlace.begin(), kernel->inPlace.end(),
+                                      [](int64_t operand) { return operand >= 0; }));
+  size_t state = (*onGpu)->parameters().size() + (*onGpu)->variables().size();
+  EXPECT_GE(inPlace, state) << "of " << step.outputs.size() - reported << " state outputs";
   rt::TransferStats moved = (*onGpu)->lastStepTransfers();
   // And the host queues the step as one CUDA graph.
   EXPECT_EQ(moved,

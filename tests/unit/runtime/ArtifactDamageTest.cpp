@@ -88,13 +88,13 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
-  // A file of the previous format (no GPU kernel in argmax's parameters) is told apart before
-  // anything else in it is read.
+  // A file of the previous format (no results written in place in a fusion's parameters) is
+  // told apart before anything else in it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 8, 4);
+  storeLE(older, 8, 11, 4);
   reseal(older);
-  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version 8; "
-                              "this runtime reads version 11 (compile the model again with a "
+  EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version "
+                              "11; this runtime reads version 12 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
