@@ -6,7 +6,8 @@
 // stated on the IR:
 //   1. Every top-level op but a constant and the return is one step, in block order; a
 //      constant is held by its device for the whole run, and so is, on a GPU, every argument a
-//      step there reads (it is copied in); the CPU reads the caller's arguments in place.
+//      step there reads (it is copied in) other than through a copy, whose result is that
+//      argument's buffer there; the CPU reads the caller's arguments in place.
 //   2. A step takes its results on its device when it runs. A value goes back after the last
 //      step that reads it (right after its producer when none does); returned values, and an
 //      all_reduce's operands and results (the reduction may run on until the executor waits
@@ -174,8 +175,9 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
         lastRead[result] = collective ? end : std::max<int64_t>(lastRead.lookup(result), index);
       for (Value operand : op->getOperands()) {
         if (isa<BlockArgument>(operand)) {
+          // A copy onto the device takes the argument there as its result, counted as such.
           StringRef device = deviceOf(op);
-          if (device != kHost && heldArguments.insert(operand).second)
+          if (device != kHost && !isa<CopyOp>(op) && heldArguments.insert(operand).second)
             devices[device].held += numBytes(operand);
           continue;
         }

@@ -446,6 +446,10 @@ func.func @main(%w: tensor<64x48xf32> {smelt.donated, smelt.name = "w"}, %g: ten
       std::find(exe->inputs.begin(), exe->inputs.end(), exe->steps[0].operands[size_t(operand)]) -
       exe->inputs.begin());
   ASSERT_LT(wIn, 2u);
+  rt::Expected<rt::Executable> whole = compileText(text, device->arch());
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  ASSERT_TRUE(whole->peakBytes.count("gpu:0")) << whole->str();
+  uint64_t compiledPeak = whole->peakBytes.at("gpu:0");
   rt::Expected<GpuExecutor> exec = GpuExecutor::create(*exe, device);
   ASSERT_TRUE(exec.ok()) << exec.message();
   rt::RunValues donate;
@@ -477,6 +481,9 @@ func.func @main(%w: tensor<64x48xf32> {smelt.donated, smelt.name = "w"}, %g: ten
     rt::Expected<rt::HostTensor> got = state.toHost();
     ASSERT_TRUE(got.ok()) << got.message();
     EXPECT_LE(test::relError(got->toDoubles(), want), 1e-6) << "run " << run;
+    // w and g, copied in or donated, and no second w: what smelt-assign-buffers said.
+    EXPECT_EQ(exec->lastRunPeakBytes(), uint64_t(2 * 64 * 48 * 4)) << "run " << run;
+    EXPECT_EQ(exec->lastRunPeakBytes(), compiledPeak) << "run " << run;
   }
   GpuExecutor::GraphStats stats = exec->graphStats();
   EXPECT_EQ(stats.captured, 1) << stats.off;
