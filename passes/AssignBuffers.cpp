@@ -62,6 +62,13 @@ struct DeviceUse {
   int64_t held = 0, peak = 0;
 };
 
+/// The operand `result` is written in place of (smelt-donate-in-place: its bytes are that
+/// operand's), or -1.
+int64_t inPlaceOperand(OpResult result) {
+  auto inPlace = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place");
+  return inPlace ? inPlace[result.getResultNumber()] : -1;
+}
+
 /// 3. Offsets: per device, the largest value first (ties: the earlier), each at the lowest
 /// aligned offset no value live at the same time covers (ArenaPlacement.h, which finds it
 /// without looking at every value placed before); peak = held + the arena's extent. Returns the
@@ -78,14 +85,12 @@ uint64_t assignOffsets(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, 
   };
   llvm::MapVector<StringRef, DeviceValues> byDevice;
   for (auto [index, op] : llvm::enumerate(steps))
-    for (Value result : op->getResults()) {
+    for (OpResult result : op->getResults()) {
       DeviceValues &device = byDevice[deviceOf(op)];
       if (deviceOf(op) != kHost && returned.contains(result)) {
         offsetOf[result] = -1;
-        // Written in place of a donated argument (smelt-donate-in-place): the argument's bytes,
-        // held already.
-        auto inPlace = op->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place");
-        if (!inPlace || inPlace[cast<OpResult>(result).getResultNumber()] < 0)
+        // Written in place of a donated argument: its bytes, held already.
+        if (inPlaceOperand(result) < 0)
           device.ownBlocks += numBytes(result);
         continue;
       }
@@ -123,10 +128,9 @@ void walkLiveBytes(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, int6
   for (auto [index, op] : llvm::enumerate(steps)) {
     DeviceUse &use = devices[deviceOf(op)];
     int64_t &bytes = live[deviceOf(op)];
-    auto inPlace = op->getAttrOfType<DenseI64ArrayAttr>("smelt.in_place");
     for (OpResult result : op->getResults()) {
-      if (inPlace && inPlace[result.getResultNumber()] >= 0) {
-        continued.insert(op->getOperand(unsigned(inPlace[result.getResultNumber()])));
+      if (int64_t operand = inPlaceOperand(result); operand >= 0) {
+        continued.insert(op->getOperand(unsigned(operand)));
         continue;
       }
       bytes += numBytes(result);

@@ -113,9 +113,7 @@ struct DonateInPlacePass : impl::DonateInPlaceBase<DonateInPlacePass> {
       if (argument.hasOneUse())
         if (auto copy = dyn_cast<CopyOp>(*argument.getUsers().begin()))
           onDevice = copy.getResult();
-      if (returnedAs.count(onDevice) ||
-          (onDevice != argument &&
-           llvm::any_of(argument.getUsers(), [&](Operation *user) { return !isa<CopyOp>(user); })))
+      if (returnedAs.count(onDevice))
         continue;
       auto fusion = dyn_cast_or_null<FusionOp>(lastReader.lookup(onDevice));
       if (!fusion || fusion.getKind() != FusionKind::loop)

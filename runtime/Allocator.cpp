@@ -18,13 +18,11 @@ constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
 constexpr uint64_t kFirstRegionBytes = 2 * kMiB;
 constexpr uint64_t kLargestRegionStep = 1 * kGiB;
 
-uint64_t roundUp(uint64_t bytes) {
-  return std::max<uint64_t>(Allocator::kAlignment,
-                            (bytes + Allocator::kAlignment - 1) / Allocator::kAlignment *
-                                Allocator::kAlignment);
-}
-
 } // namespace
+
+uint64_t Allocator::blockBytes(uint64_t bytes) {
+  return std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+}
 
 std::string formatBytes(uint64_t bytes) {
   if (bytes < kKiB)
@@ -188,9 +186,9 @@ char *Allocator::carve(char *at, uint64_t bytes, const std::string &what) {
 
 Expected<void *> Allocator::allocate(uint64_t bytes, const std::string &what) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes > limit_ || roundUp(bytes) > limit_)
+  if (bytes > limit_ || blockBytes(bytes) > limit_)
     return Status::error(outOfMemory(bytes, what, "more than the limit"));
-  uint64_t size = roundUp(bytes);
+  uint64_t size = blockBytes(bytes);
   auto fit = free_.lower_bound({size, nullptr});
   if (fit == free_.end()) {
     if (Status grown = grow(size); !grown.ok())

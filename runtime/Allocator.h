@@ -101,6 +101,9 @@ public:
   /// Block addresses and sizes are multiples of this: what cuBLASLt, cuDNN and vector loads
   /// want.
   static constexpr uint64_t kAlignment = 256;
+  /// The bytes of the block allocate(`bytes`) carves: `bytes` rounded up to kAlignment, at
+  /// least one granule. Blocks of the same count are interchangeable.
+  static uint64_t blockBytes(uint64_t bytes);
 
   /// Frees a block when its owner goes: for blocks that live as long as an object.
   struct Release {

@@ -330,13 +330,6 @@ namespace {
 /// any vector access's alignment.
 constexpr int64_t kArenaAlignment = 64;
 
-/// The bytes the allocator gives for a buffer of `bytes`: blocks of the same count are
-/// interchangeable.
-uint64_t granules(uint64_t bytes) {
-  uint64_t unit = Allocator::kAlignment;
-  return std::max<uint64_t>((bytes + unit - 1) / unit, 1) * unit;
-}
-
 } // namespace
 
 Expected<RunBuffers> RunBuffers::create(const Executable &exe, Allocator *allocator,
@@ -420,7 +413,8 @@ Status RunBuffers::take(BufferId id, void *callerMemory) {
   if (callerMemory) {
     address_[id] = callerMemory;
     callers_[id] = 1;
-  } else if (auto waiting = deferred_.find(granules(bytes)); waiting != deferred_.end()) {
+  } else if (auto waiting = deferred_.find(Allocator::blockBytes(bytes));
+             waiting != deferred_.end()) {
     address_[id] = waiting->second;
     deferred_.erase(waiting);
   } else {
@@ -441,9 +435,16 @@ void RunBuffers::adopt(BufferId id, void *block) {
   peakBytes_ = std::max(peakBytes_, liveBytes_);
 }
 
-bool RunBuffers::takeInPlace(BufferId id, BufferId operand) {
-  if (!perRun_[id] || inArena_[id] || address_[id] || !perRun_[operand] || inArena_[operand] ||
-      callers_[operand] || !address_[operand] ||
+bool RunBuffers::takeInPlace(size_t step, size_t result) {
+  const Step &s = exe_->steps[step];
+  const KernelParams *kernel = s.paramsAs<KernelParams>();
+  if (!kernel || result >= kernel->inPlace.size() || kernel->inPlace[result] < 0 ||
+      !followsFrees(*exe_))
+    return false;
+  BufferId id = s.results[result], operand = s.operands[size_t(kernel->inPlace[result])];
+  if (std::find(s.frees.begin(), s.frees.end(), operand) == s.frees.end() || !perRun_[id] ||
+      inArena_[id] || address_[id] || !perRun_[operand] || inArena_[operand] || callers_[operand] ||
+      !address_[operand] ||
       exe_->buffers[id].type.byteSize() != exe_->buffers[operand].type.byteSize())
     return false;
   address_[id] = address_[operand];
@@ -464,7 +465,7 @@ void RunBuffers::giveBack(BufferId id) {
   if (!inArena_[id]) {
     uint64_t bytes = exe_->buffers[id].type.byteSize();
     if (!callers_[id] && defer_)
-      deferred_.emplace(granules(bytes), address_[id]);
+      deferred_.emplace(Allocator::blockBytes(bytes), address_[id]);
     else if (!callers_[id])
       allocator_->free(address_[id]);
     liveBytes_ -= bytes;

@@ -80,11 +80,12 @@ public:
   /// Takes buffer `id` as `block`, a block of the allocator the run now owns (a donated
   /// input's): given back to the allocator like the blocks take() allocates.
   void adopt(BufferId id, void *block);
-  /// Takes result `id` as the block of `operand`, which dies at this step (a fusion result
-  /// written in place of it: KernelParams::inPlace), when the run owns that block: one it
-  /// allocated or adopted, not the caller's memory nor the arena's. The operand then holds
-  /// nothing; the bytes stay counted once. False (nothing changed) when it cannot.
-  bool takeInPlace(BufferId id, BufferId operand);
+  /// Takes result #`result` of step `step` as the block of the operand it is written in place
+  /// of (KernelParams::inPlace), when that operand dies at the step (the step frees it) and the
+  /// run owns its block: one it allocated or adopted, not the caller's memory nor the arena's.
+  /// The operand then holds nothing; the bytes stay counted once. False (nothing changed) when
+  /// it cannot: the caller takes the result as usual.
+  bool takeInPlace(size_t step, size_t result);
   /// Hands buffer `id`'s block to the caller, who frees it to the allocator (an output kept on
   /// the device), or null when the run cannot give it up: a block of the arena, the caller's
   /// memory, a fixed buffer, or one already handed over. Its bytes stay counted in this run.

@@ -576,15 +576,10 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
       stepBindings_.push_back(bindings_.size());
       for (BufferId id : step.operands)
         bindings_.push_back(buffers_[id]);
-      const KernelParams *kernel = step.paramsAs<KernelParams>();
       for (size_t r = 0; r < step.results.size(); ++r) {
         // Written in place of an operand that dies here (smelt-donate-in-place): its block.
-        if (kernel && r < kernel->inPlace.size() && kernel->inPlace[r] >= 0) {
-          BufferId operand = step.operands[size_t(kernel->inPlace[r])];
-          if (std::find(step.frees.begin(), step.frees.end(), operand) != step.frees.end() &&
-              buffers_.takeInPlace(step.results[r], operand))
-            continue;
-        }
+        if (buffers_.takeInPlace(s, r))
+          continue;
         if (Status st = buffers_.take(step.results[r]); !st.ok())
           return st;
       }

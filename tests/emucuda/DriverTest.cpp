@@ -346,6 +346,8 @@ protected:
     }
     std::ofstream(folder_ + "/" + hex + ".cu") << source;
   }
+  /// Registers kScaleSource as `image`, loads it and finds scale_by_two.
+  void loadScale(const std::string &image, CUmodule &module, CUfunction &function);
   std::string folder_;
 };
 
@@ -359,13 +361,17 @@ extern "C" __global__ void __launch_bounds__(128) scale_by_two(const float *__re
 }
 )";
 
+void EmuKernels::loadScale(const std::string &image, CUmodule &module, CUfunction &function) {
+  registerSource(image, kScaleSource);
+  ASSERT_EQ(cuModuleLoadData(&module, image.c_str()), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleGetFunction(&function, module, "scale_by_two"), CUDA_SUCCESS);
+}
+
 TEST_F(EmuKernels, LaunchRunsTheRegisteredSource) {
   std::string image = "// PTX of scale_by_two (a stand-in: the driver only hashes it)\n";
-  registerSource(image, kScaleSource);
   CUmodule module = nullptr;
-  ASSERT_EQ(cuModuleLoadData(&module, image.c_str()), CUDA_SUCCESS);
   CUfunction function = nullptr;
-  ASSERT_EQ(cuModuleGetFunction(&function, module, "scale_by_two"), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(loadScale(image, module, function));
   EXPECT_EQ(cuModuleGetFunction(&function, module, "missing"), CUDA_ERROR_NOT_FOUND);
   ASSERT_EQ(cuModuleGetFunction(&function, module, "scale_by_two"), CUDA_SUCCESS);
 
@@ -407,11 +413,9 @@ TEST_F(EmuKernels, LaunchRunsTheRegisteredSource) {
 // by the host.
 TEST_F(EmuKernels, ACapturedGraphReplaysOnFreshData) {
   std::string image = "// PTX of scale_by_two, for the graph test\n";
-  registerSource(image, kScaleSource);
   CUmodule module = nullptr;
-  ASSERT_EQ(cuModuleLoadData(&module, image.c_str()), CUDA_SUCCESS);
   CUfunction function = nullptr;
-  ASSERT_EQ(cuModuleGetFunction(&function, module, "scale_by_two"), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(loadScale(image, module, function));
   void *pinned = nullptr;
   ASSERT_EQ(cuMemAllocHost(&pinned, 4000), CUDA_SUCCESS);
   CUdeviceptr dx = 0, dy = 0, dz = 0;
@@ -473,11 +477,9 @@ TEST_F(EmuKernels, UnregisteredImageIsRefused) {
 // naming the kernel, and the error sticks to the context as a GPU's illegal address does.
 TEST_F(EmuKernels, LaunchOnFreedMemoryFaults) {
   std::string image = "// PTX of scale_by_two, for the fault test\n";
-  registerSource(image, kScaleSource);
   CUmodule module = nullptr;
-  ASSERT_EQ(cuModuleLoadData(&module, image.c_str()), CUDA_SUCCESS);
   CUfunction function = nullptr;
-  ASSERT_EQ(cuModuleGetFunction(&function, module, "scale_by_two"), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(loadScale(image, module, function));
   CUdeviceptr dx = 0, dy = 0;
   ASSERT_EQ(cuMemAlloc(&dx, 4000), CUDA_SUCCESS);
   ASSERT_EQ(cuMemAlloc(&dy, 4000), CUDA_SUCCESS);

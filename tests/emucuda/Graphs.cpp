@@ -26,6 +26,18 @@ Registry &registry() {
   return *r;
 }
 
+/// Deletes the object `handle` names from the registry's set `live`; CUDA_ERROR_INVALID_VALUE
+/// for a handle not there (destroyed already, or never made).
+template <typename T> CUresult destroyIn(std::set<T *> Registry::*live, void *handle) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> guard(r.lock);
+  auto *object = static_cast<T *>(handle);
+  if (!(r.*live).erase(object))
+    return CUDA_ERROR_INVALID_VALUE;
+  delete object;
+  return CUDA_SUCCESS;
+}
+
 } // namespace
 
 CUgraph registerGraph(std::unique_ptr<Graph> graph) {
@@ -36,15 +48,7 @@ CUgraph registerGraph(std::unique_ptr<Graph> graph) {
   return reinterpret_cast<CUgraph>(g);
 }
 
-CUresult destroyGraph(CUgraph handle) {
-  Registry &r = registry();
-  std::lock_guard<std::mutex> guard(r.lock);
-  auto *graph = reinterpret_cast<Graph *>(handle);
-  if (!r.graphs.erase(graph))
-    return CUDA_ERROR_INVALID_VALUE;
-  delete graph;
-  return CUDA_SUCCESS;
-}
+CUresult destroyGraph(CUgraph handle) { return destroyIn(&Registry::graphs, handle); }
 
 CUresult instantiateGraph(CUgraphExec *exec, CUgraph handle, unsigned long long flags) {
   if (!exec || flags != 0)
@@ -60,15 +64,7 @@ CUresult instantiateGraph(CUgraphExec *exec, CUgraph handle, unsigned long long 
   return CUDA_SUCCESS;
 }
 
-CUresult destroyGraphExec(CUgraphExec handle) {
-  Registry &r = registry();
-  std::lock_guard<std::mutex> guard(r.lock);
-  auto *exec = reinterpret_cast<GraphExec *>(handle);
-  if (!r.execs.erase(exec))
-    return CUDA_ERROR_INVALID_VALUE;
-  delete exec;
-  return CUDA_SUCCESS;
-}
+CUresult destroyGraphExec(CUgraphExec handle) { return destroyIn(&Registry::execs, handle); }
 
 CUresult launchGraph(CUgraphExec handle, CUstream stream) {
   std::vector<GraphNode> nodes;
