@@ -40,6 +40,14 @@ Expected<int64_t> Communicator::startOnStream(void *, void *, int64_t, DType, Re
   return Status::error(fmt::format("{}: {} cannot reduce on a GPU stream", what, describe()));
 }
 
+Status Communicator::captureOnStream(void *, void *, int64_t, DType, ReduceKind, std::string what) {
+  return Status::error(fmt::format("{}: {} cannot reduce inside a CUDA graph", what, describe()));
+}
+
+Expected<int64_t> Communicator::fenceOnStream(void *, std::string what) {
+  return Status::error(fmt::format("{}: {} has no work on GPU streams", what, describe()));
+}
+
 Status Communicator::allReduce(void *data, int64_t count, DType dtype, ReduceKind kind,
                                std::string what) {
   Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));

@@ -69,6 +69,17 @@ public:
   /// timeout, and must come before the host reads the result or gives `data` up.
   virtual Expected<int64_t> startOnStream(void *stream, void *data, int64_t count, DType dtype,
                                           ReduceKind kind, std::string what);
+  /// startOnStream() on a stream that is capturing a CUDA graph: the collective is recorded,
+  /// and every launch of the graph runs it as this replica's next collective, so replicas must
+  /// launch their graphs in the same order as they would start the collectives. There is no
+  /// ticket (work inside a graph cannot be waited for alone): fenceOnStream() after the launch
+  /// bounds it. Works where reducesOnStreams() does.
+  virtual Status captureOnStream(void *stream, void *data, int64_t count, DType dtype,
+                                 ReduceKind kind, std::string what);
+  /// A ticket for everything queued on `stream` so far (a graph launch whose collectives
+  /// captureOnStream() recorded): wait() blocks until it is done, bounded by the timeout and
+  /// named `what` in its errors, as a collective is.
+  virtual Expected<int64_t> fenceOnStream(void *stream, std::string what);
 
   /// start() then wait().
   Status allReduce(void *data, int64_t count, DType dtype, ReduceKind kind, std::string what);

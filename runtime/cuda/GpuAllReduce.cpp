@@ -7,7 +7,7 @@ namespace smelt::rt::cuda {
 
 Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *const *operands,
                       void *const *results, void *flat, Communicator *communicator,
-                      std::vector<int64_t> &started) {
+                      std::vector<int64_t> *started) {
   const CudaDriver &cu = gpu.driver();
   std::string what = "all_reduce '" + spec.what + "'";
   auto check = [&](CUresult result, const char *call) {
@@ -38,13 +38,22 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
   if (home >= 0 && home != gpu.ordinal())
     return Status::error(fmt::format("{}: {} reduces gpu:{}'s memory, this step runs on gpu:{}",
                                      what, communicator->describe(), home, gpu.ordinal()));
-  if (home >= 0 && communicator->reducesOnStreams()) {
+  bool onStream = home >= 0 && communicator->reducesOnStreams();
+  if (!started && !onStream)
+    return Status::error(
+        fmt::format("{}: {} cannot reduce inside a CUDA graph", what, communicator->describe()));
+  if (onStream && !started) {
+    if (Status s = communicator->captureOnStream(gpu.stream(), data, spec.count, spec.dtype,
+                                                 spec.kind, spec.what);
+        !s.ok())
+      return s;
+  } else if (onStream) {
     // On the executor's stream, behind the packing copies: ordered with the kernels both ways.
     Expected<int64_t> ticket = communicator->startOnStream(gpu.stream(), data, spec.count,
                                                            spec.dtype, spec.kind, spec.what);
     if (!ticket)
       return ticket.status();
-    started.push_back(*ticket);
+    started->push_back(*ticket);
   } else if (home >= 0) {
     // The collective runs on NCCL's own stream and wait() reduces on the host: the packing
     // comes first, and the result is there once wait() returned.

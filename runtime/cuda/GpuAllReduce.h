@@ -18,11 +18,13 @@ namespace smelt::rt::cuda {
 /// the result, with no host wait: the backward pass's later kernels queue behind it while it
 /// runs. Its ticket goes into `started`, and the run must wait for it (Communicator::wait,
 /// which gives up after the group's timeout and aborts the communicator) before it reads
-/// anything back or gives the buffers up. Every other communicator (threads, MPI, or NCCL in
-/// deterministic mode) reduces before this returns: the host waits for the GPU, then for the
-/// group.
+/// anything back or gives the buffers up. `started` null: the stream is capturing a CUDA
+/// graph, and the reduction is recorded into it (Communicator::captureOnStream) with no
+/// ticket; the run fences the graph's launch instead. Every other communicator (threads, MPI,
+/// or NCCL in deterministic mode) reduces before this returns: the host waits for the GPU,
+/// then for the group (which no capture can hold: refused).
 Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *const *operands,
                       void *const *results, void *flat, Communicator *communicator,
-                      std::vector<int64_t> &started);
+                      std::vector<int64_t> *started);
 
 } // namespace smelt::rt::cuda

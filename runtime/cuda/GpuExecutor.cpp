@@ -501,8 +501,9 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
       break;
     case Plan::AllReduce:
       launch = [gpu, spec = plan.allReduce, ws, communicator = exec.communicator_,
-                started = exec.started_, operands](void *const *b) {
-        return allReduceOnGpu(*gpu, spec, b, b + operands, ws, *communicator, *started);
+                collectives = exec.collectives_, operands](void *const *b) {
+        return allReduceOnGpu(*gpu, spec, b, b + operands, ws, *communicator,
+                              collectives->capturing ? nullptr : &collectives->started);
       };
       break;
     case Plan::ReplicaId:
@@ -523,7 +524,13 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     }
     exec.launches_.push_back(std::move(launch));
   }
-  exec.graphs_ = makeGraphs(device, exe, cudaGraphs);
+  // The first all_reduce over several replicas: a graph holds it only when the communicator
+  // reduces on the stream (GpuGraphs.cpp).
+  auto grouped = std::find_if(plans.begin(), plans.end(), [](const Plan &plan) {
+    return plan.kind == Plan::AllReduce && plan.allReduce.replicas > 1;
+  });
+  exec.graphs_ =
+      makeGraphs(device, exe, cudaGraphs, grouped == plans.end() ? std::string() : grouped->what);
   return exec;
 }
 
@@ -533,10 +540,10 @@ Status GpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostT
 
 Status GpuExecutor::waitForCollectives() {
   Status first;
-  for (int64_t ticket : *started_)
+  for (int64_t ticket : collectives_->started)
     if (Status s = (*communicator_)->wait(ticket); first.ok())
       first = s;
-  started_->clear();
+  collectives_->started.clear();
   return first;
 }
 

@@ -6,8 +6,9 @@
 // them and go back after the last step that reads them; since everything runs on one stream,
 // a freed block handed to a later writer is safe without waiting (Allocator.h).
 //
-// all_reduce steps reduce on the executor's communicator: NCCL on this GPU's memory, or a host
-// one (threads, MPI) through a host copy. Every step must run on the GPU: rt::Executor
+// all_reduce steps reduce on the executor's communicator: NCCL on this GPU's memory (on the
+// executor's stream, and inside its CUDA graphs), or a host one (threads, MPI) through a host
+// copy. Every step must run on the GPU: rt::Executor
 // (runtime/Executor.h) cuts a placed Executable into the segments each device runs, and gives
 // and gets host tensors, staged here through one pinned buffer.
 #pragma once
@@ -118,23 +119,32 @@ private:
   /// the executor moves.
   struct Graphs;
   std::shared_ptr<Graphs> graphs_;
-  /// Graphs for `exe`: on when `wanted` and its steps can be replayed (no collective, whose
-  /// communicator and replica can change between runs), else off saying why.
+  /// Graphs for `exe`: on when `wanted` and it has steps, else off saying why.
+  /// `groupedStep` names its first all_reduce over several replicas ("" when none), which a
+  /// graph holds only on a communicator that reduces on the stream (NCCL).
   static std::shared_ptr<Graphs> makeGraphs(std::shared_ptr<CudaDevice> device,
-                                            const Executable &exe, bool wanted);
+                                            const Executable &exe, bool wanted,
+                                            std::string groupedStep);
   /// Queues the run's steps as a CUDA graph: one captured with the same bindings replayed,
   /// else captured now; where capture fails, one by one from now on.
   Status launchAsGraph();
-  /// Whether this run queues its steps as a graph: graphs are on and a first run, which
-  /// warms the libraries up and grows the allocator, has been.
-  bool graphRun() const;
+  /// Whether this run queues its steps as a graph: graphs are on, a first run, which warms
+  /// the libraries up and grows the allocator, has been, and the communicator (when an
+  /// all_reduce needs one) reduces on the stream; one that does not turns graphs off.
+  bool graphRun();
   int64_t runs_ = 0;
   /// Where the all_reduce launches find the communicator: shared, since the executor moves.
   std::shared_ptr<Communicator *> communicator_ = std::make_shared<Communicator *>(nullptr);
-  /// The collectives this run enqueued on the stream (NCCL), which it waits for, bounded by
-  /// the group's timeout, before it reads anything back or gives their buffers up.
-  std::shared_ptr<std::vector<int64_t>> started_ = std::make_shared<std::vector<int64_t>>();
-  /// Waits for every collective in started_ (all of them, whatever fails): the first error.
+  /// The tickets of the collectives this run enqueued on the stream (NCCL), or of the fence
+  /// after a graph that holds them, which it waits for, bounded by the group's timeout, before
+  /// it reads anything back or gives their buffers up; and whether the steps are being
+  /// captured (the all_reduces then record themselves into the graph, with no ticket).
+  struct Collectives {
+    std::vector<int64_t> started;
+    bool capturing = false;
+  };
+  std::shared_ptr<Collectives> collectives_ = std::make_shared<Collectives>();
+  /// Waits for every ticket in collectives_ (all of them, whatever fails): the first error.
   Status waitForCollectives();
   /// The constants' blocks and the workspace, for the executor's life.
   std::vector<Allocator::Block> constants_;

@@ -7,6 +7,15 @@
 // The first run of an executor queues its steps one by one: libraries initialize and the
 // allocator grows there, outside any capture. A step the driver cannot capture (a library call
 // that synchronizes) turns graphs off for the executor, whose runs then go on step by step.
+//
+// An all_reduce over several replicas goes into the graph when its communicator reduces on the
+// stream (NCCL, which supports capture): each launch runs it again as the replica's next
+// collective, and every replica's graph holds the same collectives in the same order, so
+// replicas that replay and replicas that capture still meet. A graph is then also keyed by the
+// communicator (a replica's rank is in its replica_id steps), and the run waits for a fence
+// recorded after the launch, bounded by the group's timeout as a collective is. A host
+// communicator (threads, MPI, NCCL in deterministic mode) makes the host wait inside the step,
+// which no graph can hold: graphs are off.
 #include "runtime/cuda/GpuExecutor.h"
 
 #include <fmt/format.h>
@@ -29,10 +38,13 @@ struct GpuExecutor::Graphs {
   std::shared_ptr<CudaDevice> device;
   struct Captured {
     std::vector<void *> bindings;
+    Communicator *communicator = nullptr;
     CUgraphExec exec = nullptr;
   };
   std::deque<Captured> graphs; // the newest last
   GraphStats stats;
+  /// The executable's first all_reduce over several replicas, "" when it has none.
+  std::string groupedStep;
 
   void drop(Captured &captured) {
     if (device->makeCurrent().ok())
@@ -45,20 +57,15 @@ struct GpuExecutor::Graphs {
 };
 
 std::shared_ptr<GpuExecutor::Graphs> GpuExecutor::makeGraphs(std::shared_ptr<CudaDevice> device,
-                                                             const Executable &exe, bool wanted) {
+                                                             const Executable &exe, bool wanted,
+                                                             std::string groupedStep) {
   auto graphs = std::make_shared<Graphs>();
   graphs->device = std::move(device);
-  auto collective = std::find_if(exe.steps.begin(), exe.steps.end(), [](const Step &step) {
-    return step.kind() == StepKind::Collective;
-  });
+  graphs->groupedStep = std::move(groupedStep);
   if (!wanted)
     graphs->stats.off = "CUDA graphs are off (--cuda-graphs=false)";
   else if (exe.steps.empty())
     graphs->stats.off = "no steps";
-  else if (collective != exe.steps.end())
-    graphs->stats.off = fmt::format("its {} step ({}) runs on a communicator that can change "
-                                    "between runs",
-                                    collective->name(), collective->location);
   return graphs;
 }
 
@@ -66,7 +73,21 @@ GpuExecutor::GraphStats GpuExecutor::graphStats() const {
   return graphs_ ? graphs_->stats : GraphStats{};
 }
 
-bool GpuExecutor::graphRun() const { return graphs_ && graphs_->stats.off.empty() && runs_ > 0; }
+bool GpuExecutor::graphRun() {
+  if (!graphs_ || !graphs_->stats.off.empty() || runs_ == 0)
+    return false;
+  Communicator *communicator = *communicator_;
+  if (graphs_->groupedStep.empty())
+    return true;
+  if (!communicator) // the step fails, step by step, saying the function runs alone
+    return false;
+  if (!communicator->reducesOnStreams() || communicator->cudaDevice() != device_->ordinal())
+    graphs_->stats.off = fmt::format("{} reduces on {}, which makes the host wait inside the "
+                                     "step (a CUDA graph holds only NCCL on this GPU, not in "
+                                     "deterministic mode)",
+                                     graphs_->groupedStep, communicator->describe());
+  return graphs_->stats.off.empty();
+}
 
 Status GpuExecutor::launchStep(size_t s) {
   Status status = launches_[s](bindings_.data() + stepBindings_[s]);
@@ -86,14 +107,25 @@ Status GpuExecutor::launchAsGraph() {
   Graphs &g = *graphs_;
   const CudaDriver &cu = device_->driver();
   CUstream stream = device_->stream();
+  Communicator *communicator = *communicator_;
   auto launch = [&](CUgraphExec exec) {
     Status status = device_->check(cu.graphLaunch(exec, stream), "cuGraphLaunch");
-    if (status.ok())
-      countTransfers({.graphLaunches = 1});
+    if (!status.ok())
+      return status;
+    countTransfers({.graphLaunches = 1});
+    if (g.groupedStep.empty())
+      return status;
+    // The graph's collectives have no tickets: a fence behind them bounds the run's wait.
+    Expected<int64_t> fence = communicator->fenceOnStream(
+        stream, fmt::format("the CUDA graph of '{}' (all_reduces from {})", executable_->name,
+                            g.groupedStep));
+    if (!fence)
+      return fence.status();
+    collectives_->started.push_back(*fence);
     return status;
   };
   for (Graphs::Captured &captured : g.graphs)
-    if (captured.bindings == bindings_) {
+    if (captured.bindings == bindings_ && captured.communicator == communicator) {
       ++g.stats.replayed;
       return launch(captured.exec);
     }
@@ -109,8 +141,10 @@ Status GpuExecutor::launchAsGraph() {
       !s.ok())
     return stepByStep(s.message());
   Status launched;
+  collectives_->capturing = true;
   for (size_t s = 0; s < launches_.size() && launched.ok(); ++s)
     launched = launches_[s](bindings_.data() + stepBindings_[s]);
+  collectives_->capturing = false;
   CUgraph graph = nullptr;
   Status ended = device_->check(cu.streamEndCapture(stream, &graph), "cuStreamEndCapture");
   if (!ended.ok()) // a step the driver could not capture: its own error, if any, says which
@@ -128,7 +162,7 @@ Status GpuExecutor::launchAsGraph() {
     g.drop(g.graphs.front());
     g.graphs.pop_front();
   }
-  g.graphs.push_back({bindings_, exec});
+  g.graphs.push_back({bindings_, communicator, exec});
   if (++g.stats.captured >= kCapturesWithoutReplay && g.stats.replayed == 0)
     g.stats.off = fmt::format("{} runs captured a graph and none replayed one: the buffers' "
                               "addresses change every run",

@@ -108,6 +108,11 @@ std::string NcclCommunicator::describe() const {
   return fmt::format("nccl rank {} of {} (gpu {})", rank_, size_, ordinal_);
 }
 
+std::string NcclCommunicator::name(const Pending &p) const {
+  return p.fence ? fmt::format("{} on {}", p.what, describe())
+                 : name(p.what, p.count, p.dtype, p.kind);
+}
+
 std::string NcclCommunicator::name(const std::string &what, int64_t count, DType dtype,
                                    ReduceKind kind) const {
   return fmt::format("all_reduce '{}' ({} bytes of {}, {}) on {}", what,
@@ -189,6 +194,34 @@ void NcclCommunicator::breakLocked(const std::string &why) {
 
 Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                           std::string what) {
+  return enqueue(data, count, dtype, kind, std::move(what), /*tracked=*/true);
+}
+
+Status NcclCommunicator::startWatchdog() {
+  // Started with the first collective, so that a communicator that never reduces has no thread.
+  if (watchdog_.joinable())
+    return {};
+  try {
+    watchdog_ = std::thread([this] { watch(); });
+    // Named here, not by the thread, so it has its name before it first runs: top -H, gdb and
+    // the tests see "nccl-watchdog".
+    pthread_setname_np(watchdog_.native_handle(), "nccl-watchdog");
+  } catch (const std::system_error &error) {
+    return Status::error(fmt::format("cannot start the watchdog thread: {}", error.what()));
+  }
+  return {};
+}
+
+int64_t NcclCommunicator::addPending(Pending p) {
+  int64_t ticket = nextTicket_++;
+  pending_.emplace(ticket, std::move(p));
+  if (watchdogIdle_)
+    wake_.notify_one();
+  return ticket;
+}
+
+Expected<int64_t> NcclCommunicator::enqueue(void *data, int64_t count, DType dtype, ReduceKind kind,
+                                            std::string what, bool tracked) {
   std::lock_guard<std::mutex> guard(lock_);
   if (broken_)
     return Status::error(fmt::format("{}: the communicator is unusable: {}",
@@ -220,18 +253,11 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
   };
   if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
     return fail(status);
-  // Started with the first collective, so that a communicator that never reduces has no thread.
-  if (!watchdog_.joinable()) {
-    try {
-      watchdog_ = std::thread([this] { watch(); });
-      // Named here, not by the thread, so it has its name before it first runs: top -H, gdb and
-      // the tests see "nccl-watchdog".
-      pthread_setname_np(watchdog_.native_handle(), "nccl-watchdog");
-    } catch (const std::system_error &error) {
-      return fail(Status::error(fmt::format("cannot start the watchdog thread: {}", error.what())));
-    }
-  }
-  if (Status status = cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  if (Status status = startWatchdog(); !status.ok())
+    return fail(status);
+  if (Status status =
+          tracked ? cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+                  : Status();
       !status.ok())
     return fail(status);
   if (options_.deterministic) {
@@ -253,7 +279,8 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
         !status.ok())
       return fail(status);
   }
-  int64_t ticket = nextTicket_++;
+  if (!tracked)
+    return kUntracked;
   // Inside ncclGroupStart/End the collective reaches the stream only at ncclGroupEnd (NCCL's
   // group semantics): an event recorded now would complete before it. groupEnd records it.
   if (groupDepth > 0) {
@@ -262,10 +289,38 @@ Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype
              !status.ok()) {
     return fail(status);
   }
-  pending_.emplace(ticket, std::move(p));
-  if (watchdogIdle_)
-    wake_.notify_one();
-  return ticket;
+  return addPending(std::move(p));
+}
+
+Status NcclCommunicator::captureOnStream(void *stream, void *data, int64_t count, DType dtype,
+                                         ReduceKind kind, std::string what) {
+  if (!reducesOnStreams())
+    return Communicator::captureOnStream(stream, data, count, dtype, kind, std::move(what));
+  setStream(static_cast<CUstream>(stream));
+  Expected<int64_t> queued = enqueue(data, count, dtype, kind, std::move(what), /*tracked=*/false);
+  setStream(nullptr);
+  return queued.status();
+}
+
+Expected<int64_t> NcclCommunicator::fenceOnStream(void *stream, std::string what) {
+  std::lock_guard<std::mutex> guard(lock_);
+  Pending p;
+  p.fence = true;
+  p.what = std::move(what);
+  auto fail = [&](Status status) -> Status {
+    std::string message = fmt::format("{}: {}", name(p), status.message());
+    release(p);
+    return Status::error(std::move(message));
+  };
+  if (broken_)
+    return fail(Status::error("the communicator is unusable: " + *broken_));
+  for (Status status :
+       {cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"), startWatchdog(),
+        cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate"),
+        cu_.check(cu_.eventRecord(p.done, static_cast<CUstream>(stream)), "cuEventRecord")})
+    if (!status.ok())
+      return fail(status);
+  return addPending(std::move(p));
 }
 
 Status NcclCommunicator::reduceGathered(Pending &p) {
@@ -312,7 +367,7 @@ Status NcclCommunicator::wait(int64_t ticket) {
     if (it == pending_.end())
       return Status::error(fmt::format(
           "{}: ticket {} is not a collective started and not yet waited for", describe(), ticket));
-    name = this->name(it->second.what, it->second.count, it->second.dtype, it->second.kind);
+    name = this->name(it->second);
   }
   Pending &p = it->second; // a map's node stays put; only this wait erases it
   auto finish = [&](Status status) {
@@ -387,7 +442,7 @@ void NcclCommunicator::watch() {
       double waited = std::chrono::duration<double>(now - *p.waitedSince).count();
       if (!failed && !(options_.timeoutSeconds > 0 && waited >= options_.timeoutSeconds))
         continue;
-      std::string name = this->name(p.what, p.count, p.dtype, p.kind);
+      std::string name = this->name(p);
       p.failure =
           failed ? fmt::format("{}: NCCL reports an asynchronous error: {}", name,
                                nccl_.check(*async, "the collective", comm_).message())

@@ -106,6 +106,11 @@ public:
   bool reducesOnStreams() const override { return !options_.deterministic; }
   Expected<int64_t> startOnStream(void *stream, void *data, int64_t count, DType dtype,
                                   ReduceKind kind, std::string what) override;
+  /// ncclAllReduce on a stream that is capturing a CUDA graph (NCCL supports capture: each
+  /// launch of the graph runs the collective again), with no event and no ticket.
+  Status captureOnStream(void *stream, void *data, int64_t count, DType dtype, ReduceKind kind,
+                         std::string what) override;
+  Expected<int64_t> fenceOnStream(void *stream, std::string what) override;
 
   /// One thread starting collectives on several communicators of one process (made by
   /// createNcclCommunicators) must bracket those start() calls with these, or NCCL deadlocks.
@@ -138,6 +143,7 @@ private:
     ReduceKind kind = ReduceKind::sum;
     std::string what;
     CUdeviceptr staging = 0; // deterministic mode: every rank's contribution, in order
+    bool fence = false;      // fenceOnStream's: `what` names it, there is no data
     /// Set while wait() blocks on it: the watchdog times the wait from here.
     std::optional<std::chrono::steady_clock::time_point> waitedSince;
     /// Why the watchdog broke the communicator during this wait: the wait's answer.
@@ -150,6 +156,17 @@ private:
   Status openDevice(int ordinal);
   /// "all_reduce '<what>' (<bytes> bytes of <dtype>, <kind>) on nccl rank R of N (gpu D)".
   std::string name(const std::string &what, int64_t count, DType dtype, ReduceKind kind) const;
+  /// The same for a pending collective; "<what> on nccl rank R of N (gpu D)" for a fence.
+  std::string name(const Pending &p) const;
+  /// start() on stream_; `tracked`: with a completion event and a ticket (else kUntracked,
+  /// for a stream that is capturing a graph, where no event can be waited for).
+  Expected<int64_t> enqueue(void *data, int64_t count, DType dtype, ReduceKind kind,
+                            std::string what, bool tracked);
+  static constexpr int64_t kUntracked = -1;
+  /// The watchdog thread, started with the first collective or fence (lock_ held).
+  Status startWatchdog();
+  /// Files `p` under a new ticket for wait() and the watchdog (lock_ held).
+  int64_t addPending(Pending p);
   /// The deterministic mode's host reduction, once the gather is done.
   Status reduceGathered(Pending &p);
   void release(Pending &p);

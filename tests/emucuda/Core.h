@@ -73,6 +73,9 @@ bool isLegacy(CUstream stream);
 struct GraphNode {
   std::string what;
   std::function<void()> run;
+  /// Instead of `run`: work that queues itself anew at each launch of the graph, on the
+  /// launching stream (captureRequeue: an NCCL collective, issued as its communicator's next).
+  std::function<CUresult(CUstream)> requeue;
 };
 struct Graph {
   int device = 0;

@@ -78,6 +78,14 @@ struct GroupWork {
 /// Queues one part of `group` on `stream`; the group runs once all `parts` are queued and ready.
 CUresult enqueuePart(const std::shared_ptr<GroupWork> &group, CUstream stream, std::string what);
 
+/// When `stream` is capturing a graph: records a node that, at each launch of the graph, calls
+/// `requeue` with the launching stream to queue its work then (an NCCL collective, which NCCL
+/// issues as the communicator's next one at every replay), sets `captured` and returns
+/// CUDA_SUCCESS, or CUDA_ERROR_STREAM_CAPTURE_INVALIDATED for a broken capture. Otherwise
+/// leaves `captured` false and returns CUDA_SUCCESS: the caller queues the work itself.
+CUresult captureRequeue(CUstream stream, std::string what,
+                        std::function<CUresult(CUstream)> requeue, bool &captured);
+
 /// Gives up on `group`: the parts queued so far complete, in their streams' order, without its
 /// work, and parts queued later are refused; what ncclCommAbort does to a collective whose peers
 /// never come. Returns false when the group is already running.

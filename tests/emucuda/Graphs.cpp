@@ -85,8 +85,11 @@ CUresult launchGraph(CUgraphExec handle, CUstream stream) {
     return CUDA_ERROR_INVALID_VALUE; // a graph runs in the context it was captured in
   std::string of = " of " + std::to_string(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (CUresult r = enqueue(stream, "graph node " + std::to_string(i) + of + ": " + nodes[i].what,
-                             std::move(nodes[i].run)))
+    if (CUresult r =
+            nodes[i].requeue
+                ? nodes[i].requeue(stream)
+                : enqueue(stream, "graph node " + std::to_string(i) + of + ": " + nodes[i].what,
+                          std::move(nodes[i].run)))
       return r;
   return CUDA_SUCCESS;
 }

@@ -6,6 +6,8 @@
 // writes those ranks' buffers once each rank's stream has reached its part. When the
 // communicator spans processes, the group also passes the data through the unique id's
 // shared-memory rendezvous (NcclRendezvous.h), waiting there for the other processes' ranks.
+// A collective queued on a stream that captures a CUDA graph is recorded, and issued anew at
+// each launch of the graph (NCCL's graph support).
 //
 // What it holds to, beyond the happy path: every argument the real library rejects is rejected
 // with the documented result and a reason in ncclGetLastError; ranks that never arrive fail
@@ -783,8 +785,23 @@ bool isNullStream(CUstream stream) {
   return !stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
 }
 
-/// Queues this rank's part of its next collective on `stream`.
+/// Queues this rank's part of its next collective on `stream`. On a stream that is capturing a
+/// graph it is recorded instead, and issued anew at each launch of the graph (NCCL's CUDA graph
+/// support): every replay is the communicator's next collective, so ranks must replay their
+/// graphs in the same order as they would issue the calls.
 ncclResult_t issue(ncclComm *handle, Part part, CUstream stream) {
+  bool captured = false;
+  CUresult recorded = emu::captureRequeue(
+      stream, part.what,
+      [handle, part](CUstream launching) {
+        return issue(handle, part, launching) == ncclSuccess ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_LAUNCH_FAILED;
+      },
+      captured);
+  if (captured)
+    return recorded == CUDA_SUCCESS
+               ? ncclSuccess
+               : fail(ncclUnhandledCudaError, part.what + ": the stream's capture is invalidated");
   auto &r = registry();
   std::shared_ptr<ncclComm> comm;
   std::shared_ptr<emu::GroupWork> work;

@@ -359,6 +359,69 @@ TEST_F(NcclEmu, AllReduceSumIsInRankOrder) {
   check(double(), ncclFloat64);
 }
 
+// NCCL's CUDA graph support: a collective queued on a capturing stream is recorded, runs
+// nothing then, and every launch of the graph runs it again as the communicator's next
+// collective, on the data its buffers hold at that time. One rank replays while the other
+// (on its own thread) calls ncclAllReduce directly: the graph's node and the call meet.
+TEST_F(NcclEmu, ACapturedCollectiveRunsAtEachLaunchOfItsGraph) {
+  std::mt19937_64 random(freshSeed());
+  initAll(2);
+  constexpr size_t kCount = 300;
+  std::uniform_int_distribution<int> pick(-1000, 1000);
+  void *buffers[2] = {alloc(0, kCount * 4), alloc(1, kCount * 4)};
+  auto fill = [&](std::vector<float>(&values)[2]) {
+    for (int r = 0; r < 2; ++r) {
+      values[r].resize(kCount);
+      for (float &x : values[r])
+        x = float(pick(random)) / 8; // exact in f32, so is the sum
+      std::vector<std::byte> host(kCount * 4);
+      std::memcpy(host.data(), values[r].data(), host.size());
+      upload(r, buffers[r], host);
+    }
+  };
+  std::vector<float> values[2];
+  fill(values);
+  // Rank 0 captures a graph of its all-reduce; nothing runs, and nothing is waited for.
+  CU_OK(cuCtxSetCurrent(ranks[0].context));
+  CU_OK(cuStreamBeginCapture(ranks[0].stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  NCCL_OK(ncclAllReduce(buffers[0], buffers[0], kCount, ncclFloat32, ncclSum, comms[0],
+                        ranks[0].stream));
+  CUgraph graph = nullptr;
+  CU_OK(cuStreamEndCapture(ranks[0].stream, &graph));
+  CUgraphExec exec = nullptr;
+  CU_OK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  CU_OK(cuGraphDestroy(graph));
+  std::vector<std::byte> untouched = download(0, buffers[0], kCount * 4);
+  EXPECT_EQ(std::memcmp(untouched.data(), values[0].data(), kCount * 4), 0)
+      << "the capture ran the collective";
+  for (int launch = 0; launch < 3; ++launch) {
+    SCOPED_TRACE("launch " + std::to_string(launch));
+    if (launch > 0)
+      fill(values);
+    // A thread per rank, as without a group: rank 1's on a thread of its own.
+    ncclResult_t direct = ncclInternalError;
+    std::thread rank1([&] {
+      cuCtxSetCurrent(ranks[1].context);
+      direct = ncclAllReduce(buffers[1], buffers[1], kCount, ncclFloat32, ncclSum, comms[1],
+                             ranks[1].stream);
+    });
+    CU_OK(cuCtxSetCurrent(ranks[0].context));
+    CU_OK(cuGraphLaunch(exec, ranks[0].stream));
+    rank1.join();
+    NCCL_OK(direct);
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::byte> out = download(r, buffers[r], kCount * 4);
+      for (size_t i = 0; i < kCount; ++i) {
+        float got;
+        std::memcpy(&got, out.data() + i * 4, 4);
+        ASSERT_EQ(got, values[0][i] + values[1][i]) << "rank " << r << " element " << i;
+      }
+    }
+  }
+  CU_OK(cuCtxSetCurrent(ranks[0].context));
+  CU_OK(cuGraphExecDestroy(exec));
+}
+
 // recvbuff holds every rank's sendcount elements in rank order; in place when sendbuff is
 // recvbuff + rank * sendcount.
 TEST_F(NcclEmu, AllGatherInPlaceAndOutOfPlace) {

@@ -338,6 +338,20 @@ CUresult enqueueWaiting(CUstream handle, std::string what, std::function<void()>
   return s.sticky[stream->device];
 }
 
+CUresult captureRequeue(CUstream handle, std::string what,
+                        std::function<CUresult(CUstream)> requeue, bool &captured) {
+  State &s = state();
+  std::lock_guard<std::mutex> held(s.lock);
+  Stream *stream = streamOf(s, handle);
+  captured = stream && stream->captured;
+  if (!captured)
+    return CUDA_SUCCESS;
+  if (stream->captureBroken)
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  stream->captured->nodes.push_back({std::move(what), nullptr, std::move(requeue)});
+  return CUDA_SUCCESS;
+}
+
 CUresult enqueuePart(const std::shared_ptr<GroupWork> &group, CUstream handle, std::string what) {
   State &s = state();
   std::unique_lock<std::mutex> held(s.lock);

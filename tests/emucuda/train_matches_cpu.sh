@@ -26,6 +26,14 @@ cat "$work/gpu.log"
 grep -qE '^host<->device per step( of each replica)?: [0-9.]+ [KMG]?i?B up, [0-9.]+ [KMG]?i?B down, [1-9][0-9]* host syncs?$' \
   "$work/gpu.log" || { echo "FAIL: --profile printed no host<->device traffic per step"; exit 1; }
 
+# From the second step on, a step is one CUDA graph (the first warms the libraries up), the
+# data-parallel step's all_reduces inside it: what --profile reports of a full batch's last run.
+steps=$(sed 's/.*\r//' "$work/gpu.log" | grep -m1 -oE '^[0-9]+/[0-9]+ - ' | cut -d/ -f2 | tr -dc 0-9)
+if (( ${steps:-0} >= 3 )); then
+  grep -q '^GPU launches per step: 1 CUDA graph, 0 single launches$' "$work/gpu.log" ||
+    { echo "FAIL: a step of a run of $steps steps is not one CUDA graph"; exit 1; }
+fi
+
 placement=$(grep -m1 '^placement:' "$work/gpu.log")
 [[ $placement == *" on gpu:0"* ]] || { echo "FAIL: nothing placed on gpu:0: $placement"; exit 1; }
 # No op stays on cpu:0: a step wholly on the GPU names no fallback.

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -295,8 +296,15 @@ struct LoneRank {
   double seconds = 0;
 };
 
+/// Starts rank 0's all-reduce 'gradients' of `data` (1024 f32): a ticket to wait for.
+using StartLone = std::function<Expected<int64_t>(NcclCommunicator &rank0, void *data)>;
+Expected<int64_t> startDirectly(NcclCommunicator &rank0, void *data) {
+  return rank0.start(data, 1024, DType::f32, ReduceKind::sum, "gradients");
+}
+
 void waitWithoutRankOne(LoneRank &lone, CollectiveOptions options,
-                        std::chrono::milliseconds abortAfter, const std::string &reason) {
+                        std::chrono::milliseconds abortAfter, const std::string &reason,
+                        const StartLone &startLone = startDirectly) {
   Expected<std::vector<std::unique_ptr<NcclCommunicator>>> comms =
       createNcclCommunicators({0, 1}, options);
   ASSERT_TRUE(comms.ok()) << comms.message();
@@ -304,8 +312,7 @@ void waitWithoutRankOne(LoneRank &lone, CollectiveOptions options,
   NcclCommunicator &rank0 = *lone.comms[0];
   lone.buffer = std::make_unique<DeviceCopy>(0, test::randomTensor(DType::f32, {1024}));
   ASSERT_OK(lone.buffer->status());
-  Expected<int64_t> ticket =
-      rank0.start(lone.buffer->data(), 1024, DType::f32, ReduceKind::sum, "gradients");
+  Expected<int64_t> ticket = startLone(rank0, lone.buffer->data());
   ASSERT_TRUE(ticket.ok()) << ticket.message();
   std::mutex mutex;
   std::condition_variable changed;
@@ -433,6 +440,63 @@ TEST(NcclGpu, TheWatchdogEndsAWaitForARankThatNeverComesAfterTheTimeout) {
   EXPECT_NE(next.message().find("the communicator is unusable: all_reduce 'gradients'"),
             std::string::npos)
       << next.message();
+}
+
+// The same inside a CUDA graph: the all-reduce captured (no ticket of its own), the graph
+// launched, and a fence behind it that the watchdog bounds as it bounds a collective.
+TEST(NcclGpu, TheWatchdogEndsAWaitForAGraphWhosePeerNeverComes) {
+  if (!gpus().ok())
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());
+  if (gpus()->count < 2) {
+    std::cout << "[   NOTE   ] one GPU: the timeout needs a peer that never arrives; not checked\n";
+    return;
+  }
+  const CudaDriver &cu = *gpus()->cu;
+  auto startInGraph = [&](NcclCommunicator &rank0, void *data) -> Expected<int64_t> {
+    CUstream stream = rank0.stream();
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    for (Status s : {cu.check(cu.ctxSetCurrent(gpus()->contexts[0]), "cuCtxSetCurrent"),
+                     cu.check(cu.streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                              "cuStreamBeginCapture")})
+      if (!s.ok())
+        return s;
+    Status captured =
+        rank0.captureOnStream(stream, data, 1024, DType::f32, ReduceKind::sum, "gradients");
+    Status ended = cu.check(cu.streamEndCapture(stream, &graph), "cuStreamEndCapture");
+    for (Status s :
+         {captured, ended, cu.check(cu.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate")})
+      if (!s.ok())
+        return s;
+    cu.graphDestroy(graph);
+    Status launched = cu.check(cu.graphLaunch(exec, stream), "cuGraphLaunch");
+    cu.graphExecDestroy(exec); // a launched graph finishes without its exec
+    if (!launched.ok())
+      return launched;
+    return rank0.fenceOnStream(stream, "the step's graph");
+  };
+  LoneRank lone;
+  ASSERT_NO_FATAL_FAILURE(
+      waitWithoutRankOne(lone, {.timeoutSeconds = 0.5}, std::chrono::seconds(30),
+                         "the test's safety net: no watchdog ended the wait", startInGraph));
+  ASSERT_FALSE(lone.waited.ok()) << "the graph's all-reduce completed without rank 1";
+  const std::string &message = lone.waited.message();
+  EXPECT_EQ(message.find("the step's graph on nccl rank 0 of 2 (gpu 0): the other ranks did not "
+                         "complete it within"),
+            0u)
+      << message;
+  EXPECT_GE(lone.seconds, 0.5) << "gave up before the timeout";
+  // Deterministic mode reduces on the host, which no graph holds: refused by name.
+  Expected<std::vector<std::unique_ptr<NcclCommunicator>>> deterministic =
+      createNcclCommunicators({0}, {.deterministic = true});
+  ASSERT_TRUE(deterministic.ok()) << deterministic.message();
+  Status refused =
+      (*deterministic)[0]->captureOnStream((*deterministic)[0]->stream(), lone.buffer->data(), 1024,
+                                           DType::f32, ReduceKind::sum, "gradients");
+  EXPECT_NE(refused.message().find("gradients: nccl rank 0 of 1 (gpu 0) cannot reduce inside a "
+                                   "CUDA graph"),
+            std::string::npos)
+      << refused.message();
 }
 
 } // namespace smelt::rt::cuda

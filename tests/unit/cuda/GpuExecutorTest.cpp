@@ -519,24 +519,26 @@ TEST(GpuExecutor, NcclAllReducesRunOnTheExecutorsStreamWithNoHostWaitInside) {
   ASSERT_EQ(compiled->segments.size(), 1u) << compiled->str();
   rt::Expected<rt::Executable> segment = rt::segmentExecutable(*compiled, 0);
   ASSERT_TRUE(segment.ok()) << segment.message();
-  rt::HostTensor x[2], y[2];
-  for (int r = 0; r < 2; ++r) {
-    x[r] = rt::test::randomTensor(rt::DType::f32, {256});
-    y[r] = rt::test::randomTensor(rt::DType::f32, {64});
-  }
-  std::vector<double> wantT(256), wantS(64);
-  for (size_t i = 0; i < 256; ++i) {
-    double mean = (std::exp(x[0].toDoubles()[i]) + std::exp(x[1].toDoubles()[i])) / 2;
-    wantT[i] = mean * mean;
-  }
-  for (size_t i = 0; i < 64; ++i)
-    wantS[i] = std::tanh(y[0].toDoubles()[i]) + std::tanh(y[1].toDoubles()[i]);
+  // Fresh random inputs every run: a replayed graph must read this run's data.
+  auto expect = [](const rt::HostTensor *x, const rt::HostTensor *y) {
+    std::vector<double> t(256), sum(64);
+    for (size_t i = 0; i < 256; ++i) {
+      double mean = (std::exp(x[0].toDoubles()[i]) + std::exp(x[1].toDoubles()[i])) / 2;
+      t[i] = mean * mean;
+    }
+    for (size_t i = 0; i < 64; ++i)
+      sum[i] = std::tanh(y[0].toDoubles()[i]) + std::tanh(y[1].toDoubles()[i]);
+    return std::pair{t, sum};
+  };
 
-  // On the stream (the fast mode) the host waits only at the end of the run. The deterministic
-  // mode reduces on the host, so it also waits for the GPU before each collective and for the
-  // gathered buffers.
+  // On the stream (the fast mode) the host waits only at the end of the run, and from the
+  // second run on the whole step, both all_reduces included, is one CUDA graph. The
+  // deterministic mode reduces on the host, so it also waits for the GPU before each
+  // collective and for the gathered buffers, and no graph can hold that.
+  constexpr int kRuns = 4;
   uint64_t waits[2] = {};
   for (bool deterministic : {false, true}) {
+    SCOPED_TRACE(deterministic ? "deterministic" : "on the stream");
     auto comms = rt::cuda::createNcclCommunicators(
         {0, 1}, {.timeoutSeconds = 60, .deterministic = deterministic});
     ASSERT_TRUE(comms.ok()) << comms.message();
@@ -548,7 +550,13 @@ TEST(GpuExecutor, NcclAllReducesRunOnTheExecutorsStreamWithNoHostWaitInside) {
       exec->setCommunicator((*comms)[size_t(r)].get());
       execs.push_back(std::move(*exec));
     }
-    for (int run = 0; run < 2; ++run) {
+    for (int run = 0; run < kRuns; ++run) {
+      rt::HostTensor x[2], y[2];
+      for (int r = 0; r < 2; ++r) {
+        x[r] = rt::test::randomTensor(rt::DType::f32, {256});
+        y[r] = rt::test::randomTensor(rt::DType::f32, {64});
+      }
+      auto [wantT, wantS] = expect(x, y);
       rt::Status status[2];
       std::vector<rt::HostTensor> outputs[2];
       std::vector<std::thread> replicas;
@@ -559,18 +567,34 @@ TEST(GpuExecutor, NcclAllReducesRunOnTheExecutorsStreamWithNoHostWaitInside) {
       for (std::thread &t : replicas)
         t.join();
       for (int r = 0; r < 2; ++r) {
+        SCOPED_TRACE("run " + std::to_string(run) + ", replica " + std::to_string(r));
         ASSERT_TRUE(status[r].ok()) << status[r].message();
         // The segment returns its writes in the order it computes them: the sum, then t.
         ASSERT_EQ(outputs[r].size(), 2u);
-        EXPECT_LE(test::relError(outputs[r][1].toDoubles(), wantT), 1e-6) << "replica " << r;
-        EXPECT_LE(test::relError(outputs[r][0].toDoubles(), wantS), 1e-6) << "replica " << r;
+        EXPECT_LE(test::relError(outputs[r][1].toDoubles(), wantT), 1e-6);
+        EXPECT_LE(test::relError(outputs[r][0].toDoubles(), wantS), 1e-6);
+        rt::TransferStats launched = execs[size_t(r)].lastRunTransfers();
+        bool asGraph = !deterministic && run > 0;
+        EXPECT_EQ(launched.graphLaunches, asGraph ? 1u : 0u) << launched.launchStr();
+        EXPECT_EQ(launched.stepLaunches == 0, asGraph) << launched.launchStr();
       }
       waits[deterministic] = execs[0].lastRunTransfers().hostSyncs;
     }
+    for (int r = 0; r < 2; ++r) {
+      GpuExecutor::GraphStats stats = execs[size_t(r)].graphStats();
+      if (deterministic) {
+        EXPECT_NE(stats.off.find("deterministic"), std::string::npos) << stats.off;
+        EXPECT_EQ(stats.captured, 0);
+      } else {
+        EXPECT_EQ(stats.off, "");
+        EXPECT_EQ(stats.captured + stats.replayed, kRuns - 1);
+        EXPECT_GE(stats.replayed, 1);
+      }
+    }
   }
-  // On the stream, a run after the first waits three times, all at its end: for each of the two
+  // On the stream, a graph run waits twice, both at its end: for the fence behind the graph's
   // collectives (the watchdog's bounded wait) and for its outputs.
-  EXPECT_EQ(waits[0], 3u);
+  EXPECT_EQ(waits[0], 2u);
   EXPECT_GT(waits[1], waits[0]);
 }
 #endif
