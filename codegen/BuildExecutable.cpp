@@ -38,8 +38,11 @@ std::string locationString(Location loc) {
 std::vector<int64_t> ints(ArrayRef<int64_t> values) { return {values.begin(), values.end()}; }
 
 template <typename Window> rt::ConvParams convParams(Window op) {
-  return {ints(op.getStrides()), ints(op.getPadding()), ints(op.getDilation()),
-          int64_t(op.getFeatureGroupCount())};
+  static_assert(uint8_t(rt::FilterLayout::ohwi) == uint32_t(FilterLayout::ohwi));
+  rt::ConvParams params{ints(op.getStrides()), ints(op.getPadding()), ints(op.getDilation()),
+                        int64_t(op.getFeatureGroupCount())};
+  params.filterLayout = rt::FilterLayout(uint8_t(op.getFilterLayout()));
+  return params;
 }
 
 /// The bias and activation smelt-fuse folded into a matmul or conv2d.

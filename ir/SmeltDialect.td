@@ -56,6 +56,16 @@ def Smelt_Epilogue : I32EnumAttr<"Epilogue", "activation in a contraction's epil
   let cppNamespace = "::smelt";
 }
 
+// The layout of a convolution's filter. hwio, [KH, KW, C/G, F], is Smelt's: the builder's, the
+// importer's and oneDNN's on the CPU. ohwi, [F, KH, KW, C/G], is cuDNN's KRSC:
+// smelt-gpu-conv-layouts gives it to the convolutions placed on a GPU, with the filter's
+// transposes as ops of their own, which fuse into kernels or fold into constants at compile
+// time, so that cuDNN reads the filter as it is.
+def Smelt_FilterLayout : I32EnumAttr<"FilterLayout", "layout of a convolution's filter", [
+    I32EnumAttrCase<"hwio", 0>, I32EnumAttrCase<"ohwi", 1>]> {
+  let cppNamespace = "::smelt";
+}
+
 def Smelt_AllReduceKind : I32EnumAttr<"AllReduceKind", "combiner of all_reduce", [
     I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>]> {
   let cppNamespace = "::smelt";

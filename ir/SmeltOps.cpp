@@ -56,21 +56,23 @@ LogicalResult checkRank(std::optional<Location> location, StringRef opName, Stri
   return success();
 }
 
-/// The NHWC result shape of a convolution of `input` (NHWC) with `filter` (HWIO) in `groups`
-/// feature groups.
-FailureOr<SmallVector<int64_t>> convResultShape(std::optional<Location> location,
-                                                StringRef opName, RankedTensorType input,
-                                                RankedTensorType filter,
-                                                ArrayRef<int64_t> strides,
-                                                ArrayRef<int64_t> padding,
-                                                ArrayRef<int64_t> dilation, int64_t groups) {
+/// The NHWC result shape of a convolution of `input` (NHWC) with `filter` (HWIO, or OHWI by
+/// `layout`) in `groups` feature groups.
+FailureOr<SmallVector<int64_t>>
+convResultShape(std::optional<Location> location, StringRef opName, RankedTensorType input,
+                RankedTensorType filter, ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+                ArrayRef<int64_t> dilation, int64_t groups, FilterLayout layout) {
+  bool ohwi = layout == FilterLayout::ohwi;
   if (failed(checkRank(location, opName, "input", input, 4, "NHWC")) ||
-      failed(checkRank(location, opName, "filter", filter, 4, "HWIO")) ||
+      failed(checkRank(location, opName, "filter", filter, 4, ohwi ? "OHWI" : "HWIO")) ||
       failed(checkWindowAttr(location, opName, "strides", strides, 2, 1)) ||
       failed(checkWindowAttr(location, opName, "padding", padding, 4, 0)) ||
       failed(checkWindowAttr(location, opName, "dilation", dilation, 2, 1)))
     return failure();
-  ArrayRef<int64_t> in = input.getShape(), k = filter.getShape();
+  ArrayRef<int64_t> in = input.getShape(), stored = filter.getShape();
+  // The filter's dimensions in HWIO order, whatever its layout.
+  SmallVector<int64_t> k = ohwi ? SmallVector<int64_t>{stored[1], stored[2], stored[3], stored[0]}
+                                : SmallVector<int64_t>(stored);
   if (groups < 1)
     return fail(location, opName, "feature_group_count = ", groups, " must be at least 1");
   if (in[3] % groups != 0 || k[3] % groups != 0)
@@ -511,13 +513,12 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType input = tensorOf(adaptor.getInput());
-  FailureOr<SmallVector<int64_t>> shape =
-      convResultShape(location, getOperationName(), input, tensorOf(adaptor.getFilter()),
-                      adaptor.getStrides(), adaptor.getPadding(), adaptor.getDilation(),
-                      // Inference runs before the parser fills in default attributes.
-                      adaptor.getFeatureGroupCountAttr()
-                          ? adaptor.getFeatureGroupCountAttr().getInt()
-                          : 1);
+  FailureOr<SmallVector<int64_t>> shape = convResultShape(
+      location, getOperationName(), input, tensorOf(adaptor.getFilter()), adaptor.getStrides(),
+      adaptor.getPadding(), adaptor.getDilation(),
+      // Inference runs before the parser fills in default attributes.
+      adaptor.getFeatureGroupCountAttr() ? adaptor.getFeatureGroupCountAttr().getInt() : 1,
+      adaptor.getFilterLayoutAttr() ? adaptor.getFilterLayout() : FilterLayout::hwio);
   if (failed(shape))
     return failure();
   types.push_back(input.clone(*shape));
@@ -544,8 +545,8 @@ LogicalResult Conv2DOp::verify() { return verifyBias(*this, getBias(), getType()
 
 LogicalResult Conv2DBackwardInputOp::verify() {
   FailureOr<SmallVector<int64_t>> forward =
-      convResultShape(getLoc(), getOperationName(), getType(), getFilter().getType(),
-                      getStrides(), getPadding(), getDilation(), getFeatureGroupCount());
+      convResultShape(getLoc(), getOperationName(), getType(), getFilter().getType(), getStrides(),
+                      getPadding(), getDilation(), getFeatureGroupCount(), getFilterLayout());
   if (failed(forward))
     return failure();
   return checkShape(getLoc(), getOperationName(), "grad_output", getGradOutput().getType(),
@@ -554,8 +555,8 @@ LogicalResult Conv2DBackwardInputOp::verify() {
 
 LogicalResult Conv2DBackwardFilterOp::verify() {
   FailureOr<SmallVector<int64_t>> forward =
-      convResultShape(getLoc(), getOperationName(), getInput().getType(), getType(),
-                      getStrides(), getPadding(), getDilation(), getFeatureGroupCount());
+      convResultShape(getLoc(), getOperationName(), getInput().getType(), getType(), getStrides(),
+                      getPadding(), getDilation(), getFeatureGroupCount(), getFilterLayout());
   if (failed(forward))
     return failure();
   return checkShape(getLoc(), getOperationName(), "grad_output", getGradOutput().getType(),

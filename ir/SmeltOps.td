@@ -488,6 +488,9 @@ def Smelt_MatmulOp : Smelt_InferredOp<"matmul", [Smelt_Differentiable, Smelt_Pre
 defvar Smelt_ConvWindow = (ins DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                           DenseI64ArrayAttr:$dilation,
                           DefaultValuedAttr<I64Attr, "1">:$feature_group_count);
+// The filter's layout, printed only when it is not hwio.
+defvar Smelt_FilterLayoutArg =
+    (ins DefaultValuedAttr<Smelt_FilterLayout, "::smelt::FilterLayout::hwio">:$filter_layout);
 defvar Smelt_PoolWindow = (ins DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$strides,
                           DenseI64ArrayAttr:$padding);
 
@@ -498,7 +501,9 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
   let description = [{
     Cross-correlates an NHWC `input` with an HWIO `filter` [KH, KW, C/G, F], giving NHWC
     [N, OH, OW, F] with OH = (H + top + bottom - dh*(KH-1) - 1) / sh + 1; G is the
-    feature_group_count (1 unless given: a depthwise convolution has G == C). An epilogue, as
+    feature_group_count (1 unless given: a depthwise convolution has G == C). With
+    `filter_layout = ohwi` the filter is [F, KH, KW, C/G] (cuDNN's KRSC; the gradients take the
+    same attribute). An epilogue, as
     matmul's: a `bias` [F] added at every pixel, then an `activation` (oneDNN post-ops on the
     CPU; smelt-fuse folds them, only there).
 
@@ -513,11 +518,13 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
   }];
   let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$filter,
                         Optional<Smelt_FloatTensor>:$bias),
-                       Smelt_ConvWindow, (ins OptionalAttr<Smelt_Epilogue>:$activation));
+                       Smelt_ConvWindow, (ins OptionalAttr<Smelt_Epilogue>:$activation),
+                       Smelt_FilterLayoutArg);
   let results = (outs Smelt_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation
-    (`feature_group_count` `=` $feature_group_count^)? (`bias` $bias^)? (`activation` $activation^)?
+    (`feature_group_count` `=` $feature_group_count^)? (`filter_layout` `=` $filter_layout^)?
+    (`bias` $bias^)? (`activation` $activation^)?
     attr-dict `:` type($input) `,` type($filter) (`,` type($bias)^)?
   }];
   let hasVerifier = 1;
@@ -536,9 +543,9 @@ def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input", [Smelt_Preci
     ```
   }];
   let arguments = !con((ins Smelt_FloatTensor:$grad_output, Smelt_FloatTensor:$filter),
-                       Smelt_ConvWindow);
+                       Smelt_ConvWindow, Smelt_FilterLayoutArg);
   let results = (outs Smelt_FloatTensor:$result);
-  let assemblyFormat = "$grad_output `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation (`feature_group_count` `=` $feature_group_count^)? attr-dict `:` type($grad_output) `,` type($filter) `->` type($result)";
+  let assemblyFormat = "$grad_output `,` $filter `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation (`feature_group_count` `=` $feature_group_count^)? (`filter_layout` `=` $filter_layout^)? attr-dict `:` type($grad_output) `,` type($filter) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -555,9 +562,9 @@ def Smelt_Conv2DBackwardFilterOp : Smelt_Op<"conv2d_backward_filter", [Smelt_Pre
     ```
   }];
   let arguments = !con((ins Smelt_FloatTensor:$input, Smelt_FloatTensor:$grad_output),
-                       Smelt_ConvWindow);
+                       Smelt_ConvWindow, Smelt_FilterLayoutArg);
   let results = (outs Smelt_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $grad_output `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation (`feature_group_count` `=` $feature_group_count^)? attr-dict `:` type($input) `,` type($grad_output) `->` type($result)";
+  let assemblyFormat = "$input `,` $grad_output `strides` `=` $strides `padding` `=` $padding `dilation` `=` $dilation (`feature_group_count` `=` $feature_group_count^)? (`filter_layout` `=` $filter_layout^)? attr-dict `:` type($input) `,` type($grad_output) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -417,10 +417,10 @@ LogicalResult Conv2DOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads
   Location loc = getLoc();
   grads.push_back(Conv2DBackwardInputOp::create(b, loc, getInput().getType(), g, getFilter(),
                                                 getStrides(), getPadding(), getDilation(),
-                                                getFeatureGroupCount()));
+                                                getFeatureGroupCount(), getFilterLayout()));
   grads.push_back(Conv2DBackwardFilterOp::create(b, loc, getFilter().getType(), getInput(), g,
                                                  getStrides(), getPadding(), getDilation(),
-                                                 getFeatureGroupCount()));
+                                                 getFeatureGroupCount(), getFilterLayout()));
   return success();
 }
 

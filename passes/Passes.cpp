@@ -16,6 +16,9 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   pm.addPass(createPlaceDevices(PlaceDevicesOptions{options.devices, options.defaultDevice,
                                                     options.noGpuReason, options.strictPlacement,
                                                     options.logDevicePlacement}));
+  // 3b. Convolutions on a GPU read their filter as cuDNN's KRSC and pad symmetrically: the
+  //     transposes and pads become ops of their own, which fusion then merges or folds.
+  pm.addPass(createGpuConvLayouts());
   // 4. Fold bias adds and activations into the matmul or conv2d library calls before them,
   //    then group elementwise chains, broadcasts and reductions into kernels (smelt.fusion);
   //    without fusion, each such op becomes a kernel of its own (codegen compiles only kernels

@@ -157,6 +157,34 @@ def DonateInPlace : Pass<"smelt-donate-in-place", "mlir::func::FuncOp"> {
   }];
 }
 
+def GpuConvLayouts : Pass<"smelt-gpu-conv-layouts", "mlir::ModuleOp"> {
+  let summary = "Give the convolutions on a GPU cuDNN's filter layout and symmetric padding";
+  let description = [{
+    cuDNN's legacy convolution calls read the filter as KRSC ([F, KH, KW, C/G]) and pad both
+    sides of a dimension alike. For every conv2d, conv2d_backward_input and
+    conv2d_backward_filter placed on a GPU (run after smelt-place-devices, before smelt-fuse),
+    this pass makes both explicit ops, so the runtime copies nothing: the filter is transposed
+    to OHWI before the convolutions that read it, the filter gradient is written as OHWI and
+    transposed back (`filter_layout = ohwi` on the ops), and where top != bottom or left !=
+    right the convolution pads the smaller amount itself and reads an input zero-padded by the
+    rest (smelt.pad), its input gradient then sliced out of the padded one (smelt.slice). A
+    constant filter's transpose folds; the others fuse. CPU convolutions are left alone.
+
+    ```mlir
+    %y = smelt.conv2d %x, %w strides = [2, 2] padding = [0, 1, 0, 1] dilation = [1, 1]
+        {smelt.device = "gpu:0"} : tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>
+    // becomes
+    %p = smelt.pad %x low = [0, 0, 0, 0] high = [0, 1, 1, 0] value = 0.0 ...
+    %k = smelt.transpose %w, permutation = [3, 0, 1, 2] ...   // tensor<32x3x3x1xf32>
+    %y = smelt.conv2d %p, %k strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1]
+        filter_layout = ohwi ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRewritten", "rewritten", "Convolutions given the OHWI filter layout">,
+  ];
+}
+
 def GroupHostSteps : Pass<"smelt-group-host-steps", "mlir::func::FuncOp"> {
   let summary = "Order a function on a GPU and the CPU so the host's steps cut it into few segments";
   let description = [{

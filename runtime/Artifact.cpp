@@ -49,6 +49,8 @@ template <> constexpr uint8_t kByteValues<bool> = 2;
 template <> constexpr uint8_t kByteValues<ReduceKind> = 2;
 template <> constexpr uint8_t kByteValues<Activation> = kNumActivations;
 static_assert(uint8_t(Activation::swish) == 6 && kNumActivations == 7);
+template <> constexpr uint8_t kByteValues<FilterLayout> = kNumFilterLayouts;
+static_assert(uint8_t(FilterLayout::ohwi) == 1 && kNumFilterLayouts == 2);
 
 uint32_t crcOf(const uint8_t *data, size_t size) { return uint32_t(crc32_z(0, data, size)); }
 

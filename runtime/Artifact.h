@@ -1,7 +1,8 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 12 (11 had no fusion results written in place of an operand; 10 no
+// Format, version 13 (12 had no convolution filter layout; 11 no fusion results written in
+// place of an operand; 10 no
 // schedule: no freed buffers per step and no segments; 9 no
 // kernel's largest value bytes; 8 no GPU kernel in argmax's and scatter_add's parameters, 7 no
 // convolution group count and no relu6, hardswish or swish activation, 6 no scatter_add step,
@@ -12,7 +13,7 @@
 //
 //   header (32 bytes)
 //     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (12)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
+//     8  u32 format version (13)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
 //    12  u32 flags (none yet; a      24  u64 size of the whole file
 //        reader rejects bits it does not know)
 //   section table (count entries of 24 bytes, at byte 32)
@@ -49,7 +50,8 @@
 //                                   (a fusion's: i64 kernel, list<i64> in place per result);
 //                                   matmul's and conv2d's end with u8 bias (a third operand)
 //                                   and u8 activation (0 none, 1 relu, 2 tanh, 3 logistic,
-//                                   4 relu6, 5 hardswish, 6 swish)
+//                                   4 relu6, 5 hardswish, 6 swish); the convolutions' with
+//                                   u8 filter layout (0 hwio, 1 ohwi)
 //         list<peak>     peak     = str device, u64 bytes (smelt-assign-buffers' prediction)
 //         list<segment>  segment  = str device, u32 first step, u32 end, ids reads, ids writes
 //                                   (the compiler's schedule: Executable::segments)
@@ -77,7 +79,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 12;
+inline constexpr uint32_t kArtifactVersion = 13;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

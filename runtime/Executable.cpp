@@ -48,6 +48,7 @@ std::string fieldText(int64_t v) { return std::to_string(v); }
 std::string fieldText(double v) { return fmt::format("{}", v); }
 std::string fieldText(ReduceKind v) { return v == ReduceKind::sum ? "sum" : "mean"; }
 std::string fieldText(Activation v) { return activationName(v); }
+std::string fieldText(FilterLayout v) { return v == FilterLayout::ohwi ? "ohwi" : "hwio"; }
 std::string fieldText(const std::vector<int64_t> &v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 } // namespace

@@ -111,12 +111,19 @@ struct MatmulParams {
     f("activation", epilogue.activation);
   }
 };
-/// conv2d and its gradients: NHWC input, HWIO filter [KH, KW, C/groups, F]; an epilogue only
-/// on conv2d. `groups` is the op's feature_group_count (depthwise: groups == C).
+/// A convolution's filter layout, the dialect's FilterLayout: hwio [KH, KW, C/groups, F], or
+/// ohwi [F, KH, KW, C/groups] (cuDNN's KRSC, which smelt-gpu-conv-layouts gives the GPU's).
+/// The numbers are the AOT format's.
+enum class FilterLayout : uint8_t { hwio = 0, ohwi = 1 };
+inline constexpr uint8_t kNumFilterLayouts = 2;
+
+/// conv2d and its gradients: NHWC input, filter in `filterLayout`; an epilogue only on conv2d.
+/// `groups` is the op's feature_group_count (depthwise: groups == C).
 struct ConvParams {
   std::vector<int64_t> strides, padding, dilation; // [h, w], [top, bottom, left, right], [h, w]
   int64_t groups = 1;
   Epilogue epilogue;
+  FilterLayout filterLayout = FilterLayout::hwio;
   template <typename F> void fields(F &&f) {
     f("strides", strides);
     f("padding", padding);
@@ -124,6 +131,13 @@ struct ConvParams {
     f("groups", groups);
     f("bias", epilogue.bias);
     f("activation", epilogue.activation);
+    f("filter_layout", filterLayout);
+  }
+  /// The filter's [KH, KW, C/groups, F] from its stored shape.
+  std::vector<int64_t> hwioDims(const std::vector<int64_t> &filterShape) const {
+    if (filterLayout != FilterLayout::ohwi || filterShape.size() != 4)
+      return filterShape;
+    return {filterShape[1], filterShape[2], filterShape[3], filterShape[0]};
   }
 };
 /// Pooling and its gradients.

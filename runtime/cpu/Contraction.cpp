@@ -307,17 +307,32 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
                                      input.str(), filter.str(), output.str(), why));
   };
   if (input.shape.size() != 4 || filter.shape.size() != 4 || output.shape.size() != 4)
-    return bad("NHWC input and output and HWIO filter must be rank 4");
-  Window2D g{input.shape[0], input.shape[1], input.shape[2], input.shape[3], filter.shape[0],
-             filter.shape[1], filter.shape[3], output.shape[1], output.shape[2], strides[0],
-             strides[1], padding[0], padding[1], padding[2], padding[3], dilation[0],
-             dilation[1], params.groups};
+    return bad("NHWC input and output and HWIO or OHWI filter must be rank 4");
+  std::vector<int64_t> k = params.hwioDims(filter.shape);
+  Window2D g{input.shape[0],
+             input.shape[1],
+             input.shape[2],
+             input.shape[3],
+             k[0],
+             k[1],
+             k[3],
+             output.shape[1],
+             output.shape[2],
+             strides[0],
+             strides[1],
+             padding[0],
+             padding[1],
+             padding[2],
+             padding[3],
+             dilation[0],
+             dilation[1],
+             params.groups,
+             params.filterLayout == FilterLayout::ohwi};
   if (g.groups < 1 || g.c % g.groups != 0 || g.f % g.groups != 0)
     return bad(fmt::format("{} feature groups do not divide {} channels into {} filters",
                            g.groups, g.c, g.f));
-  if (filter.shape[2] * g.groups != g.c || output.shape[0] != g.n || output.shape[3] != g.f ||
-      g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 ||
-      g.pr < 0)
+  if (k[2] * g.groups != g.c || output.shape[0] != g.n || output.shape[3] != g.f || g.sh < 1 ||
+      g.sw < 1 || g.dh < 1 || g.dw < 1 || g.pt < 0 || g.pb < 0 || g.pl < 0 || g.pr < 0)
     return bad("shapes or window attributes do not agree");
   int64_t eh = g.dh * (g.kh - 1) + 1, ew = g.dw * (g.kw - 1) + 1;
   if (g.h + g.pt + g.pb < eh || g.w + g.pl + g.pr < ew ||
@@ -357,11 +372,14 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   memory::desc dst({g.n, g.f, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
   memory::desc bias({g.f}, memory::data_type::f32, Tag::x);
   // Smelt's HWIO filter [KH, KW, C/G, F] is oneDNN's grouped (G, F/G, C/G, KH, KW) in hwigo
-  // order, or (F, C, KH, KW) in hwio order for one group.
+  // order, or (F, C, KH, KW) in hwio order for one group; OHWI [F, KH, KW, C/G] is gohwi, or
+  // ohwi.
   memory::dims filterDims = g.groups == 1
                                 ? memory::dims{g.f, g.c, g.kh, g.kw}
                                 : memory::dims{g.groups, g.f / g.groups, g.c / g.groups, g.kh, g.kw};
-  memory::desc weights(filterDims, memory::data_type::f32, g.groups == 1 ? Tag::hwio : Tag::hwigo);
+  Tag filterTag =
+      g.groups == 1 ? (g.ohwi ? Tag::ohwi : Tag::hwio) : (g.ohwi ? Tag::gohwi : Tag::hwigo);
+  memory::desc weights(filterDims, memory::data_type::f32, filterTag);
   memory::desc anyWeights(filterDims, memory::data_type::f32, Tag::any);
   memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, padL{g.pt, g.pl},
       padR{g.pb, g.pr};

@@ -26,17 +26,22 @@ void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y
             if (ix < 0 || ix >= g.w)
               continue;
             double *xs = x + ((b * g.h + iy) * g.w + ix) * g.c;
-            double *ws = w + (ky * g.kw + kx) * cg * g.f;
             double *ys = y + ((b * g.oh + oy) * g.ow + ox) * g.f;
+            // Filter element (ky, kx, c % cg, f) in its layout: a stride per c and per f.
+            int64_t tap = ky * g.kw + kx;
+            double *ws = g.ohwi ? w + tap * cg : w + tap * cg * g.f;
+            int64_t cStride = g.ohwi ? 1 : g.f, fStride = g.ohwi ? g.kh * g.kw * cg : 1;
             for (int64_t c = 0; c < g.c; ++c) {
-              int64_t group = c / cg, row = (c % cg) * g.f;
+              int64_t group = c / cg;
+              double *wc = ws + (c % cg) * cStride;
               for (int64_t f = group * fg; f < (group + 1) * fg; ++f) {
+                double &wf = wc[f * fStride];
                 if (mode == ConvMode::Forward)
-                  ys[f] += xs[c] * ws[row + f];
+                  ys[f] += xs[c] * wf;
                 else if (mode == ConvMode::BackwardInput)
-                  xs[c] += ys[f] * ws[row + f];
+                  xs[c] += ys[f] * wf;
                 else
-                  ws[row + f] += xs[c] * ys[f];
+                  wf += xs[c] * ys[f];
               }
             }
           }

@@ -17,13 +17,15 @@ struct Window2D {
   int64_t pt, pb, pl, pr;      // padding
   int64_t dh = 1, dw = 1;      // dilation
   int64_t groups = 1;          // convolution feature groups: filter [kh, kw, c / groups, f]
+  bool ohwi = false;           // the filter is stored [f, kh, kw, c / groups]
 };
 
 /// Which of the three convolution products a loop computes.
 enum class ConvMode { Forward, BackwardInput, BackwardFilter };
 
 /// Plain convolution in double: Forward y += x*w, BackwardInput dx += dy*w, BackwardFilter
-/// dw += x*dy, with zeroed outputs. Pointers are x (NHWC), w (HWIO, [kh, kw, c/groups, f]),
+/// dw += x*dy, with zeroed outputs. Pointers are x (NHWC), w (HWIO, [kh, kw, c/groups, f], or
+/// OHWI [f, kh, kw, c/groups] when g.ohwi),
 /// y (N,OH,OW,F); group k reads channels [k*c/groups, (k+1)*c/groups) for outputs
 /// [k*f/groups, (k+1)*f/groups).
 void convLoops(ConvMode mode, const Window2D &g, double *x, double *w, double *y);

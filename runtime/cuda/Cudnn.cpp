@@ -4,25 +4,15 @@
 // Why the legacy API and not the graph (backend) API, which takes arbitrary strides for filters
 // and pre/post padding: the legacy calls are a handful of checked functions with one heuristic
 // call each, and cuDNN 9 still ships them (libcudnn_cnn, libcudnn_ops). What they cannot
-// describe is bridged with copies in the workspace, all made by cuDNN itself (the runtime has no
-// kernels of its own):
-// 1. HWIO filters. cudnnSetFilter4dDescriptor knows KCRS ([F, C, KH, KW]) and KRSC
-//    ([F, KH, KW, C]) only, without strides. cudnnTransformTensor copies between any two
-//    strided views of one 4-D shape, so the filter, viewed as dims [F, C, KH, KW] with HWIO
-//    strides [1, F, KW*C*F, C*F], is copied to KRSC strides [KH*KW*C, 1, KW*C, C] before the
-//    forward and input-gradient passes, and the filter gradient comes back the same way.
-//    Grouped convolutions change only C: with the convolution descriptor's group count G,
-//    cuDNN's filter is [F, C/G, KH, KW] (the Legacy API guide's "Grouped Convolutions"), group
-//    k's filters the consecutive K = k*F/G .. (k+1)*F/G - 1 (the weights PyTorch hands it
-//    as they are). Smelt's HWIO [KH, KW, C/G, F] groups F the same way, so the same copy with
-//    C/G for C is the grouped KRSC filter.
-// 2. Asymmetric padding. The convolution descriptor pads both sides alike, so cuDNN pads by
-//    min(top, bottom) and min(left, right); what is left over (say bottom - top rows) is an
-//    explicitly zero-padded copy of the input (cuMemsetD8Async, then cudnnTransformTensor into
-//    the interior). The input gradient is computed for that padded input and its interior
-//    copied out. The output shape is the same either way: H + top + bottom rows in total.
-// 3. NHWC activations need no copy: a 4-D tensor descriptor in N, C, H, W order with strides
-//    [H*W*C, 1, W*C, C] is NHWC.
+// describe the compiler gives them (smelt-gpu-conv-layouts): the filter in KRSC, OHWI
+// [F, KH, KW, C/G] (cudnnSetFilter4dDescriptor knows KRSC and KCRS only, without strides;
+// grouped convolutions change only C: with the descriptor's group count G, cuDNN's filter is
+// [F, C/G, KH, KW] and group k's filters the consecutive K = k*F/G .. (k+1)*F/G - 1, as Smelt's
+// groups are), and symmetric padding (the convolution descriptor pads both sides alike; an
+// asymmetric one arrives as an explicit pad of the input). NHWC activations need no copy: a 4-D
+// tensor descriptor in N, C, H, W order with strides [H*W*C, 1, W*C, C] is NHWC. The one copy
+// left is cuDNN's own: f16/bf16 channels cuDNN's NHWC kernels cannot take run on NCHW copies in
+// the workspace (mayNeedNchw), made by cudnnTransformTensor.
 #include "runtime/cuda/Cudnn.h"
 #include "runtime/cuda/CudnnLibrary.h"
 
@@ -50,18 +40,13 @@ namespace {
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 /// One 2-D window problem in NHWC, from a call whose attribute lists have the right lengths.
-/// Convolutions split the padding (Cudnn.cpp's header comment, 2.): cuDNN pads by padH/padW on
-/// both sides, the rest is explicit, giving a padded input of hp x wp with the original at
-/// (extraTop, extraLeft).
 struct Geometry {
   int64_t n, h, w, c, kh, kw, f, sh, sw, pt, pb, pl, pr, dh = 1, dw = 1;
-  int64_t padH, padW, extraTop, extraLeft, hp, wp;
   int64_t groups = 1;
   /// The filter's input channels: C/G, those of one group.
   int64_t cg() const { return c / groups; }
   int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
-  bool paddedCopy() const { return hp != h || wp != w; }
 };
 
 Geometry geometry(const TensorType &input, int64_t kh, int64_t kw, int64_t f,
@@ -70,15 +55,13 @@ Geometry geometry(const TensorType &input, int64_t kh, int64_t kw, int64_t f,
   g.n = input.shape[0], g.h = input.shape[1], g.w = input.shape[2], g.c = input.shape[3];
   g.kh = kh, g.kw = kw, g.f = f, g.sh = strides[0], g.sw = strides[1];
   g.pt = padding[0], g.pb = padding[1], g.pl = padding[2], g.pr = padding[3];
-  g.padH = std::min(g.pt, g.pb), g.padW = std::min(g.pl, g.pr);
-  g.extraTop = g.pt - g.padH, g.extraLeft = g.pl - g.padW;
-  g.hp = g.h + g.pt + g.pb - 2 * g.padH, g.wp = g.w + g.pl + g.pr - 2 * g.padW;
   return g;
 }
 
+/// The filter is OHWI: [F, KH, KW, C/G].
 Geometry geometry(const Conv2DCall &call) {
-  Geometry g = geometry(call.input, call.filter.shape[0], call.filter.shape[1],
-                        call.filter.shape[3], call.strides, call.padding);
+  Geometry g = geometry(call.input, call.filter.shape[1], call.filter.shape[2],
+                        call.filter.shape[0], call.strides, call.padding);
   g.dh = call.dilation[0], g.dw = call.dilation[1];
   g.groups = call.groups;
   return g;
@@ -87,11 +70,6 @@ Geometry geometry(const Conv2DCall &call) {
 Geometry geometry(const Pool2DCall &call) {
   return geometry(call.input, call.window[0], call.window[1], call.input.shape[3], call.strides,
                   call.padding);
-}
-
-/// Bytes of the explicitly padded input, 0 when cuDNN's own padding suffices.
-size_t paddedBytes(const Geometry &g, DType dtype) {
-  return g.paddedCopy() ? size_t(g.n * g.hp * g.wp * g.c) * byteWidth(dtype) : 0;
 }
 
 /// "" or why `values` is not `count` integers that are positive (or non-negative).
@@ -209,9 +187,8 @@ public:
     convolutions_.push_back(d);
     // f16/bf16 data accumulates in f32 (cuDNN's "pseudo half" configuration).
     SMELT_CUDNN_TRY(lib_.check(
-        lib_.setConvolution2dDescriptor(d, int(g.padH), int(g.padW), int(g.sh), int(g.sw),
-                                        int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
-                                        CUDNN_DATA_FLOAT),
+        lib_.setConvolution2dDescriptor(d, int(g.pt), int(g.pl), int(g.sh), int(g.sw), int(g.dh),
+                                        int(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor"));
     // Set for 1 too: the descriptor then says what it computes whatever cuDNN's default.
     SMELT_CUDNN_TRY(lib_.check(lib_.setConvolutionGroupCount(d, int(g.groups)),
@@ -276,27 +253,27 @@ std::string describe(const Pool2DCall &call) {
 
 /// Shape errors of a conv call, "" when consistent (unsupported is checked apart).
 static std::string convShapeError(const Conv2DCall &call) {
-  for (std::string why : {checkInts("strides", call.strides, 2, 1),
-                          checkInts("padding", call.padding, 4, 0),
-                          checkInts("dilation", call.dilation, 2, 1),
-                          checkOperand("input", "NHWC", call.input, call.input.dtype),
-                          checkOperand("filter", "HWIO", call.filter, call.input.dtype),
-                          checkOperand("output", "NHWC", call.output, call.input.dtype)})
+  for (std::string why :
+       {checkInts("strides", call.strides, 2, 1), checkInts("padding", call.padding, 4, 0),
+        checkInts("dilation", call.dilation, 2, 1),
+        checkOperand("input", "NHWC", call.input, call.input.dtype),
+        checkOperand("filter", "OHWI", call.filter, call.input.dtype),
+        checkOperand("output", "NHWC", call.output, call.input.dtype)})
     if (!why.empty())
       return why;
-  int64_t groups = call.groups, c = call.input.shape[3], f = call.filter.shape[3];
+  int64_t groups = call.groups, c = call.input.shape[3], f = call.filter.shape[0],
+          cg = call.filter.shape[3];
   if (groups < 1 || c % groups != 0 || f % groups != 0)
     return fmt::format("feature_group_count {} must be positive and divide the {} channels of "
-                       "input {} (NHWC) and the {} output channels of filter {} (HWIO)",
+                       "input {} (NHWC) and the {} output channels of filter {} (OHWI)",
                        groups, c, call.input.str(), f, call.filter.str());
-  if (groups == 1 && call.filter.shape[2] != c)
-    return fmt::format("filter {} (HWIO) has {} input channels but input {} (NHWC) has {}",
-                       call.filter.str(), call.filter.shape[2], call.input.str(), c);
-  if (call.filter.shape[2] * groups != c)
-    return fmt::format("filter {} (HWIO) has {} input channels per group but input {} (NHWC) "
+  if (groups == 1 && cg != c)
+    return fmt::format("filter {} (OHWI) has {} input channels but input {} (NHWC) has {}",
+                       call.filter.str(), cg, call.input.str(), c);
+  if (cg * groups != c)
+    return fmt::format("filter {} (OHWI) has {} input channels per group but input {} (NHWC) "
                        "has {} in {} groups, {} per group",
-                       call.filter.str(), call.filter.shape[2], call.input.str(), c, groups,
-                       c / groups);
+                       call.filter.str(), cg, call.input.str(), c, groups, c / groups);
   Geometry g = geometry(call);
   if (g.h + g.pt + g.pb < g.dh * (g.kh - 1) + 1 || g.w + g.pl + g.pr < g.dw * (g.kw - 1) + 1)
     return fmt::format("the dilated filter window of filter {} does not fit in input {} padded "
@@ -329,13 +306,24 @@ static std::string poolShapeError(const Pool2DCall &call) {
   return "";
 }
 
+/// "asymmetric padding [..]: <why>" when `padding` differs between the two sides of a
+/// dimension, else "".
+static std::string asymmetric(const std::vector<int64_t> &padding, const char *why) {
+  if (padding[0] == padding[1] && padding[2] == padding[3])
+    return "";
+  return fmt::format("asymmetric padding [{}]: {}", fmt::join(padding, ", "), why);
+}
+
 std::string cudnnUnsupported(const Conv2DCall &call) {
   if (!convShapeError(call).empty())
     return ""; // invalid, not unsupported: validate() says why
-  Geometry g = geometry(call);
-  return unsupportedCommon(call.input.dtype,
-                           {call.input.numElements(), call.filter.numElements(),
-                            call.output.numElements(), g.n * g.hp * g.wp * g.c});
+  if (std::string why =
+          unsupportedCommon(call.input.dtype, {call.input.numElements(), call.filter.numElements(),
+                                               call.output.numElements()});
+      !why.empty())
+    return why;
+  return asymmetric(call.padding, "the convolution descriptor pads both sides alike "
+                                  "(smelt-gpu-conv-layouts pads the input explicitly)");
 }
 
 std::string cudnnUnsupported(const Pool2DCall &call) {
@@ -346,10 +334,10 @@ std::string cudnnUnsupported(const Pool2DCall &call) {
       !why.empty())
     return why;
   const std::vector<int64_t> &p = call.padding;
-  if (p[0] != p[1] || p[2] != p[3])
-    return fmt::format("asymmetric padding [{}]: cuDNN's pooling pads both sides alike, and "
-                       "padding copied into the input would count in averages",
-                       fmt::join(p, ", "));
+  if (std::string why = asymmetric(p, "cuDNN's pooling pads both sides alike, and padding "
+                                      "copied into the input would count in averages");
+      !why.empty())
+    return why;
   if (p[0] >= call.window[0] || p[2] >= call.window[1])
     return fmt::format("padding [{}] not smaller than the window [{}]: a window could lie wholly "
                        "in the padding",
@@ -386,27 +374,16 @@ static bool mayNeedNchw(const Conv2DCall &call) {
   DType dtype = call.input.dtype;
   int64_t groups = call.groups;
   return (dtype == DType::f16 || dtype == DType::bf16) &&
-         ((call.input.shape[3] / groups) % 8 != 0 || (call.filter.shape[3] / groups) % 8 != 0);
+         ((call.input.shape[3] / groups) % 8 != 0 || (call.filter.shape[0] / groups) % 8 != 0);
 }
 
-/// The NCHW copies of the (padded) input and of the output.
-static std::array<size_t, 2> nchwBytes(const Conv2DCall &call) {
-  Geometry g = geometry(call);
-  size_t width = byteWidth(call.input.dtype);
-  return {align256(size_t(g.n * g.c * g.hp * g.wp) * width),
-          align256(size_t(g.n * g.f * g.oh() * g.ow()) * width)};
-}
-
-/// The layout copies at the start of a convolution's workspace: the filter (KRSC, or KCRS),
-/// then the padded NHWC input (when there is one) or, where NCHW may be needed, room for the
-/// NCHW copies instead when they are larger.
+/// The NCHW copies at the start of a convolution's workspace, where NCHW may be needed: the
+/// filter (KCRS), the input and the output; none otherwise.
 static size_t convScratchBytes(const Conv2DCall &call) {
-  size_t copies = align256(paddedBytes(geometry(call), call.input.dtype));
-  if (mayNeedNchw(call)) {
-    std::array<size_t, 2> nchw = nchwBytes(call);
-    copies = std::max(copies, nchw[0] + nchw[1]);
-  }
-  return align256(call.filter.byteSize()) + copies;
+  if (!mayNeedNchw(call))
+    return 0;
+  return align256(call.filter.byteSize()) + align256(call.input.byteSize()) +
+         align256(call.output.byteSize());
 }
 
 size_t Cudnn::workspaceBytes(const Conv2DCall &call) {
@@ -527,34 +504,19 @@ Status Cudnn::locked(const std::string &what, const std::string &call,
 }
 
 namespace {
-/// The tensors of one convolution in one layout. NHWC: the input (or its padded copy) and the
-/// output as they are, the filter as KRSC. NCHW: copies of all three in the workspace, the
-/// filter as KCRS. `interior` is where the input sits inside x (all of it when x is no copy).
+/// The tensors of one convolution in one layout: NHWC, the operands as they are (the filter is
+/// KRSC); NCHW, copies of all three in the workspace (the filter as KCRS).
 struct ConvViews {
-  cudnnTensorDescriptor_t x, y, interior, filterView;
+  cudnnTensorDescriptor_t x, y;
   cudnnFilterDescriptor_t w;
-  size_t interiorOffset; // bytes from x's start
 };
 
-Expected<ConvViews> convViews(Descriptors &make, const Geometry &g, DType dtype, bool nchw) {
-  ConvViews v{};
-  int64_t c = g.c, hp = g.hp, wp = g.wp;
-  SMELT_CUDNN_ASSIGN(x, nchw ? make.nchw(g.n, hp, wp, c) : make.nhwc(g.n, hp, wp, c));
+Expected<ConvViews> convViews(Descriptors &make, const Geometry &g, bool nchw) {
+  SMELT_CUDNN_ASSIGN(x, nchw ? make.nchw(g.n, g.h, g.w, g.c) : make.nhwc(g.n, g.h, g.w, g.c));
   SMELT_CUDNN_ASSIGN(y, nchw ? make.nchw(g.n, g.oh(), g.ow(), g.f)
                              : make.nhwc(g.n, g.oh(), g.ow(), g.f));
-  SMELT_CUDNN_ASSIGN(interior, nchw ? make.tensor({g.n, c, g.h, g.w}, {c * hp * wp, hp * wp, wp, 1})
-                                    : make.tensor({g.n, c, g.h, g.w}, {hp * wp * c, 1, wp * c, c}));
-  // The filter in dims [F, C/G, KH, KW] as cuDNN convolves it.
-  int64_t cg = g.cg();
-  SMELT_CUDNN_ASSIGN(filterView, nchw ? make.tensor({g.f, cg, g.kh, g.kw},
-                                                    {cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1})
-                                      : make.tensor({g.f, cg, g.kh, g.kw},
-                                                    {g.kh * g.kw * cg, 1, g.kw * cg, cg}));
   SMELT_CUDNN_ASSIGN(w, make.filter(g, nchw));
-  v.x = x, v.y = y, v.interior = interior, v.filterView = filterView, v.w = w;
-  int64_t corner = g.extraTop * wp + g.extraLeft;
-  v.interiorOffset = size_t(nchw ? corner : corner * c) * byteWidth(dtype);
-  return v;
+  return ConvViews{x, y, w};
 }
 } // namespace
 
@@ -570,7 +532,7 @@ Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, siz
     if (nchw && !mayNeedNchw(call))
       break;
     Descriptors make(lib, call.input.dtype);
-    SMELT_CUDNN_ASSIGN(views, convViews(make, g, call.input.dtype, nchw));
+    SMELT_CUDNN_ASSIGN(views, convViews(make, g, nchw));
     SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
     ConvDescriptors d{views.x, views.y, views.w, conv};
     Expected<Algorithm> algo = algorithm(pass, call, d, limit);
@@ -584,14 +546,14 @@ Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, siz
   return nhwcError;
 }
 
-/// validate(), then that `workspaceBytes` hold the call's layout copies.
+/// validate(), then that `workspaceBytes` hold the call's NCHW copies.
 static Status checkConvCall(const Conv2DCall &call, size_t workspaceBytes,
                             const std::string &what) {
   SMELT_CUDNN_TRY(Cudnn::validate(call, what));
   size_t scratch = convScratchBytes(call);
   if (workspaceBytes < scratch)
     return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of "
-                                  "layout copies (Cudnn::workspaceBytes)",
+                                  "NCHW copies (Cudnn::workspaceBytes)",
                                   workspaceBytes, scratch));
   return {};
 }
@@ -618,100 +580,74 @@ Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, con
     DType dtype = call.input.dtype;
     SMELT_CUDNN_ASSIGN(choice, choose(pass, call, workspaceBytes - scratch));
     bool nchw = choice.nchw;
-    // Workspace: [filter copy][x copy: the padded input, or the NCHW input][NCHW output]
-    // [algorithm workspace].
-    void *filterCopy = workspace;
-    void *xCopy = at(workspace, align256(call.filter.byteSize()));
-    void *yCopy = at(xCopy, nchw ? nchwBytes(call)[0] : 0);
-    void *algoSpace = at(workspace, scratch);
-    bool copiesX = nchw || g.paddedCopy();
-
     Descriptors make(lib, dtype);
-    // The filter as stored: HWIO, in dims [F, C/G, KH, KW]; input and output as stored: NHWC.
-    int64_t cg = g.cg();
-    SMELT_CUDNN_ASSIGN(hwio, make.tensor({g.f, cg, g.kh, g.kw},
-                                         {1, g.f, g.kw * cg * g.f, cg * g.f}));
-    SMELT_CUDNN_ASSIGN(input, make.nhwc(g.n, g.h, g.w, g.c));
-    SMELT_CUDNN_ASSIGN(output, make.nhwc(g.n, g.oh(), g.ow(), g.f));
-    SMELT_CUDNN_ASSIGN(views, convViews(make, g, dtype, nchw));
+    SMELT_CUDNN_ASSIGN(views, convViews(make, g, nchw));
     SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
     const Algorithm &algo = choice.algorithm;
     SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(algo.mathType)),
                               "cudnnSetConvolutionMathType"));
+    void *algoSpace = at(workspace, scratch);
 
-    auto transform = [&](cudnnTensorDescriptor_t from, const void *source,
-                         cudnnTensorDescriptor_t to, void *target, const char *why) {
-      return lib.check(lib.transformTensor(handle, &kOne, from, source, &kZero, to, target), why);
-    };
-    // The input where cuDNN reads it: itself, or zero-padded and/or NCHW in the workspace.
-    auto loadX = [&](const void *source) -> Expected<const void *> {
-      if (!copiesX)
-        return source;
-      if (g.paddedCopy())
-        SMELT_CUDNN_TRY(device_.check(
-            device_.driver().memsetD8Async(devicePointer(xCopy), 0,
-                                           nchw ? nchwBytes(call)[0] : paddedBytes(g, dtype),
-                                           device_.stream()),
-            "cuMemsetD8Async (zero padding)"));
-      SMELT_CUDNN_TRY(transform(input, source, views.interior, at(xCopy, views.interiorOffset),
-                                "cudnnTransformTensor (input into its copy)"));
-      return static_cast<const void *>(xCopy);
-    };
-    // An output-shaped operand where cuDNN reads it: itself, or its NCHW copy.
-    auto loadY = [&](const void *source) -> Expected<const void *> {
-      if (!nchw)
-        return source;
-      SMELT_CUDNN_TRY(transform(output, source, views.y, yCopy,
-                                "cudnnTransformTensor (output gradient to NCHW)"));
-      return static_cast<const void *>(yCopy);
-    };
-    auto loadFilter = [&](const void *filter) {
-      return transform(hwio, filter, views.filterView, filterCopy,
-                       "cudnnTransformTensor (filter from HWIO)");
-    };
-
+    // x, w and y as stored (NHWC, OHWI, NHWC), and which of them the pass writes.
+    auto *in0 = const_cast<void *>(a), *in1 = const_cast<void *>(b);
+    void *stored[3] = {in0, in1, out};
+    int result = 2;
+    if (pass == ConvPass::BackwardInput)
+      stored[0] = out, stored[2] = in0, result = 0;
+    else if (pass == ConvPass::BackwardFilter)
+      stored[1] = out, stored[2] = in1, result = 1;
+    // Where cuDNN finds them: as stored in NHWC; in NCHW, copies at the start of the workspace
+    // ([filter][input][output], convScratchBytes), in and out through cudnnTransformTensor
+    // between the stored and the NCHW views of one shape.
+    void *where[3] = {stored[0], stored[1], stored[2]};
+    cudnnTensorDescriptor_t storedViews[3] = {}, copyViews[3] = {};
+    if (nchw) {
+      int64_t cg = g.cg();
+      SMELT_CUDNN_ASSIGN(input, make.nhwc(g.n, g.h, g.w, g.c));
+      SMELT_CUDNN_ASSIGN(filter,
+                         make.tensor({g.f, cg, g.kh, g.kw}, {g.kh * g.kw * cg, 1, g.kw * cg, cg}));
+      SMELT_CUDNN_ASSIGN(output, make.nhwc(g.n, g.oh(), g.ow(), g.f));
+      SMELT_CUDNN_ASSIGN(
+          kcrs, make.tensor({g.f, cg, g.kh, g.kw}, {cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1}));
+      storedViews[0] = input, storedViews[1] = filter, storedViews[2] = output;
+      copyViews[0] = views.x, copyViews[1] = kcrs, copyViews[2] = views.y;
+      where[1] = workspace;
+      where[0] = at(where[1], align256(call.filter.byteSize()));
+      where[2] = at(where[0], align256(call.input.byteSize()));
+      for (int i = 0; i < 3; ++i)
+        if (i != result)
+          SMELT_CUDNN_TRY(lib.check(lib.transformTensor(handle, &kOne, storedViews[i], stored[i],
+                                                        &kZero, copyViews[i], where[i]),
+                                    "cudnnTransformTensor (to NCHW)"));
+    }
     switch (pass) {
-    case ConvPass::Forward: {
-      SMELT_CUDNN_TRY(loadFilter(b));
-      SMELT_CUDNN_ASSIGN(xp, loadX(a));
-      void *y = nchw ? yCopy : out;
-      SMELT_CUDNN_TRY(lib.check(lib.convolutionForward(handle, &kOne, views.x, xp, views.w,
-                                                       filterCopy, conv,
-                                                       cudnnConvolutionFwdAlgo_t(algo.algo),
-                                                       algoSpace, algo.memory, &kZero, views.y, y),
-                                "cudnnConvolutionForward"));
-      if (!nchw)
-        return {};
-      return transform(views.y, yCopy, output, out, "cudnnTransformTensor (output to NHWC)");
+    case ConvPass::Forward:
+      SMELT_CUDNN_TRY(
+          lib.check(lib.convolutionForward(handle, &kOne, views.x, where[0], views.w, where[1],
+                                           conv, cudnnConvolutionFwdAlgo_t(algo.algo), algoSpace,
+                                           algo.memory, &kZero, views.y, where[2]),
+                    "cudnnConvolutionForward"));
+      break;
+    case ConvPass::BackwardInput:
+      SMELT_CUDNN_TRY(
+          lib.check(lib.convolutionBackwardData(handle, &kOne, views.w, where[1], views.y, where[2],
+                                                conv, cudnnConvolutionBwdDataAlgo_t(algo.algo),
+                                                algoSpace, algo.memory, &kZero, views.x, where[0]),
+                    "cudnnConvolutionBackwardData"));
+      break;
+    case ConvPass::BackwardFilter:
+      SMELT_CUDNN_TRY(lib.check(
+          lib.convolutionBackwardFilter(handle, &kOne, views.x, where[0], views.y, where[2], conv,
+                                        cudnnConvolutionBwdFilterAlgo_t(algo.algo), algoSpace,
+                                        algo.memory, &kZero, views.w, where[1]),
+          "cudnnConvolutionBackwardFilter"));
+      break;
     }
-    case ConvPass::BackwardInput: {
-      SMELT_CUDNN_TRY(loadFilter(b));
-      SMELT_CUDNN_ASSIGN(dy, loadY(a));
-      void *dx = copiesX ? xCopy : out;
-      SMELT_CUDNN_TRY(lib.check(lib.convolutionBackwardData(
-                                    handle, &kOne, views.w, filterCopy, views.y, dy, conv,
-                                    cudnnConvolutionBwdDataAlgo_t(algo.algo), algoSpace,
-                                    algo.memory, &kZero, views.x, dx),
-                                "cudnnConvolutionBackwardData"));
-      if (!copiesX)
-        return {};
-      // The gradient of the padding is dropped: only the interior is the input's.
-      return transform(views.interior, at(xCopy, views.interiorOffset), input, out,
-                       "cudnnTransformTensor (input gradient out of its copy)");
-    }
-    case ConvPass::BackwardFilter: {
-      SMELT_CUDNN_ASSIGN(xp, loadX(a));
-      SMELT_CUDNN_ASSIGN(dy, loadY(b));
-      SMELT_CUDNN_TRY(lib.check(lib.convolutionBackwardFilter(
-                                    handle, &kOne, views.x, xp, views.y, dy, conv,
-                                    cudnnConvolutionBwdFilterAlgo_t(algo.algo), algoSpace,
-                                    algo.memory, &kZero, views.w, filterCopy),
-                                "cudnnConvolutionBackwardFilter"));
-      return transform(views.filterView, filterCopy, hwio, out,
-                       "cudnnTransformTensor (filter gradient to HWIO)");
-    }
-    }
-    return {};
+    if (!nchw)
+      return {};
+    return lib.check(lib.transformTensor(handle, &kOne, copyViews[result], where[result], &kZero,
+                                         storedViews[result], stored[result]),
+                     "cudnnTransformTensor (from NCHW)");
   };
   return locked(what, describe(call), inner);
 }

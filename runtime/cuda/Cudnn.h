@@ -5,29 +5,28 @@
 //
 // Smelt's layouts, and how they reach cuDNN (details in Cudnn.cpp):
 // - activations are NHWC: described to cuDNN by explicit strides, no copy.
-// - filters are HWIO [KH, KW, C/G, F], which is no cuDNN filter layout (those are KCRS and
-//   KRSC, and cudnnSetFilter4dDescriptor takes no strides): each call transposes the filter to
-//   KRSC in the workspace with cudnnTransformTensor (and the filter gradient back).
+// - filters are OHWI [F, KH, KW, C/G], cuDNN's KRSC: smelt-gpu-conv-layouts transposes Smelt's
+//   HWIO filters at compile time (a fused kernel, or a folded constant), so no call copies one.
 // - grouped convolutions (G = feature_group_count > 1, depthwise when G == C): the convolution
 //   descriptor carries G (cudnnSetConvolutionGroupCount) and the filter descriptor is cuDNN's
 //   grouped one, [K = F, C/G, KH, KW]. Both Smelt and cuDNN keep each group's output channels
-//   consecutive, so the KRSC copy is the ungrouped one with C/G input channels.
+//   consecutive.
 // - f16/bf16 with channels that are not a multiple of 8: cuDNN may have no NHWC algorithm; the
 //   call then runs on NCHW copies of its tensors in the workspace (prepare() finds out when an
 //   executor is created).
-// - asymmetric padding: the legacy convolution descriptor pads symmetrically, so cuDNN pads by
-//   min(top, bottom) (min(left, right)) and the rest is an explicitly zero-padded copy of the
-//   input in the workspace (for the input gradient, a padded gradient cropped afterwards).
-//   Pooling cannot do the same (padding must not count in an average), so asymmetric pooling
-//   is unsupported: cudnnUnsupported() says so, and placement keeps such ops on the CPU.
+// - padding is symmetric: the legacy convolution descriptor pads both sides alike, and
+//   smelt-gpu-conv-layouts pads the input explicitly where a convolution's is not;
+//   cudnnUnsupported() refuses asymmetric padding. Pooling cannot be padded so (padding must
+//   not count in an average), so asymmetric pooling is unsupported, and placement keeps such
+//   ops on the CPU.
 //
 // What callers must provide:
 // - tensors in `device`'s primary context, dense row-major in the layouts above, aligned to
 //   their element size (16 bytes reaches the tensor-core kernels; the executor's allocator gives
 //   256);
 // - a workspace of workspaceBytes(call) bytes, 256-byte aligned, not used by anything else
-//   queued on the stream at the same time. Its first part holds the layout copies; convolution
-//   algorithms get the rest (they are chosen to fit in it).
+//   queued on the stream at the same time. Its first part holds the NCHW copies, when the call
+//   needs them; convolution algorithms get the rest (they are chosen to fit in it).
 // Work is queued on device.stream(); nothing synchronizes. One Cudnn per device, shared by every
 // thread: each call holds a lock while it picks an algorithm and queues.
 #pragma once
@@ -51,7 +50,7 @@ namespace smelt::rt::cuda {
 /// result's; for conv2d_backward_filter `filter` is the result's.
 struct Conv2DCall {
   TensorType input;  ///< NHWC [N, H, W, C]; f32, f16 or bf16, the same for all three
-  TensorType filter; ///< HWIO [KH, KW, C/groups, F]
+  TensorType filter; ///< OHWI [F, KH, KW, C/groups]: cuDNN's KRSC (smelt-gpu-conv-layouts)
   TensorType output; ///< NHWC [N, OH, OW, F]
   std::vector<int64_t> strides{1, 1};        ///< [sh, sw]
   std::vector<int64_t> padding{0, 0, 0, 0};  ///< [top, bottom, left, right]
@@ -104,12 +103,12 @@ public:
   static Status validate(const Conv2DCall &call, const std::string &what);
   static Status validate(const Pool2DCall &call, const std::string &what);
 
-  /// Workspace a call needs: its layout copies plus kAlgorithmWorkspaceBytes for convolutions;
+  /// Workspace a call needs: its NCHW copies plus kAlgorithmWorkspaceBytes for convolutions;
   /// for pooling, max's forward result (the gradient recomputes it: cuDNN wants it). Valid
   /// calls only.
   static size_t workspaceBytes(const Conv2DCall &call);
   static size_t workspaceBytes(const Pool2DCall &call);
-  /// What convolution algorithms may use beyond the layout copies.
+  /// What convolution algorithms may use beyond the NCHW copies.
   static constexpr size_t kAlgorithmWorkspaceBytes = size_t(32) << 20;
 
   /// Queue output = conv2d(input, filter) on the device's stream. Algorithms come from cuDNN's

@@ -122,6 +122,11 @@ Expected<Plan> convPlan(const Executable &exe, const Step &step, Plan plan, bool
                                      activationName(params.epilogue.activation)));
   if (Status s = expectOperands(step, 2); !s.ok())
     return s;
+  if (params.filterLayout != FilterLayout::ohwi)
+    return Status::error(fmt::format("{}: cuDNN reads the filter as OHWI (KRSC), this step's is "
+                                     "HWIO; smelt-gpu-conv-layouts gives the convolutions on a "
+                                     "GPU that layout",
+                                     plan.what));
   Conv2DCall &call = plan.conv;
   call.strides = params.strides;
   call.padding = params.padding;

@@ -436,6 +436,15 @@ func.func @conv_groups_channels(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x4xf32>
 
 // -----
 
+// An OHWI filter is [F, KH, KW, C/G]: this one, read so, expects 3 input channels.
+func.func @conv_ohwi_channels(%x: tensor<1x5x5x4xf32>, %k: tensor<2x3x3x3xf32>) {
+  // expected-error @+1 {{'smelt.conv2d' op input has 4 channels ('tensor<1x5x5x4xf32>') but filter expects 3 ('tensor<2x3x3x3xf32>')}}
+  %0 = smelt.conv2d %x, %k strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] filter_layout = ohwi : tensor<1x5x5x4xf32>, tensor<2x3x3x3xf32>
+  return
+}
+
+// -----
+
 func.func @conv_backward_filter_groups(%x: tensor<1x8x8x4xf32>, %dy: tensor<1x6x6x4xf32>) {
   // expected-error @+1 {{'smelt.conv2d_backward_filter' op input has 4 channels ('tensor<1x8x8x4xf32>') but filter expects 16 ('tensor<3x3x4x4xf32>', 4 per group of 4)}}
   %0 = smelt.conv2d_backward_filter %x, %dy strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] feature_group_count = 4 : tensor<1x8x8x4xf32>, tensor<1x6x6x4xf32> -> tensor<3x3x4x4xf32>

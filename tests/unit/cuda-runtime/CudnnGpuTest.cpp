@@ -1,8 +1,9 @@
 // cuDNN convolutions and pooling (runtime/cuda/Cudnn.h) against the CPU executor's kernels run
-// in f64 on the same inputs: conv2d and both gradients with stride 2, symmetric and asymmetric
-// padding, dilation 2, channel counts that are not multiples of 8 and a batch of 3, grouped and
-// depthwise; max and avg pooling and their gradients with padding; every dtype. Validation
-// needs no GPU, so those tests run everywhere; the rest skip, saying why, without one.
+// in f64 on the same inputs (their HWIO filters transposed from cuDNN's OHWI here): conv2d and
+// both gradients with stride 2, padding, dilation 2, channel counts that are not multiples of 8 and
+// a batch of 3, grouped and depthwise; max and avg pooling and their gradients with padding; every
+// dtype. Validation needs no GPU, so those tests run everywhere; the rest skip, saying why, without
+// one.
 #include "GpuTestUtil.h"
 #include "RuntimeTestUtil.h"
 
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 namespace smelt::rt::test {
@@ -35,17 +37,40 @@ HostTensor asF64(const HostTensor &t) {
   return HostTensor::fromDoubles({DType::f64, t.type().shape}, t.toDoubles());
 }
 
+/// A rank-4 tensor in f64 with its dimensions permuted: result dimension i is `t`'s
+/// `permutation[i]` (OHWI from HWIO is [3, 0, 1, 2], HWIO from OHWI [1, 2, 3, 0]).
+HostTensor permuted(const HostTensor &t, std::array<int, 4> permutation) {
+  const std::vector<int64_t> &in = t.type().shape;
+  std::vector<int64_t> out(4), inStrides(4, 1);
+  for (int d = 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * in[d + 1];
+  for (int d = 0; d < 4; ++d)
+    out[d] = in[permutation[d]];
+  std::vector<double> from = t.toDoubles(), to;
+  for (int64_t a = 0; a < out[0]; ++a)
+    for (int64_t b = 0; b < out[1]; ++b)
+      for (int64_t c = 0; c < out[2]; ++c)
+        for (int64_t d = 0; d < out[3]; ++d) {
+          int64_t index[4] = {a, b, c, d}, at = 0;
+          for (int k = 0; k < 4; ++k)
+            at += index[k] * inStrides[permutation[k]];
+          to.push_back(from[size_t(at)]);
+        }
+  return HostTensor::fromDoubles({DType::f64, out}, to);
+}
+constexpr std::array<int, 4> kToOhwi = {3, 0, 1, 2}, kToHwio = {1, 2, 3, 0};
+
 struct ConvCase {
   int64_t n, h, w, c, kh, kw, f;
   Ints strides, padding, dilation;
-  int64_t groups = 1; // the filter is [kh, kw, c / groups, f]
+  int64_t groups = 1; // the filter is OHWI [f, kh, kw, c / groups]
 
   Conv2DCall call(DType dtype) const {
     Conv2DCall call;
     int64_t oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
     int64_t ow = (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
     call.input = {dtype, {n, h, w, c}};
-    call.filter = {dtype, {kh, kw, c / groups, f}};
+    call.filter = {dtype, {f, kh, kw, c / groups}};
     call.output = {dtype, {n, oh, ow, f}};
     call.strides = strides, call.padding = padding, call.dilation = dilation;
     call.groups = groups;
@@ -60,10 +85,10 @@ struct ConvCase {
 const ConvCase kConvCases[] = {
     // stride 2, symmetric padding (cuDNN pads by itself)
     {3, 9, 8, 5, 3, 3, 7, {2, 2}, {1, 1, 1, 1}, {1, 1}},
-    // TensorFlow's SAME for stride 2 (more padding after): a zero-padded copy of the input
-    {3, 8, 7, 3, 3, 2, 6, {2, 2}, {0, 1, 1, 0}, {1, 1}},
-    // dilation 2 with asymmetric padding in both dimensions, non-square stride
-    {3, 10, 9, 5, 3, 3, 7, {1, 2}, {2, 1, 1, 3}, {2, 2}},
+    // non-square filter, padding in one dimension only
+    {3, 8, 7, 3, 3, 2, 6, {2, 2}, {0, 0, 1, 1}, {1, 1}},
+    // dilation 2 with different padding in each dimension, non-square stride
+    {3, 10, 9, 5, 3, 3, 7, {1, 2}, {2, 2, 1, 1}, {2, 2}},
     // 1x1 filter, no padding
     {3, 6, 5, 6, 1, 1, 10, {1, 1}, {0, 0, 0, 0}, {1, 1}},
 };
@@ -73,8 +98,8 @@ const ConvCase kConvCases[] = {
 const ConvCase kGroupedConvCases[] = {
     // 3 groups of 2 input channels into 3, stride 2
     {3, 9, 8, 6, 3, 3, 9, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3},
-    // depthwise with 2 filters per channel, asymmetric padding (a padded copy), dilation 2
-    {2, 10, 7, 5, 3, 2, 10, {2, 1}, {2, 1, 0, 1}, {2, 2}, 5},
+    // depthwise with 2 filters per channel, dilation 2
+    {2, 10, 7, 5, 3, 2, 10, {2, 1}, {2, 2, 1, 1}, {2, 2}, 5},
     // depthwise with channels a multiple of 8 but one per group
     {2, 6, 6, 16, 3, 3, 16, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16},
     // 2 groups of 8 channels into 8
@@ -89,12 +114,13 @@ void expectConvMatchesTheCpu(Cudnn &cudnn, const ConvCase &g) {
     HostTensor x = randomTensor(dtype, call.input.shape),
                w = randomTensor(dtype, call.filter.shape),
                dy = randomTensor(dtype, call.output.shape);
+    // The CPU reference reads the filter as HWIO, and gives its gradient so.
     auto f64 = [](TensorType t) { return TensorType{DType::f64, t.shape}; };
-    HostTensor y64 = runOp("conv2d", {asF64(x), asF64(w)}, f64(call.output), g.attrs());
-    HostTensor dx64 =
-        runOp("conv2d_backward_input", {asF64(dy), asF64(w)}, f64(call.input), g.attrs());
-    HostTensor dw64 =
-        runOp("conv2d_backward_filter", {asF64(x), asF64(dy)}, f64(call.filter), g.attrs());
+    HostTensor hwio = permuted(w, kToHwio);
+    HostTensor y64 = runOp("conv2d", {asF64(x), hwio}, f64(call.output), g.attrs());
+    HostTensor dx64 = runOp("conv2d_backward_input", {asF64(dy), hwio}, f64(call.input), g.attrs());
+    HostTensor dw64 = permuted(
+        runOp("conv2d_backward_filter", {asF64(x), asF64(dy)}, hwio.type(), g.attrs()), kToOhwi);
 
     size_t wsBytes = Cudnn::workspaceBytes(call);
     DeviceMemory xs(x), ws(w), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
@@ -130,8 +156,8 @@ TEST(CudnnGpu, ConvolutionWithTf32IsCloseToF32) {
   call.allowTf32 = true;
   HostTensor x = randomTensor(DType::f32, call.input.shape),
              w = randomTensor(DType::f32, call.filter.shape);
-  HostTensor y64 = runOp("conv2d", {asF64(x), asF64(w)}, {DType::f64, call.output.shape},
-                         kConvCases[0].attrs());
+  HostTensor y64 = runOp("conv2d", {asF64(x), permuted(w, kToHwio)},
+                         {DType::f64, call.output.shape}, kConvCases[0].attrs());
   size_t wsBytes = Cudnn::workspaceBytes(call);
   DeviceMemory xs(x), ws(w), workspace(wsBytes), y(call.output.byteSize());
   SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
@@ -141,7 +167,8 @@ TEST(CudnnGpu, ConvolutionWithTf32IsCloseToF32) {
 
 TEST(CudnnGpu, ConvolutionRejectsASmallWorkspaceNamingTheOp) {
   SMELT_REQUIRE_CUDNN(cudnn);
-  Conv2DCall call = kConvCases[1].call(DType::f32);
+  // f16 with 3 channels: room for NCHW copies is part of the workspace.
+  Conv2DCall call = kConvCases[1].call(DType::f16);
   DeviceMemory x(call.input.byteSize()), w(call.filter.byteSize()), y(call.output.byteSize()),
       workspace(64);
   Status status = cudnn.conv2dForward(call, x.pointer(), w.pointer(), y.pointer(),
@@ -246,20 +273,20 @@ TEST(CudnnValidation, ConvShapeErrorsNameTheOperandAndShape) {
   Conv2DCall good = kConvCases[0].call(DType::f32);
 
   Conv2DCall channels = good;
-  channels.filter.shape[2] = 4;
+  channels.filter.shape[3] = 4;
   EXPECT_EQ(validateError(channels),
-            "op at model.mlir:1:2: filter tensor<3x3x4x7xf32> (HWIO) has 4 input channels but "
+            "op at model.mlir:1:2: filter tensor<7x3x3x4xf32> (OHWI) has 4 input channels but "
             "input tensor<3x9x8x5xf32> (NHWC) has 5");
 
   Conv2DCall output = good;
   output.output.shape[1] += 1;
   EXPECT_EQ(validateError(output), "op at model.mlir:1:2: output tensor<3x6x4x7xf32> should be "
                                    "tensor<3x5x4x7xf32> for input tensor<3x9x8x5xf32> and filter "
-                                   "tensor<3x3x5x7xf32>");
+                                   "tensor<7x3x3x5xf32>");
 
   Conv2DCall dtype = good;
   dtype.filter.dtype = DType::f16;
-  EXPECT_NE(validateError(dtype).find("filter tensor<3x3x5x7xf16> must have the element type of "
+  EXPECT_NE(validateError(dtype).find("filter tensor<7x3x3x5xf16> must have the element type of "
                                       "the input, f32"),
             std::string::npos)
       << validateError(dtype);
@@ -277,7 +304,7 @@ TEST(CudnnValidation, ConvShapeErrorsNameTheOperandAndShape) {
       << validateError(dilation);
 
   Conv2DCall tooBig = good;
-  tooBig.filter.shape[0] = 12;
+  tooBig.filter.shape[1] = 12;
   EXPECT_NE(validateError(tooBig).find("does not fit in input tensor<3x9x8x5xf32>"),
             std::string::npos)
       << validateError(tooBig);
@@ -288,6 +315,17 @@ TEST(CudnnValidation, ConvShapeErrorsNameTheOperandAndShape) {
       << validateError(ints);
 }
 
+// The convolution descriptor pads both sides alike: an asymmetric padding is the compiler's to
+// make explicit (smelt-gpu-conv-layouts), and a call that still has one is refused.
+TEST(CudnnValidation, AsymmetricConvolutionPaddingIsRefused) {
+  Conv2DCall call = kConvCases[0].call(DType::f32);
+  call.padding = {0, 2, 1, 1};
+  EXPECT_EQ(validateError(call),
+            "op at model.mlir:1:2: not supported by cuDNN: asymmetric padding [0, 2, 1, 1]: the "
+            "convolution descriptor pads both sides alike (smelt-gpu-conv-layouts pads the input "
+            "explicitly)");
+}
+
 TEST(CudnnValidation, GroupCountErrorsNameTheCountAndTheChannels) {
   Conv2DCall good = kGroupedConvCases[0].call(DType::f32); // 6 channels into 9 in 3 groups
   EXPECT_NE(cuda::describe(good).find("dilation [1, 1] groups 3"), std::string::npos)
@@ -295,11 +333,11 @@ TEST(CudnnValidation, GroupCountErrorsNameTheCountAndTheChannels) {
 
   Conv2DCall four = good;
   four.groups = 4;
-  four.filter.shape[2] = 1;
+  four.filter.shape[3] = 1;
   EXPECT_EQ(validateError(four),
             "op at model.mlir:1:2: feature_group_count 4 must be positive and divide the 6 "
             "channels of input tensor<3x9x8x6xf32> (NHWC) and the 9 output channels of filter "
-            "tensor<3x3x1x9xf32> (HWIO)");
+            "tensor<9x3x3x1xf32> (OHWI)");
   Conv2DCall zero = good;
   zero.groups = 0;
   EXPECT_NE(validateError(zero).find("feature_group_count 0 must be positive"),
@@ -308,9 +346,9 @@ TEST(CudnnValidation, GroupCountErrorsNameTheCountAndTheChannels) {
 
   // The filter of the ungrouped convolution, given with 3 groups.
   Conv2DCall ungroupedFilter = good;
-  ungroupedFilter.filter.shape[2] = 6;
+  ungroupedFilter.filter.shape[3] = 6;
   EXPECT_EQ(validateError(ungroupedFilter),
-            "op at model.mlir:1:2: filter tensor<3x3x6x9xf32> (HWIO) has 6 input channels per "
+            "op at model.mlir:1:2: filter tensor<9x3x3x6xf32> (OHWI) has 6 input channels per "
             "group but input tensor<3x9x8x6xf32> (NHWC) has 6 in 3 groups, 2 per group");
 }
 
@@ -352,15 +390,14 @@ TEST(CudnnValidation, UnsupportedCallsSayWhySoPlacementCanFallBack) {
   EXPECT_EQ(cuda::cudnnUnsupported(invalid), "");
 }
 
-TEST(CudnnValidation, WorkspaceCoversTheLayoutCopies) {
-  Conv2DCall symmetric = kConvCases[0].call(DType::f16);
-  EXPECT_GE(Cudnn::workspaceBytes(symmetric),
-            Cudnn::kAlgorithmWorkspaceBytes + symmetric.filter.byteSize());
-  // Asymmetric padding adds the padded input: [3, 8+1, 7+1, 3] f32 here.
-  Conv2DCall asymmetric = kConvCases[1].call(DType::f32);
-  EXPECT_GE(Cudnn::workspaceBytes(asymmetric), Cudnn::kAlgorithmWorkspaceBytes +
-                                                   asymmetric.filter.byteSize() +
-                                                   size_t(3 * 9 * 8 * 3 * 4));
+// A call in NHWC copies nothing: its workspace is the algorithm's. f16/bf16 channels cuDNN's
+// NHWC kernels may not take (5 into 7 here) add room for NCHW copies of all three tensors.
+TEST(CudnnValidation, WorkspaceCoversTheNchwCopies) {
+  Conv2DCall f32 = kConvCases[0].call(DType::f32);
+  EXPECT_EQ(Cudnn::workspaceBytes(f32), Cudnn::kAlgorithmWorkspaceBytes);
+  Conv2DCall f16 = kConvCases[0].call(DType::f16);
+  EXPECT_GE(Cudnn::workspaceBytes(f16), Cudnn::kAlgorithmWorkspaceBytes + f16.filter.byteSize() +
+                                            f16.input.byteSize() + f16.output.byteSize());
   Pool2DCall max = kPoolCases[0].call(PoolKind::Max, DType::f32);
   EXPECT_GE(Cudnn::workspaceBytes(max), max.output.byteSize());
   EXPECT_EQ(Cudnn::workspaceBytes(kPoolCases[0].call(PoolKind::Avg, DType::f32)), 0u);

@@ -72,6 +72,24 @@ func.func @main(%x: tensor<2x9x9x6xf32>, %w: tensor<3x3x2x9xf32>, %d: tensor<3x3
 }
 )mlir";
 
+// Padding cuDNN's descriptor cannot hold (one side more than the other), which
+// smelt-gpu-conv-layouts makes an explicit pad (and a slice of the input gradient): TensorFlow's
+// SAME at stride 2, and a dilated depthwise convolution padded differently on every side.
+const char *const kAsymmetricConv = R"mlir(
+func.func @main(%x: tensor<2x8x7x3xf32>, %w: tensor<3x2x3x6xf32>, %dy: tensor<2x4x4x6xf32>,
+                %x2: tensor<2x10x7x5xf32>, %d: tensor<3x2x1x10xf32>, %ddy: tensor<2x5x6x10xf32>)
+    -> (tensor<2x4x4x6xf32>, tensor<2x8x7x3xf32>, tensor<3x2x3x6xf32>,
+        tensor<2x5x6x10xf32>, tensor<2x10x7x5xf32>, tensor<3x2x1x10xf32>) {
+  %0 = smelt.conv2d %x, %w strides = [2, 2] padding = [0, 1, 1, 0] dilation = [1, 1] : tensor<2x8x7x3xf32>, tensor<3x2x3x6xf32>
+  %1 = smelt.conv2d_backward_input %dy, %w strides = [2, 2] padding = [0, 1, 1, 0] dilation = [1, 1] : tensor<2x4x4x6xf32>, tensor<3x2x3x6xf32> -> tensor<2x8x7x3xf32>
+  %2 = smelt.conv2d_backward_filter %x, %dy strides = [2, 2] padding = [0, 1, 1, 0] dilation = [1, 1] : tensor<2x8x7x3xf32>, tensor<2x4x4x6xf32> -> tensor<3x2x3x6xf32>
+  %3 = smelt.conv2d %x2, %d strides = [2, 1] padding = [2, 1, 0, 1] dilation = [2, 2] feature_group_count = 5 : tensor<2x10x7x5xf32>, tensor<3x2x1x10xf32>
+  %4 = smelt.conv2d_backward_input %ddy, %d strides = [2, 1] padding = [2, 1, 0, 1] dilation = [2, 2] feature_group_count = 5 : tensor<2x5x6x10xf32>, tensor<3x2x1x10xf32> -> tensor<2x10x7x5xf32>
+  %5 = smelt.conv2d_backward_filter %x2, %ddy strides = [2, 1] padding = [2, 1, 0, 1] dilation = [2, 2] feature_group_count = 5 : tensor<2x10x7x5xf32>, tensor<2x5x6x10xf32> -> tensor<3x2x1x10xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x4x4x6xf32>, tensor<2x8x7x3xf32>, tensor<3x2x3x6xf32>, tensor<2x5x6x10xf32>, tensor<2x10x7x5xf32>, tensor<3x2x1x10xf32>
+}
+)mlir";
+
 // 1 MiB in, its device copy and exp: more than 1.5 MiB live at once, each buffer less.
 const char *const kExp = R"mlir(
 func.func @main(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
@@ -167,7 +185,7 @@ void expectGpuMatchesCpu(const char *text) {
 }
 
 TEST(GpuExecutor, CompiledFunctionsHaveOnlyGpuSteps) {
-  for (const char *text : {kMlp, kConvPool, kGroupedConv, kExp, kArgmaxScatter}) {
+  for (const char *text : {kMlp, kConvPool, kGroupedConv, kAsymmetricConv, kExp, kArgmaxScatter}) {
     rt::Expected<rt::Executable> exe = compileText(text, "sm_90");
     ASSERT_TRUE(exe.ok()) << exe.message();
     rt::Status s = GpuExecutor::validate(*exe);
@@ -234,6 +252,11 @@ TEST(GpuExecutor, ConvPoolMatchesTheCpu) {
 TEST(GpuExecutor, GroupedAndDepthwiseConvolutionsMatchTheCpu) {
   REQUIRE_GPU();
   expectGpuMatchesCpu(kGroupedConv);
+}
+
+TEST(GpuExecutor, AsymmetricPaddingPaddedByTheCompilerMatchesTheCpu) {
+  REQUIRE_GPU();
+  expectGpuMatchesCpu(kAsymmetricConv);
 }
 
 TEST(GpuExecutor, ArgmaxAndScatterAddMatchTheCpu) {

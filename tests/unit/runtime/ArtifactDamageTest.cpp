@@ -88,13 +88,13 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
-  // A file of the previous format (no results written in place in a fusion's parameters) is
-  // told apart before anything else in it is read.
+  // A file of the previous format (no filter layout in a convolution's parameters) is told
+  // apart before anything else in it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 11, 4);
+  storeLE(older, 8, 12, 4);
   reseal(older);
   EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version "
-                              "11; this runtime reads version 12 (compile the model again with a "
+                              "12; this runtime reads version 13 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);

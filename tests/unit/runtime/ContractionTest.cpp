@@ -94,11 +94,17 @@ struct ConvCase {
     return (w + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
   }
   Ints input() const { return {n, h, w, c}; }
-  Ints filter() const { return {kh, kw, c / groups, f}; }
+  /// HWIO, or OHWI ([f, kh, kw, c / groups]: the layout the GPU's convolutions get).
+  Ints filter(bool ohwi = false) const {
+    return ohwi ? Ints{f, kh, kw, c / groups} : Ints{kh, kw, c / groups, f};
+  }
   Ints output() const { return {n, oh(), ow(), f}; }
-  Attrs attrs() const {
-    return {{"strides", strides}, {"padding", padding}, {"dilation", dilation},
-            {"groups", groups}};
+  Attrs attrs(bool ohwi = false) const {
+    return {{"strides", strides},
+            {"padding", padding},
+            {"dilation", dilation},
+            {"groups", groups},
+            {"filter_layout", int64_t(ohwi)}};
   }
 };
 
@@ -114,8 +120,9 @@ const ConvCase kConvCases[] = {
 };
 
 /// Calls fn(xIndex, wIndex, yIndex) for every product term of the direct convolution: the one
-/// loop nest from which the forward result and both gradients are read off.
-template <typename Fn> void forEachConvTerm(const ConvCase &g, Fn fn) {
+/// loop nest from which the forward result and both gradients are read off. `ohwi`: the
+/// filter's index in that layout.
+template <typename Fn> void forEachConvTerm(const ConvCase &g, Fn fn, bool ohwi = false) {
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oy = 0; oy < g.oh(); ++oy)
       for (int64_t ox = 0; ox < g.ow(); ++ox)
@@ -131,7 +138,8 @@ template <typename Fn> void forEachConvTerm(const ConvCase &g, Fn fn) {
               for (int64_t c = 0; c < cg; ++c)
                 for (int64_t f = k * fg; f < (k + 1) * fg; ++f)
                   fn(size_t(((b * g.h + iy) * g.w + ix) * g.c + k * cg + c),
-                     size_t(((ky * g.kw + kx) * cg + c) * g.f + f),
+                     ohwi ? size_t(((f * g.kh + ky) * g.kw + kx) * cg + c)
+                          : size_t(((ky * g.kw + kx) * cg + c) * g.f + f),
                      size_t(((b * g.oh() + oy) * g.ow() + ox) * g.f + f));
           }
 }
@@ -143,28 +151,35 @@ double dot(const std::vector<double> &a, const std::vector<double> &b) {
   return s;
 }
 
+// Both filter layouts: HWIO, Smelt's, and OHWI, which smelt-gpu-conv-layouts gives the GPU's
+// convolutions and which a module may state for the CPU too.
 TEST(Contraction, Conv2DAndBothGradientsAgainstDirectLoops) {
-  for (const ConvCase &g : kConvCases)
-    for (DType dtype : kFloats) {
-      HostTensor x = randomTensor(dtype, g.input()), w = randomTensor(dtype, g.filter()),
-                 dy = randomTensor(dtype, g.output());
-      std::vector<double> xv = x.toDoubles(), wv = w.toDoubles(), gv = dy.toDoubles();
-      std::vector<double> y(gv.size(), 0.0), dx(xv.size(), 0.0), dw(wv.size(), 0.0);
-      forEachConvTerm(g, [&](size_t xi, size_t wi, size_t yi) {
-        y[yi] += xv[xi] * wv[wi];
-        dx[xi] += gv[yi] * wv[wi];
-        dw[wi] += xv[xi] * gv[yi];
-      });
-      std::string what =
-          fmt::format("{} input {} filter {}", dtypeName(dtype), x.type().str(), w.type().str());
-      // Gradient sums run over many more terms than the forward: allow f32 a little more.
-      double tol = dtype == DType::f32 ? 1e-5 : -1;
-      expectClose(runOp("conv2d", {x, w}, {dtype, g.output()}, g.attrs()), y, "conv2d " + what);
-      expectClose(runOp("conv2d_backward_input", {dy, w}, {dtype, g.input()}, g.attrs()), dx,
-                  "conv2d_backward_input " + what, tol);
-      expectClose(runOp("conv2d_backward_filter", {x, dy}, {dtype, g.filter()}, g.attrs()), dw,
-                  "conv2d_backward_filter " + what, tol);
-    }
+  for (bool ohwi : {false, true})
+    for (const ConvCase &g : kConvCases)
+      for (DType dtype : kFloats) {
+        HostTensor x = randomTensor(dtype, g.input()), w = randomTensor(dtype, g.filter(ohwi)),
+                   dy = randomTensor(dtype, g.output());
+        std::vector<double> xv = x.toDoubles(), wv = w.toDoubles(), gv = dy.toDoubles();
+        std::vector<double> y(gv.size(), 0.0), dx(xv.size(), 0.0), dw(wv.size(), 0.0);
+        forEachConvTerm(
+            g,
+            [&](size_t xi, size_t wi, size_t yi) {
+              y[yi] += xv[xi] * wv[wi];
+              dx[xi] += gv[yi] * wv[wi];
+              dw[wi] += xv[xi] * gv[yi];
+            },
+            ohwi);
+        std::string what = fmt::format("{} input {} filter {} ({})", dtypeName(dtype),
+                                       x.type().str(), w.type().str(), ohwi ? "ohwi" : "hwio");
+        // Gradient sums run over many more terms than the forward: allow f32 a little more.
+        double tol = dtype == DType::f32 ? 1e-5 : -1;
+        Attrs attrs = g.attrs(ohwi);
+        expectClose(runOp("conv2d", {x, w}, {dtype, g.output()}, attrs), y, "conv2d " + what);
+        expectClose(runOp("conv2d_backward_input", {dy, w}, {dtype, g.input()}, attrs), dx,
+                    "conv2d_backward_input " + what, tol);
+        expectClose(runOp("conv2d_backward_filter", {x, dy}, {dtype, g.filter(ohwi)}, attrs), dw,
+                    "conv2d_backward_filter " + what, tol);
+      }
 }
 
 // The executor's thread count follows other processes' load from run to run, so one prepared
