@@ -64,8 +64,12 @@ struct Rewriter {
     op->setAttr("smelt.device", device);
     return op;
   }
+  /// A constant's transpose folds into a constant now (inference's filters): no kernel.
   Value transpose(Value x, ArrayRef<int64_t> permutation) {
-    return make<TransposeOp>(x, permutation).getResult();
+    Value result = builder.createOrFold<TransposeOp>(loc, x, permutation);
+    if (Operation *def = result.getDefiningOp(); def && !def->hasAttr("smelt.device"))
+      def->setAttr("smelt.device", device);
+    return result;
   }
   Value pad(Value x, const SplitPadding &split) {
     return split.needsPad() ? make<PadOp>(x, ArrayRef<int64_t>(split.extraLow),
@@ -161,6 +165,11 @@ struct GpuConvLayouts : impl::GpuConvLayoutsBase<GpuConvLayouts> {
       else
         rewrite(cast<Conv2DBackwardFilterOp>(op));
     }
+    // A constant filter's HWIO copy, now unread, would be one more copy of the weights.
+    for (auto &[key, ohwi] : made)
+      if (Operation *hwio = key.first.getDefiningOp();
+          hwio && isa<ConstantOp>(hwio) && hwio->use_empty())
+        hwio->erase();
     numRewritten += convs.size();
   }
 };

@@ -54,3 +54,18 @@ func.func @left_alone(%x: tensor<1x5x5x3xf32>, %w: tensor<3x3x3x2xf32>, %k: tens
   %b = smelt.conv2d %x, %k strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] filter_layout = ohwi {smelt.device = "gpu:0"} : tensor<1x5x5x3xf32>, tensor<2x3x3x3xf32>
   return %a, %b : tensor<1x2x2x2xf32>, tensor<1x5x5x2xf32>
 }
+
+// -----
+
+// A constant filter (inference) is transposed at compile time: one constant, OHWI
+// (w[f][kh][0][c]), no transpose op, and the HWIO constant gone.
+// CHECK-LABEL: func.func @constant_filter
+// CHECK-NEXT: %[[K:.+]] = smelt.constant dense<{{\[\[\[\[}}1.000000e+00, 3.000000e+00]], {{\[\[}}5.000000e+00, 7.000000e+00]]], {{\[\[\[}}2.000000e+00, 4.000000e+00]], {{\[\[}}6.000000e+00, 8.000000e+00]]]]> : tensor<2x2x1x2xf32>
+// CHECK-NOT: smelt.transpose
+// CHECK: smelt.conv2d %arg0, %[[K]] strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] filter_layout = ohwi
+func.func @constant_filter(%x: tensor<1x4x4x2xf32>) -> tensor<1x3x4x2xf32> {
+  // HWIO [2, 1, 2, 2]: w[kh][0][c][f] = 1 + 4 kh + 2 c + f.
+  %w = smelt.constant dense<[[[[1.0, 2.0], [3.0, 4.0]]], [[[5.0, 6.0], [7.0, 8.0]]]]> : tensor<2x1x2x2xf32>
+  %y = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] {smelt.device = "gpu:0"} : tensor<1x4x4x2xf32>, tensor<2x1x2x2xf32>
+  return %y : tensor<1x3x4x2xf32>
+}
