@@ -461,6 +461,20 @@ void *RunBuffers::release(BufferId id) {
   return block;
 }
 
+void *RunBuffers::reclaim(void *block) {
+  for (auto it = deferred_.begin(); it != deferred_.end(); ++it)
+    if (it->second == block) {
+      deferred_.erase(it);
+      return block;
+    }
+  for (size_t id = 0; id < address_.size(); ++id)
+    if (address_[id] == block && perRun_[id] && !inArena_[id] && !callers_[id]) {
+      address_[id] = nullptr;
+      return block;
+    }
+  return nullptr;
+}
+
 void RunBuffers::giveBack(BufferId id) {
   if (!inArena_[id]) {
     uint64_t bytes = exe_->buffers[id].type.byteSize();

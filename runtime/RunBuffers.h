@@ -90,6 +90,11 @@ public:
   /// the device), or null when the run cannot give it up: a block of the arena, the caller's
   /// memory, a fixed buffer, or one already handed over. Its bytes stay counted in this run.
   void *release(BufferId id);
+  /// Takes `block`, a block the run owns, back from wherever the run holds it now: a buffer it
+  /// went to (in place, or reused after its buffer was given back) or the blocks waiting for
+  /// the run's end. For a run that failed before any step was queued, whose donated inputs are
+  /// whole: null when the run does not hold it. Its bytes stay counted in this run.
+  void *reclaim(void *block);
   /// Gives back the buffers step `step` frees (Step::frees) that this run holds.
   void giveBackAfter(size_t step);
   /// Gives back every buffer the run still holds, and the arena: at its end, however it ends.

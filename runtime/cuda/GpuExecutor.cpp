@@ -575,6 +575,13 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
   // wait for the end of the run (RunBuffers::deferFrees).
   bool asGraph = graphRun();
   buffers_.deferFrees(asGraph);
+  // The donated inputs' blocks, and whether any step has been queued: until one is, a failed
+  // run gives every donated input back whole, wherever its block went meanwhile.
+  std::vector<void *> donatedBlocks(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].donated && inputs[i].array)
+      donatedBlocks[i] = inputs[i].array->address();
+  bool queued = false;
   Status status = [&]() -> Status {
     if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
       return s;
@@ -597,11 +604,14 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
       }
       for (BufferId id : step.results)
         bindings_.push_back(buffers_[id]);
-      if (!asGraph)
+      if (!asGraph) {
+        queued = true;
         if (Status st = launchStep(s); !st.ok())
           return st;
+      }
       buffers_.giveBackAfter(s);
     }
+    queued = true;
     if (asGraph)
       if (Status s = launchAsGraph(); !s.ok())
         return s;
@@ -615,13 +625,19 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
   if (Status s = waitForCollectives(); status.ok())
     status = s;
   // A failed run gives donated inputs back to the caller where it still holds their blocks
-  // (no step overwrites an input); one whose last reader had run is gone.
+  // (no step overwrites an input); one whose last reader had run is gone. Before any step was
+  // queued (a graph run binds every buffer first) each is whole, even where its block was
+  // already handed to a later buffer (in place, or reused): it is taken back from there.
   if (!status.ok())
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].donated && !*inputs[i].array)
-        if (void *block = buffers_.release(exe.inputs[i]))
+      if (inputs[i].donated && !*inputs[i].array) {
+        void *block = buffers_.release(exe.inputs[i]);
+        if (!block && !queued && donatedBlocks[i])
+          block = buffers_.reclaim(donatedBlocks[i]);
+        if (block)
           *inputs[i].array =
               cudaArray(exe.buffers[exe.inputs[i]].type, device_, *allocator_, block);
+      }
   return status;
 }
 
