@@ -36,12 +36,35 @@ def check_dense(dir):
     print(f"dense OK rel_err y={ey:.2e} rowsum={es:.2e}")
 
 
+def check_conv(x_path, w_path, y_path, strides, padding):
+    """y = conv2d(x NHWC, w HWIO) with strides "sh,sw" and padding "top,bottom,left,right",
+    against float64 loops."""
+    x, w = np.load(x_path).astype(np.float64), np.load(w_path).astype(np.float64)
+    sh, sw = (int(v) for v in strides.split(","))
+    t, b, l, r = (int(v) for v in padding.split(","))
+    xp = np.pad(x, ((0, 0), (t, b), (l, r), (0, 0)))
+    kh, kw, _, f = w.shape
+    oh, ow = (xp.shape[1] - kh) // sh + 1, (xp.shape[2] - kw) // sw + 1
+    ref = np.zeros((x.shape[0], oh, ow, f))
+    for i in range(oh):
+        for j in range(ow):
+            window = xp[:, i * sh:i * sh + kh, j * sw:j * sw + kw, :]
+            ref[:, i, j, :] = np.tensordot(window, w, axes=([1, 2, 3], [0, 1, 2]))
+    y = np.load(y_path)
+    assert y.dtype == np.float32 and y.shape == ref.shape, (y.dtype, y.shape, ref.shape)
+    e = rel(y, ref)
+    assert e < 1e-5, e
+    print(f"conv OK rel_err={e:.2e}")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "random":
         random(*sys.argv[2:6])
     elif cmd == "check-dense":
         check_dense(sys.argv[2])
+    elif cmd == "check-conv":  # check-conv X W Y STRIDES PADDING
+        check_conv(*sys.argv[2:7])
     elif cmd == "truncate":
         data = open(sys.argv[2], "rb").read()
         open(sys.argv[3], "wb").write(data[: int(sys.argv[4])])
