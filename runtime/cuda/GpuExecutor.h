@@ -22,6 +22,7 @@
 #include "runtime/Status.h"
 #include "runtime/Transfers.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/GpuSteps.h"
 
 #include <functional>
 #include <memory>
@@ -94,8 +95,6 @@ public:
   GraphStats graphStats() const;
 
 private:
-  /// Queues one step on the stream, given its buffers' device addresses: operands, results.
-  using Launch = std::function<Status(void *const *buffers)>;
   struct Unload {
     std::shared_ptr<CudaDevice> device;
     void operator()(CUmod_st *module) const;
@@ -135,15 +134,8 @@ private:
   int64_t runs_ = 0;
   /// Where the all_reduce launches find the communicator: shared, since the executor moves.
   std::shared_ptr<Communicator *> communicator_ = std::make_shared<Communicator *>(nullptr);
-  /// The tickets of the collectives this run enqueued on the stream (NCCL), or of the fence
-  /// after a graph that holds them, which it waits for, bounded by the group's timeout, before
-  /// it reads anything back or gives their buffers up; and whether the steps are being
-  /// captured (the all_reduces then record themselves into the graph, with no ticket).
-  struct Collectives {
-    std::vector<int64_t> started;
-    bool capturing = false;
-  };
-  std::shared_ptr<Collectives> collectives_ = std::make_shared<Collectives>();
+  /// The collectives this run enqueued on the stream, and whether it is capturing a graph.
+  std::shared_ptr<RunCollectives> collectives_ = std::make_shared<RunCollectives>();
   /// Waits for every ticket in collectives_ (all of them, whatever fails): the first error.
   Status waitForCollectives();
   /// The constants' blocks and the workspace, for the executor's life.
