@@ -20,6 +20,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <array>
+#include <map>
+#include <tuple>
+
 namespace smelt {
 
 #define GEN_PASS_DEF_GPUCONVLAYOUTS
@@ -83,28 +87,43 @@ Rewriter rewriterAt(Operation *op) {
   return {OpBuilder(op), op->getLoc(), op->getAttrOfType<StringAttr>("smelt.device")};
 }
 
-/// The OHWI transposes made so far, by filter and device: the forward and input-gradient
-/// convolutions of one filter read one transpose (made before the first of them, which
-/// precedes the others in the block).
-using Transposed = llvm::DenseMap<std::pair<Value, Attribute>, Value>;
+/// The ops made so far, each shared by the convolutions on one device that need it: the OHWI
+/// transpose of a filter (read by the forward and input-gradient convolutions) and a padded
+/// input (by the forward and filter-gradient ones). Each is made before the first convolution
+/// that needs it, which precedes the others in the block.
+struct Made {
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> transposes;
+  std::map<std::tuple<const void *, const void *, std::array<int64_t, 4>>, Value> pads;
+};
 
-Value ohwiFilter(Rewriter &r, Value hwio, Transposed &made) {
-  Value &ohwi = made[{hwio, r.device}];
+Value ohwiFilter(Rewriter &r, Value hwio, Made &made) {
+  Value &ohwi = made.transposes[{hwio, r.device}];
   if (!ohwi)
     ohwi = r.transpose(hwio, kToOhwi);
   return ohwi;
 }
 
-void rewrite(Conv2DOp conv, Transposed &made) {
+Value paddedInput(Rewriter &r, Value x, const SplitPadding &split, Made &made) {
+  if (!split.needsPad())
+    return x;
+  std::array<int64_t, 4> extra = {split.extraLow[1], split.extraHigh[1], split.extraLow[2],
+                                  split.extraHigh[2]};
+  Value &padded = made.pads[{x.getAsOpaquePointer(), r.device.getAsOpaquePointer(), extra}];
+  if (!padded)
+    padded = r.pad(x, split);
+  return padded;
+}
+
+void rewrite(Conv2DOp conv, Made &made) {
   Rewriter r = rewriterAt(conv);
   SplitPadding split = splitPadding(conv.getPadding());
-  conv.getInputMutable().assign(r.pad(conv.getInput(), split));
+  conv.getInputMutable().assign(paddedInput(r, conv.getInput(), split, made));
   conv.getFilterMutable().assign(ohwiFilter(r, conv.getFilter(), made));
   conv.setPadding(split.symmetric);
   conv.setFilterLayout(FilterLayout::ohwi);
 }
 
-void rewrite(Conv2DBackwardInputOp conv, Transposed &made) {
+void rewrite(Conv2DBackwardInputOp conv, Made &made) {
   Rewriter r = rewriterAt(conv);
   SplitPadding split = splitPadding(conv.getPadding());
   auto inputType = cast<RankedTensorType>(conv.getType());
@@ -128,7 +147,7 @@ void rewrite(Conv2DBackwardInputOp conv, Transposed &made) {
   conv.erase();
 }
 
-void rewrite(Conv2DBackwardFilterOp conv) {
+void rewrite(Conv2DBackwardFilterOp conv, Made &made) {
   Rewriter r = rewriterAt(conv);
   SplitPadding split = splitPadding(conv.getPadding());
   auto hwio = cast<RankedTensorType>(conv.getType());
@@ -136,8 +155,9 @@ void rewrite(Conv2DBackwardFilterOp conv) {
   for (int64_t d : kToOhwi)
     ohwi.push_back(hwio.getDimSize(d));
   auto gradient = r.make<Conv2DBackwardFilterOp>(
-      hwio.clone(ohwi), r.pad(conv.getInput(), split), conv.getGradOutput(), conv.getStrides(),
-      split.symmetric, conv.getDilation(), conv.getFeatureGroupCount(), FilterLayout::ohwi);
+      hwio.clone(ohwi), paddedInput(r, conv.getInput(), split, made), conv.getGradOutput(),
+      conv.getStrides(), split.symmetric, conv.getDilation(), conv.getFeatureGroupCount(),
+      FilterLayout::ohwi);
   conv.getResult().replaceAllUsesWith(r.transpose(gradient.getResult(), kToHwio));
   conv.erase();
 }
@@ -156,17 +176,17 @@ struct GpuConvLayouts : impl::GpuConvLayoutsBase<GpuConvLayouts> {
       if (layout == FilterLayout::hwio && onGpu(op))
         convs.push_back(op);
     });
-    Transposed made;
+    Made made;
     for (Operation *op : convs) {
       if (auto conv = dyn_cast<Conv2DOp>(op))
         rewrite(conv, made);
       else if (auto conv = dyn_cast<Conv2DBackwardInputOp>(op))
         rewrite(conv, made);
       else
-        rewrite(cast<Conv2DBackwardFilterOp>(op));
+        rewrite(cast<Conv2DBackwardFilterOp>(op), made);
     }
     // A constant filter's HWIO copy, now unread, would be one more copy of the weights.
-    for (auto &[key, ohwi] : made)
+    for (auto &[key, ohwi] : made.transposes)
       if (Operation *hwio = key.first.getDefiningOp();
           hwio && isa<ConstantOp>(hwio) && hwio->use_empty())
         hwio->erase();
