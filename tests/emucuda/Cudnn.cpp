@@ -1222,6 +1222,7 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha,
   std::string what = std::string(call) + " " + xv.str();
   double al = scalar(alpha, xv.type), be = scalar(beta, xv.type);
   return queue(handle, call, what, [=] {
+    emu::countLayoutCopy();
     auto run = [&](auto acc) {
       using Acc = decltype(acc);
       // All of x is read before y is written, so overlapping x and y behave as copies.

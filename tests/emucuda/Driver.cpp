@@ -23,17 +23,17 @@ thread_local Context *current = nullptr;
 
 struct Counters {
   std::atomic<uint64_t> toDevice{0}, toDeviceCopies{0}, toHost{0}, toHostCopies{0};
-  std::atomic<uint64_t> launches{0}, hostWaits{0}, graphLaunches{0};
+  std::atomic<uint64_t> launches{0}, hostWaits{0}, graphLaunches{0}, layoutCopies{0};
   ~Counters() {
     if (const char *print = std::getenv("SMELT_EMUCUDA_TRAFFIC"); print && *print)
       std::fprintf(stderr,
                    "emulated CUDA traffic: %llu bytes to the device in %llu copies, %llu bytes to "
                    "the host in %llu copies, %llu kernel launches, %llu host waits, %llu graph "
-                   "launches\n",
+                   "launches, %llu cuDNN layout copies\n",
                    (unsigned long long)toDevice, (unsigned long long)toDeviceCopies,
                    (unsigned long long)toHost, (unsigned long long)toHostCopies,
                    (unsigned long long)launches, (unsigned long long)hostWaits,
-                   (unsigned long long)graphLaunches);
+                   (unsigned long long)graphLaunches, (unsigned long long)layoutCopies);
   }
 };
 Counters counters;
@@ -149,16 +149,19 @@ void setCurrentContext(Context *context) { current = context; }
 int currentDevice() { return here(); }
 
 Traffic traffic() {
-  return {counters.toDevice, counters.toDeviceCopies, counters.toHost,       counters.toHostCopies,
-          counters.launches, counters.hostWaits,      counters.graphLaunches};
+  return {counters.toDevice,      counters.toDeviceCopies, counters.toHost,
+          counters.toHostCopies,  counters.launches,       counters.hostWaits,
+          counters.graphLaunches, counters.layoutCopies};
 }
 
 void resetTraffic() {
   for (std::atomic<uint64_t> *c :
        {&counters.toDevice, &counters.toDeviceCopies, &counters.toHost, &counters.toHostCopies,
-        &counters.launches, &counters.hostWaits, &counters.graphLaunches})
+        &counters.launches, &counters.hostWaits, &counters.graphLaunches, &counters.layoutCopies})
     *c = 0;
 }
+
+void countLayoutCopy() { ++counters.layoutCopies; }
 
 int deviceCount() {
   static const int count = [] {

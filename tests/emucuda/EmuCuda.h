@@ -105,9 +105,14 @@ struct Traffic {
   uint64_t launches = 0;                     // kernels queued to run (not captured)
   uint64_t hostWaits = 0; // synchronizes, and synchronous copies that wait for the device
   uint64_t graphLaunches = 0; // cuGraphLaunch: each queues its graph's nodes, kernels included
+  /// cudnnTransformTensor calls run (a graph's replays included): on a GPU, a copy kernel each
+  /// that the runtime's layouts made necessary.
+  uint64_t layoutCopies = 0;
 };
 Traffic traffic();
 void resetTraffic();
+/// Counts a cudnnTransformTensor call as it runs (the emulated cuDNN's).
+void countLayoutCopy();
 
 /// How queued work is ordered: eager (at once, in order), late (only when the host needs it,
 /// ready work picked at random), from SMELT_EMUCUDA_SCHEDULE ("eager", "late", "late:SEED");
