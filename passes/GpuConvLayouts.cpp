@@ -38,8 +38,8 @@ constexpr int64_t kToOhwi[] = {3, 0, 1, 2}, kToHwio[] = {1, 2, 3, 0};
 /// The padding cuDNN applies (the smaller side of each dimension, on both) and what is left
 /// for an explicit pad of the input: [top, bottom, left, right] each.
 struct SplitPadding {
-  SmallVector<int64_t> symmetric, extraLow,
-      extraHigh; // extra: [0, top or bottom, left or right, 0]
+  SmallVector<int64_t> symmetric;
+  SmallVector<int64_t> extraLow, extraHigh; // NHWC: [0, top or bottom, left or right, 0]
   bool needsPad() const {
     return llvm::any_of(extraLow, [](int64_t p) { return p != 0; }) ||
            llvm::any_of(extraHigh, [](int64_t p) { return p != 0; });
@@ -76,10 +76,9 @@ struct Rewriter {
     return result;
   }
   Value pad(Value x, const SplitPadding &split) {
-    return split.needsPad() ? make<PadOp>(x, ArrayRef<int64_t>(split.extraLow),
-                                          ArrayRef<int64_t>(split.extraHigh), llvm::APFloat(0.0))
-                                  .getResult()
-                            : x;
+    return make<PadOp>(x, ArrayRef<int64_t>(split.extraLow), ArrayRef<int64_t>(split.extraHigh),
+                       llvm::APFloat(0.0))
+        .getResult();
   }
 };
 

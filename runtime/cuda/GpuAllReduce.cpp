@@ -38,16 +38,13 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
   if (home >= 0 && home != gpu.ordinal())
     return Status::error(fmt::format("{}: {} reduces gpu:{}'s memory, this step runs on gpu:{}",
                                      what, communicator->describe(), home, gpu.ordinal()));
-  bool onStream = home >= 0 && communicator->reducesOnStreams();
-  if (!started && !onStream)
-    return Status::error(
-        fmt::format("{}: {} cannot reduce inside a CUDA graph", what, communicator->describe()));
-  if (onStream && !started) {
+  if (!started) {
+    // Capturing a graph: the communicator records the reduction into it (NCCL), or refuses.
     if (Status s = communicator->captureOnStream(gpu.stream(), data, spec.count, spec.dtype,
                                                  spec.kind, spec.what);
         !s.ok())
       return s;
-  } else if (onStream) {
+  } else if (home >= 0 && communicator->reducesOnStreams()) {
     // On the executor's stream, behind the packing copies: ordered with the kernels both ways.
     Expected<int64_t> ticket = communicator->startOnStream(gpu.stream(), data, spec.count,
                                                            spec.dtype, spec.kind, spec.what);

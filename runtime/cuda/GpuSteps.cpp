@@ -200,10 +200,31 @@ private:
   MatmulCall call_;
 };
 
+/// What convolutions and pooling share: a cuDNN call, checked by cuDNN's rules when planned
+/// (which gives its workspace), and the device's cuDNN, opened when bound.
+template <typename Call> class CudnnStep : public GpuStep {
+protected:
+  using GpuStep::GpuStep;
+  /// Checks call_ by cuDNN's rules and takes its workspace.
+  Status check() {
+    if (Status s = Cudnn::validate(call_, what_); !s.ok())
+      return s;
+    workspace_ = Cudnn::workspaceBytes(call_);
+    return {};
+  }
+  Expected<Cudnn *> cudnn(const StepBinding &binding) const {
+    Expected<Cudnn *> dnn = Cudnn::get(*binding.device);
+    if (!dnn)
+      return inStep(what_, dnn.status());
+    return dnn;
+  }
+  Call call_;
+};
+
 /// conv2d (input, filter) -> output; conv2d_backward_input (grad_output, filter) -> input;
 /// conv2d_backward_filter (input, grad_output) -> filter, through cuDNN. The call holds the
 /// forward shapes; the filter is OHWI and the padding symmetric (smelt-gpu-conv-layouts).
-class ConvStep final : public GpuStep {
+class ConvStep final : public CudnnStep<Conv2DCall> {
 public:
   static Expected<std::unique_ptr<GpuStep>> plan(const Executable &exe, const Step &step,
                                                  bool allowTf32) {
@@ -239,15 +260,14 @@ public:
     call.filter = forward || backwardInput ? second : result;
     call.output = forward ? result : backwardInput ? first : second;
     call.allowTf32 = allowTf32;
-    if (Status s = Cudnn::validate(call, conv->what_); !s.ok())
+    if (Status s = conv->check(); !s.ok())
       return s;
-    conv->workspace_ = Cudnn::workspaceBytes(call);
     return std::unique_ptr<GpuStep>(std::move(conv));
   }
   Expected<Launch> bind(const StepBinding &binding) const override {
-    Expected<Cudnn *> dnn = Cudnn::get(*binding.device);
+    Expected<Cudnn *> dnn = cudnn(binding);
     if (!dnn)
-      return inStep(what_, dnn.status());
+      return dnn.status();
     // The algorithm (and layout) is chosen now: a convolution cuDNN cannot run fails the
     // creation, naming the step, not a run half way through.
     if (Status st = (*dnn)->prepare(pass_, call_, binding.workspaceBytes, what_); !st.ok())
@@ -267,14 +287,13 @@ public:
   }
 
 private:
-  using GpuStep::GpuStep;
-  Conv2DCall call_;
+  using CudnnStep::CudnnStep;
   Cudnn::ConvPass pass_ = Cudnn::ConvPass::Forward;
 };
 
 /// max/avg_pool2d (input) -> output; max_pool2d_backward (input, grad_output) -> input's type;
 /// avg_pool2d_backward (grad_output) -> input's type, through cuDNN.
-class PoolStep final : public GpuStep {
+class PoolStep final : public CudnnStep<Pool2DCall> {
 public:
   static Expected<std::unique_ptr<GpuStep>> plan(const Executable &exe, const Step &step) {
     std::unique_ptr<PoolStep> pool(new PoolStep(cpu::describe(step)));
@@ -295,15 +314,14 @@ public:
       return Status::error(fmt::format("{}: result {} must have the input's type {}", pool->what_,
                                        result.str(), typeOf(exe, step.operands[0]).str()));
     pool->backward_ = backward;
-    if (Status s = Cudnn::validate(call, pool->what_); !s.ok())
+    if (Status s = pool->check(); !s.ok())
       return s;
-    pool->workspace_ = Cudnn::workspaceBytes(call);
     return std::unique_ptr<GpuStep>(std::move(pool));
   }
   Expected<Launch> bind(const StepBinding &binding) const override {
-    Expected<Cudnn *> dnn = Cudnn::get(*binding.device);
+    Expected<Cudnn *> dnn = cudnn(binding);
     if (!dnn)
-      return inStep(what_, dnn.status());
+      return dnn.status();
     return Launch([cudnn = *dnn, backward = backward_, call = call_, ws = binding.workspace,
                    wsBytes = binding.workspaceBytes, what = what_](void *const *b) {
       if (!backward)
@@ -316,8 +334,7 @@ public:
   }
 
 private:
-  using GpuStep::GpuStep;
-  Pool2DCall call_;
+  using CudnnStep::CudnnStep;
   bool backward_ = false;
 };
 

@@ -314,12 +314,18 @@ Expected<int64_t> NcclCommunicator::fenceOnStream(void *stream, std::string what
   };
   if (broken_)
     return fail(Status::error("the communicator is unusable: " + *broken_));
-  for (Status status :
-       {cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"), startWatchdog(),
-        cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate"),
-        cu_.check(cu_.eventRecord(p.done, static_cast<CUstream>(stream)), "cuEventRecord")})
-    if (!status.ok())
-      return fail(status);
+  // One after another: each call needs the one before it to have succeeded.
+  if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
+    return fail(status);
+  if (Status status = startWatchdog(); !status.ok())
+    return fail(status);
+  if (Status status = cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      !status.ok())
+    return fail(status);
+  if (Status status =
+          cu_.check(cu_.eventRecord(p.done, static_cast<CUstream>(stream)), "cuEventRecord");
+      !status.ok())
+    return fail(status);
   return addPending(std::move(p));
 }
 

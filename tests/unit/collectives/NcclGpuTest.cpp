@@ -289,6 +289,18 @@ TEST(NcclReplicas, TheGroupOfTheTrainersReplicas) {
 /// Rank 0 of two (gpus 0 and 1) waiting for an all-reduce of 1024 f32 ("gradients") that rank 1
 /// never starts, as a replica that failed before its all-reduce would; another thread aborts
 /// rank 0 with `reason` after `abortAfter` unless the wait has ended by then.
+/// Skips without a GPU; with one GPU only, notes that `what` needs a second rank's GPU (a
+/// peer that never arrives) and returns: not a skip, which gpu-check.sh counts as a failure
+/// beside a GPU.
+#define SMELT_REQUIRE_A_PEER_GPU(what)                                                             \
+  if (!gpus().ok())                                                                                \
+    SMELT_SKIP_WITHOUT_GPU(gpus().message());                                                      \
+  if (gpus()->count < 2) {                                                                         \
+    std::cout << "[   NOTE   ] one GPU: " << what                                                  \
+              << " needs a peer that never arrives; not checked\n";                                \
+    return;                                                                                        \
+  }
+
 struct LoneRank {
   std::vector<std::unique_ptr<NcclCommunicator>> comms;
   std::unique_ptr<DeviceCopy> buffer;
@@ -341,12 +353,7 @@ void waitWithoutRankOne(LoneRank &lone, CollectiveOptions options,
 // while the others may be inside wait(): the waiting rank must end with the abort's reason (the
 // first real error), not with what its aborted communicator says afterwards, and not hang.
 TEST(NcclGpu, AbortFromAnotherThreadEndsAWaitWithItsReason) {
-  if (!gpus().ok())
-    SMELT_SKIP_WITHOUT_GPU(gpus().message());
-  if (gpus()->count < 2) {
-    std::cout << "[   NOTE   ] one GPU: the abort needs a peer that never arrives; not checked\n";
-    return;
-  }
+  SMELT_REQUIRE_A_PEER_GPU("the abort");
   LoneRank lone;
   ASSERT_NO_FATAL_FAILURE(waitWithoutRankOne(lone, {.timeoutSeconds = 60},
                                              std::chrono::milliseconds(200),
@@ -416,12 +423,7 @@ TEST(NcclGpu, AWaitBlocksOnItsEventWhileAWatchdogThreadWatches) {
 // timeout, names the collective, and aborts NCCL, which ends the blocked wait. A safety net
 // aborts after 30 s, so a watchdog that never fires fails here instead of hanging the test.
 TEST(NcclGpu, TheWatchdogEndsAWaitForARankThatNeverComesAfterTheTimeout) {
-  if (!gpus().ok())
-    SMELT_SKIP_WITHOUT_GPU(gpus().message());
-  if (gpus()->count < 2) {
-    std::cout << "[   NOTE   ] one GPU: the timeout needs a peer that never arrives; not checked\n";
-    return;
-  }
+  SMELT_REQUIRE_A_PEER_GPU("the timeout");
   LoneRank lone;
   ASSERT_NO_FATAL_FAILURE(waitWithoutRankOne(lone, {.timeoutSeconds = 0.5},
                                              std::chrono::seconds(30),
@@ -445,12 +447,7 @@ TEST(NcclGpu, TheWatchdogEndsAWaitForARankThatNeverComesAfterTheTimeout) {
 // The same inside a CUDA graph: the all-reduce captured (no ticket of its own), the graph
 // launched, and a fence behind it that the watchdog bounds as it bounds a collective.
 TEST(NcclGpu, TheWatchdogEndsAWaitForAGraphWhosePeerNeverComes) {
-  if (!gpus().ok())
-    SMELT_SKIP_WITHOUT_GPU(gpus().message());
-  if (gpus()->count < 2) {
-    std::cout << "[   NOTE   ] one GPU: the timeout needs a peer that never arrives; not checked\n";
-    return;
-  }
+  SMELT_REQUIRE_A_PEER_GPU("the timeout");
   const CudaDriver &cu = *gpus()->cu;
   auto startInGraph = [&](NcclCommunicator &rank0, void *data) -> Expected<int64_t> {
     CUstream stream = rank0.stream();
