@@ -23,19 +23,21 @@ double matmulFlops(const Step &step, const TensorType &lhs, const TensorType &re
 }
 
 /// Forward and both backward convolutions do the same multiply-adds: each output element
-/// (N, OH, OW, F) takes KH*KW*C/G of them from the HWIO filter [KH, KW, C/G, F].
+/// (N, OH, OW, F) takes KH*KW*C/G of them from the filter, [KH, KW, C/G, F] in HWIO (the
+/// GPU's OHWI is read through hwioDims).
 double convFlops(const Step &step, const std::vector<TensorType> &operands,
                  const TensorType &result) {
-  if (operands.size() < 2)
+  const ConvParams *params = step.paramsAs<ConvParams>();
+  if (operands.size() < 2 || !params)
     return 0;
   const TensorType &filter = step.op == StepOp::Conv2DBackwardFilter ? result : operands[1];
   const TensorType &output = step.op == StepOp::Conv2D                ? result
                              : step.op == StepOp::Conv2DBackwardInput ? operands[0]
                                                                       : operands[1];
-  int64_t features = dim(filter, 1);
-  if (filter.shape.size() != 4 || features <= 0)
+  std::vector<int64_t> hwio = params->hwioDims(filter.shape);
+  if (hwio.size() != 4 || hwio[3] <= 0)
     return 0;
-  return 2.0 * double(output.numElements()) * double(filter.numElements() / features);
+  return 2.0 * double(output.numElements()) * double(filter.numElements() / hwio[3]);
 }
 
 std::string shapeList(const Executable &exe, const std::vector<BufferId> &ids) {

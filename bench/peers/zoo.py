@@ -16,6 +16,10 @@ torchvision, transformers, onnxscript, onnxruntime), not in CI:
 
   python bench/peers/zoo.py --smelt build/bin/smelt [--models resnet50,vit_b_16] [--batch 1,8]
                             [--runs 20] [--rounds 3] [--threads 2] [--out /tmp/smelt-zoo]
+                            [--engines smelt,ort,torch] [--baseline OTHER_SMELT]
+
+--baseline adds an engine, `baseline`: another Smelt binary (say, the previous commit's),
+measured as `smelt` is, in the same rounds.
 """
 import argparse
 import json
@@ -39,7 +43,7 @@ TORCHVISION = {
     "regnet_y_400mf": "regnet_y_400mf", "convnext_tiny": "convnext_tiny",
     "vit_b_16": "vit_b_16", "swin_t": "swin_t",
 }
-HF = ["bert", "distilbert", "roberta", "gpt2", "vit_hf", "whisper_encoder"]
+HF = ["bert", "distilbert", "roberta", "gpt2", "llama", "t5_encoder", "vit_hf", "whisper_encoder"]
 SEQ = 128
 
 
@@ -63,6 +67,14 @@ def build(name):
         return Logits(hf.RobertaModel(hf.RobertaConfig(vocab_size=50265))).eval(), ids
     if name == "gpt2":
         return Logits(hf.GPT2LMHeadModel(hf.GPT2Config())).eval(), ids
+    if name == "llama":
+        # A small Llama (about 60M parameters besides the embeddings) with grouped-query
+        # attention, as Llama 2/3 have it: 8 query heads share 2 key/value heads.
+        return Logits(hf.LlamaForCausalLM(hf.LlamaConfig(
+            hidden_size=512, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
+            num_key_value_heads=2, vocab_size=32000, max_position_embeddings=512))).eval(), ids
+    if name == "t5_encoder":  # t5-small's encoder (T5Config's defaults)
+        return Logits(hf.T5EncoderModel(hf.T5Config())).eval(), ids
     if name == "vit_hf":
         return Logits(hf.ViTModel(hf.ViTConfig())).eval(), {
             "pixel_values": lambda b: rng.standard_normal((b, 3, 224, 224)).astype(np.float32)}
@@ -145,12 +157,13 @@ def peak_resident_bytes():
 
 
 def measure(engine, folder, runs, threads, smelt):
-    if engine == "smelt":
+    if engine in smelt:
+        smelt = smelt[engine]
         inputs = [f"--input={f[6:-4]}={folder}/{f}" for f in sorted(os.listdir(folder))
                   if f.startswith("input_")]
         env = dict(os.environ, SMELT_CPU_THREADS=str(threads))
         text = subprocess.run([smelt, "run", f"{folder}/model.onnx", *inputs, "--no-cache",
-                               "--repeat", str(runs), "--output-dir", f"{folder}/smelt"],
+                               "--repeat", str(runs), "--output-dir", f"{folder}/{engine}"],
                               capture_output=True, text=True, env=env)
         if text.returncode:
             return {"error": (text.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -186,9 +199,13 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--engines", default="smelt,ort,torch")
     parser.add_argument("--out", default="/tmp/smelt-zoo")
+    parser.add_argument("--baseline", help="another smelt binary, measured as engine `baseline`")
     a = parser.parse_args()
-    smelt = os.path.abspath(a.smelt)
+    smelt = {"smelt": os.path.abspath(a.smelt)}
     engines = a.engines.split(",")
+    if a.baseline:
+        smelt["baseline"] = os.path.abspath(a.baseline)
+        engines.append("baseline")
     print("| model | batch | " + " | ".join(f"{e} ms" for e in engines) +
           " | Smelt/ORT | " + " | ".join(f"{e} peak RSS MiB" for e in engines) +
           " | Smelt RSS/ORT | Smelt compile s | Smelt vs ORT rel. L2 |")

@@ -198,5 +198,42 @@ func.func @main(%u: tensor<6x5x16xbf16>, %i: tensor<6x5xi32>) -> tensor<100x16xb
   EXPECT_EQ(cost.bytes, 2.0 * 6 * 5 * 16 + 4.0 * 6 * 5 + 2.0 * 100 * 16);
 }
 
+// Each of the three convolutions does 2 * N*OH*OW*F * KH*KW*C multiply-adds, whichever layout
+// its filter is in (the GPU's OHWI keeps F first).
+TEST(Profile, ConvolutionsCostTheSameFlopsInEitherFilterLayout) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  for (const char *layout : {"", "filter_layout = ohwi"}) {
+    bool ohwi = *layout != 0;
+    std::string filter = ohwi ? "tensor<8x3x3x2xf32>" : "tensor<3x3x2x8xf32>";
+    std::string attrs =
+        std::string("strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] ") + layout;
+    std::string text =
+        "func.func @main(%x: tensor<4x6x6x2xf32>, %w: " + filter +
+        ", %dy: tensor<4x6x6x8xf32>) -> (tensor<4x6x6x8xf32>, tensor<4x6x6x2xf32>, " + filter +
+        ") {\n"
+        "  %y = smelt.conv2d %x, %w " +
+        attrs + " : tensor<4x6x6x2xf32>, " + filter + "\n" +
+        "  %dx = smelt.conv2d_backward_input %dy, %w " + attrs + " : tensor<4x6x6x8xf32>, " +
+        filter + " -> tensor<4x6x6x2xf32>\n" + "  %dw = smelt.conv2d_backward_filter %x, %dy " +
+        attrs + " : tensor<4x6x6x2xf32>, tensor<4x6x6x8xf32> -> " + filter + "\n" +
+        "  return %y, %dx, %dw : tensor<4x6x6x8xf32>, tensor<4x6x6x2xf32>, " + filter + "\n}\n";
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(text, mlir::ParserConfig(&context));
+    ASSERT_TRUE(module) << text;
+    mlir::FailureOr<rt::Executable> exe = codegen::compile(*module, "main");
+    ASSERT_TRUE(mlir::succeeded(exe));
+    int convolutions = 0;
+    for (const rt::Step &step : exe->steps) {
+      if (step.op != rt::StepOp::Conv2D && step.op != rt::StepOp::Conv2DBackwardInput &&
+          step.op != rt::StepOp::Conv2DBackwardFilter)
+        continue;
+      ++convolutions;
+      EXPECT_EQ(rt::stepCost(*exe, step).flops, 2.0 * (4 * 6 * 6 * 8) * (3 * 3 * 2))
+          << step.name() << (ohwi ? " (ohwi)" : " (hwio)");
+    }
+    EXPECT_EQ(convolutions, 3);
+  }
+}
+
 } // namespace
 } // namespace smelt::test
