@@ -5,6 +5,7 @@
 #include "runtime/CpuThreads.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/RunBuffers.h"
+#include "runtime/StepOps.h"
 #include "runtime/cpu/Fused.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -91,7 +92,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       types.constants.push_back(constantAt[id]);
     }
     types.result = exe.buffers[step.results[0]].type;
-    Expected<cpu::Kernel> kernel = cpu::prepareKernel(step, types);
+    Expected<cpu::Kernel> kernel = stepFamily(step.op).prepareCpu(step, types);
     if (!kernel)
       return kernel.status();
     size_t operands = step.operands.size();

@@ -1,6 +1,7 @@
 // Dataflow and schedule checks, and the buffers of a run, shared by the executors.
 #include "runtime/RunBuffers.h"
 
+#include "runtime/StepOps.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <fmt/format.h>
@@ -21,111 +22,6 @@ namespace {
 /// (segmentExecutable) and unchecked in the whole (validateDataflow): run whole (smelt bench of
 /// a GPU artifact on the CPU), it keeps every buffer to the end.
 bool followsFrees(const Executable &exe) { return exe.segments.size() <= 1; }
-
-/// The lengths of a step's list parameters: fixed for windows, the operand's rank for slice
-/// and pad. Checked once here, so no executor indexes past a short list.
-Status checkParamLengths(const Executable &exe, const Step &step) {
-  std::vector<Status> checks;
-  if (const ConvParams *conv = step.paramsAs<ConvParams>())
-    checks = {cpu::expectCount(step, "strides", conv->strides, 2),
-              cpu::expectCount(step, "padding", conv->padding, 4),
-              cpu::expectCount(step, "dilation", conv->dilation, 2)};
-  if (const PoolParams *pool = step.paramsAs<PoolParams>())
-    checks = {cpu::expectCount(step, "window", pool->window, 2),
-              cpu::expectCount(step, "strides", pool->strides, 2),
-              cpu::expectCount(step, "padding", pool->padding, 4)};
-  size_t rank = step.operands.empty() ? 0 : exe.buffers[step.operands[0]].type.shape.size();
-  if (const SliceParams *slice = step.paramsAs<SliceParams>())
-    checks = {cpu::expectCount(step, "start_indices", slice->start, rank),
-              cpu::expectCount(step, "limit_indices", slice->limit, rank),
-              cpu::expectCount(step, "strides", slice->strides, rank)};
-  if (const PadParams *pad = step.paramsAs<PadParams>())
-    checks = {cpu::expectCount(step, "low", pad->low, rank),
-              cpu::expectCount(step, "high", pad->high, rank)};
-  for (const Status &s : checks)
-    if (!s.ok())
-      return s;
-  return Status();
-}
-
-/// A matmul or conv2d reads a third operand exactly when its epilogue adds a bias; conv2d's
-/// gradients take no epilogue. The bias's type is the executors' check (they know N).
-Status checkEpilogue(const Step &step) {
-  if (!step.paramsAs<MatmulParams>() && !step.paramsAs<ConvParams>())
-    return Status();
-  Epilogue epilogue = step.epilogue();
-  if (uint8_t(epilogue.activation) >= kNumActivations)
-    return Status::error(fmt::format("{}: activation #{} is not one the runtime knows",
-                                     cpu::describe(step), unsigned(epilogue.activation)));
-  if (epilogue.any() && step.op != StepOp::Matmul && step.op != StepOp::Conv2D)
-    return Status::error(fmt::format("{}: only matmul and conv2d take an epilogue (bias {}, "
-                                     "activation {})",
-                                     cpu::describe(step), epilogue.bias,
-                                     activationName(epilogue.activation)));
-  size_t operands = epilogue.bias ? 3 : 2;
-  if (step.operands.size() != operands)
-    return Status::error(fmt::format("{}: takes {} operands{}, got {}", cpu::describe(step),
-                                     operands, epilogue.bias ? " (the third is the bias)" : "",
-                                     step.operands.size()));
-  return Status();
-}
-
-/// A kernel step's buffers (a fusion's, or an argmax's or scatter_add's with a GPU kernel)
-/// against the kernel it runs: its code indexes them by the types it was compiled for, so a
-/// buffer of another type (a damaged artifact, a hand-built step) would make it read or write
-/// out of bounds.
-Status checkKernelBuffers(const Executable &exe, const Step &step) {
-  int64_t index = step.kernel();
-  if (index < 0 || size_t(index) >= exe.kernels.size())
-    return Status::error(fmt::format("{}: kernel #{} does not exist (the executable has {})",
-                                     cpu::describe(step), index, exe.kernels.size()));
-  const FusedKernel &kernel = exe.kernels[size_t(index)];
-  std::string what = fmt::format("{}: kernel #{} ('{}')", cpu::describe(step), index, kernel.name);
-  if (step.operands.size() != kernel.inputs.size() || step.results.size() != kernel.results.size())
-    return Status::error(fmt::format("{} reads {} buffers and writes {}, but the step passes {} "
-                                     "operands and {} results",
-                                     what, kernel.inputs.size(), kernel.results.size(),
-                                     step.operands.size(), step.results.size()));
-  auto check = [&](const std::vector<BufferId> &ids, const std::vector<TensorType> &types,
-                   const char *role) -> Status {
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (exe.buffers[ids[i]].type != types[i])
-        return Status::error(fmt::format("{} was compiled for {} #{} of type {}, but the step "
-                                         "passes {}",
-                                         what, role, i, types[i].str(), bufferLabel(exe, ids[i])));
-    return Status();
-  };
-  if (Status s = check(step.operands, kernel.inputs, "operand"); !s.ok())
-    return s;
-  if (Status s = check(step.results, kernel.results, "result"); !s.ok())
-    return s;
-  // Results written in place of an operand: of its type, one result per operand.
-  const KernelParams *params = step.paramsAs<KernelParams>();
-  if (!params || params->inPlace.empty())
-    return Status();
-  if (params->inPlace.size() != step.results.size())
-    return Status::error(fmt::format("{}: in_place has {} entries for {} results", what,
-                                     params->inPlace.size(), step.results.size()));
-  std::vector<char> taken(step.operands.size(), 0);
-  for (size_t r = 0; r < step.results.size(); ++r) {
-    int64_t operand = params->inPlace[r];
-    if (operand == -1)
-      continue;
-    if (operand < 0 || size_t(operand) >= step.operands.size() || taken[size_t(operand)]++)
-      return Status::error(fmt::format("{}: result #{} is written in place of operand #{}, "
-                                       "which {}",
-                                       what, r, operand,
-                                       operand < 0 || size_t(operand) >= step.operands.size()
-                                           ? "does not exist"
-                                           : "another result is written in place of already"));
-    if (kernel.inputs[size_t(operand)] != kernel.results[r])
-      return Status::error(fmt::format("{}: result #{} ({}) is written in place of operand #{} "
-                                       "of another type ({})",
-                                       what, r, kernel.results[r].str(), operand,
-                                       kernel.inputs[size_t(operand)].str()));
-  }
-  return Status();
-}
 
 /// The buffers `step` gives back (the schedule's frees): each one written and not given back
 /// before, and none an all_reduce uses; marked given back in `state` (validateDataflow's).
@@ -201,9 +97,10 @@ Status validateDataflow(const Executable &exe) {
                                          !inRange(id)  ? "is out of range"
                                          : defined[id] ? "was given back by an earlier step"
                                                        : "is read before any step writes it"));
+    const StepFamily &family = stepFamily(step.op);
     // A fused kernel or an all_reduce bucket writes one or more results; every other step
     // exactly one.
-    bool several = step.op == StepOp::Fusion || step.op == StepOp::AllReduce;
+    bool several = family.writesSeveralResults();
     if (several ? step.results.empty() : step.results.size() != 1)
       return Status::error(fmt::format("{}: a step writes {}, this one {}", cpu::describe(step),
                                        several ? "at least one result" : "one result",
@@ -211,13 +108,8 @@ Status validateDataflow(const Executable &exe) {
     for (BufferId id : step.results)
       if (Status s = define(id, cpu::describe(step)); !s.ok())
         return s;
-    if (Status s = checkParamLengths(exe, step); !s.ok())
+    if (Status s = family.validate(exe, step); !s.ok())
       return s;
-    if (Status s = checkEpilogue(step); !s.ok())
-      return s;
-    if (step.op == StepOp::Fusion || step.kernel() != kNoKernel)
-      if (Status s = checkKernelBuffers(exe, step); !s.ok())
-        return s;
     if (Status s = checkFrees(exe, step, defined, reduced); !s.ok())
       return s;
   }

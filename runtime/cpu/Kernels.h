@@ -30,18 +30,14 @@ struct StepTypes {
 /// "'matmul' (model.mlir:4:10)": how messages name a step.
 std::string describe(const Step &step);
 
-// Each family prepares the steps of its ops; the step's parameters are of the op's kind
-// (validateDataflow checked them).
+// Each family prepares the steps of its ops (StepFamily::prepareCpu, StepOps.h calls them);
+// the step's parameters are of the op's kind (validateDataflow checked them).
 Expected<Kernel> prepareDataMovement(const Step &step, const StepTypes &types); // slice ... copy
 Expected<Kernel> prepareArgmax(const Step &step, const StepTypes &types);
 Expected<Kernel> prepareScatterAdd(const Step &step, const StepTypes &types);
 Expected<Kernel> prepareRandom(const Step &step, const StepTypes &types);
 Expected<Kernel> prepareContraction(const Step &step, const StepTypes &types);
 Expected<Kernel> preparePooling(const Step &step, const StepTypes &types);
-
-/// Prepares a library call, copy or random step by its op; a fusion or collective step is the
-/// executor's, and an error here.
-Expected<Kernel> prepareKernel(const Step &step, const StepTypes &types);
 
 /// An error unless `values` (parameter `name` of `step`) has `count` entries.
 Status expectCount(const Step &step, const char *name, const std::vector<int64_t> &values,

@@ -1,0 +1,43 @@
+// What the runtime knows of each step op, one class per family of ops (a fusion, a contraction,
+// a pooling, argmax, scatter_add, a data movement, a collective, random numbers), whatever
+// device runs it: the checks of a step's parameters and buffers beyond its dataflow, its cost
+// from shapes alone, and how the CPU runs it. With each op's name, kind and parameters (whose
+// `fields` the AOT format reads and writes), in one table indexed by StepOp. The GPU's classes
+// (cuda/GpuSteps.h) plan and bind the same families on a device.
+#pragma once
+
+#include "runtime/Executable.h"
+#include "runtime/Status.h"
+#include "runtime/StepCost.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <vector>
+
+namespace smelt::rt {
+
+class StepFamily {
+public:
+  virtual ~StepFamily() = default;
+  /// Whether a step writes several results (a fusion, an all_reduce bucket); else exactly one.
+  virtual bool writesSeveralResults() const { return false; }
+  /// The checks of a step's parameters and buffers that its dataflow does not cover, run once
+  /// by validateDataflow so that no executor indexes past a short list or a kernel's buffers.
+  /// Errors name the step. The step's parameters are of its op's kind (checked before).
+  virtual Status validate(const Executable &exe, const Step &step) const;
+  /// Fills what `cost` knows of the family: its kind, name and ops where they are not the
+  /// step's, its FLOPs. `cost` has its bytes and shapes; `touched` is the largest operand or
+  /// result's element count. By default one FLOP per element touched: a compare or an add, for
+  /// the families that make one pass over their data (pooling, argmax, random numbers).
+  virtual void cost(const Executable &exe, const Step &step,
+                    const std::vector<TensorType> &operands, const TensorType &result,
+                    int64_t touched, StepCost &cost) const;
+  /// The CPU kernel of a library call, copy or random step, prepared once; a fusion or a
+  /// collective is the CPU executor's own, and an error here.
+  virtual Expected<cpu::Kernel> prepareCpu(const Step &step, const cpu::StepTypes &types) const;
+};
+
+/// The family of `op` (one outside the set is treated as a copy, which validateDataflow
+/// refuses first).
+const StepFamily &stepFamily(StepOp op);
+
+} // namespace smelt::rt
