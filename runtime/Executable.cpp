@@ -1,5 +1,5 @@
-// Executable helpers: a step's kernel and parameters as text, and a readable listing. The step
-// table (each op's name, kind, parameters and family) is StepOps.cpp's.
+// Executable helpers: the step table (each op's kind, name and parameters; StepOps.cpp has
+// each op's family) and a readable listing.
 #include "runtime/Executable.h"
 
 #include <fmt/format.h>
@@ -10,6 +10,38 @@
 namespace smelt::rt {
 
 namespace {
+
+struct StepOpInfo {
+  const char *name;
+  StepKind kind;
+  StepParams params;
+};
+
+/// Indexed by StepOp.
+const StepOpInfo &info(StepOp op) {
+  static const StepOpInfo table[kNumStepOps] = {
+      {"fusion", StepKind::Kernel, KernelParams{}},
+      {"matmul", StepKind::Library, MatmulParams{}},
+      {"conv2d", StepKind::Library, ConvParams{}},
+      {"conv2d_backward_input", StepKind::Library, ConvParams{}},
+      {"conv2d_backward_filter", StepKind::Library, ConvParams{}},
+      {"max_pool2d", StepKind::Library, PoolParams{}},
+      {"avg_pool2d", StepKind::Library, PoolParams{}},
+      {"max_pool2d_backward", StepKind::Library, PoolParams{}},
+      {"avg_pool2d_backward", StepKind::Library, PoolParams{}},
+      {"argmax", StepKind::Library, ArgmaxParams{}},
+      {"slice", StepKind::Library, SliceParams{}},
+      {"concat", StepKind::Library, AxisParams{}},
+      {"pad", StepKind::Library, PadParams{}},
+      {"copy", StepKind::Copy, NoParams{}},
+      {"all_reduce", StepKind::Collective, AllReduceParams{}},
+      {"replica_id", StepKind::Collective, NoParams{}},
+      {"rng_uniform", StepKind::Random, UniformParams{}},
+      {"rng_normal", StepKind::Random, NormalParams{}},
+      {"scatter_add", StepKind::Library, ScatterAddParams{}},
+  };
+  return table[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];
+}
 
 std::string fieldText(bool v) { return v ? "true" : "false"; }
 std::string fieldText(int64_t v) { return std::to_string(v); }
@@ -51,6 +83,10 @@ int64_t Step::kernel() const {
       },
       params);
 }
+
+StepKind stepKind(StepOp op) { return info(op).kind; }
+const char *stepOpName(StepOp op) { return info(op).name; }
+StepParams paramsFor(StepOp op) { return info(op).params; }
 
 std::string paramsText(const Step &step) {
   std::vector<std::string> parts;

@@ -281,15 +281,9 @@ class Random final : public StepFamily {
   }
 };
 
-struct StepOpInfo {
-  const char *name;
-  StepKind kind;
-  StepParams params;
-  const StepFamily *family;
-};
+} // namespace
 
-/// Indexed by StepOp.
-const StepOpInfo &info(StepOp op) {
+const StepFamily &stepFamily(StepOp op) {
   static const Fusion fusion;
   static const Contraction contraction;
   static const Pooling pooling;
@@ -299,35 +293,29 @@ const StepOpInfo &info(StepOp op) {
   static const Collective allReduce(/*severalResults=*/true);
   static const Collective replicaId(/*severalResults=*/false);
   static const Random random;
-  static const StepOpInfo table[kNumStepOps] = {
-      {"fusion", StepKind::Kernel, KernelParams{}, &fusion},
-      {"matmul", StepKind::Library, MatmulParams{}, &contraction},
-      {"conv2d", StepKind::Library, ConvParams{}, &contraction},
-      {"conv2d_backward_input", StepKind::Library, ConvParams{}, &contraction},
-      {"conv2d_backward_filter", StepKind::Library, ConvParams{}, &contraction},
-      {"max_pool2d", StepKind::Library, PoolParams{}, &pooling},
-      {"avg_pool2d", StepKind::Library, PoolParams{}, &pooling},
-      {"max_pool2d_backward", StepKind::Library, PoolParams{}, &pooling},
-      {"avg_pool2d_backward", StepKind::Library, PoolParams{}, &pooling},
-      {"argmax", StepKind::Library, ArgmaxParams{}, &argmax},
-      {"slice", StepKind::Library, SliceParams{}, &dataMovement},
-      {"concat", StepKind::Library, AxisParams{}, &dataMovement},
-      {"pad", StepKind::Library, PadParams{}, &dataMovement},
-      {"copy", StepKind::Copy, NoParams{}, &dataMovement},
-      {"all_reduce", StepKind::Collective, AllReduceParams{}, &allReduce},
-      {"replica_id", StepKind::Collective, NoParams{}, &replicaId},
-      {"rng_uniform", StepKind::Random, UniformParams{}, &random},
-      {"rng_normal", StepKind::Random, NormalParams{}, &random},
-      {"scatter_add", StepKind::Library, ScatterAddParams{}, &scatterAdd},
+  // Indexed by StepOp, as Executable.cpp's table of names, kinds and parameters.
+  static const StepFamily *const families[kNumStepOps] = {
+      &fusion,       // fusion
+      &contraction,  // matmul
+      &contraction,  // conv2d
+      &contraction,  // conv2d_backward_input
+      &contraction,  // conv2d_backward_filter
+      &pooling,      // max_pool2d
+      &pooling,      // avg_pool2d
+      &pooling,      // max_pool2d_backward
+      &pooling,      // avg_pool2d_backward
+      &argmax,       // argmax
+      &dataMovement, // slice
+      &dataMovement, // concat
+      &dataMovement, // pad
+      &dataMovement, // copy
+      &allReduce,    // all_reduce
+      &replicaId,    // replica_id
+      &random,       // rng_uniform
+      &random,       // rng_normal
+      &scatterAdd,   // scatter_add
   };
-  return table[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];
+  return *families[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];
 }
-
-} // namespace
-
-StepKind stepKind(StepOp op) { return info(op).kind; }
-const char *stepOpName(StepOp op) { return info(op).name; }
-StepParams paramsFor(StepOp op) { return info(op).params; }
-const StepFamily &stepFamily(StepOp op) { return *info(op).family; }
 
 } // namespace smelt::rt

@@ -1,9 +1,10 @@
 // What the runtime knows of each step op, one class per family of ops (a fusion, a contraction,
 // a pooling, argmax, scatter_add, a data movement, a collective, random numbers), whatever
 // device runs it: the checks of a step's parameters and buffers beyond its dataflow, its cost
-// from shapes alone, and how the CPU runs it. With each op's name, kind and parameters (whose
-// `fields` the AOT format reads and writes), in one table indexed by StepOp. The GPU's classes
-// (cuda/GpuSteps.h) plan and bind the same families on a device.
+// from shapes alone, and how the CPU runs it. Each op's name, kind and parameters (whose
+// `fields` the AOT format reads and writes) stay in Executable.cpp's table, which the artifact
+// reader and its fuzzer link without the CPU kernels. The GPU's classes (cuda/GpuSteps.h) plan
+// and bind the same families on a device.
 #pragma once
 
 #include "runtime/Executable.h"
