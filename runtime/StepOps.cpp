@@ -265,11 +265,11 @@ public:
 
 private:
   bool writesSeveralResults() const override { return severalResults_; }
-  void cost(const Executable &, const Step &, const std::vector<TensorType> &, const TensorType &,
-            int64_t touched, StepCost &cost) const override {
+  void cost(const Executable &exe, const Step &step, const std::vector<TensorType> &operands,
+            const TensorType &result, int64_t touched, StepCost &cost) const override {
     // Start of a collective: its time is in the wait; the sum is a FLOP per element a replica.
+    StepFamily::cost(exe, step, operands, result, touched, cost);
     cost.kind = "collective";
-    cost.flops = double(touched);
   }
   bool severalResults_;
 };

@@ -161,14 +161,15 @@ def peak_resident_bytes():
     return 0
 
 
-def measure(engine, folder, runs, threads, smelt):
-    if engine in smelt:
-        smelt = smelt[engine]
+def measure(engine, folder, runs, threads, smelts):
+    """`smelts`: the Smelt binary of each Smelt engine (smelt, and baseline with --baseline)."""
+    if engine in smelts:
         inputs = [f"--input={f[6:-4]}={folder}/{f}" for f in sorted(os.listdir(folder))
                   if f.startswith("input_")]
         env = dict(os.environ, SMELT_CPU_THREADS=str(threads))
-        text = subprocess.run([smelt, "run", f"{folder}/model.onnx", *inputs, "--no-cache",
-                               "--repeat", str(runs), "--output-dir", f"{folder}/{engine}"],
+        text = subprocess.run([smelts[engine], "run", f"{folder}/model.onnx", *inputs,
+                               "--no-cache", "--repeat", str(runs),
+                               "--output-dir", f"{folder}/{engine}"],
                               capture_output=True, text=True, env=env)
         if text.returncode:
             return {"error": (text.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -206,10 +207,10 @@ def main():
     parser.add_argument("--out", default="/tmp/smelt-zoo")
     parser.add_argument("--baseline", help="another smelt binary, measured as engine `baseline`")
     a = parser.parse_args()
-    smelt = {"smelt": os.path.abspath(a.smelt)}
+    smelts = {"smelt": os.path.abspath(a.smelt)}
     engines = a.engines.split(",")
     if a.baseline:
-        smelt["baseline"] = os.path.abspath(a.baseline)
+        smelts["baseline"] = os.path.abspath(a.baseline)
         engines.append("baseline")
     print("| model | batch | " + " | ".join(f"{e} ms" for e in engines) +
           " | Smelt/ORT | " + " | ".join(f"{e} peak RSS MiB" for e in engines) +
@@ -221,7 +222,7 @@ def main():
             rounds = {e: [] for e in engines}
             for _ in range(a.rounds):
                 for e in engines:  # interleaved: each round runs every engine once
-                    rounds[e].append(measure(e, folder, a.runs, a.threads, smelt))
+                    rounds[e].append(measure(e, folder, a.runs, a.threads, smelts))
             cells, rss, ms = [], [], {}
             for e in engines:
                 good = [r for r in rounds[e] if "error" not in r]
