@@ -474,6 +474,7 @@ Trainer::trainReplica(Replica &r, const data::Dataset &data, const std::vector<i
     if (rt::Status s = (*exe)->run(args, outputs, residency); !s.ok())
       return rt::Status::error(rt::namingReplica(
           r.communicator, s.message() + lostState(r.params, r.variables, r.state)));
+    r.trainStepRuns += *exe == r.trainStep.get();
     // The step's outputs replace the parameters and state. Swapped, not moved: the old
     // tensors become the next step's output memory, so steady-state steps allocate and copy
     // none of them (the executor writes the new values straight in).

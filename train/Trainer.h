@@ -195,6 +195,9 @@ public:
   /// and device and how often it waited for a GPU (rt::Executor::lastRunTransfers); zero when
   /// the step runs on the CPU or has not run.
   rt::TransferStats lastStepTransfers() const { return replicas_[0].trainStep->lastRunTransfers(); }
+  /// How many full-batch training steps the first replica ran: 1 means lastStepTransfers()
+  /// counts a first step, with the state's upload and no CUDA graph yet.
+  int64_t fullBatchSteps() const { return replicas_[0].trainStepRuns; }
   /// Steps (kernels, library calls, collectives) one training step runs.
   size_t stepCount() const { return replicas_[0].trainStep->executable().steps.size(); }
   /// The training step each replica runs.
@@ -223,6 +226,9 @@ private:
     std::unique_ptr<rt::Communicator> ownCommunicator; // of the LocalGroup or the GPU group
     rt::Communicator *communicator = nullptr;
     std::unique_ptr<rt::Executor> trainStep;
+    /// How many times trainStep ran: its first run uploads the state and (on a GPU) launches
+    /// its steps one by one, so it is no steady-state step.
+    int64_t trainStepRuns = 0;
     /// The step compiled for a short last batch (its size), when an epoch needed one.
     std::unique_ptr<rt::Executor> shortStep;
     int64_t shortBatch = 0;

@@ -23,13 +23,18 @@ SMELT_CUDA_LIBRARY_PATH=$emucuda SMELT_CUDA_SOURCE_DIR=${SMELT_CUDA_SOURCE_DIR:-
   "${launcher[@]}" "$smelt" train "$@" --profile="$work/trace.json" >"$work/gpu.log" 2>&1 ||
   { cat "$work/gpu.log"; echo "FAIL: the emulated GPU run failed"; exit 1; }
 cat "$work/gpu.log"
-grep -qE '^host<->device per step( of each replica)?: [0-9.]+ [KMG]?i?B up, [0-9.]+ [KMG]?i?B down, [1-9][0-9]* host syncs?$' \
+only='in the only full-batch step \(the first: it uploads the state; graphs replay from the second\)'
+grep -qE "^host<->device (per step|$only)( of each replica)?: [0-9.]+ [KMG]?i?B up, [0-9.]+ [KMG]?i?B down, [1-9][0-9]* host syncs?$" \
   "$work/gpu.log" || { echo "FAIL: --profile printed no host<->device traffic per step"; exit 1; }
 
 # From the second step on, a step is one CUDA graph (the first warms the libraries up), the
 # data-parallel step's all_reduces inside it: what --profile reports of a full batch's last run.
+# A run with a single full batch has only that first run to report, and must say so.
 steps=$(sed 's/.*\r//' "$work/gpu.log" | grep -m1 -oE '^[0-9]+/[0-9]+ - ' | cut -d/ -f2 | tr -dc 0-9)
-if (( ${steps:-0} >= 3 )); then
+if grep -qE "^host<->device $only" "$work/gpu.log"; then
+  grep -qE '^GPU launches in that step: 0 CUDA graphs, [1-9][0-9]* single launches$' \
+    "$work/gpu.log" || { echo "FAIL: a first step is reported as one CUDA graph"; exit 1; }
+elif (( ${steps:-0} >= 2 )); then
   grep -q '^GPU launches per step: 1 CUDA graph, 0 single launches$' "$work/gpu.log" ||
     { echo "FAIL: a step of a run of $steps steps is not one CUDA graph"; exit 1; }
 fi

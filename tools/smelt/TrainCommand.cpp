@@ -570,10 +570,18 @@ int trainCommand() {
     return failJob(history.message());
   // What a trace does not show: the bytes a GPU step moves through the host and the times it
   // waits for the GPU, which keeping the state on the device removes.
+  // A run with one full batch has only a first step to show, which uploads the state and
+  // launches its steps one by one; the line says so instead of passing it off as every step's.
   if (!profilePath.empty())
-    if (rt::TransferStats step = (*trainer)->lastStepTransfers(); step.any())
-      out << "host<->device per step" << (replicaCount > 1 ? " of each replica" : "") << ": "
-          << step.str() << "\nGPU launches per step: " << step.launchStr() << "\n";
+    if (rt::TransferStats step = (*trainer)->lastStepTransfers(); step.any()) {
+      bool firstOnly = (*trainer)->fullBatchSteps() == 1;
+      std::string which = firstOnly ? " in the only full-batch step (the first: it uploads the "
+                                      "state; graphs replay from the second)"
+                                    : " per step";
+      out << "host<->device" << which << (replicaCount > 1 ? " of each replica" : "") << ": "
+          << step.str() << "\nGPU launches" << (firstOnly ? " in that step" : " per step")
+          << ": " << step.launchStr() << "\n";
+    }
   if (!loaded->test) {
     printMemoryReport(out);
     if (!profilePath.empty() && speaks && !writeProfile(trace, profilePath))

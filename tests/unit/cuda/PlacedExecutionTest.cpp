@@ -420,8 +420,9 @@ TEST_P(TrainStepOnGpu, KeepsItsStateOnTheGpuAndMovesOnlyTheBatchAndTheMetrics) {
   // cuDNN reads the filters and inputs as the compiler laid them out (smelt-gpu-conv-layouts):
   // in f32 no call copies a tensor into another layout. (In f16/bf16, channels cuDNN's NHWC
   // kernels cannot take, as the CNN's first convolution's one, still run on NCHW copies.)
-  if (traffic && config.precision == PrecisionPolicy::f32)
+  if (traffic && config.precision == PrecisionPolicy::f32) {
     EXPECT_EQ(traffic().layoutCopies - before.layoutCopies, 0u);
+  }
   // From the second step on, up go only the batch, the step number and the learning rates,
   // and down come only the loss and the metrics: the parameters and the optimizer's state
   // stay on gpu:0. The host waits once, for the loss.
