@@ -253,11 +253,6 @@ MemoryStats Allocator::stats() const {
   return stats_;
 }
 
-void Allocator::resetPeak() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  stats_.peakBytes = stats_.inUseBytes;
-}
-
 void Allocator::releaseCached() {
   std::lock_guard<std::mutex> lock(mutex_);
   releaseCachedLocked();

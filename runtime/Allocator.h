@@ -61,7 +61,7 @@ public:
 
 struct MemoryStats {
   uint64_t inUseBytes = 0;    // held by live buffers (rounded to the allocator's granule)
-  uint64_t peakBytes = 0;     // the most ever in use (since resetPeak)
+  uint64_t peakBytes = 0;     // the most ever in use
   uint64_t reservedBytes = 0; // taken from the device: in use plus cached
   uint64_t limitBytes = 0;    // the most it may take
   int64_t liveBuffers = 0;
@@ -92,7 +92,6 @@ public:
   void free(void *block);
 
   MemoryStats stats() const;
-  void resetPeak();
   /// Gives cached regions that hold no buffer back to the device.
   void releaseCached();
   const std::string &device() const { return device_; }

@@ -67,8 +67,6 @@ public:
   bool perRun(BufferId id) const { return perRun_[id]; }
   /// Places a fixed buffer at `address` (null: clears it).
   void place(BufferId id, void *address) { address_[id] = address; }
-  /// The arena's bytes (0: no buffer has an offset here).
-  uint64_t arenaBytes() const { return arenaBytes_; }
 
   /// A run begins with `heldBytes` (constants, workspace) live besides its buffers, and takes
   /// the arena; running out of memory for it is the error.

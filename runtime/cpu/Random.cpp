@@ -117,16 +117,6 @@ bool haveAvx2() {
 
 } // namespace
 
-double uniformAt(uint64_t index, uint64_t seed, uint64_t offset, bool wide) {
-  std::array<uint32_t, 4> r = wordsAt(index, seed, offset);
-  return wide ? uniform53(r[0], r[1]) : double(uniform24(r[0]));
-}
-
-double normalAt(uint64_t index, uint64_t seed, uint64_t offset, bool wide) {
-  std::array<uint32_t, 4> r = wordsAt(index, seed, offset);
-  return wide ? normal53(r[0], r[1]) : double(normal24(r[0], r[1]));
-}
-
 Expected<Kernel> prepareRandom(const Step &step, const StepTypes &types) {
   // a and b: low and high, or mean and stddev.
   bool uniform = step.op == StepOp::RngUniform;

@@ -71,13 +71,6 @@ std::string Nccl::versionName() const {
   return fmt::format("{}.{}.{}", version / 1000, version % 1000 / 100, version % 100);
 }
 
-Expected<int> ncclVersion() {
-  Expected<const Nccl *> nccl = Nccl::get();
-  if (!nccl.ok())
-    return nccl.status();
-  return (*nccl)->version;
-}
-
 namespace {
 
 std::optional<ncclDataType_t> ncclType(DType dtype) {

@@ -66,9 +66,6 @@ private:
   static Expected<const Nccl *> open();
 };
 
-/// The loaded library's version code (22809 for 2.28.9), or why NCCL cannot be loaded.
-Expected<int> ncclVersion();
-
 /// The CUDA driver and NCCL, both of which NCCL on GPUs needs, or why either is missing.
 Expected<std::pair<const CudaDriver *, const Nccl *>> openDriverAndNccl();
 
