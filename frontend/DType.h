@@ -1,12 +1,14 @@
-// The builder's element types, apart from the Graph (frontend/Graph.h) so that headers that
-// only name a type (the ONNX importer's, for one) need not carry the builder.
+// The builder's element types: the runtime's enum (runtime/DType.h), one for the whole of Smelt,
+// named here apart from the Graph (frontend/Graph.h) so that headers that only name a type (the
+// ONNX importer's, for one) need not carry the builder.
 #pragma once
+
+#include "runtime/DType.h"
 
 namespace smelt {
 
-enum class DType { f32, f16, bf16, f64, i32, i64, i1 };
-
-/// f32, f16, bf16 or f64.
-bool isFloatType(DType dtype);
+using DType = rt::DType;
+/// "f32", "bf16", "i1" ...: the MLIR spelling.
+using rt::dtypeName;
 
 } // namespace smelt

@@ -68,31 +68,6 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return "f32";
-  case DType::f16:
-    return "f16";
-  case DType::bf16:
-    return "bf16";
-  case DType::f64:
-    return "f64";
-  case DType::i32:
-    return "i32";
-  case DType::i64:
-    return "i64";
-  case DType::i1:
-    break;
-  }
-  return "i1";
-}
-
-bool isFloatType(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
-         dtype == DType::f64;
-}
-
 Type elementType(MLIRContext &context, DType dtype) {
   Builder b(&context);
   switch (dtype) {
@@ -240,7 +215,7 @@ Tensor Graph::addWeight(const std::string &name, const std::vector<int64_t> &sha
   // Checked now rather than in buildInitializer, so the error points at this call.
   bool random = init.kind == Initializer::Kind::GlorotUniform ||
                 init.kind == Initializer::Kind::HeNormal || init.kind == Initializer::Kind::Uniform;
-  if (random && !isFloatType(dtype))
+  if (random && !rt::isFloat(dtype))
     fail(loc, "parameter '" + name + "' is " + dtypeName(dtype) +
                   ": a random initializer needs a float dtype");
   for (const ConstantSlice &slice : init.constantSlices)

@@ -101,8 +101,6 @@ struct ParameterSpec {
 
 /// "[3, 4]": how messages print shapes.
 std::string shapeString(const std::vector<int64_t> &shape);
-/// "f32", "i64", ...
-const char *dtypeName(DType dtype);
 /// The MLIR element type of `dtype`.
 mlir::Type elementType(mlir::MLIRContext &context, DType dtype);
 

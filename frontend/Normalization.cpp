@@ -12,7 +12,7 @@ Tensor batchNormalization(Tensor x, bool training, const std::string &name,
   if (x.rank() < 2)
     g.fail(loc, "batch normalization '" + name + "' needs [batch, ..., channels], got " +
                     shapeString(x.shape()));
-  if (!isFloatType(x.dtype()))
+  if (!rt::isFloat(x.dtype()))
     g.fail(loc,
            "batch normalization '" + name + "' needs a float input, got " + dtypeName(x.dtype()));
   if (!(options.momentum >= 0 && options.momentum <= 1) || !(options.epsilon > 0))

@@ -63,17 +63,6 @@ struct ModelSpec {
   ModelFunction build; // empty: the built-in called `name`
 };
 
-/// The runtime's name for a builder dtype. Two enums because the runtime builds and ships
-/// without MLIR while the builder's header is where users start; they list the same types in
-/// the same order, which the asserts hold to.
-constexpr rt::DType runtimeType(DType dtype) { return rt::DType(int(dtype)); }
-static_assert(runtimeType(DType::f32) == rt::DType::f32 &&
-              runtimeType(DType::f16) == rt::DType::f16 &&
-              runtimeType(DType::bf16) == rt::DType::bf16 &&
-              runtimeType(DType::f64) == rt::DType::f64 &&
-              runtimeType(DType::i32) == rt::DType::i32 &&
-              runtimeType(DType::i64) == rt::DType::i64 && runtimeType(DType::i1) == rt::DType::i1);
-
 /// Cross-entropy loss and accuracy of `logits` [..., C] against class `labels` [...], plus
 /// top-k accuracy for each k in `topK`: what a classifier's model function usually returns.
 ModelOutputs classification(Tensor logits, Tensor labels, const std::vector<int64_t> &topK = {});

@@ -108,7 +108,7 @@ std::unique_ptr<Graph> buildTrainStep(mlir::MLIRContext &context, const TrainCon
   std::vector<Tensor> variables = g.variableTensors(), newVariables;
   for (const Tensor &v : variables) {
     Tensor next = g.assignedValue(v);
-    newVariables.push_back(isFloatType(v.dtype()) && next.value() != v.value()
+    newVariables.push_back(rt::isFloat(v.dtype()) && next.value() != v.value()
                                ? crossReplicaMean({next}, replicas)[0]
                                : next);
   }

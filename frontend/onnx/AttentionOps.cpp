@@ -182,7 +182,7 @@ void attention(NodeImporter &n) {
   DType work = q.dtype();
   if (const ::onnx::AttributeProto *precision = n.attribute("softmax_precision")) {
     std::optional<DType> d = smeltDType(int(precision->i()));
-    if (!d || !isFloatType(*d))
+    if (!d || !rt::isFloat(*d))
       n.unsupported("softmax_precision " + onnxTypeName(int(precision->i())));
     work = *d;
   }

@@ -21,16 +21,14 @@ namespace {
 /// Larger known values are left to the ops: folding is for shape arithmetic.
 constexpr size_t kMaxFoldedElements = 1 << 16;
 
-bool isInteger(TensorValue::Type t) {
-  return t == TensorValue::Type::i32 || t == TensorValue::Type::i64 || t == TensorValue::Type::i1;
-}
+bool isInteger(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::i1; }
 
 int64_t elementCount(const std::vector<int64_t> &shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
 }
 
 /// `x` rounded to what an element of `type` holds.
-double roundTo(double x, TensorValue::Type type) {
+double roundTo(double x, DType type) {
   auto viaAPFloat = [x](const llvm::fltSemantics &semantics) {
     llvm::APFloat value(x);
     bool inexact;
@@ -38,19 +36,19 @@ double roundTo(double x, TensorValue::Type type) {
     return value.convertToDouble();
   };
   switch (type) {
-  case TensorValue::Type::f32:
+  case DType::f32:
     return double(float(x));
-  case TensorValue::Type::f16:
+  case DType::f16:
     return viaAPFloat(llvm::APFloat::IEEEhalf());
-  case TensorValue::Type::bf16:
+  case DType::bf16:
     return viaAPFloat(llvm::APFloat::BFloat());
-  case TensorValue::Type::f64:
+  case DType::f64:
     return x;
-  case TensorValue::Type::i32:
+  case DType::i32:
     return double(int32_t(uint32_t(uint64_t(int64_t(x))))); // two's complement wrap
-  case TensorValue::Type::i64:
+  case DType::i64:
     return std::trunc(x);
-  case TensorValue::Type::i1:
+  case DType::i1:
     return x != 0;
   }
   return x;
@@ -69,7 +67,7 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, size_t 
 }
 
 /// NumPy-broadcast elementwise `f` of `inputs` (an element of each, in order) into `type`.
-TensorValue broadcastEach(const std::vector<const TensorValue *> &inputs, TensorValue::Type type,
+TensorValue broadcastEach(const std::vector<const TensorValue *> &inputs, DType type,
                           const std::function<double(const std::vector<double> &)> &f) {
   TensorValue out;
   out.type = type;
@@ -112,50 +110,46 @@ double modValue(double x, double y, bool integer, bool fmod) {
 TensorValue binary(const TensorValue &a, const TensorValue &b, const std::string &op, bool fmod) {
   bool comparison = op == "Equal" || op == "Less" || op == "Greater";
   bool integer = isInteger(a.type);
-  return broadcastEach({&a, &b}, comparison ? TensorValue::Type::i1 : a.type,
-                       [&](const std::vector<double> &xy) {
-                         double x = xy[0], y = xy[1];
-                         if (integer && (op == "Add" || op == "Sub" || op == "Mul")) {
-                           // In two's complement, wrapping as ONNX Runtime's integers do, before
-                           // the result becomes a double (which holds no 60-bit product).
-                           uint64_t i = uint64_t(int64_t(x)), j = uint64_t(int64_t(y));
-                           uint64_t r = op == "Add" ? i + j : op == "Sub" ? i - j : i * j;
-                           return a.type == TensorValue::Type::i32
-                                      ? double(int32_t(uint32_t(r)))
-                                      : double(int64_t(r));
-                         }
-                         if (op == "Add")
-                           return x + y;
-                         if (op == "Sub")
-                           return x - y;
-                         if (op == "Mul")
-                           return x * y;
-                         if (op == "Div") {
-                           if (integer && y == 0)
-                             fail(ImportErrorKind::BadFile, "integer division by zero");
-                           return integer ? std::trunc(x / y) : x / y;
-                         }
-                         if (op == "Mod")
-                           return modValue(x, y, integer, fmod);
-                         if (op == "Min")
-                           return std::min(x, y);
-                         if (op == "Max")
-                           return std::max(x, y);
-                         if (op == "Equal")
-                           return double(x == y);
-                         if (op == "Less")
-                           return double(x < y);
-                         return double(x > y); // Greater
-                       });
+  return broadcastEach(
+      {&a, &b}, comparison ? DType::i1 : a.type, [&](const std::vector<double> &xy) {
+        double x = xy[0], y = xy[1];
+        if (integer && (op == "Add" || op == "Sub" || op == "Mul")) {
+          // In two's complement, wrapping as ONNX Runtime's integers do, before
+          // the result becomes a double (which holds no 60-bit product).
+          uint64_t i = uint64_t(int64_t(x)), j = uint64_t(int64_t(y));
+          uint64_t r = op == "Add" ? i + j : op == "Sub" ? i - j : i * j;
+          return a.type == DType::i32 ? double(int32_t(uint32_t(r))) : double(int64_t(r));
+        }
+        if (op == "Add")
+          return x + y;
+        if (op == "Sub")
+          return x - y;
+        if (op == "Mul")
+          return x * y;
+        if (op == "Div") {
+          if (integer && y == 0)
+            fail(ImportErrorKind::BadFile, "integer division by zero");
+          return integer ? std::trunc(x / y) : x / y;
+        }
+        if (op == "Mod")
+          return modValue(x, y, integer, fmod);
+        if (op == "Min")
+          return std::min(x, y);
+        if (op == "Max")
+          return std::max(x, y);
+        if (op == "Equal")
+          return double(x == y);
+        if (op == "Less")
+          return double(x < y);
+        return double(x > y); // Greater
+      });
 }
 
 TensorValue castValue(const TensorValue &v, int to) {
   std::optional<DType> dtype = smeltDType(to);
   if (!dtype)
     fail(ImportErrorKind::UnsupportedDtype, "cast to " + onnxTypeName(to));
-  return broadcastEach({&v}, toValueType(*dtype), [](const std::vector<double> &x) {
-    return x[0];
-  });
+  return broadcastEach({&v}, *dtype, [](const std::vector<double> &x) { return x[0]; });
 }
 
 /// Concat of known values along `axis` (1-D shape vectors in practice; any rank works).

@@ -7,7 +7,7 @@
 namespace smelt::onnx {
 namespace {
 
-bool isFloat(Tensor x) { return isFloatType(x.dtype()); }
+bool isFloat(Tensor x) { return rt::isFloat(x.dtype()); }
 
 Tensor scalar(Tensor like, double v) { return scalarLike(like, v); }
 Tensor isNegative(Tensor x) { return compare(x, scalar(x, 0), CompareDirection::lt); }

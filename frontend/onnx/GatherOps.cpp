@@ -35,7 +35,7 @@ Tensor gatherRows(Tensor table, Tensor index) {
 /// f64 (exact to 2^53).
 Tensor scatterRows(Tensor data, Tensor updates, Tensor index, bool adds) {
   DType dtype = data.dtype();
-  DType work = isFloatType(dtype) ? dtype : DType::f64;
+  DType work = rt::isFloat(dtype) ? dtype : DType::f64;
   int64_t rows = data.dim(0);
   Tensor landed = scatterAdd(convert(updates, work), index, rows);
   Tensor base = convert(data, work), result;

@@ -69,7 +69,7 @@ void eyeLike(NodeImporter &n) {
     dtype = *given;
   }
   TensorValue eye;
-  eye.type = toValueType(dtype);
+  eye.type = dtype;
   eye.shape = x.shape();
   if (x.numElements() > (int64_t(1) << 28))
     fail(ImportErrorKind::BadFile, "EyeLike of " + std::to_string(x.numElements()) + " elements");
@@ -92,7 +92,7 @@ template <int Kind> void window(NodeImporter &n) {
   if (!dtype)
     fail(ImportErrorKind::UnsupportedDtype, "output_datatype " +
                                                 onnxTypeName(int(n.attrInt("output_datatype", 1))));
-  w.type = toValueType(*dtype);
+  w.type = *dtype;
   w.shape = {size};
   for (int64_t i = 0; i < size; ++i) {
     double phase = 2 * M_PI * double(i) / period;

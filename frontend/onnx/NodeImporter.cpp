@@ -112,7 +112,7 @@ void NodeImporter::unsupported(const std::string &reason) const {
 
 Tensor floatInput(const NodeImporter &n, int i) {
   Tensor x = n.input(i);
-  if (!isFloatType(x.dtype()))
+  if (!rt::isFloat(x.dtype()))
     fail(ImportErrorKind::UnsupportedDtype, "input " + std::to_string(i) + " is " +
                                                 dtypeName(x.dtype()) + "; Smelt's " +
                                                 n.node.op_type() + " takes float tensors");

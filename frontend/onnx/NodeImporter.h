@@ -31,10 +31,6 @@ struct Failure {
 std::optional<DType> smeltDType(int onnxType);
 /// "FLOAT", "UINT8", ...: for messages.
 std::string onnxTypeName(int onnxType);
-DType toDType(TensorValue::Type type);
-TensorValue::Type toValueType(DType dtype);
-/// Bytes per element.
-size_t byteWidth(DType dtype);
 /// A TensorProto's element type, shape and element count, checked: a type Smelt has, a valid
 /// shape (errors name `what`).
 struct TensorLayout {

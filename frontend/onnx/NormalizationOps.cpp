@@ -24,7 +24,7 @@ Tensor perChannel(Tensor v, int64_t rank) {
 DType stashType(const NodeImporter &n, Tensor x) {
   int64_t code = n.attrInt("stash_type", 1);
   std::optional<DType> stash = smeltDType(int(code));
-  if (!stash || !isFloatType(*stash))
+  if (!stash || !rt::isFloat(*stash))
     n.unsupported("stash_type " + std::to_string(code) + " (" + onnxTypeName(int(code)) +
                   "): the statistics need a float type Smelt has");
   return x.dtype() == DType::f64 ? DType::f64 : *stash;

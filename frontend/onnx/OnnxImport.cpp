@@ -202,7 +202,7 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
     TensorLayout layout = tensorLayout(init, what);
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
-    bool isParameter = !options.initializersAsConstants && isFloatType(layout.dtype);
+    bool isParameter = !options.initializersAsConstants && rt::isFloat(layout.dtype);
     bool isExternal = init.data_location() == ::onnx::TensorProto::EXTERNAL;
     if (layout.count > kMaxKnownInitializer && layout.dtype != DType::i1) {
       // Large: its bytes as they are in the file, never as doubles.
@@ -217,7 +217,7 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
       external.inlineInto(init, what);
     TensorValue v = tensorValue(init, what);
     if (isParameter)
-      makeParameter(init.name(), v.shape, toDType(v.type), hostTensor(v));
+      makeParameter(init.name(), v.shape, v.type, hostTensor(v));
     values.constants[init.name()] = std::move(v);
   }
 }

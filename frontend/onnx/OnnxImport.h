@@ -35,7 +35,7 @@ namespace smelt::onnx {
 /// A value's contents known at import time: an initializer, a Constant node, an input bound by
 /// ImportOptions::constantInputs. Values are held as doubles (int64 beyond 2^53 rounds).
 struct TensorValue {
-  enum class Type { f32, f16, bf16, f64, i32, i64, i1 } type = Type::f32;
+  DType type = DType::f32;
   std::vector<int64_t> shape;
   std::vector<double> values; // row-major
 };

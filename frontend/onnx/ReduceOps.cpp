@@ -17,7 +17,7 @@ enum class Reduction { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, Log
 /// exp(sum(log|x|)) (within ONNX's tolerance in float), 0 where a factor is 0.
 Tensor product(const NodeImporter &n, Tensor x, const std::vector<int64_t> &axes, KeepDims keep) {
   DType d = x.dtype();
-  if (!isFloatType(d))
+  if (!rt::isFloat(d))
     fail(ImportErrorKind::UnsupportedDtype, "ReduceProd of " + std::string(dtypeName(d)) +
                                                 " (Smelt computes it on floats only)");
   Tensor zero = scalarLike(x, 0), one = scalarLike(x, 1);
@@ -37,7 +37,7 @@ void cumSum(NodeImporter &n) {
   Tensor x = n.input(0);
   int64_t axis = normalizeAxis(n, n.intsInput(1, "the axis").at(0), x.rank(), "axis");
   DType d = x.dtype();
-  bool isFloat = isFloatType(d);
+  bool isFloat = rt::isFloat(d);
   Tensor work = convert(x, isFloat ? d : DType::f64);
   Tensor last = axisLast(work, axis);
   int64_t length = x.dim(axis), rows = last.numElements() / std::max<int64_t>(length, 1);
@@ -176,7 +176,7 @@ void topK(NodeImporter &n) {
   if (k > 256)
     n.unsupported("k=" + std::to_string(k) + " (Smelt unrolls TopK: at most 256)");
   DType d = x.dtype();
-  bool isFloat = isFloatType(d);
+  bool isFloat = rt::isFloat(d);
   double lowest = isFloat ? -INFINITY : d == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
   Tensor scores = n.attrInt("largest", 1) ? x : neg(x);
   std::vector<int64_t> shape = x.shape(), kept = shape;

@@ -159,7 +159,7 @@ void resizeWith(NodeImporter &n, Tensor x, std::vector<double> scales, std::vect
     n.unsupported("mode '" + r.mode + "'");
   if (r.mode != "nearest") {
     DType d = x.dtype();
-    if (!isFloatType(d))
+    if (!rt::isFloat(d))
       fail(ImportErrorKind::UnsupportedDtype, "linear and cubic resizing of integers");
   }
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")

@@ -16,7 +16,7 @@ constexpr int64_t kMaxKnownElements = int64_t(1) << 28;
 
 TensorValue int64Vector(const std::vector<int64_t> &ints) {
   TensorValue v;
-  v.type = TensorValue::Type::i64;
+  v.type = DType::i64;
   v.shape = {int64_t(ints.size())};
   v.values.assign(ints.begin(), ints.end());
   return v;

@@ -46,46 +46,6 @@ std::string onnxTypeName(int onnxType) {
   return "type " + std::to_string(onnxType);
 }
 
-DType toDType(TensorValue::Type type) {
-  switch (type) {
-  case TensorValue::Type::f32:
-    return DType::f32;
-  case TensorValue::Type::f16:
-    return DType::f16;
-  case TensorValue::Type::bf16:
-    return DType::bf16;
-  case TensorValue::Type::f64:
-    return DType::f64;
-  case TensorValue::Type::i32:
-    return DType::i32;
-  case TensorValue::Type::i64:
-    return DType::i64;
-  case TensorValue::Type::i1:
-    break;
-  }
-  return DType::i1;
-}
-
-TensorValue::Type toValueType(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return TensorValue::Type::f32;
-  case DType::f16:
-    return TensorValue::Type::f16;
-  case DType::bf16:
-    return TensorValue::Type::bf16;
-  case DType::f64:
-    return TensorValue::Type::f64;
-  case DType::i32:
-    return TensorValue::Type::i32;
-  case DType::i64:
-    return TensorValue::Type::i64;
-  case DType::i1:
-    break;
-  }
-  return TensorValue::Type::i1;
-}
-
 static double halfToDouble(uint16_t bits) {
   int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
   double sign = (bits & 0x8000) ? -1.0 : 1.0;
@@ -127,10 +87,6 @@ static double rawElement(llvm::StringRef raw, size_t i, DType dtype) {
     return load(uint8_t()) ? 1.0 : 0.0;
   }
   return 0;
-}
-
-size_t byteWidth(DType dtype) {
-  return rt::byteWidth(rt::DType(int(dtype))); // the same order of types
 }
 
 TensorLayout tensorLayout(const TensorProto &proto, const std::string &what) {
@@ -175,7 +131,7 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
   TensorLayout layout = tensorLayout(proto, what);
   auto [dtype, shape, count] = layout;
   TensorValue v;
-  v.type = toValueType(dtype);
+  v.type = dtype;
   v.shape = shape;
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
@@ -277,7 +233,7 @@ Weight weightValue(TensorProto &proto, const std::string &what) {
 
 TensorValue weightAsValue(const Weight &w) {
   TensorValue v;
-  v.type = toValueType(w.dtype);
+  v.type = w.dtype;
   v.shape = w.shape;
   v.values.reserve(size_t(w.count()));
   for (int64_t i = 0; i < w.count(); ++i)
@@ -298,7 +254,7 @@ Tensor weightConstant(Graph &g, const std::string &name, const Weight &w) {
 }
 
 rt::HostTensor weightTensor(const Weight &w) {
-  rt::HostTensor t = rt::HostTensor::zeros({rt::DType(int(w.dtype)), w.shape});
+  rt::HostTensor t = rt::HostTensor::zeros({w.dtype, w.shape});
   std::memcpy(t.raw(), w.bytes.data.data(), w.bytes.data.size());
   return t;
 }
@@ -317,14 +273,11 @@ llvm::Expected<TensorValue> readTensorFile(const std::string &path) {
 }
 
 Tensor constantTensor(Graph &g, const TensorValue &value) {
-  return constant(g, value.values, value.shape, toDType(value.type));
+  return constant(g, value.values, value.shape, value.type);
 }
 
 rt::HostTensor hostTensor(const TensorValue &value) {
-  static const rt::DType kTypes[] = {rt::DType::f32, rt::DType::f16, rt::DType::bf16,
-                                     rt::DType::f64, rt::DType::i32, rt::DType::i64,
-                                     rt::DType::i1}; // TensorValue::Type's order
-  return rt::HostTensor::fromDoubles({kTypes[int(value.type)], value.shape}, value.values);
+  return rt::HostTensor::fromDoubles({value.type, value.shape}, value.values);
 }
 
 } // namespace smelt::onnx

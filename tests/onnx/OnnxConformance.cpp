@@ -87,8 +87,7 @@ bool bindSmallIntegerInputs(const std::map<std::string, importer::TensorValue> &
                             importer::ImportOptions &options) {
   bool bound = false;
   for (const auto &[name, value] : inputs) {
-    bool isInteger = value.type == importer::TensorValue::Type::i32 ||
-                     value.type == importer::TensorValue::Type::i64;
+    bool isInteger = value.type == DType::i32 || value.type == DType::i64;
     if (isInteger && value.values.size() <= 64 && !options.constantInputs.count(name)) {
       options.constantInputs[name] = value;
       bound = true;
