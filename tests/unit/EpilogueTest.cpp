@@ -103,9 +103,10 @@ void expectFoldedMatches(const std::string &what, DType dtype, int folded, Build
     // more than `tol`: for the MLP's bias gradients (tanh's derivative 1 - y^2 cancels), seed
     // 9548760213660388748 put the unfolded 18% from float64 and the folded 4.7%. Float64 is
     // the reference there; in f32 both round alike and must agree closely.
-    if (dtype == DType::f32)
+    if (dtype == DType::f32) {
       EXPECT_LE(relError(got[i].toDoubles(), unfolded[i].toDoubles()), 2 * tol)
           << "output #" << i << " against the unfolded pipeline";
+    }
   }
 }
 

@@ -151,8 +151,9 @@ TEST(Training, ResumedRunEqualsUninterruptedRunBitForBit) {
     rt::Expected<train::Metrics> m = (*uninterrupted)->trainEpoch(data, epoch);
     ASSERT_TRUE(m.ok()) << m.message();
     losses.push_back(m->loss);
-    if (epoch == 1)
+    if (epoch == 1) {
       ASSERT_TRUE((*uninterrupted)->save(path, 2).ok());
+    }
   }
   auto resumed = train::Trainer::create(config);
   ASSERT_TRUE(resumed.ok());

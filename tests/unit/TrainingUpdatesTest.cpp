@@ -134,9 +134,11 @@ TEST(GradientAccumulation, WorksUnderLossScalingAndRefusesZeroSteps) {
 void expectGroupMatches(const std::map<std::string, std::vector<double>> &got,
                         const std::map<std::string, std::vector<double>> &want,
                         const std::string &prefix) {
-  for (const auto &[name, values] : got)
-    if (name.rfind(prefix, 0) == 0)
+  for (const auto &[name, values] : got) {
+    if (name.rfind(prefix, 0) == 0) {
       EXPECT_LT(relError(values, want.at(name)), 1e-6) << name;
+    }
+  }
 }
 
 // Two Adams at two rates, and Momentum beside Adam: after one step from the

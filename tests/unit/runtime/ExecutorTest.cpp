@@ -290,10 +290,12 @@ TEST(Executor, OutputsGoIntoTheCallersTensorsAndAStateLoopAllocatesNone) {
     for (double rowSum : rowSums)
       total += double(float(rowSum));
     expectClose(outputs[4], {total}, "total after run " + std::to_string(run));
-    if (run > 0)
-      for (size_t i = 0; i < 5; ++i)
+    if (run > 0) {
+      for (size_t i = 0; i < 5; ++i) {
         EXPECT_EQ(outputs[i].raw(), before[i]) << "output " << i << " of run " << run
                                                << " is a fresh tensor";
+      }
+    }
     // The loop's state and its outputs trade places: two storages in turn, never a third.
     std::swap(state, outputs[0]);
     storages.insert(state.raw());

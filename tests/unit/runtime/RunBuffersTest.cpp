@@ -57,8 +57,9 @@ TEST(RunBuffers, AFailedRunBeforeAnyStepReclaimsADonatedBlockWhereverItWent) {
     ASSERT_TRUE(buffers.take(p.g).ok());
     // Step 0: the result takes w's block in place, or a block of its own while w's waits.
     EXPECT_EQ(buffers.takeInPlace(0, 0), inPlace);
-    if (!inPlace)
+    if (!inPlace) {
       ASSERT_TRUE(buffers.take(p.updated).ok());
+    }
     buffers.giveBackAfter(0);
     // Step 1 reuses w's waiting block when w was not taken in place.
     ASSERT_TRUE(buffers.take(p.later).ok());

@@ -120,9 +120,10 @@ TEST_P(SimtCorpus, EmulatedKernelsMatchTheCpuBackEnd) {
       EXPECT_EQ(firstDifference(runs[0].results[r], runs[1].results[r]), "")
           << what << " differs between the two orders";
       // scatter_add adds in index order on both devices: the CPU's bits exactly.
-      if (mlir::isa<ScatterAddOp>(op))
+      if (mlir::isa<ScatterAddOp>(op)) {
         EXPECT_EQ(firstDifference(runs[0].results[r], reference[nextResult]), "")
             << what << " is not the CPU's sum bit for bit";
+      }
       ++nextResult;
     }
   }
