@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <map>
 
 #define DEBUG_TYPE "smelt-place-devices"
@@ -40,11 +41,48 @@ std::string elementName(Type type) {
   return text;
 }
 
+/// "[0, 1, 0, 1]".
+std::string listed(ArrayRef<int64_t> values) {
+  std::string text;
+  for (int64_t v : values)
+    text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + text + "]";
+}
+
+/// Why cuDNN, which runs convolutions and pooling on the GPU, cannot take `op` where its
+/// element types are fine, or "". The runtime refuses such a call when its executor is made
+/// (cudnnUnsupported in runtime/cuda/Cudnn.cpp); here the op falls back to the CPU instead.
+/// A convolution's asymmetric padding is no reason: smelt-gpu-conv-layouts pads its input.
+/// Pooling's is: its descriptor pads both sides alike, and zeros padded into the input would
+/// win a max or count in a mean (TensorFlow's SAME pooling at stride 2 pads one side).
+std::string whyNotOnCudnn(Operation *op) {
+  if (!isa<Conv2DOp, Conv2DBackwardInputOp, Conv2DBackwardFilterOp, MaxPool2DOp, AvgPool2DOp,
+           MaxPool2DBackwardOp, AvgPool2DBackwardOp>(op))
+    return "";
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && tensor.hasStaticShape() && tensor.getNumElements() > INT32_MAX)
+      return "a tensor of " + std::to_string(tensor.getNumElements()) +
+             " elements: cuDNN's sizes are 32-bit";
+  auto window = op->getAttrOfType<DenseI64ArrayAttr>("window");
+  auto padding = op->getAttrOfType<DenseI64ArrayAttr>("padding");
+  if (!window || !padding || window.size() != 2 || padding.size() != 4) // a convolution
+    return "";
+  ArrayRef<int64_t> p = padding.asArrayRef(), w = window.asArrayRef();
+  if (p[0] != p[1] || p[2] != p[3])
+    return "asymmetric padding " + listed(p) + ": cuDNN's pooling pads both sides alike";
+  if (p[0] >= w[0] || p[2] >= w[1])
+    return "padding " + listed(p) + " not smaller than the window " + listed(w) +
+           ": cuDNN's pooling needs it smaller";
+  return "";
+}
+
 /// Why the GPU executor cannot run `op`, or "" when it can. Fusible ops become NVRTC kernels
 /// (smelt-fuse runs next, fusing or one op per kernel), argmax and scatter_add NVRTC kernels of
 /// their own, matmul a cuBLASLt call, convolutions and pooling cuDNN calls, all_reduce NCCL:
 /// each op states the element types it has a GPU kernel for (Smelt_GpuKernel in
 /// ir/SmeltOps.td), which must cover every type it reads or writes; the rest has no GPU kernel.
+/// A cuDNN op must also fit cuDNN's calls (whyNotOnCudnn).
 std::string whyNotOnGpu(Operation *op) {
   std::string name = op->getName().stripDialect().str();
   auto facts = dyn_cast<OpFacts>(op);
@@ -58,7 +96,7 @@ std::string whyNotOnGpu(Operation *op) {
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
     if (!(types & elementBit(type)))
       return "no GPU kernel for '" + name + "' in " + elementName(type);
-  return "";
+  return whyNotOnCudnn(op);
 }
 
 std::string describe(Operation *op) {

@@ -105,3 +105,21 @@ func.func @embedding_gradient(%table: tensor<100x16xf32>, %ids: tensor<4x8xi32>)
   %2 = smelt.scatter_add %1[%ids] size = 100 : tensor<4x8x16xf32>, tensor<4x8xi32>
   return %2 : tensor<100x16xf32>
 }
+
+// -----
+
+// cuDNN's pooling pads both sides of a dimension alike: TensorFlow's SAME max pooling at
+// stride 2 (padding [0, 1, 0, 1]) and its gradient fall back to the CPU, saying why, where the
+// symmetric average pooling stays on the GPU.
+// HASGPU-LABEL: func.func @asymmetric_pooling
+// HASGPU-SAME: smelt.placement = "2 ops on cpu:0, 1 op on gpu:0 (max_pool2d: asymmetric padding [0, 1, 0, 1]: cuDNN's pooling pads both sides alike; max_pool2d_backward: asymmetric padding [0, 1, 0, 1]: cuDNN's pooling pads both sides alike)
+// HASGPU: smelt.max_pool2d {{.*}}{smelt.device = "cpu:0"}
+// HASGPU: smelt.max_pool2d_backward {{.*}}{smelt.device = "cpu:0"}
+// HASGPU: smelt.avg_pool2d {{.*}}{smelt.device = "gpu:0"}
+// STRICT: error: 'smelt.max_pool2d' op cannot run on gpu:0: asymmetric padding [0, 1, 0, 1]: cuDNN's pooling pads both sides alike (strict placement)
+func.func @asymmetric_pooling(%x: tensor<1x6x6x8xf32>, %dy: tensor<1x3x3x8xf32>) -> (tensor<1x3x3x8xf32>, tensor<1x6x6x8xf32>, tensor<1x3x3x8xf32>) {
+  %0 = smelt.max_pool2d %x window = [3, 3] strides = [2, 2] padding = [0, 1, 0, 1] : tensor<1x6x6x8xf32>
+  %1 = smelt.max_pool2d_backward %x, %dy window = [3, 3] strides = [2, 2] padding = [0, 1, 0, 1] : tensor<1x6x6x8xf32>, tensor<1x3x3x8xf32>
+  %2 = smelt.avg_pool2d %x window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : tensor<1x6x6x8xf32>
+  return %0, %1, %2 : tensor<1x3x3x8xf32>, tensor<1x6x6x8xf32>, tensor<1x3x3x8xf32>
+}
