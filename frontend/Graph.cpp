@@ -3,6 +3,7 @@
 #include "frontend/Graph.h"
 
 #include "frontend/Ops.h"
+#include "ir/Bracketed.h"
 #include "ir/SmeltDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,12 +62,7 @@ DType Tensor::dtype() const {
   return DType::f32;
 }
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+std::string shapeString(const std::vector<int64_t> &shape) { return bracketed(shape); }
 
 Type elementType(MLIRContext &context, DType dtype) {
   Builder b(&context);

@@ -3,6 +3,8 @@
 // the same wherever it is caught.
 #include "ir/SmeltDialect.h"
 
+#include "ir/Bracketed.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -25,13 +27,6 @@ LogicalResult fail(std::optional<Location> location, StringRef opName, Args &&..
   return diag;
 }
 
-std::string dims(ArrayRef<int64_t> values) {
-  std::string s = "[";
-  for (size_t i = 0; i < values.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(values[i]);
-  return s + "]";
-}
-
 RankedTensorType tensorOf(Value value) { return cast<RankedTensorType>(value.getType()); }
 
 /// Checks that `attrName` holds `count` values, each at least `minimum`.
@@ -40,10 +35,10 @@ LogicalResult checkWindowAttr(std::optional<Location> location, StringRef opName
                               int64_t minimum) {
   if (values.size() != count)
     return fail(location, opName, "attribute '", attrName, "' needs ", count, " values, got ",
-                dims(values));
+                bracketed(values));
   for (int64_t v : values)
     if (v < minimum)
-      return fail(location, opName, "attribute '", attrName, "' = ", dims(values),
+      return fail(location, opName, "attribute '", attrName, "' = ", bracketed(values),
                   " has a value below ", minimum);
   return success();
 }
@@ -114,12 +109,12 @@ FailureOr<SmallVector<int64_t>> poolResultShape(std::optional<Location> location
   SmallVector<int64_t> out = {in[0], 0, 0, in[3]};
   for (int i = 0; i < 2; ++i) {
     if (padding[2 * i] >= window[i] || padding[2 * i + 1] >= window[i])
-      return fail(location, opName, "padding ", dims(padding),
-                  " must be smaller than the window ", dims(window),
+      return fail(location, opName, "padding ", bracketed(padding),
+                  " must be smaller than the window ", bracketed(window),
                   " so no window sees only padding");
     int64_t padded = in[1 + i] + padding[2 * i] + padding[2 * i + 1];
     if (padded < window[i])
-      return fail(location, opName, "window ", dims(window), " is larger than input ", input);
+      return fail(location, opName, "window ", bracketed(window), " is larger than input ", input);
     out[1 + i] = (padded - window[i]) / strides[i] + 1;
   }
   return out;
@@ -129,8 +124,10 @@ FailureOr<SmallVector<int64_t>> poolResultShape(std::optional<Location> location
 LogicalResult checkShape(std::optional<Location> location, StringRef opName, StringRef what,
                          RankedTensorType actual, ArrayRef<int64_t> expected) {
   if (actual.getShape() != expected)
-    return fail(location, opName, what, " has type ", actual, " but the window attributes need "
-                "shape ", dims(expected));
+    return fail(location, opName, what, " has type ", actual,
+                " but the window attributes need "
+                "shape ",
+                bracketed(expected));
   return success();
 }
 
@@ -277,14 +274,14 @@ LogicalResult BroadcastInDimOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("result ") << out << " must have the element type of operand " << in;
   if ((int64_t)map.size() != in.getRank())
-    return emitOpError("dims = ") << dims(map) << " needs one entry per dimension of operand "
+    return emitOpError("dims = ") << bracketed(map) << " needs one entry per dimension of operand "
                                   << in;
   for (size_t i = 0; i < map.size(); ++i) {
     if (map[i] < 0 || map[i] >= out.getRank())
-      return emitOpError("dims = ") << dims(map) << ": entry " << i << " is out of range for result "
-                                    << out;
+      return emitOpError("dims = ")
+             << bracketed(map) << ": entry " << i << " is out of range for result " << out;
     if (i && map[i] <= map[i - 1])
-      return emitOpError("dims = ") << dims(map) << " must be strictly increasing";
+      return emitOpError("dims = ") << bracketed(map) << " must be strictly increasing";
     int64_t from = in.getDimSize(i), to = out.getDimSize(map[i]);
     if (from != 1 && from != to)
       return emitOpError("operand ") << in << " dimension " << i << " (size " << from
@@ -314,7 +311,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   SmallVector<int64_t> identity(in.getRank());
   std::iota(identity.begin(), identity.end(), 0);
   if (sorted != identity)
-    return fail(location, getOperationName(), "permutation = ", dims(perm),
+    return fail(location, getOperationName(), "permutation = ", bracketed(perm),
                 " is not a permutation of the ", in.getRank(), " dimensions of ", in);
   SmallVector<int64_t> shape;
   for (int64_t p : perm)
@@ -374,13 +371,13 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   RankedTensorType in = tensorOf(adaptor.getX());
   ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
   if ((int64_t)low.size() != in.getRank() || (int64_t)high.size() != in.getRank())
-    return fail(location, getOperationName(), "low = ", dims(low), " and high = ", dims(high),
-                " need one entry per dimension of ", in);
+    return fail(location, getOperationName(), "low = ", bracketed(low),
+                " and high = ", bracketed(high), " need one entry per dimension of ", in);
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < in.getRank(); ++i) {
     if (low[i] < 0 || high[i] < 0)
-      return fail(location, getOperationName(), "low = ", dims(low), " and high = ", dims(high),
-                  " must not be negative");
+      return fail(location, getOperationName(), "low = ", bracketed(low),
+                  " and high = ", bracketed(high), " must not be negative");
     shape.push_back(in.getDimSize(i) + low[i] + high[i]);
   }
   types.push_back(in.clone(shape));
@@ -397,10 +394,10 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   ArrayRef<int64_t> axes = adaptor.getAxes();
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= in.getRank())
-      return fail(location, getOperationName(), "axes = ", dims(axes), ": axis ", axes[i],
+      return fail(location, getOperationName(), "axes = ", bracketed(axes), ": axis ", axes[i],
                   " is out of range for ", in);
     if (i && axes[i] <= axes[i - 1])
-      return fail(location, getOperationName(), "axes = ", dims(axes),
+      return fail(location, getOperationName(), "axes = ", bracketed(axes),
                   " must be strictly increasing");
   }
   SmallVector<int64_t> shape;

@@ -11,6 +11,8 @@
 //     `log-device-placement` every op's placement is printed as it is decided.
 #include "passes/Passes.h"
 
+#include "ir/Bracketed.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
@@ -41,14 +43,6 @@ std::string elementName(Type type) {
   return text;
 }
 
-/// "[0, 1, 0, 1]".
-std::string listed(ArrayRef<int64_t> values) {
-  std::string text;
-  for (int64_t v : values)
-    text += (text.empty() ? "" : ", ") + std::to_string(v);
-  return "[" + text + "]";
-}
-
 /// Why cuDNN, which runs convolutions and pooling on the GPU, cannot take `op` where its
 /// element types are fine, or "". The runtime refuses such a call when its executor is made
 /// (cudnnUnsupported in runtime/cuda/Cudnn.cpp); here the op falls back to the CPU instead.
@@ -70,9 +64,9 @@ std::string whyNotOnCudnn(Operation *op) {
     return "";
   ArrayRef<int64_t> p = padding.asArrayRef(), w = window.asArrayRef();
   if (p[0] != p[1] || p[2] != p[3])
-    return "asymmetric padding " + listed(p) + ": cuDNN's pooling pads both sides alike";
+    return "asymmetric padding " + bracketed(p) + ": cuDNN's pooling pads both sides alike";
   if (p[0] >= w[0] || p[2] >= w[1])
-    return "padding " + listed(p) + " not smaller than the window " + listed(w) +
+    return "padding " + bracketed(p) + " not smaller than the window " + bracketed(w) +
            ": cuDNN's pooling needs it smaller";
   return "";
 }

@@ -21,7 +21,7 @@ namespace {
 /// Larger known values are left to the ops: folding is for shape arithmetic.
 constexpr size_t kMaxFoldedElements = 1 << 16;
 
-bool isInteger(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::i1; }
+bool isInteger(DType t) { return !rt::isFloat(t); }
 
 int64_t elementCount(const std::vector<int64_t> &shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
