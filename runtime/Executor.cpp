@@ -21,7 +21,8 @@ std::string segmentName(const Executable &exe, size_t k) {
   return fmt::format("@{}: schedule segment #{} (on {})", exe.name, k, exe.segments[k].device);
 }
 
-/// Whether the schedule is sound enough to run: its segments split the steps in order, each
+/// Whether the schedule is sound enough to run: its segments split the steps in order (there
+/// are none when every step is a copy), each
 /// step runs on its segment's device, each segment reads only inputs and earlier segments'
 /// writes, and every output is an input, a constant or written. (That each segment writes
 /// what it says, and reads all its steps need, segmentExecutable checks.)
@@ -54,7 +55,9 @@ Status checkSchedule(const Executable &exe, const std::vector<BufferId> &value) 
       if (id >= 0 && size_t(id) < exe.buffers.size())
         available[id] = 1;
   }
-  if (next != exe.steps.size())
+  // Only a function with nothing to compute (constants and arguments moved between devices,
+  // as an imported model's initializer is) has no segment at all.
+  if (next != exe.steps.size() && !std::all_of(exe.steps.begin(), exe.steps.end(), isCopyStep))
     return Status::error(fmt::format("@{}: the schedule's segments end at step {} of {}", exe.name,
                                      next, exe.steps.size()));
   for (size_t i = 0; i < exe.outputs.size(); ++i)

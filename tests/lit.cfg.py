@@ -38,6 +38,12 @@ def has_gpu():
     return driver.cuInit(0) == 0 and driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 if has_gpu():
     config.available_features.add("gpu")
+# The emulated CUDA (tests/emucuda, docs/emucuda.md) that tests/emucuda builds: tests that run
+# the GPU path on it name its folder, %emucuda, in SMELT_CUDA_LIBRARY_PATH.
+emucuda = os.path.join(config.smelt_obj_root, "emucuda")
+if os.path.isfile(os.path.join(emucuda, "libcuda.so.1")):
+    config.available_features.add("emulated-gpu")
+    config.substitutions.append(("%emucuda", emucuda))
 # Data-parallel tests start two ranks on this machine with mpirun (OpenMPI): as root in a
 # container too, and more ranks than cores on a small CI machine.
 if config.smelt_mpiexec:

@@ -9,7 +9,11 @@ would, with no flag beyond the files: for each model and exporter,
 and compares each run's output with ONNX Runtime's (expected_output.npy): relative L2 error at
 most 1e-4. Prints one line per model, sorted; exits 1 if any failed.
 
-    check_zoo.py MODELS_DIR WORK_DIR [--only name.exporter,...]
+With --emulated-gpu EMUCUDA_DIR both runs are on gpu:0 of the emulated CUDA (docs/emucuda.md):
+the JIT places the model itself, the artifact is compiled for cuda:sm_90, and a model any of
+whose ops the JIT's placement leaves on cpu:0 fails.
+
+    check_zoo.py MODELS_DIR WORK_DIR [--only name.exporter,...] [--emulated-gpu EMUCUDA_DIR]
 """
 import concurrent.futures
 import os
@@ -20,13 +24,17 @@ import sys
 import numpy as np
 
 TOLERANCE = 1e-4
+# The environment of the runs: the emulated driver's folder when --emulated-gpu names one.
+RUN_ENV = None
+TARGET = "cpu"
 
 
-def smelt(*args):
-    result = subprocess.run(["smelt", *args], capture_output=True, text=True)
+def smelt(*args, env=None):
+    result = subprocess.run(["smelt", *args], capture_output=True, text=True, env=env)
     if result.returncode != 0:
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()
         raise RuntimeError(f"smelt {args[0]}: {message[-1] if message else 'failed'}")
+    return result.stdout + result.stderr
 
 
 def relative_l2(got_path, want):
@@ -48,13 +56,17 @@ def check(models, work, name):
         want = np.load(f"{folder}/expected_output.npy").astype(np.float64)
         smelt("import", f"{folder}/model.onnx", "-o", f"{out}/m.mlirbc", "--weights-out",
               f"{out}/w.safetensors")
-        smelt("run", f"{out}/m.mlirbc", "--no-cache", "--params", f"{out}/w.safetensors",
-              *inputs, "--output-dir", f"{out}/jit")
+        log = smelt("run", f"{out}/m.mlirbc", "--no-cache", "--params", f"{out}/w.safetensors",
+                    *inputs, "--output-dir", f"{out}/jit", env=RUN_ENV)
+        if RUN_ENV:
+            placement = [line for line in log.splitlines() if line.startswith("placement:")]
+            if not placement or "cpu:0" in placement[0] or "gpu:0" not in placement[0]:
+                raise RuntimeError(f"not all on gpu:0: {placement[0] if placement else log}")
         jit = relative_l2(f"{out}/jit/output.npy", want)
         smelt("import", f"{folder}/model.onnx", "-o", f"{out}/c.mlirbc",
               "--initializers-as-constants")
-        smelt("compile", f"{out}/c.mlirbc", "-o", f"{out}/c.smelt")
-        smelt("run", f"{out}/c.smelt", *inputs, "--output-dir", f"{out}/aot")
+        smelt("compile", f"{out}/c.mlirbc", f"--target={TARGET}", "-o", f"{out}/c.smelt")
+        smelt("run", f"{out}/c.smelt", *inputs, "--output-dir", f"{out}/aot", env=RUN_ENV)
         aot = relative_l2(f"{out}/aot/output.npy", want)
     except (RuntimeError, OSError) as e:
         return False, f"FAIL {name}: {e}"
@@ -63,7 +75,13 @@ def check(models, work, name):
 
 
 def main():
+    global RUN_ENV, TARGET
     models, work = sys.argv[1], sys.argv[2]
+    if "--emulated-gpu" in sys.argv:
+        emucuda = os.path.abspath(sys.argv[sys.argv.index("--emulated-gpu") + 1])
+        RUN_ENV = dict(os.environ, SMELT_CUDA_LIBRARY_PATH=emucuda,
+                       SMELT_CUDA_SOURCE_DIR=f"{emucuda}/kernels")
+        TARGET = "cuda:sm_90"
     names = sorted(d for d in os.listdir(models) if os.path.isdir(f"{models}/{d}"))
     if "--only" in sys.argv:
         names = sys.argv[sys.argv.index("--only") + 1].split(",")

@@ -230,6 +230,36 @@ TEST(Executor, CreateRejectsAMissingOrBrokenScheduleNamingTheSegment) {
                             "written by no segment");
 }
 
+TEST(Executor, AnExecutableOfOnlyCopiesHasNoSegmentAndRuns) {
+  // An imported model's initializer for a GPU: constants made on gpu:0 and moved to the host,
+  // nothing computed, so the compiler's schedule has no segment (it failed as a schedule that
+  // "ends at step 0 of 2"). An argument moved across is returned as given.
+  Executable exe;
+  exe.name = "init";
+  TensorType vector{DType::f32, {3}};
+  HostTensor values = randomTensor(DType::f32, {3});
+  BufferId weights = appendBuffer(exe, vector, "%weights");
+  exe.constants.push_back(
+      {weights, std::vector<uint8_t>(values.data<uint8_t>(), values.data<uint8_t>() + 12)});
+  BufferId x = appendBuffer(exe, vector, "%x");
+  exe.inputs = {x};
+  BufferId onHost = appendStep(exe, "copy", {weights}, vector);
+  BufferId moved = appendStep(exe, "copy", {x}, vector);
+  exe.steps[1].device = "gpu:0";
+  exe.outputs = {onHost, moved, onHost};
+  Expected<std::unique_ptr<Executor>> exec = scheduledExecutor(exe);
+  ASSERT_TRUE(exec.ok()) << exec.message();
+  EXPECT_TRUE((*exec)->segmentDevices().empty());
+  HostTensor input = randomTensor(DType::f32, {3});
+  std::vector<HostTensor> outputs;
+  Status status = (*exec)->run({&input}, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(outputs.size(), 3u);
+  EXPECT_EQ(outputs[0].toDoubles(), values.toDoubles());
+  EXPECT_EQ(outputs[1].toDoubles(), input.toDoubles());
+  EXPECT_EQ(outputs[2].toDoubles(), values.toDoubles());
+}
+
 TEST(Executor, OutputsMayBeTheInputsVector) {
   // A training loop feeds its state back: run(state, state) must read before it replaces.
   Expected<CpuExecutor> exec = CpuExecutor::create(multiStep({1, 1, 1, 1, 1, 1}));
