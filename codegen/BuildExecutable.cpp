@@ -5,6 +5,7 @@
 #include "codegen/FusionWalk.h"
 #include "codegen/PlanSchedule.h"
 #include "ir/ConstantData.h"
+#include "ir/LocationText.h"
 #include "ir/SmeltDialect.h"
 #include "ir/TensorSize.h"
 #include "passes/FusionUtils.h"
@@ -20,20 +21,6 @@ using namespace mlir;
 namespace smelt::codegen {
 
 namespace {
-
-/// "file:line:col" of the first file location inside `loc`, or "" when there is none.
-std::string locationString(Location loc) {
-  std::string text;
-  loc->walk([&](Location inner) {
-    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
-      text = (file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
-              std::to_string(file.getColumn()));
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return text;
-}
 
 std::vector<int64_t> ints(ArrayRef<int64_t> values) { return {values.begin(), values.end()}; }
 
@@ -312,7 +299,7 @@ FailureOr<rt::Executable> buildExecutable(func::FuncOp function) {
     }
     if (!isa<SmeltDialect>(op.getDialect()))
       return op.emitOpError("is not a smelt op; only smelt ops can be compiled");
-    std::string where = locationString(op.getLoc());
+    std::string where = locationText(op.getLoc());
     // Before placement (smelt-opt pipelines without it, hand-written fusions) everything runs
     // on the host.
     auto placed = op.getAttrOfType<StringAttr>("smelt.device");

@@ -110,6 +110,8 @@ void Graph::createFunction(Loc loc) {
 }
 
 Location Graph::location(Loc loc) {
+  if (locationScope_)
+    return *locationScope_;
   return FileLineColLoc::get(&context(), loc.file_name(), loc.line(), loc.column());
 }
 

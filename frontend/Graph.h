@@ -42,10 +42,11 @@
 #include "frontend/Initializers.h"
 #include "passes/Passes.h"
 
+#include <optional>
 #include <source_location>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smelt {
@@ -158,6 +159,17 @@ public:
     } restore{deviceScope_, outer};
     return build();
   }
+  /// Runs `build` with every op it creates at `location` instead of its caller's source line:
+  /// the ONNX importer gives a node's ops the node's name, so that dumps, placement logs and
+  /// run-time errors name the model's node rather than the importer's code. Scopes nest.
+  template <typename Fn> auto atLocation(mlir::Location location, Fn &&build) -> decltype(build()) {
+    std::optional<mlir::Location> outer = std::exchange(locationScope_, location);
+    struct Restore {
+      std::optional<mlir::Location> &scope, outer;
+      ~Restore() { scope = outer; }
+    } restore{locationScope_, outer};
+    return build();
+  }
   /// The parameters created so far, as tensors of this graph, in creation order.
   std::vector<Tensor> parameterTensors();
   /// The variables created so far, as tensors of this graph, in creation order.
@@ -241,6 +253,7 @@ private:
   std::vector<std::pair<mlir::Value, mlir::Value>> assignments_;
   bool finished_ = false;
   std::string deviceScope_; // requested device of new ops; empty: the default
+  std::optional<mlir::Location> locationScope_; // location of new ops; none: the caller's line
 };
 
 } // namespace smelt

@@ -1,6 +1,8 @@
 // Op classification, per-element cost and outlining for smelt-fuse.
 #include "passes/FusionUtils.h"
 
+#include "ir/LocationText.h"
+
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -28,8 +30,8 @@ int64_t elementCost(Operation *op) {
 
 std::string describe(Operation *op) {
   std::string text = "'" + op->getName().stripDialect().str() + "'";
-  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
-    text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
+  if (std::string where = locationText(op->getLoc(), /*column=*/false); !where.empty())
+    text += " at " + where;
   if (op->getNumResults() == 1) {
     std::string type;
     llvm::raw_string_ostream os(type);
@@ -79,9 +81,17 @@ FusionOp outlineFusion(FusionKind kind, ArrayRef<Operation *> members,
         results.push_back(result);
   }
 
+  // The fusion is where its first member that says where it is came from: a constant folded
+  // by canonicalization has lost its location.
+  Location loc = members.front()->getLoc();
+  for (Operation *op : members)
+    if (!locationText(op->getLoc()).empty()) {
+      loc = op->getLoc();
+      break;
+    }
   OpBuilder builder(members.front());
-  auto fusion = FusionOp::create(builder, members.front()->getLoc(), ValueRange(results).getTypes(),
-                                 kind, inputs.getArrayRef());
+  auto fusion =
+      FusionOp::create(builder, loc, ValueRange(results).getTypes(), kind, inputs.getArrayRef());
   Block *body = builder.createBlock(&fusion.getBody());
   IRMapping mapping;
   for (Value input : inputs)

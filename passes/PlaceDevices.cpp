@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "ir/Bracketed.h"
+#include "ir/LocationText.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -95,8 +96,8 @@ std::string whyNotOnGpu(Operation *op) {
 
 std::string describe(Operation *op) {
   std::string text = "'" + op->getName().stripDialect().str() + "'";
-  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
-    text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
+  if (std::string where = locationText(op->getLoc(), /*column=*/false); !where.empty())
+    text += " at " + where;
   return text;
 }
 

@@ -235,17 +235,25 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
       fail(ImportErrorKind::ControlFlow,
            "control flow (subgraphs) does not map onto Smelt's static dataflow graphs");
     checkAgainstSchema(node, opset);
-    NodeImporter n(g, node, index, values, opset, binding);
-    if (foldKnownNode(n))
-      return;
-    Converter convert = findConverter(node.op_type());
-    if (!convert)
-      fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
-    g.atomically([&] {
-      if (!convertBelowTranspose(n, convert))
-        convert(n);
+    // The node's ops are located at its name (or its index and type when it has none), which
+    // dumps, placement logs, profiles and run-time errors then show.
+    mlir::Location at = mlir::NameLoc::get(mlir::StringAttr::get(
+        &g.context(), node.name().empty()
+                          ? "node " + std::to_string(index) + " (" + node.op_type() + ")"
+                          : node.name()));
+    g.atLocation(at, [&] {
+      NodeImporter n(g, node, index, values, opset, binding);
+      if (foldKnownNode(n))
+        return;
+      Converter convert = findConverter(node.op_type());
+      if (!convert)
+        fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
+      g.atomically([&] {
+        if (!convertBelowTranspose(n, convert))
+          convert(n);
+      });
+      recordKnownResult(n);
     });
-    recordKnownResult(n);
   } catch (const Failure &f) {
     throw Failure{f.kind, where + ": " + f.message, f.value};
   } catch (const BuildError &e) {
@@ -316,9 +324,8 @@ static int64_t defaultOpset(const ::onnx::ModelProto &model) {
   return 1;
 }
 
-/// Imports `model`'s graph into `g`: its inputs new arguments, or `binding`'s tensors.
-static ImportedGraph importGraph(Graph &g, ::onnx::ModelProto &model, const std::string &path,
-                                 const ImportOptions &options, const GraphBinding *binding) {
+static ImportedGraph importGraphAtFile(Graph &g, ::onnx::ModelProto &model, const std::string &path,
+                                       const ImportOptions &options, const GraphBinding *binding) {
   ::onnx::GraphProto &graph = *model.mutable_graph();
   Values values;
   ExternalData external(path);
@@ -342,14 +349,23 @@ static ImportedGraph importGraph(Graph &g, ::onnx::ModelProto &model, const std:
   return imported;
 }
 
+/// Imports `model`'s graph into `g`: its inputs new arguments, or `binding`'s tensors. What it
+/// makes outside a node (arguments, constants returned as outputs) is located at the file.
+static ImportedGraph importGraph(Graph &g, ::onnx::ModelProto &model, const std::string &path,
+                                 const ImportOptions &options, const GraphBinding *binding) {
+  return g.atLocation(mlir::FileLineColLoc::get(&g.context(), path, 0, 0),
+                      [&] { return importGraphAtFile(g, model, path, options, binding); });
+}
+
 static mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const std::string &path, const ImportOptions &options, mlir::MLIRContext &context) {
   ::onnx::ModelProto model = readModel(path);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::ModuleOp::create(mlir::FileLineColLoc::get(&context, path, 0, 0));
   Graph g(*module, "main");
+  g.function()->setLoc(module->getLoc());
   ImportedGraph imported = importGraph(g, model, path, options, nullptr);
-  g.setOutputs(imported.outputs, imported.names);
+  g.atLocation(module->getLoc(), [&] { g.setOutputs(imported.outputs, imported.names); });
   eraseDeadOps(g.function());
   return module;
 }
