@@ -72,6 +72,35 @@ TEST(Reduce, MaxAndMinPropagateNaN) {
   }
 }
 
+TEST(Reduce, VectorizedMaxAndMinMatchFloat64AndPropagateNaNAnywhere) {
+  // Rows and columns long enough for the vector loops and their remainders (1003 = a multiple of
+  // every vector width plus 3), random values, exact against float64; then a NaN in every row
+  // (column), at position 0, 1, ..., 19 of the reduced axis or its last, makes every result NaN.
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64})
+    for (const char *kind : {"max", "min"})
+      for (int64_t axis : {1, 0}) {
+        Ints shape = axis == 1 ? Ints{21, 1003} : Ints{1003, 21};
+        HostTensor x = randomTensor(dtype, shape);
+        Ints outShape;
+        std::vector<double> ref = referenceReduce(x, {axis}, kind, outShape);
+        std::string what =
+            std::string(kind) + " of " + dtypeName(dtype) + " along axis " + std::to_string(axis);
+        Attrs attrs = {{"kind", kind}, {"axes", Ints{axis}}};
+        expectClose(runKernelOp("reduce", {x}, {dtype, outShape}, attrs), ref, what, 0);
+        std::vector<double> values = x.toDoubles();
+        for (int64_t r = 0; r < 21; ++r) {
+          int64_t at = r < 20 ? r : 1002; // the NaN's position along the reduced axis
+          int64_t flat = axis == 1 ? r * 1003 + at : at * 21 + r;
+          values[size_t(flat)] = std::numeric_limits<double>::quiet_NaN();
+        }
+        std::vector<double> got = runKernelOp("reduce", {HostTensor::fromDoubles(x.type(), values)},
+                                              {dtype, outShape}, attrs)
+                                      .toDoubles();
+        for (size_t r = 0; r < got.size(); ++r)
+          EXPECT_TRUE(std::isnan(got[r])) << what << ", result " << r;
+      }
+}
+
 TEST(Reduce, ArgmaxTiesGoToTheFirstIndex) {
   Ints shape = {4, 6, 3};
   for (DType dtype : {DType::f32, DType::bf16, DType::f64, DType::i32, DType::i64})
