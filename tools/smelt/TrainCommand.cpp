@@ -12,8 +12,9 @@
 #include "tools/smelt/Placement.h"
 
 #include "data/Mnist.h"
-#include "runtime/FileIO.h"
 #include "data/Text.h"
+#include "runtime/CpuThreads.h"
+#include "runtime/FileIO.h"
 #include "train/BuiltinModels.h"
 #include "train/Fit.h"
 #include "train/TextGenerator.h"
@@ -159,11 +160,14 @@ static cl::opt<int> replicas(
                          "mpirun they run in this process, a thread each; under mpirun there "
                          "is one per rank and it must equal the rank count (default)"),
     cl::init(0), cl::sub(trainSubcommand), cl::cat(smeltCategory()));
-static cl::opt<bool> deterministic(
-    "deterministic", cl::desc("All-reduce in rank order (gather, then add replica 0, 1, ...): "
-                              "the same bits in every run, on every replica, with threads "
-                              "or MPI; and no FMA contraction on a GPU (--cuda-fmad=false)"),
-    cl::sub(trainSubcommand), cl::cat(smeltCategory()));
+static cl::opt<bool>
+    deterministic("deterministic",
+                  cl::desc("All-reduce in rank order (gather, then add replica 0, 1, ...): "
+                           "the same bits in every run, on every replica, with threads "
+                           "or MPI; a CPU thread count that does not follow other "
+                           "processes' load; and no FMA contraction on a GPU "
+                           "(--cuda-fmad=false)"),
+                  cl::sub(trainSubcommand), cl::cat(smeltCategory()));
 static cl::opt<double> collectiveTimeout(
     "collective-timeout", cl::desc("Seconds an all-reduce waits for the other replicas "
                                    "before the run fails (0: forever)"),
@@ -400,6 +404,10 @@ int trainCommand() {
       !error.empty())
     return failJob(error);
 
+  // The same bits run after run: a thread count that followed other processes' load would
+  // change how oneDNN's convolution gradients split their sums from one run to the next.
+  if (deterministic && rt::cpuThreadsFollowLoad())
+    rt::setCpuThreads(rt::defaultCpuThreads());
   rt::CollectiveOptions collectives;
   collectives.deterministic = deterministic;
   collectives.timeoutSeconds = collectiveTimeout;
