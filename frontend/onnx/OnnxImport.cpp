@@ -324,6 +324,7 @@ static int64_t defaultOpset(const ::onnx::ModelProto &model) {
   return 1;
 }
 
+/// importGraph's work, its ops at the location `g` is scoped to.
 static ImportedGraph importGraphAtFile(Graph &g, ::onnx::ModelProto &model, const std::string &path,
                                        const ImportOptions &options, const GraphBinding *binding) {
   ::onnx::GraphProto &graph = *model.mutable_graph();
