@@ -152,23 +152,13 @@ public:
   /// smelt.device attribute smelt-place-devices honours (or, softly, overrides with a reason
   /// when the device or a kernel for the op is missing). Scopes nest; the innermost wins.
   template <typename Fn> auto onDevice(const std::string &device, Fn &&build) -> decltype(build()) {
-    std::string outer = std::exchange(deviceScope_, device);
-    struct Restore {
-      std::string &scope, outer;
-      ~Restore() { scope = outer; }
-    } restore{deviceScope_, outer};
-    return build();
+    return scoped(deviceScope_, device, build);
   }
   /// Runs `build` with every op it creates at `location` instead of its caller's source line:
   /// the ONNX importer gives a node's ops the node's name, so that dumps, placement logs and
   /// run-time errors name the model's node rather than the importer's code. Scopes nest.
   template <typename Fn> auto atLocation(mlir::Location location, Fn &&build) -> decltype(build()) {
-    std::optional<mlir::Location> outer = std::exchange(locationScope_, location);
-    struct Restore {
-      std::optional<mlir::Location> &scope, outer;
-      ~Restore() { scope = outer; }
-    } restore{locationScope_, outer};
-    return build();
+    return scoped(locationScope_, std::optional<mlir::Location>(location), build);
   }
   /// The parameters created so far, as tensors of this graph, in creation order.
   std::vector<Tensor> parameterTensors();
@@ -224,6 +214,15 @@ public:
   void runPasses(mlir::PassManager &pm, mlir::ModuleOp module, const std::string &what, Loc loc);
 
 private:
+  /// Runs `build` with `scope` set to `value`, and puts the outer value back however it ends.
+  template <typename T, typename Fn> static auto scoped(T &scope, T value, Fn &build) {
+    T outer = std::exchange(scope, std::move(value));
+    struct Restore {
+      T &scope, outer;
+      ~Restore() { scope = std::move(outer); }
+    } restore{scope, std::move(outer)};
+    return build();
+  }
   /// How far the graph was built: its last op, argument count and parameter count.
   struct Mark {
     mlir::Operation *lastOp;

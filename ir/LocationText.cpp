@@ -22,4 +22,11 @@ std::string locationText(mlir::Location loc, bool column) {
   return text;
 }
 
+std::string opAndLocation(mlir::Operation *op) {
+  std::string text = "'" + op->getName().stripDialect().str() + "'";
+  if (std::string where = locationText(op->getLoc(), /*column=*/false); !where.empty())
+    text += " at " + where;
+  return text;
+}
+
 } // namespace smelt

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "mlir/IR/Location.h"
+#include "mlir/IR/Operation.h"
 
 #include <string>
 
@@ -13,5 +14,9 @@ namespace smelt {
 /// location's first part): "file:line:col" (or "file:line" without `column`) or the name
 /// ("/layer1/layer1.0/conv1/Conv"); "" when it holds neither.
 std::string locationText(mlir::Location loc, bool column = true);
+
+/// How messages name an op: "'add' at model.mlir:4", "'conv2d' at /4/conv1/Conv", or "'add'"
+/// alone when its location holds neither.
+std::string opAndLocation(mlir::Operation *op);
 
 } // namespace smelt

@@ -29,9 +29,7 @@ int64_t elementCost(Operation *op) {
 }
 
 std::string describe(Operation *op) {
-  std::string text = "'" + op->getName().stripDialect().str() + "'";
-  if (std::string where = locationText(op->getLoc(), /*column=*/false); !where.empty())
-    text += " at " + where;
+  std::string text = opAndLocation(op);
   if (op->getNumResults() == 1) {
     std::string type;
     llvm::raw_string_ostream os(type);

@@ -94,13 +94,6 @@ std::string whyNotOnGpu(Operation *op) {
   return whyNotOnCudnn(op);
 }
 
-std::string describe(Operation *op) {
-  std::string text = "'" + op->getName().stripDialect().str() + "'";
-  if (std::string where = locationText(op->getLoc(), /*column=*/false); !where.empty())
-    text += " at " + where;
-  return text;
-}
-
 struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
   using PlaceDevicesBase::PlaceDevicesBase;
 
@@ -153,7 +146,7 @@ struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
       op.setAttr("smelt.device", builder.getStringAttr(placed));
       ++counts[op.getAttrOfType<StringAttr>("smelt.device").getValue()];
       if (logDevicePlacement)
-        llvm::errs() << "@" << function.getSymName() << " " << describe(&op) << ": " << placed
+        llvm::errs() << "@" << function.getSymName() << " " << opAndLocation(&op) << ": " << placed
                      << (why.empty() ? "" : " (wanted " + requested + ": " + why + ")") << "\n";
     }
 

@@ -22,9 +22,9 @@ std::string segmentName(const Executable &exe, size_t k) {
 }
 
 /// Whether the schedule is sound enough to run: its segments split the steps in order (there
-/// are none when every step is a copy), each
-/// step runs on its segment's device, each segment reads only inputs and earlier segments'
-/// writes, and every output is an input, a constant or written. (That each segment writes
+/// are none when every step is a copy), each step runs on its segment's device, each segment
+/// reads only inputs and earlier segments' writes, and every output is an input, a constant or
+/// written. (That each segment writes
 /// what it says, and reads all its steps need, segmentExecutable checks.)
 Status checkSchedule(const Executable &exe, const std::vector<BufferId> &value) {
   std::vector<char> available(exe.buffers.size(), 0);
