@@ -199,10 +199,8 @@ Expected<void *> Allocator::allocate(uint64_t bytes, const std::string &what) {
 }
 
 Expected<Allocator::Block> Allocator::allocateBlock(uint64_t bytes, const std::string &what) {
-  Expected<void *> block = allocate(bytes, what);
-  if (!block)
-    return block.status();
-  return Block(*block, Release{this});
+  SMELT_ASSIGN_OR_RETURN(void *block, allocate(bytes, what));
+  return Block(block, Release{this});
 }
 
 void Allocator::free(void *block) {

@@ -230,22 +230,16 @@ public:
       : bytes_(bytes), name_(std::move(name)), keep_(keep) {}
 
   Status run(LoadedArtifact &out) {
-    if (Status s = readHeader(); !s.ok())
-      return s;
-    if (Status s = readTable(); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(readHeader());
+    SMELT_RETURN_IF_ERROR(readTable());
     for (uint32_t k = 1; k <= kSectionKinds; ++k)
-      if (Status s = checkCrc(Section(k)); !s.ok())
-        return s;
+      SMELT_RETURN_IF_ERROR(checkCrc(Section(k)));
     // One after the other: each may rely on the ones before it having passed.
     std::vector<uint64_t> constantOffsets;
-    if (Status s = readMeta(out.extras); !s.ok())
-      return s;
-    if (Status s = readPlan(out.executable, constantOffsets); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(readMeta(out.extras));
+    SMELT_RETURN_IF_ERROR(readPlan(out.executable, constantOffsets));
     readConstants(out.executable, constantOffsets);
-    if (Status s = readCuda(out.executable, out.extras.target); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(readCuda(out.executable, out.extras.target));
     return readCpu(out.extras, out.executable.kernels.size());
   }
 
@@ -340,8 +334,7 @@ private:
                      fmt::format("{} has {} bytes at byte {}, which is not a {}-byte aligned "
                                  "range after byte {} inside the file's {} bytes",
                                  entry, size, offset, kAlignment, end, bytes_.size()));
-      if (Status s = checkZeros(end, offset, entry); !s.ok())
-        return s;
+      SMELT_RETURN_IF_ERROR(checkZeros(end, offset, entry));
       r = {size_t(offset), size_t(size), true};
       crcAt_[kind] = at + 4;
       end = size_t(offset + size);
@@ -661,8 +654,7 @@ Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes, const std::st
                                 bool keep) {
   try {
     LoadedArtifact artifact;
-    if (Status s = Decoder(bytes, name, keep).run(artifact); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(Decoder(bytes, name, keep).run(artifact));
     return artifact;
   } catch (const std::exception &e) {
     // Only allocation can throw here: every size was checked against the file's.
@@ -703,9 +695,7 @@ Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const Artif
   }
   storeLE(&out[kFileSizeAt], out.size(), 8);
   storeLE(&out[kCrcAt], headerCrc(out.data(), tableEnd), 4);
-  Expected<LoadedArtifact> check = decode(out, "the artifact being written", /*keep=*/false);
-  if (!check)
-    return check.status();
+  SMELT_RETURN_IF_ERROR(decode(out, "the artifact being written", /*keep=*/false).status());
   return out;
 }
 
@@ -723,13 +713,10 @@ Status writeArtifact(const std::string &path, const Executable &exe, const Artif
 
 Expected<LoadedArtifact> readArtifact(const std::string &path,
                                       const ArtifactReadOptions &options) {
-  Expected<std::vector<uint8_t>> bytes = readFileBytes(path);
-  if (!bytes)
-    return bytes.status();
+  SMELT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path));
   if (!options.expectedSha256.empty())
-    if (Status s = checkSha256(*bytes, options.expectedSha256, path); !s.ok())
-      return s;
-  return decode(*bytes, path, /*keep=*/true);
+    SMELT_RETURN_IF_ERROR(checkSha256(bytes, options.expectedSha256, path));
+  return decode(bytes, path, /*keep=*/true);
 }
 
 bool isArtifactFile(const std::string &path) {

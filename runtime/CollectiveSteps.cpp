@@ -109,8 +109,7 @@ Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *c
       std::memcpy(buffers[operands + i], buffers[i], spec.operandBytes[i]);
     return Status();
   }
-  if (Status s = spec.checkGroup(communicator); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(spec.checkGroup(communicator));
   if (communicator->cudaDevice() >= 0)
     return Status::error(fmt::format("{} runs on the CPU, but {} reduces GPU memory: place it "
                                      "on gpu:{}, or give this replica a host communicator",
@@ -128,11 +127,9 @@ Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *c
       offset += spec.operandBytes[i];
     }
   }
-  Expected<int64_t> ticket =
-      communicator->start(data, spec.count, spec.dtype, spec.kind, spec.what);
-  if (!ticket)
-    return ticket.status();
-  reduce.ticket = *ticket;
+  SMELT_ASSIGN_OR_RETURN(int64_t ticket,
+                         communicator->start(data, spec.count, spec.dtype, spec.kind, spec.what));
+  reduce.ticket = ticket;
   return Status();
 }
 
@@ -146,8 +143,7 @@ bool CollectiveSteps::mustWaitBefore(size_t step) const {
 Status CollectiveSteps::waitBefore(size_t step, Communicator *communicator) {
   for (int r : waitBefore_[step])
     if (allReduces_[r].ticket)
-      if (Status s = finish(allReduces_[r], communicator); !s.ok())
-        return s;
+      SMELT_RETURN_IF_ERROR(finish(allReduces_[r], communicator));
   return Status();
 }
 
@@ -163,8 +159,7 @@ Status CollectiveSteps::waitForAll(Communicator *communicator) {
 Status CollectiveSteps::finish(AllReduce &reduce, Communicator *communicator) {
   int64_t ticket = *reduce.ticket;
   reduce.ticket.reset();
-  if (Status s = communicator->wait(ticket); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(communicator->wait(ticket));
   if (reduce.staging.empty())
     return Status();
   size_t offset = 0;

@@ -48,6 +48,26 @@ Expected<int64_t> Communicator::fenceOnStream(void *, std::string what) {
   return Status::error(fmt::format("{}: {} has no work on GPU streams", what, describe()));
 }
 
+std::string Communicator::collectiveName(const std::string &what, int64_t count, DType dtype,
+                                         ReduceKind kind) const {
+  return fmt::format("all_reduce '{}' ({} bytes of {}, {}) on {}", what,
+                     count * int64_t(byteWidth(dtype)), dtypeName(dtype), reduceKindName(kind),
+                     describe());
+}
+
+Status Communicator::checkReduceArguments(const void *data, int64_t count, DType dtype,
+                                          const std::string &name) {
+  if (dtype == DType::i1)
+    return Status::error(fmt::format("{}: i1 (boolean) tensors cannot be summed; convert them "
+                                     "to an integer type first",
+                                     name));
+  if (count < 0 || (count > 0 && !data))
+    return Status::error(fmt::format("{}: {}", name,
+                                     count < 0 ? fmt::format("negative count {}", count)
+                                               : std::string("null buffer")));
+  return Status();
+}
+
 Status Communicator::allReduce(void *data, int64_t count, DType dtype, ReduceKind kind,
                                std::string what) {
   Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));
@@ -131,13 +151,6 @@ struct Arrival {
   std::string what;
 };
 
-/// "'<what>' (<bytes> bytes of <dtype>, <kind>)", the way every message names a collective.
-std::string nameCollective(const Arrival &a) {
-  return fmt::format("all_reduce '{}' ({} bytes of {}, {})", a.what,
-                     a.count * int64_t(byteWidth(a.dtype)), dtypeName(a.dtype),
-                     reduceKindName(a.kind));
-}
-
 /// "replica 2" or "replicas 1, 3".
 std::string listReplicas(const std::vector<int> &ranks) {
   return fmt::format("replica{} {}", ranks.size() == 1 ? "" : "s", fmt::join(ranks, ", "));
@@ -202,6 +215,9 @@ private:
   /// The last replica to arrive: reduces in rank order into replica 0's buffer, copies that to
   /// the others, and marks the round done. Called with the lock held; releases it meanwhile.
   void reduce(std::unique_lock<std::mutex> &lock, Round &round);
+  std::string name(const Arrival &a) const {
+    return collectiveName(a.what, a.count, a.dtype, a.kind);
+  }
 
   std::shared_ptr<GroupState> state_;
   int rank_;
@@ -210,19 +226,11 @@ private:
 Expected<int64_t> LocalCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                            std::string what) {
   Arrival mine{data, count, dtype, kind, std::move(what)};
-  if (dtype == DType::i1)
-    return Status::error(fmt::format("{} on {}: i1 (boolean) tensors cannot be summed; convert "
-                                     "them to an integer type first",
-                                     nameCollective(mine), describe()));
-  if (count < 0 || (count > 0 && !data))
-    return Status::error(fmt::format("{} on {}: {}", nameCollective(mine), describe(),
-                                     count < 0 ? fmt::format("negative count {}", count)
-                                               : std::string("null buffer")));
+  SMELT_RETURN_IF_ERROR(checkReduceArguments(data, count, dtype, name(mine)));
   GroupState &s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.abortReason)
-    return Status::error(
-        fmt::format("{} on {}: aborted: {}", nameCollective(mine), describe(), *s.abortReason));
+    return Status::error(fmt::format("{}: aborted: {}", name(mine), *s.abortReason));
 
   int64_t sequence = s.started[size_t(rank_)]++;
   auto [it, created] = s.rounds.try_emplace(sequence);
@@ -246,9 +254,8 @@ Expected<int64_t> LocalCommunicator::start(void *data, int64_t count, DType dtyp
           s.describe(r), other->what, other->count, dtypeName(other->dtype),
           reduceKindName(other->kind)));
       round.arrivals[size_t(rank_)] = std::move(mine);
-      return Status::error(fmt::format("{} on {}: {}",
-                                       nameCollective(*round.arrivals[size_t(rank_)]), describe(),
-                                       *s.abortReason));
+      return Status::error(
+          fmt::format("{}: {}", name(*round.arrivals[size_t(rank_)]), *s.abortReason));
     }
     break;
   }
@@ -315,16 +322,15 @@ Status LocalCommunicator::wait(int64_t ticket) {
       if (!round.arrivals[size_t(r)])
         missing.push_back(r);
     std::string message = fmt::format(
-        "{} on {}: the other replicas did not arrive within {} s: {} never started it (it "
-        "failed, is stuck, or started different collectives)",
-        nameCollective(mine), describe(), s.options.timeoutSeconds, listReplicas(missing));
+        "{}: the other replicas did not arrive within {} s: {} never started it (it failed, is "
+        "stuck, or started different collectives)",
+        name(mine), s.options.timeoutSeconds, listReplicas(missing));
     // The round can never finish now: fail everyone rather than let a late replica reduce into
     // this replica's buffer after its caller has moved on.
     s.abortLocked(message);
     status = Status::error(std::move(message));
   } else if (!round.done) {
-    status = Status::error(
-        fmt::format("{} on {}: aborted: {}", nameCollective(mine), describe(), *s.abortReason));
+    status = Status::error(fmt::format("{}: aborted: {}", name(mine), *s.abortReason));
   }
   round.waited[size_t(rank_)] = true;
   if (++round.waitedCount == s.replicas)

@@ -83,6 +83,16 @@ public:
 
   /// start() then wait().
   Status allReduce(void *data, int64_t count, DType dtype, ReduceKind kind, std::string what);
+
+protected:
+  /// "all_reduce '<what>' (<bytes> bytes of <dtype>, <kind>) on <describe()>": how every
+  /// backend's messages name a collective.
+  std::string collectiveName(const std::string &what, int64_t count, DType dtype,
+                             ReduceKind kind) const;
+  /// Refuses what no backend reduces (i1 elements, a negative count, a null buffer), in an
+  /// error that starts with the collective's `name`.
+  static Status checkReduceArguments(const void *data, int64_t count, DType dtype,
+                                     const std::string &name);
 };
 
 /// `message` prefixed with which replica it concerns (`communicator`'s describe()), unless it

@@ -27,22 +27,17 @@ const char *const kStream = "stream 0";
 
 Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *trace,
                                            Allocator *allocator) {
-  if (Status s = validateDataflow(executable); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(validateDataflow(executable));
   // A bad SMELT_CPU_THREADS is said here, before any kernel runs on a guessed count.
   if (Expected<int> threads = cpuThreads(); !threads)
     return threads.status();
   if (!allocator) {
-    Expected<Allocator *> host = deviceAllocator(kDevice);
-    if (!host)
-      return host.status();
-    allocator = *host;
+    SMELT_ASSIGN_OR_RETURN(allocator, deviceAllocator(kDevice));
   }
   // Every buffer's byte size, checked once, so no kernel sees a negative or overflowing shape;
   // a buffer past the device's limit could never be allocated: said now, not mid-run. (Inputs
   // are the caller's memory.)
-  if (Status s = checkBufferSizes(executable, allocator, /*inputsOnDevice=*/false); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkBufferSizes(executable, allocator, /*inputsOnDevice=*/false));
   // The load other processes put on the CPUs is watched from now: the first run then finds
   // an estimate sooner than a whole window after it (CpuLoad::othersCores).
   if (cpuThreadsFollowLoad())
@@ -69,10 +64,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
     constantAt[c.buffer] = c.bytes.data();
   }
   exec.setTrace(trace);
-  Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
-  if (!collectives)
-    return collectives.status();
-  exec.collectives_ = std::move(*collectives);
+  SMELT_ASSIGN_OR_RETURN(exec.collectives_, CollectiveSteps::prepare(exe));
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const Step &step = exe.steps[s];
     if (exec.collectives_.isCollective(s)) {
@@ -80,10 +72,8 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       continue;
     }
     if (step.kind() == StepKind::Kernel) {
-      Expected<cpu::FusedRunner> fused = cpu::prepareFused(exe, step);
-      if (!fused)
-        return fused.status();
-      exec.kernels_.push_back(std::move(*fused));
+      SMELT_ASSIGN_OR_RETURN(cpu::FusedRunner fused, cpu::prepareFused(exe, step));
+      exec.kernels_.push_back(std::move(fused));
       continue;
     }
     cpu::StepTypes types;
@@ -143,8 +133,7 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                         std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;
   Trace::Scope runSpan(trace_, {kDevice, kStream}, trace_ ? "run @" + exe.name : "", "run");
-  if (Status s = checkRunInputs(exe, inputs); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkRunInputs(exe, inputs));
   // This run's threads: fewer while other processes keep some of the CPUs busy.
   applyRunThreadsToOpenMp();
   // Every block this run takes goes back however it ends; inputs are the caller's again.
@@ -168,57 +157,47 @@ Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (BufferId id = exe.outputs[i]; reusable[i] && buffers_.perRun(id) && !intoCaller_[id])
       intoCaller_[id] = reusable[i];
-  if (Status s = buffers_.beginRun(constantBytes_); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(buffers_.beginRun(constantBytes_));
   stepMicros_.assign(exe.steps.size(), 0.0);
   std::vector<void *> buffers;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const Step &step = exe.steps[s];
     buffers.clear();
     // Kernels only read their operands; one array carries operands and results alike.
-    if (Status st = allocateResults(step); !st.ok())
-      return st;
+    SMELT_RETURN_IF_ERROR(allocateResults(step));
     for (BufferId id : step.operands)
       buffers.push_back(buffers_[id]);
     for (BufferId id : step.results)
       buffers.push_back(buffers_[id]);
     if (collectives_.mustWaitBefore(s))
-      if (Status st = waitForCollectives(s); !st.ok())
-        return st;
+      SMELT_RETURN_IF_ERROR(waitForCollectives(s));
+    // Every step is timed (lastRunStepMicros); with a trace, it is also a span.
+    auto start = std::chrono::steady_clock::now();
+    auto timed = [&] {
+      stepMicros_[s] =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+      if (trace_)
+        trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, trace_->at(start),
+                     stepMicros_[s], spanArgs_[s]);
+    };
     if (!kernels_[s]) {
-      double start = trace_ ? trace_->now() : 0;
-      if (Status st = collectives_.start(s, buffers.data(), communicator_); !st.ok())
-        return st;
-      if (trace_) {
-        stepMicros_[s] = trace_->now() - start;
-        trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
-                     spanArgs_[s]);
-      }
+      SMELT_RETURN_IF_ERROR(collectives_.start(s, buffers.data(), communicator_));
+      timed();
       buffers_.giveBackAfter(s); // a replica_id nobody reads
       continue;
     }
     // Running all_reduces advance only when the communicator is called (MPI's progress).
     if (communicator_)
       communicator_->progress();
-    if (trace_) {
-      double start = trace_->now();
-      kernels_[s](buffers.data());
-      stepMicros_[s] = trace_->now() - start;
-      trace_->span({kDevice, kStream}, costs_[s].name, costs_[s].kind, start, stepMicros_[s],
-                   spanArgs_[s]);
+    kernels_[s](buffers.data());
+    timed();
+    if (trace_)
       recordMemory(double(buffers_.liveBytes()));
-    } else {
-      auto start = std::chrono::steady_clock::now();
-      kernels_[s](buffers.data());
-      stepMicros_[s] = std::chrono::duration<double, std::micro>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-    }
     buffers_.giveBackAfter(s);
   }
   if (collectives_.mustWaitBefore(exe.steps.size()))
-    if (Status st = waitForCollectives(exe.steps.size()); !st.ok())
-      return st;
+    SMELT_RETURN_IF_ERROR(waitForCollectives(exe.steps.size()));
   return collectOutputs(reusable, outputs);
 }
 
@@ -247,12 +226,10 @@ Status CpuExecutor::collectOutputs(const std::vector<HostTensor *> &reusable,
       results.push_back(std::move(*reusable[i]));
       continue;
     }
-    Expected<HostTensor> out =
-        HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
-    if (!out)
-      return out.status();
-    std::memcpy(out->raw(), buffers_[id], out->byteSize());
-    results.push_back(std::move(*out));
+    SMELT_ASSIGN_OR_RETURN(
+        HostTensor out, HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i)));
+    std::memcpy(out.raw(), buffers_[id], out.byteSize());
+    results.push_back(std::move(out));
   }
   outputs = std::move(results);
   // Copies are the caller's from here: the counter shows them as a spike per run.

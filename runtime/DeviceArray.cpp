@@ -12,8 +12,7 @@ Expected<HostTensor> DeviceArray::toHost() const {
   if (!host)
     return host.status();
   if (host->byteSize())
-    if (Status s = storage_->copyToHost(host->raw(), host->byteSize()); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(storage_->copyToHost(host->raw(), host->byteSize()));
   return host;
 }
 
@@ -43,10 +42,8 @@ Expected<HostTensor> Value::toHost() const {
 Expected<double> Value::at(int64_t i) const {
   if (const HostTensor *h = host())
     return h->at(i);
-  Expected<HostTensor> copy = toHost();
-  if (!copy)
-    return copy.status();
-  return copy->at(i);
+  SMELT_ASSIGN_OR_RETURN(HostTensor copy, toHost());
+  return copy.at(i);
 }
 
 std::vector<Value *> pointersTo(std::vector<Value> &values) {

@@ -127,10 +127,7 @@ MemoryPolicy MemoryConfig::policyFor(const std::string &device) const {
 Expected<MemoryConfig> parseMemoryFlags(const std::string &memory, const std::string &limit,
                                         const std::string &logicalGpus) {
   MemoryConfig config;
-  Expected<MemoryPolicy> growth = parseGrowth(memory);
-  if (!growth)
-    return growth.status();
-  config.defaults = *growth;
+  SMELT_ASSIGN_OR_RETURN(config.defaults, parseGrowth(memory));
   if (!limit.empty()) {
     for (const std::string &part : splitCommas(limit)) {
       size_t equals = part.find('=');
@@ -200,12 +197,9 @@ Expected<LogicalGpu> resolveGpu(const std::string &device) {
     return Status::error(fmt::format("'{}' is not a GPU: write gpu:N", device));
 #if SMELT_HAVE_CUDA
   // How many physical GPUs there are decides the logical numbering; opening gpu:0 first tells.
-  Expected<std::shared_ptr<cuda::CudaDevice>> first = cuda::CudaDevice::open(0);
-  if (!first)
-    return first.status();
+  SMELT_ASSIGN_OR_RETURN(std::shared_ptr<cuda::CudaDevice> first, cuda::CudaDevice::open(0));
   int physicalCount = 0;
-  if (Status s = (*first)->check((*first)->driver().deviceGetCount(&physicalCount),
-                                 "cuDeviceGetCount");
+  if (Status s = first->check(first->driver().deviceGetCount(&physicalCount), "cuDeviceGetCount");
       !s.ok())
     return s;
   return logicalGpu(index, physicalCount);
@@ -268,10 +262,8 @@ Expected<Allocator *> deviceAllocator(const std::string &device) {
   std::lock_guard<std::mutex> lock(r.mutex);
   if (auto it = r.allocators.find(device); it != r.allocators.end())
     return it->second.get();
-  Expected<std::unique_ptr<Allocator>> made = makeAllocator(device, r.config);
-  if (!made)
-    return made.status();
-  return r.allocators.emplace(device, std::move(*made)).first->second.get();
+  SMELT_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> made, makeAllocator(device, r.config));
+  return r.allocators.emplace(device, std::move(made)).first->second.get();
 }
 
 std::vector<std::pair<std::string, MemoryStats>> allocatorStats() {

@@ -60,26 +60,22 @@ std::vector<LibraryInfo> probeLibraries() {
     int major = 0, minor = 0;
     return version && version(&major, &minor) == 0 ? fmt::format("{}.{}", major, minor) : "";
   }));
-  libraries.push_back(probe("cuBLASLt", "libcublasLt.so.13", [](void *h) -> std::string {
+  // cuBLASLt, cuDNN (since 9) and NCCL number versions as major * 10000 + minor * 100 + patch.
+  auto numbered = [](size_t v) {
+    return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+  };
+  libraries.push_back(probe("cuBLASLt", "libcublasLt.so.13", [&](void *h) -> std::string {
     auto version = symbol<size_t (*)()>(h, "cublasLtGetVersion");
-    if (!version)
-      return "";
-    size_t v = version(); // major * 10000 + minor * 100 + patch
-    return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+    return version ? numbered(version()) : "";
   }));
-  libraries.push_back(probe("cuDNN", "libcudnn.so.9", [](void *h) -> std::string {
+  libraries.push_back(probe("cuDNN", "libcudnn.so.9", [&](void *h) -> std::string {
     auto version = symbol<size_t (*)()>(h, "cudnnGetVersion");
-    if (!version)
-      return "";
-    size_t v = version(); // major * 10000 + minor * 100 + patch since cuDNN 9
-    return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+    return version ? numbered(version()) : "";
   }));
-  libraries.push_back(probe("NCCL", "libnccl.so.2", [](void *h) -> std::string {
+  libraries.push_back(probe("NCCL", "libnccl.so.2", [&](void *h) -> std::string {
     auto version = symbol<int (*)(int *)>(h, "ncclGetVersion");
     int v = 0;
-    if (!version || version(&v) != 0)
-      return "";
-    return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+    return version && version(&v) == 0 ? numbered(size_t(v)) : "";
   }));
   return libraries;
 }

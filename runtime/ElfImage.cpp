@@ -61,8 +61,7 @@ public:
                        &ElfChecker::dynamicEntries, &ElfChecker::strings,
                        &ElfChecker::symbolCount, &ElfChecker::symbols, &ElfChecker::versions,
                        &ElfChecker::relocations, &ElfChecker::needed})
-      if (Status s = (this->*check)(); !s.ok())
-        return s;
+      SMELT_RETURN_IF_ERROR((this->*check)());
     return Status();
   }
 

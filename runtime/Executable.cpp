@@ -54,23 +54,9 @@ std::string fieldText(const std::vector<int64_t> &v) { return fmt::format("[{}]"
 } // namespace
 
 const char *activationName(Activation activation) {
-  switch (activation) {
-  case Activation::none:
-    return "none";
-  case Activation::relu:
-    return "relu";
-  case Activation::tanh:
-    return "tanh";
-  case Activation::logistic:
-    return "logistic";
-  case Activation::relu6:
-    return "relu6";
-  case Activation::hardswish:
-    return "hardswish";
-  case Activation::swish:
-    return "swish";
-  }
-  return "unknown";
+  static constexpr const char *kNames[kNumActivations] = {"none",  "relu",      "tanh", "logistic",
+                                                          "relu6", "hardswish", "swish"};
+  return uint8_t(activation) < kNumActivations ? kNames[uint8_t(activation)] : "unknown";
 }
 
 int64_t Step::kernel() const {

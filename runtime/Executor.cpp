@@ -81,12 +81,10 @@ bool runsWhole(const Executable &exe) {
 Expected<std::unique_ptr<SegmentRunner>> cpuSegmentRunner(const Executable &segment,
                                                          const std::string &,
                                                          const ExecutorOptions &options) {
-  Expected<CpuExecutor> cpu = CpuExecutor::create(segment, options.trace);
-  if (!cpu)
-    return cpu.status();
-  cpu->setCommunicator(options.communicator);
+  SMELT_ASSIGN_OR_RETURN(CpuExecutor cpu, CpuExecutor::create(segment, options.trace));
+  cpu.setCommunicator(options.communicator);
   return std::unique_ptr<SegmentRunner>(
-      std::make_unique<ExecutorRunner<CpuExecutor>>(std::move(*cpu)));
+      std::make_unique<ExecutorRunner<CpuExecutor>>(std::move(cpu)));
 }
 
 namespace {
@@ -176,8 +174,7 @@ Expected<Executable> segmentExecutable(const Executable &exe, size_t k) {
 
 Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executable,
                                                      ExecutorOptions options) {
-  if (Status s = validateDataflow(executable); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(validateDataflow(executable));
   std::unique_ptr<Executor> exec(new Executor());
   exec->executable_ = std::make_shared<const Executable>(executable);
   exec->options_ = std::move(options);
@@ -189,8 +186,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
                                      "between them, and it has no schedule "
                                      "(codegen::planSchedule makes one)",
                                      executable.name));
-  if (Status s = checkSchedule(executable, exec->valueOf_); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkSchedule(executable, exec->valueOf_));
   size_t segmentCount = exec->whole_ ? 1 : executable.segments.size();
   for (size_t k = 0; k < segmentCount; ++k) {
     SegmentRun &segment = exec->segments_.emplace_back();
@@ -201,10 +197,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
       segment.reads = executable.inputs;
       segment.writes = executable.outputs;
     } else {
-      Expected<Executable> sliced = segmentExecutable(executable, k);
-      if (!sliced)
-        return sliced.status();
-      part = std::move(*sliced);
+      SMELT_ASSIGN_OR_RETURN(part, segmentExecutable(executable, k));
       segment.device = executable.segments[k].device;
       segment.reads = executable.segments[k].reads;
       segment.writes = executable.segments[k].writes;
@@ -274,15 +267,13 @@ Status Executor::run(const std::vector<const HostTensor *> &inputs,
                      std::vector<HostTensor> &outputs) {
   if (whole_)
     return segments_[0].runner->run(inputs, outputs);
-  if (Status s = checkRunInputs(*executable_, inputs); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkRunInputs(*executable_, inputs));
   std::vector<Value> lent;
   lent.reserve(inputs.size());
   for (const HostTensor *t : inputs)
     lent.push_back(Value::lent(*t));
   std::vector<Value> results;
-  if (Status s = run(pointersTo(lent), results, RunValues()); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(run(pointersTo(lent), results, RunValues()));
   outputs.clear();
   for (Value &v : results)
     outputs.push_back(std::move(*v.ownedHost()));
@@ -298,8 +289,7 @@ Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &out
   const Executable &exe = *executable_;
   if (whole_)
     return segments_[0].runner->run(inputs, outputs, residency);
-  if (Status s = checkRunInputs(exe, inputs); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkRunInputs(exe, inputs));
   // Per value of this run: whether the caller keeps it on its device (an output it keeps).
   std::vector<char> kept(exe.buffers.size(), 0);
   for (size_t i = 0; i < exe.outputs.size(); ++i)
@@ -362,8 +352,7 @@ Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &out
     Trace::Scope span(onCpu ? nullptr : options_.trace, {segment.device, "stream 0"},
                       "segment on " + segment.device, "segment",
                       {{"steps", std::to_string(segment.steps)}});
-    if (Status s = segment.runner->run(segmentInputs, segmentOutputs, segmentResidency); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(segment.runner->run(segmentInputs, segmentOutputs, segmentResidency));
     for (size_t i = 0; i < segment.writes.size(); ++i) {
       produced_[segment.writes[i]] = std::move(segmentOutputs[i]);
       values_[segment.writes[i]] = &produced_[segment.writes[i]];
@@ -397,14 +386,12 @@ Status runOnHost(const std::vector<Value *> &inputs, std::vector<Value> &outputs
                  const std::function<Status(const std::vector<const HostTensor *> &,
                                             std::vector<HostTensor> &)> &hostRun) {
   std::vector<HostTensor> downloads;
-  Expected<std::vector<const HostTensor *>> in = hostInputs(inputs, downloads);
-  if (!in)
-    return in.status();
+  SMELT_ASSIGN_OR_RETURN(std::vector<const HostTensor *> in, hostInputs(inputs, downloads));
   std::vector<HostTensor> out(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i)
     if (HostTensor *h = outputs[i].ownedHost())
       out[i] = std::move(*h);
-  Status status = hostRun(*in, out);
+  Status status = hostRun(in, out);
   outputs.clear();
   for (HostTensor &t : out)
     outputs.emplace_back(std::move(t));

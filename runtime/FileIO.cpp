@@ -253,10 +253,7 @@ Expected<int> openRegularFile(const std::string &path) {
 }
 
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
-  Expected<int> opened = openRegularFile(path);
-  if (!opened)
-    return opened.status();
-  int fd = *opened;
+  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path));
   std::vector<uint8_t> bytes;
   std::string why;
   size_t done = 0;
@@ -283,8 +280,7 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
 Status writeFileAtomically(const std::string &path, const FileWriter &writeContents) {
   if (path.empty()) // `-o ""`: said so, not as a temporary ".tmp.N.0" that cannot be renamed
     return Status::error("an empty output path: name the file to write");
-  if (Status s = checkReplaceable(path); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkReplaceable(path));
   // A name no other writer uses, in the same directory so that rename() is atomic.
   static std::atomic<uint64_t> serial{0};
   std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial++);

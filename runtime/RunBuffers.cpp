@@ -76,8 +76,7 @@ Status validateDataflow(const Executable &exe) {
     if (Status s = define(exe.inputs[i], fmt::format("input #{}", i)); !s.ok())
       return s;
   for (const Constant &c : exe.constants) {
-    if (Status s = define(c.buffer, "constant"); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(define(c.buffer, "constant"));
     if (c.bytes.size() != exe.buffers[c.buffer].type.byteSize())
       return Status::error(fmt::format("constant {} has {} bytes, its type needs {}",
                                        bufferLabel(exe, c.buffer), c.bytes.size(),
@@ -106,12 +105,9 @@ Status validateDataflow(const Executable &exe) {
                                        several ? "at least one result" : "one result",
                                        step.results.size()));
     for (BufferId id : step.results)
-      if (Status s = define(id, cpu::describe(step)); !s.ok())
-        return s;
-    if (Status s = family.validate(exe, step); !s.ok())
-      return s;
-    if (Status s = checkFrees(exe, step, defined, reduced); !s.ok())
-      return s;
+      SMELT_RETURN_IF_ERROR(define(id, cpu::describe(step)));
+    SMELT_RETURN_IF_ERROR(family.validate(exe, step));
+    SMELT_RETURN_IF_ERROR(checkFrees(exe, step, defined, reduced));
   }
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (!inRange(exe.outputs[i]) || defined[exe.outputs[i]] != 1)
@@ -283,12 +279,12 @@ Status RunBuffers::beginRun(uint64_t heldBytes) {
     return Status();
   // A run that failed waiting for a collective keeps its buffers, and so its arena.
   if (!arena_) {
-    Expected<void *> block = allocator_->allocate(
-        arenaBytes_, fmt::format("the arena of @{} ({} buffers)", exe_->name,
-                                 std::count(inArena_.begin(), inArena_.end(), 1)));
-    if (!block)
-      return block.status();
-    arena_ = *block;
+    SMELT_ASSIGN_OR_RETURN(
+        void *block,
+        allocator_->allocate(arenaBytes_,
+                             fmt::format("the arena of @{} ({} buffers)", exe_->name,
+                                         std::count(inArena_.begin(), inArena_.end(), 1))));
+    arena_ = block;
   }
   liveBytes_ = peakBytes_ = heldBytes + arenaBytes_;
   return Status();
@@ -310,10 +306,9 @@ Status RunBuffers::take(BufferId id, void *callerMemory) {
     address_[id] = waiting->second;
     deferred_.erase(waiting);
   } else {
-    Expected<void *> block = allocator_->allocate(bytes, "buffer " + bufferLabel(*exe_, id));
-    if (!block)
-      return block.status();
-    address_[id] = *block;
+    SMELT_ASSIGN_OR_RETURN(void *block,
+                           allocator_->allocate(bytes, "buffer " + bufferLabel(*exe_, id)));
+    address_[id] = block;
   }
   liveBytes_ += bytes;
   peakBytes_ = std::max(peakBytes_, liveBytes_);

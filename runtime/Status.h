@@ -2,6 +2,7 @@
 // without exceptions (MLIR tools) and AOT users both get a message they can print.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,4 +42,32 @@ private:
   std::variant<T, Status> state_;
 };
 
+/// The first error of checks made one after another (all of them made, in order), or success.
+inline Status firstError(std::initializer_list<Status> checks) {
+  for (const Status &s : checks)
+    if (!s.ok())
+      return s;
+  return Status();
+}
+
 } // namespace smelt::rt
+
+/// Returns `expr`'s Status from the enclosing function when it is an error (XLA's
+/// TF_RETURN_IF_ERROR): the runtime's calls pass their first failure up unchanged.
+#define SMELT_RETURN_IF_ERROR(expr)                                                                \
+  do {                                                                                             \
+    if (::smelt::rt::Status smelt_status_ = (expr); !smelt_status_.ok())                           \
+      return smelt_status_;                                                                        \
+  } while (false)
+
+#define SMELT_CONCAT_INNER(a, b) a##b
+#define SMELT_CONCAT(a, b) SMELT_CONCAT_INNER(a, b)
+/// Declares `decl` ("Kernel kernel") from an Expected `expr`'s value, or returns its Status from
+/// the enclosing function (XLA's TF_ASSIGN_OR_RETURN).
+#define SMELT_ASSIGN_OR_RETURN(decl, expr)                                                         \
+  SMELT_ASSIGN_OR_RETURN_IMPL(SMELT_CONCAT(smelt_expected_, __LINE__), decl, expr)
+#define SMELT_ASSIGN_OR_RETURN_IMPL(expected, decl, expr)                                          \
+  auto expected = (expr);                                                                          \
+  if (!expected)                                                                                   \
+    return expected.status();                                                                      \
+  decl = std::move(*expected)

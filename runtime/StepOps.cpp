@@ -21,13 +21,6 @@ Expected<cpu::Kernel> StepFamily::prepareCpu(const Step &step, const cpu::StepTy
 
 namespace {
 
-Status firstError(std::initializer_list<Status> checks) {
-  for (const Status &s : checks)
-    if (!s.ok())
-      return s;
-  return Status();
-}
-
 /// A kernel step's buffers (a fusion's, or an argmax's or scatter_add's with a GPU kernel)
 /// against the kernel it runs: its code indexes them by the types it was compiled for, so a
 /// buffer of another type (a damaged artifact, a hand-built step) would make it read or write
@@ -53,10 +46,8 @@ Status checkKernelBuffers(const Executable &exe, const Step &step) {
                                          what, role, i, types[i].str(), bufferLabel(exe, ids[i])));
     return Status();
   };
-  if (Status s = check(step.operands, kernel.inputs, "operand"); !s.ok())
-    return s;
-  if (Status s = check(step.results, kernel.results, "result"); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(check(step.operands, kernel.inputs, "operand"));
+  SMELT_RETURN_IF_ERROR(check(step.results, kernel.results, "result"));
   // Results written in place of an operand: of its type, one result per operand.
   const KernelParams *params = step.paramsAs<KernelParams>();
   if (!params || params->inPlace.empty())

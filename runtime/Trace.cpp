@@ -10,8 +10,8 @@ namespace smelt::rt {
 
 Trace::Trace() : start_(Clock::now()) {}
 
-double Trace::now() const {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start_).count();
+double Trace::at(Clock::time_point time) const {
+  return std::chrono::duration<double, std::micro>(time - start_).count();
 }
 
 std::pair<int, int> Trace::ids(const Track &track) {

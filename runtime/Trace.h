@@ -28,8 +28,9 @@ public:
 
   Trace();
 
-  /// Microseconds since the trace began.
-  double now() const;
+  /// Microseconds since the trace began, now or at `time`.
+  double now() const { return at(Clock::now()); }
+  double at(Clock::time_point time) const;
   /// A span [start, start + duration) in microseconds, with string arguments shown when the
   /// event is selected (op, shapes, bytes ...).
   void span(const Track &track, const std::string &name, const std::string &category,

@@ -236,8 +236,7 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
     return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", describe(step), a.str(),
                                      b.str(), tl ? " (lhs transposed)" : "",
                                      tr ? " (rhs transposed)" : "", c.str()));
-  if (Status s = checkBias(step, types, epilogue, n); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkBias(step, types, epilogue, n));
   if (a.dtype == DType::f64) {
     return Kernel([=](const void *const *in, void *out) {
       const double *x = static_cast<const double *>(in[0]), *y = static_cast<const double *>(in[1]);
@@ -267,27 +266,26 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   const void *constantRhs = a.dtype == DType::f32 ? types.constant(1) : nullptr;
   memory::desc rhsRead =
       constantRhs ? memory::desc({batch, k, n}, memory::data_type::f32, Tag::any) : rhs;
-  Expected<PrimitivePerThreads> primitive =
+  SMELT_ASSIGN_OR_RETURN(
+      PrimitivePerThreads primitive,
       PrimitivePerThreads::create(describe(step), [=]() -> dnnl::primitive {
         return dnnl::matmul(dnnl::matmul::primitive_desc(
             epilogue.bias ? dnnl::matmul::desc(lhs, rhsRead, bias, dst)
                           : dnnl::matmul::desc(lhs, rhsRead, dst),
             postOps(epilogue.activation), oneDnnEngine()));
-      });
-  if (!primitive)
-    return primitive.status();
+      }));
   std::optional<ChosenWeightsLayout> weights;
   if (constantRhs) {
     weights.emplace(rhs, DNNL_ARG_WEIGHTS, constantRhs);
-    if (Status s = oneDnnChecked(describe(step), [&] { weights->prepack(primitive->current()); });
+    if (Status s = oneDnnChecked(describe(step), [&] { weights->prepack(primitive.current()); });
         !s.ok())
       return s;
   }
   std::vector<std::pair<int, memory::desc>> slots{{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}};
   if (epilogue.bias)
     slots.push_back({DNNL_ARG_BIAS, bias});
-  return stagedThrough(DType::f32,
-                       primitiveKernel(*primitive, slots, {DNNL_ARG_DST, dst}, weights), types);
+  return stagedThrough(DType::f32, primitiveKernel(primitive, slots, {DNNL_ARG_DST, dst}, weights),
+                       types);
 }
 
 /// The convolution geometry of a step, whichever of the three tensors is its result.
@@ -345,13 +343,9 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
 }
 
 Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
-  Expected<Window2D> geometry = convGeometry(step, types, mode);
-  if (!geometry)
-    return geometry.status();
-  Window2D g = *geometry;
+  SMELT_ASSIGN_OR_RETURN(Window2D g, convGeometry(step, types, mode));
   Epilogue epilogue = step.epilogue(); // only on conv2d (validateDataflow)
-  if (Status s = checkBias(step, types, epilogue, g.f); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkBias(step, types, epilogue, g.f));
   if (types.result.dtype == DType::f64) {
     return Kernel([g, mode, epilogue](const void *const *in, void *out) {
       auto *a = const_cast<double *>(static_cast<const double *>(in[0]));
@@ -383,41 +377,40 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   memory::desc anyWeights(filterDims, memory::data_type::f32, Tag::any);
   memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, padL{g.pt, g.pl},
       padR{g.pb, g.pr};
-  Expected<PrimitivePerThreads> primitive = PrimitivePerThreads::create(
-      describe(step), [=]() -> dnnl::primitive {
-    auto algorithm = dnnl::algorithm::convolution_direct;
-    dnnl::convolution_forward::primitive_desc forward(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
-                                        anyWeights, dst, strides, dilates, padL, padR),
-        oneDnnEngine());
-    if (mode == ConvMode::Forward && epilogue.any())
-      return dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(
-          epilogue.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          algorithm, src, anyWeights, bias, dst,
-                                                          strides, dilates, padL, padR)
-                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          algorithm, src, anyWeights, dst,
-                                                          strides, dilates, padL, padR),
-          postOps(epilogue.activation), oneDnnEngine()));
-    if (mode == ConvMode::Forward)
-      return dnnl::convolution_forward(forward);
-    if (mode == ConvMode::BackwardInput)
-      return dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
-          dnnl::convolution_backward_data::desc(algorithm, src, anyWeights, dst, strides,
-                                                dilates, padL, padR),
-          oneDnnEngine(), forward));
-    return dnnl::convolution_backward_weights(
-        dnnl::convolution_backward_weights::primitive_desc(
-            dnnl::convolution_backward_weights::desc(algorithm, src, anyWeights, dst, strides,
-                                                     dilates, padL, padR),
-            oneDnnEngine(), forward));
-  });
-  if (!primitive)
-    return primitive.status();
+  SMELT_ASSIGN_OR_RETURN(
+      PrimitivePerThreads primitive,
+      PrimitivePerThreads::create(describe(step), [=]() -> dnnl::primitive {
+        auto algorithm = dnnl::algorithm::convolution_direct;
+        dnnl::convolution_forward::primitive_desc forward(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
+                                            anyWeights, dst, strides, dilates, padL, padR),
+            oneDnnEngine());
+        if (mode == ConvMode::Forward && epilogue.any())
+          return dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(
+              epilogue.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              algorithm, src, anyWeights, bias, dst,
+                                                              strides, dilates, padL, padR)
+                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              algorithm, src, anyWeights, dst,
+                                                              strides, dilates, padL, padR),
+              postOps(epilogue.activation), oneDnnEngine()));
+        if (mode == ConvMode::Forward)
+          return dnnl::convolution_forward(forward);
+        if (mode == ConvMode::BackwardInput)
+          return dnnl::convolution_backward_data(dnnl::convolution_backward_data::primitive_desc(
+              dnnl::convolution_backward_data::desc(algorithm, src, anyWeights, dst, strides,
+                                                    dilates, padL, padR),
+              oneDnnEngine(), forward));
+        return dnnl::convolution_backward_weights(
+            dnnl::convolution_backward_weights::primitive_desc(
+                dnnl::convolution_backward_weights::desc(algorithm, src, anyWeights, dst, strides,
+                                                         dilates, padL, padR),
+                oneDnnEngine(), forward));
+      }));
   ChosenWeightsLayout filter(
       weights, mode == ConvMode::BackwardFilter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS,
       types.result.dtype == DType::f32 ? types.constant(1) : nullptr);
-  if (Status s = oneDnnChecked(describe(step), [&] { filter.prepack(primitive->current()); });
+  if (Status s = oneDnnChecked(describe(step), [&] { filter.prepack(primitive.current()); });
       !s.ok())
     return s;
   std::vector<std::pair<int, memory::desc>> forwardSlots{{DNNL_ARG_SRC, src},
@@ -426,11 +419,11 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
     forwardSlots.push_back({DNNL_ARG_BIAS, bias});
   Kernel kernel =
       mode == ConvMode::Forward
-          ? primitiveKernel(*primitive, forwardSlots, {DNNL_ARG_DST, dst}, filter)
+          ? primitiveKernel(primitive, forwardSlots, {DNNL_ARG_DST, dst}, filter)
       : mode == ConvMode::BackwardInput
-          ? primitiveKernel(*primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
+          ? primitiveKernel(primitive, {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, weights}},
                             {DNNL_ARG_DIFF_SRC, src}, filter)
-          : primitiveKernel(*primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
+          : primitiveKernel(primitive, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}},
                             {DNNL_ARG_DIFF_WEIGHTS, weights}, filter);
   return stagedThrough(DType::f32, kernel, types);
 }

@@ -45,10 +45,7 @@ Expected<Window2D> poolGeometry(const Step &step, const TensorType &input,
 Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
   if (types.operands.size() != 1)
     return Status::error(fmt::format("{}: takes 1 operand", describe(step)));
-  Expected<Window2D> geometry = poolGeometry(step, types.operands[0], types.result);
-  if (!geometry)
-    return geometry.status();
-  Window2D g = *geometry;
+  SMELT_ASSIGN_OR_RETURN(Window2D g, poolGeometry(step, types.operands[0], types.result));
   if (types.result.dtype == DType::f64)
     return Kernel([g, isMax](const void *const *in, void *out) {
       poolForward(isMax, g, static_cast<const double *>(in[0]), static_cast<double *>(out));
@@ -84,10 +81,7 @@ Expected<Kernel> backward(const Step &step, const StepTypes &types, bool isMax) 
     return Status::error(fmt::format("{}: result {} must have the input's type {}",
                                      describe(step), types.result.str(),
                                      types.operands[0].str()));
-  Expected<Window2D> geometry = poolGeometry(step, types.result, gradOutput);
-  if (!geometry)
-    return geometry.status();
-  Window2D g = *geometry;
+  SMELT_ASSIGN_OR_RETURN(Window2D g, poolGeometry(step, types.result, gradOutput));
   // Natively in f32 (a copy to f64 and back cost more than the loops), otherwise in f64;
   // parallel over the batch, whose entries write disjoint parts of the gradient.
   auto inType = [&](auto zero) {

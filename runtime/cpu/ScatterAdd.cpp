@@ -75,10 +75,7 @@ void scatterColumns(const T *updates, const std::vector<int64_t> &rows, const Sc
 } // namespace
 
 Expected<Kernel> prepareScatterAdd(const Step &step, const StepTypes &types) {
-  Expected<ScatterShape> shape = scatterShape(step, types);
-  if (!shape)
-    return shape.status();
-  ScatterShape s = *shape;
+  SMELT_ASSIGN_OR_RETURN(ScatterShape s, scatterShape(step, types));
   DType indexType = types.operands[1].dtype;
   return visitDType(types.result.dtype, [&](auto tag) -> Expected<Kernel> {
     using T = typename decltype(tag)::type;

@@ -157,12 +157,9 @@ public:
 
 private:
   /// "all_reduce '<what>' (<bytes> bytes of <dtype>, <kind>) on mpi rank R of N (host H)".
-  std::string name(const std::string &what, int64_t count, DType dtype, ReduceKind kind) const {
-    return fmt::format("all_reduce '{}' ({} bytes of {}, {}) on {}", what,
-                       count * int64_t(byteWidth(dtype)), dtypeName(dtype), reduceKindName(kind),
-                       describe());
+  std::string name(const Pending &p) const {
+    return collectiveName(p.what, p.count, p.dtype, p.kind);
   }
-  std::string name(const Pending &p) const { return name(p.what, p.count, p.dtype, p.kind); }
   /// MPI_Test once; when the request is complete, finishes the reduction into the buffer.
   void test(Pending &p);
 
@@ -195,17 +192,13 @@ MpiCommunicator::~MpiCommunicator() {
 
 Expected<int64_t> MpiCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                          std::string what) {
+  std::string label = collectiveName(what, count, dtype, kind);
   if (broken_)
-    return Status::error(fmt::format("{}: {}", name(what, count, dtype, kind), *broken_));
-  if (dtype == DType::i1)
-    return Status::error(fmt::format("{}: i1 (boolean) tensors cannot be summed; convert them "
-                                     "to an integer type first",
-                                     name(what, count, dtype, kind)));
+    return Status::error(fmt::format("{}: {}", label, *broken_));
+  SMELT_RETURN_IF_ERROR(checkReduceArguments(data, count, dtype, label));
   // MPI-3 counts are int; the deterministic mode's staging holds size() contributions.
-  if (count < 0 || count > INT_MAX || (count > 0 && !data))
-    return Status::error(
-        fmt::format("{}: {}", name(what, count, dtype, kind),
-                    !data && count > 0 ? "null buffer" : "count outside [0, 2^31) for MPI"));
+  if (count > INT_MAX)
+    return Status::error(fmt::format("{}: count outside [0, 2^31) for MPI", label));
 
   int64_t ticket = nextTicket_++;
   Pending &p = pending_[ticket];

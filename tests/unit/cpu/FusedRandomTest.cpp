@@ -1,4 +1,4 @@
-// rng_uniform inside a fused kernel against the runtime's step (runtime/cpu/Random.cpp, AVX2
+// rng_uniform inside a fused kernel against the runtime's step (runtime/cpu/Random.cpp, scalar
 // Philox): the same bits in every float dtype, with and without the step offset, for seeds
 // using both key words and ranges whose float difference rounds; so a dropout mask is the same
 // fused or not, and the CUDA kernels, which the SIMT emulator checks against the fused CPU
