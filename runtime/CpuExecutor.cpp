@@ -129,6 +129,21 @@ Status CpuExecutor::waitForCollectives(size_t step) {
   return collectives_.waitBefore(step, communicator_);
 }
 
+Status CpuExecutor::run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+                        const RunValues &) {
+  std::vector<HostTensor> downloads;
+  SMELT_ASSIGN_OR_RETURN(std::vector<const HostTensor *> in, hostInputs(inputs, downloads));
+  std::vector<HostTensor> out(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (HostTensor *h = outputs[i].ownedHost())
+      out[i] = std::move(*h);
+  Status status = run(in, out);
+  outputs.clear();
+  for (HostTensor &t : out)
+    outputs.emplace_back(std::move(t));
+  return status;
+}
+
 Status CpuExecutor::run(const std::vector<const HostTensor *> &inputs,
                         std::vector<HostTensor> &outputs) {
   const Executable &exe = *executable_;

@@ -11,6 +11,7 @@
 #include "runtime/Allocator.h"
 #include "runtime/CollectiveSteps.h"
 #include "runtime/Executable.h"
+#include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 #include "runtime/RunBuffers.h"
 #include "runtime/Status.h"
@@ -24,7 +25,7 @@
 
 namespace smelt::rt {
 
-class CpuExecutor {
+class CpuExecutor final : public SegmentRunner {
 public:
   /// Checks the Executable (buffer ids, one producer per buffer before use, constants' sizes,
   /// each step's op, operands and attributes; for fusion steps the kernel, its CPU code and its
@@ -51,18 +52,25 @@ public:
   /// writes straight into it (reusableOutputs), so a loop that swaps its state with the
   /// outputs neither allocates nor copies them. After a failed run the tensors in `outputs`
   /// may be partly written or empty.
-  Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
+  Status run(const std::vector<const HostTensor *> &inputs,
+             std::vector<HostTensor> &outputs) override;
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
   /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
   /// read as a vector<HostTensor> made from an iterator pair.
   Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
     return run(std::vector<const HostTensor *>(inputs), outputs);
   }
+  /// The same with values, as Executor::run passes them: arrays among `inputs` are copied to
+  /// the host, and outputs are host tensors (the ones already in `outputs` are reused).
+  Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
+             const RunValues &residency) override;
 
   const Executable &executable() const { return *executable_; }
   /// The most bytes this executor's buffers held at once in the last run (constants included,
   /// sizes as the allocator rounds them).
-  uint64_t lastRunPeakBytes() const { return buffers_.peakBytes(); }
+  uint64_t lastRunPeakBytes() const override { return buffers_.peakBytes(); }
+  /// Nothing: the CPU's buffers are the host's.
+  TransferStats lastRunTransfers() const override { return {}; }
   /// Wall time of each step in the last run, in microseconds.
   const std::vector<double> &lastStepMicros() const { return stepMicros_; }
 

@@ -83,8 +83,7 @@ Expected<std::unique_ptr<SegmentRunner>> cpuSegmentRunner(const Executable &segm
                                                          const ExecutorOptions &options) {
   SMELT_ASSIGN_OR_RETURN(CpuExecutor cpu, CpuExecutor::create(segment, options.trace));
   cpu.setCommunicator(options.communicator);
-  return std::unique_ptr<SegmentRunner>(
-      std::make_unique<ExecutorRunner<CpuExecutor>>(std::move(cpu)));
+  return std::unique_ptr<SegmentRunner>(std::make_unique<CpuExecutor>(std::move(cpu)));
 }
 
 namespace {
@@ -380,22 +379,6 @@ Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &out
   }
   outputs = std::move(results);
   return Status();
-}
-
-Status runOnHost(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
-                 const std::function<Status(const std::vector<const HostTensor *> &,
-                                            std::vector<HostTensor> &)> &hostRun) {
-  std::vector<HostTensor> downloads;
-  SMELT_ASSIGN_OR_RETURN(std::vector<const HostTensor *> in, hostInputs(inputs, downloads));
-  std::vector<HostTensor> out(outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (HostTensor *h = outputs[i].ownedHost())
-      out[i] = std::move(*h);
-  Status status = hostRun(in, out);
-  outputs.clear();
-  for (HostTensor &t : out)
-    outputs.emplace_back(std::move(t));
-  return status;
 }
 
 std::vector<std::string> Executor::segmentDevices() const {

@@ -31,7 +31,7 @@
 
 namespace smelt::rt {
 
-/// One segment's executor, whatever the device: host tensors in, host tensors out.
+/// One segment's executor, whatever the device: CpuExecutor, or rt::cuda::GpuExecutor.
 class SegmentRunner {
 public:
   virtual ~SegmentRunner() = default;
@@ -45,45 +45,6 @@ public:
   virtual uint64_t lastRunPeakBytes() const = 0;
   /// What the last run copied between host and device and how often it waited for one.
   virtual TransferStats lastRunTransfers() const = 0;
-};
-
-/// Runs `hostRun` (a run on host tensors) with values: arrays among `inputs` are copied to the
-/// host, and the host tensors already in `outputs` are handed to it to reuse.
-Status runOnHost(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
-                 const std::function<Status(const std::vector<const HostTensor *> &,
-                                            std::vector<HostTensor> &)> &hostRun);
-
-/// A SegmentRunner over one device's executor: any type with CpuExecutor's run() and
-/// lastRunPeakBytes() (CpuExecutor here, GpuExecutor in runtime/cuda/GpuRunner), and
-/// lastRunTransfers() where it moves data to a device (none for the CPU's).
-template <typename DeviceExecutor> class ExecutorRunner final : public SegmentRunner {
-public:
-  explicit ExecutorRunner(DeviceExecutor executor) : executor_(std::move(executor)) {}
-  Status run(const std::vector<const HostTensor *> &inputs,
-             std::vector<HostTensor> &outputs) override {
-    return executor_.run(inputs, outputs);
-  }
-  Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
-             const RunValues &residency) override {
-    if constexpr (requires { executor_.run(inputs, outputs, residency); }) {
-      return executor_.run(inputs, outputs, residency);
-    } else {
-      // A host executor: arrays come to the host, outputs stay there.
-      return runOnHost(inputs, outputs,
-                       [&](const std::vector<const HostTensor *> &in,
-                           std::vector<HostTensor> &out) { return executor_.run(in, out); });
-    }
-  }
-  uint64_t lastRunPeakBytes() const override { return executor_.lastRunPeakBytes(); }
-  TransferStats lastRunTransfers() const override {
-    if constexpr (requires { executor_.lastRunTransfers(); })
-      return executor_.lastRunTransfers();
-    else
-      return {};
-  }
-
-private:
-  DeviceExecutor executor_;
 };
 
 struct ExecutorOptions;

@@ -17,6 +17,7 @@
 #include "runtime/Collectives.h"
 #include "runtime/DeviceArray.h"
 #include "runtime/Executable.h"
+#include "runtime/Executor.h"
 #include "runtime/HostTensor.h"
 #include "runtime/RunBuffers.h"
 #include "runtime/Status.h"
@@ -31,7 +32,7 @@
 
 namespace smelt::rt::cuda {
 
-class GpuExecutor {
+class GpuExecutor final : public SegmentRunner {
 public:
   /// Everything create() checks without a GPU: the dataflow (as CpuExecutor), that each step
   /// has a GPU kernel, its operands and attributes (CublasLt::validate, Cudnn::validate), and
@@ -56,7 +57,8 @@ public:
   /// (out of memory: the allocator's message, naming the buffer) frees what the run took; the
   /// executor stays usable. Work is asynchronous on the GPU, so there are no per-step times
   /// (use a profiler).
-  Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
+  Status run(const std::vector<const HostTensor *> &inputs,
+             std::vector<HostTensor> &outputs) override;
   Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
   /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
   /// read as a vector<HostTensor> made from an iterator pair.
@@ -70,21 +72,20 @@ public:
   /// come back as arrays on this GPU, the rest as host tensors (into the caller's where they
   /// fit). A run whose outputs all stay never waits for the GPU at its end.
   Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
-             const RunValues &residency);
+             const RunValues &residency) override;
 
   /// The replica group all_reduce steps reduce over (null: the function runs alone). It must
   /// outlive the runs.
   void setCommunicator(Communicator *communicator) { *communicator_ = communicator; }
 
-  const Executable &executable() const { return *executable_; }
   /// The most bytes this executor's buffers held at once in the last run (constants and the
   /// workspace included, sizes as the Executable states them).
-  uint64_t lastRunPeakBytes() const { return buffers_.peakBytes(); }
+  uint64_t lastRunPeakBytes() const override { return buffers_.peakBytes(); }
   /// What the last run copied between host and device (its inputs up, its outputs down, an
   /// all_reduce's host round trip) and how often it waited for the GPU: a run that ends well
   /// waits at least twice, before it reuses the staging buffer and for its outputs. And how it
   /// queued its steps: one by one, or as one CUDA graph.
-  TransferStats lastRunTransfers() const { return lastRunTransfers_; }
+  TransferStats lastRunTransfers() const override { return lastRunTransfers_; }
 
   /// The CUDA graphs of this executor's runs so far: how many it captured and how many runs
   /// replayed one, and why it queues steps one by one when it does ("" while graphs are on).

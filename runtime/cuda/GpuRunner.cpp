@@ -24,7 +24,7 @@ Expected<std::unique_ptr<SegmentRunner>> gpuSegmentRunner(const Executable &segm
   if (!executor)
     return executor.status();
   executor->setCommunicator(options.communicator);
-  return std::unique_ptr<SegmentRunner>(std::make_unique<ExecutorRunner<GpuExecutor>>(std::move(*executor)));
+  return std::unique_ptr<SegmentRunner>(std::make_unique<GpuExecutor>(std::move(*executor)));
 }
 
 } // namespace smelt::rt::cuda
