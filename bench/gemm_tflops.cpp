@@ -1,4 +1,4 @@
-// Square GEMMs (N = 1024 .. 8192) through CublasLt::matmul (runtime/cuda/CublasLt.h) in f32,
+// Square GEMMs (N = 1024 .. 8192) through a CublasLt plan (runtime/cuda/CublasLt.h) in f32,
 // TF32, f16 and bf16: the median over timed samples of TFLOP/s (2 N^3 flops per matmul), and
 // the fraction of the device's dense peak where it is known (H100 SXM). A sample is a burst of
 // back-to-back matmuls on the device's stream timed with a steady clock from the first launch
@@ -88,10 +88,12 @@ Expected<double> timeGemm(const CudaDevice &gpu, CublasLt &blas, const Mode &mod
   call.m = call.n = call.k = size;
   call.allowTf32 = mode.tf32;
   std::string what = fmt::format("gemm {} {}", mode.name, size);
-  auto launch = [&] {
-    return blas.matmul(call, b.lhs, b.rhs, b.result, b.workspace, CublasLt::kWorkspaceBytes, what);
-  };
-  // Warm-up: the first call picks the algorithm; a few more settle the clocks.
+  // The algorithm is picked here; warm-up runs settle the clocks.
+  Expected<std::shared_ptr<const CublasLt::Plan>> plan =
+      blas.prepare(call, {}, CublasLt::kWorkspaceBytes, what);
+  if (!plan)
+    return plan.status();
+  auto launch = [&] { return (*plan)->run(b.lhs, b.rhs, nullptr, b.result, b.workspace); };
   for (int i = 0; i < 3; ++i)
     if (Status s = launch(); !s.ok())
       return s;

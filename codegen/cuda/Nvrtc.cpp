@@ -43,26 +43,23 @@ struct NvrtcApi {
 /// The API, or why there is none (no library found: the files tried; a symbol missing).
 const rt::Expected<NvrtcApi> &nvrtc() {
   static const rt::Expected<NvrtcApi> api = []() -> rt::Expected<NvrtcApi> {
-    const char *file = "libnvrtc.so.13";
-    rt::Expected<void *> library = rt::cuda::openCudaLibrary("NVRTC", file);
+    NvrtcApi api{};
+    rt::Expected<void *> library = rt::cuda::openCudaTable(
+        "NVRTC", "libnvrtc.so.13",
+        {{reinterpret_cast<void **>(&api.version), "nvrtcVersion"},
+         {reinterpret_cast<void **>(&api.errorString), "nvrtcGetErrorString"},
+         {reinterpret_cast<void **>(&api.createProgram), "nvrtcCreateProgram"},
+         {reinterpret_cast<void **>(&api.destroyProgram), "nvrtcDestroyProgram"},
+         {reinterpret_cast<void **>(&api.compileProgram), "nvrtcCompileProgram"},
+         {reinterpret_cast<void **>(&api.programLogSize), "nvrtcGetProgramLogSize"},
+         {reinterpret_cast<void **>(&api.programLog), "nvrtcGetProgramLog"},
+         {reinterpret_cast<void **>(&api.ptxSize), "nvrtcGetPTXSize"},
+         {reinterpret_cast<void **>(&api.ptx), "nvrtcGetPTX"},
+         {reinterpret_cast<void **>(&api.cubinSize), "nvrtcGetCUBINSize"},
+         {reinterpret_cast<void **>(&api.cubin), "nvrtcGetCUBIN"}},
+        "Smelt needs NVRTC 13");
     if (!library)
       return library.status();
-    NvrtcApi api{};
-    const char *why = "Smelt needs NVRTC 13";
-    for (auto [entry, name] : std::initializer_list<std::pair<void **, const char *>>{
-             {reinterpret_cast<void **>(&api.version), "nvrtcVersion"},
-             {reinterpret_cast<void **>(&api.errorString), "nvrtcGetErrorString"},
-             {reinterpret_cast<void **>(&api.createProgram), "nvrtcCreateProgram"},
-             {reinterpret_cast<void **>(&api.destroyProgram), "nvrtcDestroyProgram"},
-             {reinterpret_cast<void **>(&api.compileProgram), "nvrtcCompileProgram"},
-             {reinterpret_cast<void **>(&api.programLogSize), "nvrtcGetProgramLogSize"},
-             {reinterpret_cast<void **>(&api.programLog), "nvrtcGetProgramLog"},
-             {reinterpret_cast<void **>(&api.ptxSize), "nvrtcGetPTXSize"},
-             {reinterpret_cast<void **>(&api.ptx), "nvrtcGetPTX"},
-             {reinterpret_cast<void **>(&api.cubinSize), "nvrtcGetCUBINSize"},
-             {reinterpret_cast<void **>(&api.cubin), "nvrtcGetCUBIN"}})
-      if (rt::Status s = rt::cuda::resolveSymbol(*library, *entry, name, file, why); !s.ok())
-        return s;
     return api;
   }();
   return api;

@@ -1,7 +1,9 @@
 // Opens libcublasLt with dlopen and resolves its table, once per process, and implements
-// CublasLt (CublasLt.h): row-major matmuls mapped onto cuBLASLt's column-major ones, with the
-// algorithm chosen by its heuristic once per shape and kept.
+// CublasLt (CublasLt.h): row-major matmuls mapped onto cuBLASLt's column-major ones, each
+// prepared once with the algorithm its heuristic chose.
 #include "runtime/cuda/CublasLt.h"
+
+#include "runtime/Allocator.h"
 #include "runtime/cuda/DynamicLibrary.h"
 
 #include <cublasLt.h>
@@ -24,7 +26,6 @@ namespace {
   X(cublasLtGetStatusName, getStatusName)                                                          \
   X(cublasLtGetStatusString, getStatusString)                                                      \
   X(cublasLtCreate, create)                                                                        \
-  X(cublasLtDestroy, destroy)                                                                      \
   X(cublasLtMatmulDescCreate, descCreate)                                                          \
   X(cublasLtMatmulDescDestroy, descDestroy)                                                        \
   X(cublasLtMatmulDescSetAttribute, descSet)                                                       \
@@ -56,38 +57,18 @@ struct Library {
 Expected<const Library *> openLibrary() {
   // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
   // a pip wheel's nvidia/cu13/lib, the CUDA toolkit, then the loader's path.
-  Expected<void *> opened = openCudaLibrary("cuBLASLt", "libcublasLt.so.13");
+  static Library table;
+  Expected<void *> opened = openCudaTable("cuBLASLt", "libcublasLt.so.13",
+                                          {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                          "it is older than this program needs");
   if (!opened)
     return opened.status();
-  void *library = *opened;
-  static Library lt;
-#define SMELT_CUBLASLT_RESOLVE(symbol, member)                                                     \
-  if (Status s = resolveSymbol(library, lt.member, #symbol, "libcublasLt.so.13",                  \
-                               "it is older than this program needs");                             \
-      !s.ok())                                                                                     \
-    return s;
-  SMELT_CUBLASLT_ENTRIES(SMELT_CUBLASLT_RESOLVE)
-#undef SMELT_CUBLASLT_RESOLVE
-  return &lt;
+  return &table;
 }
 
 Expected<const Library *> library() {
   static const Expected<const Library *> lt = openLibrary(); // thread-safe, tried once
   return lt;
-}
-
-/// The largest power of two dividing the address, at most 256 (cuBLASLt's default assumption).
-unsigned alignmentOf(const void *pointer) {
-  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
-  return address ? unsigned(std::min<uintptr_t>(address & -address, 256)) : 256;
-}
-
-std::string bytesText(size_t bytes) {
-  if (bytes % (1 << 20) == 0)
-    return fmt::format("{} MiB", bytes >> 20);
-  if (bytes % (1 << 10) == 0)
-    return fmt::format("{} KiB", bytes >> 10);
-  return fmt::format("{} bytes", bytes);
 }
 
 cudaDataType_t dataType(DType dtype) {
@@ -109,14 +90,10 @@ cublasLtEpilogue_t epilogueOf(MatmulEpilogue epilogue) {
     break;
   case MatmulEpilogue::Relu:
     return CUBLASLT_EPILOGUE_RELU;
-  case MatmulEpilogue::Gelu:
-    return CUBLASLT_EPILOGUE_GELU;
   case MatmulEpilogue::Bias:
     return CUBLASLT_EPILOGUE_BIAS;
   case MatmulEpilogue::BiasRelu:
     return CUBLASLT_EPILOGUE_RELU_BIAS;
-  case MatmulEpilogue::BiasGelu:
-    return CUBLASLT_EPILOGUE_GELU_BIAS;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -128,15 +105,6 @@ Status failure(const std::string &what, const MatmulCall &call, const CudaDevice
                                    status.message()));
 }
 
-/// The first failure of several calls made one after another, named.
-Status firstFailure(const Library &lt,
-                    std::initializer_list<std::pair<cublasStatus_t, const char *>> results) {
-  for (auto [result, call] : results)
-    if (Status status = lt.check(result, call); !status.ok())
-      return status;
-  return {};
-}
-
 } // namespace
 
 const char *epilogueName(MatmulEpilogue epilogue) {
@@ -145,21 +113,16 @@ const char *epilogueName(MatmulEpilogue epilogue) {
     break;
   case MatmulEpilogue::Relu:
     return "relu";
-  case MatmulEpilogue::Gelu:
-    return "gelu";
   case MatmulEpilogue::Bias:
     return "bias";
   case MatmulEpilogue::BiasRelu:
     return "bias+relu";
-  case MatmulEpilogue::BiasGelu:
-    return "bias+gelu";
   }
   return "none";
 }
 
 bool hasBias(MatmulEpilogue epilogue) {
-  return epilogue == MatmulEpilogue::Bias || epilogue == MatmulEpilogue::BiasRelu ||
-         epilogue == MatmulEpilogue::BiasGelu;
+  return epilogue == MatmulEpilogue::Bias || epilogue == MatmulEpilogue::BiasRelu;
 }
 
 std::string describe(const MatmulCall &call) {
@@ -176,23 +139,6 @@ std::string describe(const MatmulCall &call) {
     text += " in TF32";
   return text;
 }
-
-// Descriptors of one problem and the algorithm the heuristic chose for it. The bias pointer is
-// the one attribute that changes between calls; matmul() sets it under the lock.
-struct CublasLt::Plan {
-  const Library *lt = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t rhs = nullptr, lhs = nullptr, result = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-
-  ~Plan() {
-    for (cublasLtMatrixLayout_t layout : {rhs, lhs, result})
-      if (layout)
-        lt->layoutDestroy(layout);
-    if (desc)
-      lt->descDestroy(desc);
-  }
-};
 
 Expected<CublasLt *> CublasLt::get(const CudaDevice &device) {
   static std::mutex mutex;
@@ -218,14 +164,6 @@ Expected<CublasLt *> CublasLt::get(const CudaDevice &device) {
   return opened.emplace(device.ordinal(), attempt()).first->second;
 }
 
-CublasLt::CublasLt(const CudaDevice &device) : device_(device) {}
-
-CublasLt::~CublasLt() {
-  plans_.clear();
-  if (handle_)
-    (*library())->destroy(static_cast<cublasLtHandle_t>(handle_));
-}
-
 size_t CublasLt::version() const { return (*library())->getVersion(); }
 
 Status CublasLt::validate(const MatmulCall &call, const std::string &what) {
@@ -239,97 +177,120 @@ Status CublasLt::validate(const MatmulCall &call, const std::string &what) {
                                      what, call.batch, call.m, call.n, call.k));
   // The batch count is an int32 attribute; rows and columns are 64-bit.
   if (call.batch > INT_MAX)
-    return Status::error(fmt::format("{}: batch {} is more than cuBLASLt takes ({})", what,
-                                     call.batch, INT_MAX));
-  if (hasBias(call.epilogue) != (call.bias != nullptr))
     return Status::error(
-        call.bias ? fmt::format("{}: a bias was given but the epilogue ({}) adds none", what,
-                                epilogueName(call.epilogue))
-                  : fmt::format("{}: the epilogue {} adds a bias, but none was given", what,
-                                epilogueName(call.epilogue)));
+        fmt::format("{}: batch {} is more than cuBLASLt takes ({})", what, call.batch, INT_MAX));
   return {};
 }
 
-Expected<CublasLt::Plan *> CublasLt::plan(const PlanKey &key, const MatmulCall &call,
-                                          const std::string &what) {
-  if (auto it = plans_.find(key); it != plans_.end())
-    return it->second.get();
-  auto [dtype, batch, m, n, k, transposeLhs, transposeRhs, epilogue, tf32, lhsAlign, rhsAlign,
-        resultAlign, biasAlign, workspaceBytes] = key;
-  const Library &lt = **library();
-  auto plan = std::make_unique<Plan>();
-  plan->lt = &lt;
-  auto fail = [&](const Status &status) { return failure(what, call, device_, status); };
+// Descriptors of one matmul and the algorithm the heuristic chose for it. The bias pointer is
+// the one attribute that changes between runs; run() sets it under the lock.
+class CublasLt::MatmulPlan final : public CublasLt::Plan {
+public:
+  MatmulPlan(CublasLt &blas, const MatmulCall &call, std::string what)
+      : blas_(blas), lt_(**library()), call_(call), what_(std::move(what)) {}
+  ~MatmulPlan() override {
+    for (cublasLtMatrixLayout_t layout : {rhs_, lhs_, result_})
+      if (layout)
+        lt_.layoutDestroy(layout);
+    if (desc_)
+      lt_.descDestroy(desc_);
+  }
 
+  /// The descriptors, and the heuristic's algorithm for pointers with `alignment` and
+  /// `workspaceBytes` of workspace (the lock held).
+  Status make(const MatmulAlignment &alignment, size_t workspaceBytes);
+  Status run(const void *lhs, const void *rhs, const void *bias, void *result,
+             void *workspace) const override;
+
+private:
+  Status fail(const Status &status) const { return failure(what_, call_, blas_.device_, status); }
+
+  CublasLt &blas_;
+  const Library &lt_;
+  MatmulCall call_;
+  std::string what_;
+  size_t workspaceBytes_ = 0;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t rhs_ = nullptr, lhs_ = nullptr, result_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+Status CublasLt::MatmulPlan::make(const MatmulAlignment &alignment, size_t workspaceBytes) {
+  const Library &lt = lt_;
+  const MatmulCall &call = call_;
+  int64_t m = call.m, n = call.n, k = call.k;
+  workspaceBytes_ = workspaceBytes;
   // Row-major through column-major: a row-major [R, C] matrix is, byte for byte, a
   // column-major [C, R] one, its transpose. So C = A B (row-major) is computed as
   // C^T = B^T A^T in column-major: cuBLASLt's "A" is our rhs, its "B" our lhs, and its
   // column-major N x M result is our row-major M x N. Chosen over CUBLASLT_ORDER_ROW layouts
   // because every algorithm supports the default order, and because cuBLASLt's bias is one
   // value per row of its result: here a row is one of our N columns, exactly the bias we want.
-  cudaDataType_t type = dataType(dtype);
-  cublasComputeType_t compute = dtype == DType::f64 ? CUBLAS_COMPUTE_64F
-                                : tf32 && dtype == DType::f32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                              : CUBLAS_COMPUTE_32F;
+  cudaDataType_t type = dataType(call.dtype);
+  cublasComputeType_t compute = call.dtype == DType::f64 ? CUBLAS_COMPUTE_64F
+                                : call.allowTf32 && call.dtype == DType::f32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
   // f16 and bf16 accumulate (and scale) in f32.
-  cudaDataType_t scale = dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
-  int32_t opRhs = transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int32_t opLhs = transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N;
-  uint32_t epi = epilogueOf(epilogue);
+  cudaDataType_t scale = call.dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
+  int32_t opRhs = call.transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int32_t opLhs = call.transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N;
+  uint32_t epi = epilogueOf(call.epilogue);
   // Stored (column-major) rows and columns: rhs [K, N] row-major is N x K, [N, K] is K x N.
-  uint64_t rhsRows = transposeRhs ? k : n, rhsCols = transposeRhs ? n : k;
-  uint64_t lhsRows = transposeLhs ? m : k, lhsCols = transposeLhs ? k : m;
-  if (Status status = firstFailure(
-          lt, {{lt.descCreate(&plan->desc, compute, scale), "cublasLtMatmulDescCreate"},
-               {lt.layoutCreate(&plan->rhs, type, rhsRows, rhsCols, int64_t(rhsRows)),
-                "cublasLtMatrixLayoutCreate (rhs)"},
-               {lt.layoutCreate(&plan->lhs, type, lhsRows, lhsCols, int64_t(lhsRows)),
-                "cublasLtMatrixLayoutCreate (lhs)"},
-               {lt.layoutCreate(&plan->result, type, uint64_t(n), uint64_t(m), n),
-                "cublasLtMatrixLayoutCreate (result)"}});
+  uint64_t rhsRows = call.transposeRhs ? k : n, rhsCols = call.transposeRhs ? n : k;
+  uint64_t lhsRows = call.transposeLhs ? m : k, lhsCols = call.transposeLhs ? k : m;
+  if (Status status =
+          firstError({lt.check(lt.descCreate(&desc_, compute, scale), "cublasLtMatmulDescCreate"),
+                      lt.check(lt.layoutCreate(&rhs_, type, rhsRows, rhsCols, int64_t(rhsRows)),
+                               "cublasLtMatrixLayoutCreate (rhs)"),
+                      lt.check(lt.layoutCreate(&lhs_, type, lhsRows, lhsCols, int64_t(lhsRows)),
+                               "cublasLtMatrixLayoutCreate (lhs)"),
+                      lt.check(lt.layoutCreate(&result_, type, uint64_t(n), uint64_t(m), n),
+                               "cublasLtMatrixLayoutCreate (result)")});
       !status.ok())
     return fail(status);
-  if (Status status = firstFailure(
-          lt, {{lt.descSet(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opRhs, sizeof opRhs),
-                "cublasLtMatmulDescSetAttribute(TRANSA)"},
-               {lt.descSet(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opLhs, sizeof opLhs),
-                "cublasLtMatmulDescSetAttribute(TRANSB)"},
-               {lt.descSet(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
-                "cublasLtMatmulDescSetAttribute(EPILOGUE)"}});
+  if (Status status =
+          firstError({lt.check(lt.descSet(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opRhs, sizeof opRhs),
+                               "cublasLtMatmulDescSetAttribute(TRANSA)"),
+                      lt.check(lt.descSet(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opLhs, sizeof opLhs),
+                               "cublasLtMatmulDescSetAttribute(TRANSB)"),
+                      lt.check(lt.descSet(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
+                               "cublasLtMatmulDescSetAttribute(EPILOGUE)")});
       !status.ok())
     return fail(status);
-  if (call.bias) {
+  if (hasBias(call.epilogue)) {
     // The bias has the result's dtype (f16/bf16 too, as the default would also say); its
-    // batch stride stays 0: one bias for every batch. The heuristic reads the pointer's
-    // alignment, so it is set before asking.
+    // batch stride stays 0: one bias for every batch. The heuristic reads the bias pointer's
+    // alignment: until a run sets the real one, a stand-in address with the bias's alignment.
     int32_t biasType = type;
-    if (Status status = firstFailure(
-            lt, {{lt.descSet(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-                             sizeof biasType),
-                  "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"},
-                 {lt.descSet(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias,
-                             sizeof call.bias),
-                  "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"}});
+    const void *standIn = reinterpret_cast<const void *>(uintptr_t(alignment.bias));
+    if (Status status = firstError({lt.check(lt.descSet(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                        &biasType, sizeof biasType),
+                                             "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"),
+                                    lt.check(lt.descSet(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                        &standIn, sizeof standIn),
+                                             "cublasLtMatmulDescSetAttribute(BIAS_POINTER)")});
         !status.ok())
       return fail(status);
   }
-  if (batch > 1) {
-    int32_t count = int32_t(batch);
-    for (auto [layout, stride, name] :
-         {std::tuple{plan->rhs, int64_t(k * n), "rhs"}, {plan->lhs, int64_t(m * k), "lhs"},
-          {plan->result, int64_t(m * n), "result"}})
-      if (Status status = firstFailure(
-              lt, {{lt.layoutSet(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
-                    "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)"},
-                   {lt.layoutSet(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                 sizeof stride),
-                    "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)"}});
+  if (call.batch > 1) {
+    int32_t count = int32_t(call.batch);
+    for (auto [layout, stride, name] : {std::tuple{rhs_, int64_t(k * n), "rhs"},
+                                        {lhs_, int64_t(m * k), "lhs"},
+                                        {result_, int64_t(m * n), "result"}})
+      if (Status status =
+              firstError({lt.check(lt.layoutSet(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                sizeof count),
+                                   "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)"),
+                          lt.check(lt.layoutSet(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &stride, sizeof stride),
+                                   "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)")});
           !status.ok())
         return fail(Status::error(fmt::format("{} of {}", status.message(), name)));
   }
 
   // The preference: at most the caller's workspace, and only algorithms that work with the
-  // pointers' actual alignment (cuBLASLt assumes 256 bytes unless told).
+  // pointers' alignment (cuBLASLt assumes 256 bytes unless told).
   cublasLtMatmulPreference_t preference = nullptr;
   if (Status status = lt.check(lt.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
       !status.ok())
@@ -340,21 +301,21 @@ Expected<CublasLt::Plan *> CublasLt::plan(const PlanKey &key, const MatmulCall &
                                 sizeof maxWorkspace),
                "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
   // cuBLASLt's A is our rhs, its B our lhs, its C and D our result.
-  for (auto [attribute, alignment] :
-       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t(rhsAlign)},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t(lhsAlign)},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t(resultAlign)},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t(resultAlign)}})
+  for (auto [attribute, bytes] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t(alignment.rhs)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t(alignment.lhs)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t(alignment.result)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t(alignment.result)}})
     if (prefStatus.ok())
-      prefStatus = lt.check(lt.preferenceSet(preference, attribute, &alignment, sizeof alignment),
+      prefStatus = lt.check(lt.preferenceSet(preference, attribute, &bytes, sizeof bytes),
                             "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_*_BYTES)");
   cublasLtMatmulHeuristicResult_t results[8] = {};
   int found = 0;
   cublasStatus_t heuristic = CUBLAS_STATUS_NOT_INITIALIZED;
   if (prefStatus.ok())
-    heuristic = lt.algoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), plan->desc,
-                                    plan->rhs, plan->lhs, plan->result, plan->result, preference,
-                                    int(std::size(results)), results, &found);
+    heuristic =
+        lt.algoGetHeuristic(static_cast<cublasLtHandle_t>(blas_.handle_), desc_, rhs_, lhs_,
+                            result_, result_, preference, int(std::size(results)), results, &found);
   lt.preferenceDestroy(preference);
   if (!prefStatus.ok())
     return fail(prefStatus);
@@ -368,73 +329,70 @@ Expected<CublasLt::Plan *> CublasLt::plan(const PlanKey &key, const MatmulCall &
     std::string why;
     if (heuristic != CUBLAS_STATUS_SUCCESS && heuristic != CUBLAS_STATUS_NOT_SUPPORTED)
       why = " (" + lt.check(heuristic, "cublasLtMatmulAlgoGetHeuristic").message() + ")";
-    unsigned alignment = std::min({lhsAlign, rhsAlign, resultAlign, biasAlign});
-    if (alignment < 16)
-      why += fmt::format("; a pointer is only {}-byte aligned, and most algorithms need 16",
-                         alignment);
+    unsigned least = std::min({alignment.lhs, alignment.rhs, alignment.result,
+                               hasBias(call.epilogue) ? alignment.bias : 256u});
+    if (least < 16)
+      why += fmt::format("; a pointer is only {}-byte aligned, and most algorithms need 16", least);
     return Status::error(fmt::format("{}: cuBLASLt has no algorithm for {} within {} of "
                                      "workspace on gpu:{}{}",
-                                     what, describe(call), bytesText(workspaceBytes),
-                                     device_.ordinal(), why));
+                                     what_, describe(call), formatBytes(workspaceBytes),
+                                     blas_.device_.ordinal(), why));
   }
-  plan->algo = chosen->algo;
-  return plans_.emplace(key, std::move(plan)).first->second.get();
+  algo_ = chosen->algo;
+  return {};
 }
 
-Status CublasLt::matmul(const MatmulCall &call, const void *lhs, const void *rhs, void *result,
-                        void *workspace, size_t workspaceBytes, const std::string &what) {
-  if (Status status = validate(call, what); !status.ok())
-    return status;
-  unsigned element = unsigned(byteWidth(call.dtype));
-  for (auto [pointer, name] :
-       {std::pair{lhs, "lhs"}, {rhs, "rhs"}, {static_cast<const void *>(result), "result"}})
-    if (!pointer || alignmentOf(pointer) < element)
-      return Status::error(fmt::format("{}: the {} pointer {} is {}", what, name, pointer,
-                                       pointer ? "not aligned to its element size" : "null"));
-  if (call.bias && alignmentOf(call.bias) < 16)
-    return Status::error(fmt::format("{}: the bias pointer {} is not 16-byte aligned, as "
-                                     "cuBLASLt's bias epilogues need",
-                                     what, call.bias));
-  if (workspaceBytes > 0 && (!workspace || alignmentOf(workspace) < 256))
-    return Status::error(fmt::format("{}: the workspace ({}) must be a 256-byte aligned device "
-                                     "pointer, not {}",
-                                     what, bytesText(workspaceBytes), workspace));
-
-  PlanKey key{call.dtype,        call.batch,   call.m,
-              call.n,            call.k,       call.transposeLhs,
-              call.transposeRhs, call.epilogue, call.allowTf32 && call.dtype == DType::f32,
-              alignmentOf(lhs),  alignmentOf(rhs), alignmentOf(result),
-              call.bias ? alignmentOf(call.bias) : 256u, workspaceBytes};
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (Status status = device_.makeCurrent(); !status.ok())
-    return Status::error(fmt::format("{}: {}", what, status.message()));
-  Expected<Plan *> found = plan(key, call, what);
-  if (!found.ok())
-    return found.status();
-  Plan &p = **found;
-  const Library &lt = *p.lt;
-  auto fail = [&](const Status &status) { return failure(what, call, device_, status); };
-  if (call.bias)
-    if (Status status = lt.check(lt.descSet(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias,
-                                             sizeof call.bias),
-                                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+Status CublasLt::MatmulPlan::run(const void *lhs, const void *rhs, const void *bias, void *result,
+                                 void *workspace) const {
+  const Library &lt = lt_;
+  std::lock_guard<std::mutex> lock(blas_.mutex_);
+  if (hasBias(call_.epilogue))
+    if (Status status =
+            lt.check(lt.descSet(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+                     "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
         !status.ok())
       return fail(status);
   // alpha = 1, beta = 0 in the scale type; with beta 0, C (the result itself) is not read.
   const float one32 = 1, zero32 = 0;
   const double one64 = 1, zero64 = 0;
-  bool f64 = call.dtype == DType::f64;
+  bool f64 = call_.dtype == DType::f64;
   const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;
   const void *beta = f64 ? static_cast<const void *>(&zero64) : &zero32;
   // CUstream and cudaStream_t are the same type.
-  if (Status status = lt.check(lt.matmul(static_cast<cublasLtHandle_t>(handle_), p.desc, alpha,
-                                         rhs, p.rhs, lhs, p.lhs, beta, result, p.result, result,
-                                         p.result, &p.algo, workspace, workspaceBytes,
-                                         device_.stream()),
-                               "cublasLtMatmul");
+  if (Status status =
+          lt.check(lt.matmul(static_cast<cublasLtHandle_t>(blas_.handle_), desc_, alpha, rhs, rhs_,
+                             lhs, lhs_, beta, result, result_, result, result_, &algo_, workspace,
+                             workspaceBytes_, blas_.device_.stream()),
+                   "cublasLtMatmul");
       !status.ok())
     return fail(status);
   return {};
+}
+
+Expected<std::shared_ptr<const CublasLt::Plan>> CublasLt::prepare(const MatmulCall &call,
+                                                                  const MatmulAlignment &alignment,
+                                                                  size_t workspaceBytes,
+                                                                  const std::string &what) {
+  if (Status status = validate(call, what); !status.ok())
+    return status;
+  unsigned element = unsigned(byteWidth(call.dtype));
+  for (auto [bytes, name] :
+       {std::pair{alignment.lhs, "lhs"}, {alignment.rhs, "rhs"}, {alignment.result, "result"}})
+    if (bytes < element)
+      return Status::error(fmt::format("{}: the {} pointer is not aligned to its element size "
+                                       "(only to {} bytes)",
+                                       what, name, bytes));
+  if (hasBias(call.epilogue) && alignment.bias < 16)
+    return Status::error(fmt::format("{}: the bias pointer is not 16-byte aligned (only to {} "
+                                     "bytes), as cuBLASLt's bias epilogues need",
+                                     what, alignment.bias));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status status = device_.makeCurrent(); !status.ok())
+    return Status::error(fmt::format("{}: {}", what, status.message()));
+  auto plan = std::make_shared<MatmulPlan>(*this, call, what);
+  if (Status status = plan->make(alignment, workspaceBytes); !status.ok())
+    return status;
+  return std::shared_ptr<const Plan>(std::move(plan));
 }
 
 } // namespace smelt::rt::cuda

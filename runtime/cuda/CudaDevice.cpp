@@ -35,18 +35,18 @@ Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
     int major = 0, minor = 0;
     char name[256] = {};
     size_t total = 0;
-    for (auto [result, call] :
-         {std::pair{cu.deviceGet(&gpu->device_, ordinal), "cuDeviceGet"},
-          {cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                 gpu->device_),
-           "cuDeviceGetAttribute(major)"},
-          {cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                 gpu->device_),
-           "cuDeviceGetAttribute(minor)"},
-          {cu.deviceGetName(name, sizeof name - 1, gpu->device_), "cuDeviceGetName"},
-          {cu.deviceTotalMem(&total, gpu->device_), "cuDeviceTotalMem"}})
-      if (Status s = gpu->check(result, call); !s.ok())
-        return s;
+    if (Status s = firstError(
+            {gpu->check(cu.deviceGet(&gpu->device_, ordinal), "cuDeviceGet"),
+             gpu->check(cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                              gpu->device_),
+                        "cuDeviceGetAttribute(major)"),
+             gpu->check(cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                              gpu->device_),
+                        "cuDeviceGetAttribute(minor)"),
+             gpu->check(cu.deviceGetName(name, sizeof name - 1, gpu->device_), "cuDeviceGetName"),
+             gpu->check(cu.deviceTotalMem(&total, gpu->device_), "cuDeviceTotalMem")});
+        !s.ok())
+      return s;
     if (Status s = gpu->check(cu.primaryCtxRetain(&gpu->context_, gpu->device_),
                               "cuDevicePrimaryCtxRetain");
         !s.ok())

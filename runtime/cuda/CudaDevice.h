@@ -39,8 +39,6 @@ public:
   Status copyToHost(void *to, const void *from, uint64_t bytes) const;
 
   int ordinal() const { return ordinal_; }
-  CUdevice device() const { return device_; }
-  CUcontext context() const { return context_; }
   CUstream stream() const { return stream_; }
   /// "sm_90": what NVRTC compiled for when CUBIN loads directly.
   const std::string &arch() const { return arch_; }

@@ -3,8 +3,6 @@
 
 #include "runtime/cuda/DynamicLibrary.h"
 
-#include <dlfcn.h>
-
 #include <string>
 
 namespace smelt::rt::cuda {
@@ -13,21 +11,15 @@ Expected<const CudaDriver *> CudaDriver::open() {
   // Found as the CUDA libraries are (DynamicLibrary.h): a folder in SMELT_CUDA_LIBRARY_PATH comes
   // first, so a test can name the emulated driver (tests/emucuda); otherwise the loader's search
   // finds the system's. Never closed, as if linked.
-  Expected<void *> opened = openCudaLibrary("CUDA driver", "libcuda.so.1");
+  static CudaDriver table;
+  Expected<void *> opened = openCudaTable("CUDA driver", "libcuda.so.1",
+                                          {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                          "it is older than this program needs");
   if (!opened)
     return opened.status();
-  void *library = *opened;
-  static CudaDriver driver;
-#define SMELT_CUDA_DRIVER_RESOLVE(symbol, member)                                                  \
-  driver.member = reinterpret_cast<decltype(driver.member)>(dlsym(library, #symbol));              \
-  if (!driver.member)                                                                              \
-    return Status::error("the CUDA driver (libcuda.so.1) has no " #symbol                          \
-                         "; it is older than this program needs");
-  SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_DRIVER_RESOLVE)
-#undef SMELT_CUDA_DRIVER_RESOLVE
-  if (Status status = driver.check(driver.init(0), "cuInit"); !status.ok())
+  if (Status status = table.check(table.init(0), "cuInit"); !status.ok())
     return status;
-  return &driver;
+  return &table;
 }
 
 Expected<const CudaDriver *> CudaDriver::get() {

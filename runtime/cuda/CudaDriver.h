@@ -42,16 +42,13 @@ namespace smelt::rt::cuda {
   X(cuMemsetD8Async, memsetD8Async)                                                                \
   X(cuMemcpyHtoD_v2, memcpyHtoD)                                                                   \
   X(cuMemcpyDtoH_v2, memcpyDtoH)                                                                   \
-  X(cuMemcpyDtoD_v2, memcpyDtoD)                                                                   \
   X(cuLaunchKernel, launchKernel)                                                                  \
   X(cuStreamCreate, streamCreate)                                                                  \
   X(cuStreamDestroy_v2, streamDestroy)                                                             \
-  X(cuStreamQuery, streamQuery)                                                                    \
   X(cuStreamSynchronize, streamSynchronize)                                                        \
   X(cuEventCreate, eventCreate)                                                                    \
   X(cuEventDestroy_v2, eventDestroy)                                                               \
   X(cuEventRecord, eventRecord)                                                                    \
-  X(cuEventQuery, eventQuery)                                                                      \
   X(cuEventSynchronize, eventSynchronize)                                                          \
   X(cuStreamBeginCapture_v2, streamBeginCapture)                                                   \
   X(cuStreamEndCapture, streamEndCapture)                                                          \

@@ -1,5 +1,6 @@
-// Validates convolution and pooling calls and queues them on a device's stream through cuDNN's
-// legacy API (Cudnn.h), with the library CudnnLibrary.h opens.
+// Validates convolution and pooling calls, prepares them once and queues them on a device's
+// stream through cuDNN's legacy API (Cudnn.h); opens libcudnn with dlopen and resolves its
+// table, once per process.
 //
 // Why the legacy API and not the graph (backend) API, which takes arbitrary strides for filters
 // and pre/post padding: the legacy calls are a handful of checked functions with one heuristic
@@ -14,24 +15,97 @@
 // left is cuDNN's own: f16/bf16 channels cuDNN's NHWC kernels cannot take run on NCHW copies in
 // the workspace (mayNeedNchw), made by cudnnTransformTensor.
 #include "runtime/cuda/Cudnn.h"
-#include "runtime/cuda/CudnnLibrary.h"
+#include "runtime/cuda/DynamicLibrary.h"
 
+#include <cudnn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <dlfcn.h>
 
 #include <array>
 #include <climits>
+#include <map>
 #include <optional>
 
 namespace smelt::rt::cuda {
 namespace {
 
-#define SMELT_CUDNN_TRY(expr)                                                                      \
-  do {                                                                                             \
-    if (Status status_ = (expr); !status_.ok())                                                    \
-      return status_;                                                                              \
-  } while (0)
+// symbol in libcudnn, member in the table; cudnn.h is included for types and signatures only.
+#define SMELT_CUDNN_ENTRIES(X)                                                                     \
+  X(cudnnGetVersion, getVersion)                                                                   \
+  X(cudnnGetErrorString, getErrorString)                                                           \
+  X(cudnnCreate, create)                                                                           \
+  X(cudnnSetStream, setStream)                                                                     \
+  X(cudnnCreateTensorDescriptor, createTensorDescriptor)                                           \
+  X(cudnnSetTensorNdDescriptor, setTensorNdDescriptor)                                             \
+  X(cudnnDestroyTensorDescriptor, destroyTensorDescriptor)                                         \
+  X(cudnnCreateFilterDescriptor, createFilterDescriptor)                                           \
+  X(cudnnSetFilter4dDescriptor, setFilter4dDescriptor)                                             \
+  X(cudnnDestroyFilterDescriptor, destroyFilterDescriptor)                                         \
+  X(cudnnCreateConvolutionDescriptor, createConvolutionDescriptor)                                 \
+  X(cudnnSetConvolution2dDescriptor, setConvolution2dDescriptor)                                   \
+  X(cudnnSetConvolutionMathType, setConvolutionMathType)                                           \
+  X(cudnnSetConvolutionGroupCount, setConvolutionGroupCount)                                       \
+  X(cudnnDestroyConvolutionDescriptor, destroyConvolutionDescriptor)                               \
+  X(cudnnCreatePoolingDescriptor, createPoolingDescriptor)                                         \
+  X(cudnnSetPooling2dDescriptor, setPooling2dDescriptor)                                           \
+  X(cudnnDestroyPoolingDescriptor, destroyPoolingDescriptor)                                       \
+  X(cudnnGetConvolutionForwardAlgorithm_v7, forwardAlgorithms)                                     \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7, backwardDataAlgorithms)                           \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7, backwardFilterAlgorithms)                       \
+  X(cudnnConvolutionForward, convolutionForward)                                                   \
+  X(cudnnConvolutionBackwardData, convolutionBackwardData)                                         \
+  X(cudnnConvolutionBackwardFilter, convolutionBackwardFilter)                                     \
+  X(cudnnPoolingForward, poolingForward)                                                           \
+  X(cudnnPoolingBackward, poolingBackward)                                                         \
+  X(cudnnTransformTensor, transformTensor)
+
+struct CudnnLibrary {
+#define SMELT_CUDNN_MEMBER(symbol, member) decltype(&::symbol) member = nullptr;
+  SMELT_CUDNN_ENTRIES(SMELT_CUDNN_MEMBER)
+#undef SMELT_CUDNN_MEMBER
+  /// Optional: more detail than the status name where the library has it.
+  decltype(&::cudnnGetLastErrorString) getLastErrorString = nullptr;
+
+  /// Success, or "<call> failed: CUDNN_STATUS_<NAME> (<cudnnGetLastErrorString>)".
+  Status check(cudnnStatus_t status, const char *call) const {
+    if (status == CUDNN_STATUS_SUCCESS)
+      return {};
+    const char *name = getErrorString(status);
+    char detail[512] = {};
+    if (getLastErrorString)
+      getLastErrorString(detail, sizeof detail - 1);
+    return Status::error(fmt::format("{} failed: {}{}", call,
+                                     name ? name : fmt::format("cuDNN status {}", int(status)),
+                                     *detail ? fmt::format(" ({})", detail) : std::string()));
+  }
+};
+
+Expected<const CudnnLibrary *> openLibrary() {
+  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+  // a pip wheel's nvidia/cudnn/lib, the CUDA toolkit, then the loader's path.
+  static CudnnLibrary table;
+  Expected<void *> opened =
+      openCudaTable("cuDNN", "libcudnn.so.9", {SMELT_CUDNN_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                    "it is not the cuDNN 9 this program needs");
+  if (!opened)
+    return opened.status();
+  table.getLastErrorString = reinterpret_cast<decltype(table.getLastErrorString)>(
+      dlsym(*opened, "cudnnGetLastErrorString"));
+  if (size_t version = table.getVersion(); version / 10000 != 9)
+    return Status::error(
+        fmt::format("libcudnn.so.9 reports version {}; this program needs 9.x", version));
+  return &table;
+}
+
+/// The library, opened once per process: libcudnn.so.9, found as cudaLibraryCandidates
+/// (DynamicLibrary.h) says. The error names the library or the symbol that is missing, or a
+/// version other than 9.
+const Expected<const CudnnLibrary *> &cudnnLibrary() {
+  static const Expected<const CudnnLibrary *> lib = openLibrary(); // thread-safe, tried once
+  return lib;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Geometry and validation (no GPU)
@@ -128,7 +202,7 @@ std::optional<cudnnDataType_t> cudnnType(DType dtype) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Descriptors, destroyed with the scope that made them
+// Descriptors, destroyed with the plan that made them
 // ---------------------------------------------------------------------------------------------
 
 class Descriptors {
@@ -146,17 +220,19 @@ public:
   }
   Descriptors(const Descriptors &) = delete;
   Descriptors &operator=(const Descriptors &) = delete;
+  const CudnnLibrary &lib() const { return lib_; }
 
   /// A 4-D tensor of dims [N, C, H, W] (cuDNN's order) laid out by `strides` (in elements).
   Expected<cudnnTensorDescriptor_t> tensor(std::array<int64_t, 4> dims,
                                            std::array<int64_t, 4> strides) {
     cudnnTensorDescriptor_t d = nullptr;
-    SMELT_CUDNN_TRY(lib_.check(lib_.createTensorDescriptor(&d), "cudnnCreateTensorDescriptor"));
+    SMELT_RETURN_IF_ERROR(
+        lib_.check(lib_.createTensorDescriptor(&d), "cudnnCreateTensorDescriptor"));
     tensors_.push_back(d);
     std::array<int, 4> dimA, strideA;
     for (size_t i = 0; i < 4; ++i)
       dimA[i] = int(dims[i]), strideA[i] = int(strides[i]);
-    SMELT_CUDNN_TRY(
+    SMELT_RETURN_IF_ERROR(
         lib_.check(lib_.setTensorNdDescriptor(d, type_, 4, dimA.data(), strideA.data()),
                    "cudnnSetTensorNdDescriptor"));
     return d;
@@ -172,41 +248,43 @@ public:
   /// The filter as cuDNN convolves it: KRSC (NHWC-format [F, KH, KW, C/G]), or KCRS for NCHW.
   Expected<cudnnFilterDescriptor_t> filter(const Geometry &g, bool nchw) {
     cudnnFilterDescriptor_t d = nullptr;
-    SMELT_CUDNN_TRY(lib_.check(lib_.createFilterDescriptor(&d), "cudnnCreateFilterDescriptor"));
+    SMELT_RETURN_IF_ERROR(
+        lib_.check(lib_.createFilterDescriptor(&d), "cudnnCreateFilterDescriptor"));
     filters_.push_back(d);
-    SMELT_CUDNN_TRY(lib_.check(
-        lib_.setFilter4dDescriptor(d, type_, nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
-                                   int(g.f), int(g.cg()), int(g.kh), int(g.kw)),
+    SMELT_RETURN_IF_ERROR(lib_.check(
+        lib_.setFilter4dDescriptor(d, type_, nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC, int(g.f),
+                                   int(g.cg()), int(g.kh), int(g.kw)),
         "cudnnSetFilter4dDescriptor"));
     return d;
   }
   Expected<cudnnConvolutionDescriptor_t> convolution(const Geometry &g) {
     cudnnConvolutionDescriptor_t d = nullptr;
-    SMELT_CUDNN_TRY(
+    SMELT_RETURN_IF_ERROR(
         lib_.check(lib_.createConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor"));
     convolutions_.push_back(d);
     // f16/bf16 data accumulates in f32 (cuDNN's "pseudo half" configuration).
-    SMELT_CUDNN_TRY(lib_.check(
+    SMELT_RETURN_IF_ERROR(lib_.check(
         lib_.setConvolution2dDescriptor(d, int(g.pt), int(g.pl), int(g.sh), int(g.sw), int(g.dh),
                                         int(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor"));
     // Set for 1 too: the descriptor then says what it computes whatever cuDNN's default.
-    SMELT_CUDNN_TRY(lib_.check(lib_.setConvolutionGroupCount(d, int(g.groups)),
-                               "cudnnSetConvolutionGroupCount"));
+    SMELT_RETURN_IF_ERROR(lib_.check(lib_.setConvolutionGroupCount(d, int(g.groups)),
+                                     "cudnnSetConvolutionGroupCount"));
     return d;
   }
   Expected<cudnnPoolingDescriptor_t> pooling(const Geometry &g, PoolKind kind) {
     cudnnPoolingDescriptor_t d = nullptr;
-    SMELT_CUDNN_TRY(lib_.check(lib_.createPoolingDescriptor(&d), "cudnnCreatePoolingDescriptor"));
+    SMELT_RETURN_IF_ERROR(
+        lib_.check(lib_.createPoolingDescriptor(&d), "cudnnCreatePoolingDescriptor"));
     poolings_.push_back(d);
     // Max: padding never wins (cuDNN ignores padded positions), NaN propagates as on the CPU.
     // Avg: padded positions are not counted.
     cudnnPoolingMode_t mode = kind == PoolKind::Max ? CUDNN_POOLING_MAX_DETERMINISTIC
                                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-    SMELT_CUDNN_TRY(lib_.check(lib_.setPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN,
-                                                           int(g.kh), int(g.kw), int(g.pt),
-                                                           int(g.pl), int(g.sh), int(g.sw)),
-                               "cudnnSetPooling2dDescriptor"));
+    SMELT_RETURN_IF_ERROR(
+        lib_.check(lib_.setPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN, int(g.kh), int(g.kw),
+                                               int(g.pt), int(g.pl), int(g.sh), int(g.sw)),
+                   "cudnnSetPooling2dDescriptor"));
     return d;
   }
 
@@ -218,13 +296,6 @@ private:
   std::vector<cudnnConvolutionDescriptor_t> convolutions_;
   std::vector<cudnnPoolingDescriptor_t> poolings_;
 };
-
-/// Unwraps an Expected descriptor into `var`, or returns its error.
-#define SMELT_CUDNN_ASSIGN(var, expr)                                                              \
-  auto var##_ = (expr);                                                                            \
-  if (!var##_.ok())                                                                                \
-    return var##_.status();                                                                        \
-  auto var = *var##_
 
 const float kOne = 1.0f, kZero = 0.0f; // alpha and beta: float for every non-double tensor
 
@@ -408,13 +479,13 @@ Expected<Cudnn *> Cudnn::get(const CudaDevice &device) {
     const Expected<const CudnnLibrary *> &lib = cudnnLibrary();
     if (!lib.ok())
       return lib.status();
-    SMELT_CUDNN_TRY(device.makeCurrent());
+    SMELT_RETURN_IF_ERROR(device.makeCurrent());
     cudnnHandle_t handle = nullptr;
-    for (Status status : {(*lib)->check((*lib)->create(&handle), "cudnnCreate"),
-                          (*lib)->check((*lib)->setStream(handle, device.stream()),
-                                        "cudnnSetStream")})
-      if (!status.ok())
-        return Status::error(fmt::format("gpu:{}: {}", device.ordinal(), status.message()));
+    if (Status status = firstError(
+            {(*lib)->check((*lib)->create(&handle), "cudnnCreate"),
+             (*lib)->check((*lib)->setStream(handle, device.stream()), "cudnnSetStream")});
+        !status.ok())
+      return Status::error(fmt::format("gpu:{}: {}", device.ordinal(), status.message()));
     // Never destroyed: it lives as long as the device, which lives as long as the process.
     Cudnn *cudnn = new Cudnn(device);
     cudnn->handle_ = handle;
@@ -422,15 +493,6 @@ Expected<Cudnn *> Cudnn::get(const CudaDevice &device) {
   };
   return opened.emplace(device.ordinal(), attempt()).first->second;
 }
-
-size_t Cudnn::version() const { return (*cudnnLibrary())->version; }
-
-/// The descriptors of one convolution: x is the (possibly explicitly padded) input.
-struct Cudnn::ConvDescriptors {
-  cudnnTensorDescriptor_t x, y;
-  cudnnFilterDescriptor_t w;
-  cudnnConvolutionDescriptor_t conv;
-};
 
 namespace {
 /// The first usable result of a heuristic, deterministic ones first: it succeeded, fits in
@@ -450,280 +512,285 @@ std::optional<std::array<size_t, 3>> pick(const Perf *perf, int count, size_t li
     }
   return std::nullopt;
 }
+
+/// "<what>: <why> (gpu:N, <describe(call)>)": how a prepared call's errors read.
+template <typename Call>
+Status failOn(const std::string &what, const CudaDevice &device, const Call &call,
+              const Status &why) {
+  return fail(what,
+              fmt::format("{} (gpu:{}, {})", why.message(), device.ordinal(), describe(call)));
+}
 } // namespace
 
-Expected<Cudnn::Algorithm> Cudnn::algorithm(ConvPass pass, const Conv2DCall &call,
-                                            ConvDescriptors &d, size_t limit) {
-  const CudnnLibrary &lib = **cudnnLibrary();
-  bool strictF32 = call.input.dtype == DType::f32 && !call.allowTf32;
+/// What the plans of convolutions and pooling share: the call, its descriptors, and run(),
+/// which queues it holding the lock.
+template <typename Call> class Cudnn::CallPlan : public Cudnn::Plan {
+public:
+  Status run(void *const *buffers, void *workspace) const override {
+    std::lock_guard<std::mutex> lock(cudnn_.mutex_);
+    if (Status status = queue(buffers, workspace); !status.ok())
+      return failOn(what_, cudnn_.device_, call_, status);
+    return {};
+  }
+
+protected:
+  CallPlan(Cudnn &cudnn, const Call &call, std::string what)
+      : cudnn_(cudnn), call_(call), what_(std::move(what)),
+        make_(**cudnnLibrary(), call.input.dtype) {}
+  virtual Status queue(void *const *buffers, void *workspace) const = 0;
+  cudnnHandle_t handle() const { return static_cast<cudnnHandle_t>(cudnn_.handle_); }
+
+  Cudnn &cudnn_;
+  Call call_;
+  std::string what_;
+  Descriptors make_;
+};
+
+/// One convolution in one layout: NHWC, the operands as they are (the filter is KRSC); NCHW,
+/// copies of all three at the start of the workspace (the filter as KCRS), made and read back
+/// by cudnnTransformTensor.
+class Cudnn::ConvPlan final : public Cudnn::CallPlan<Conv2DCall> {
+public:
+  ConvPlan(Cudnn &cudnn, ConvPass pass, const Conv2DCall &call, std::string what, bool nchw)
+      : CallPlan(cudnn, call, std::move(what)), pass_(pass), nchw_(nchw) {}
+
+  /// The descriptors, and cuDNN's heuristic's algorithm within `limit` bytes (the lock held).
+  Status make(size_t limit) {
+    const CudnnLibrary &lib = make_.lib();
+    Geometry g = geometry(call_);
+    SMELT_ASSIGN_OR_RETURN(auto x,
+                           nchw_ ? make_.nchw(g.n, g.h, g.w, g.c) : make_.nhwc(g.n, g.h, g.w, g.c));
+    SMELT_ASSIGN_OR_RETURN(auto y, nchw_ ? make_.nchw(g.n, g.oh(), g.ow(), g.f)
+                                         : make_.nhwc(g.n, g.oh(), g.ow(), g.f));
+    SMELT_ASSIGN_OR_RETURN(auto w, make_.filter(g, nchw_));
+    SMELT_ASSIGN_OR_RETURN(auto conv, make_.convolution(g));
+    x_ = x, y_ = y, w_ = w, conv_ = conv;
+    SMELT_RETURN_IF_ERROR(chooseAlgorithm(limit));
+    SMELT_RETURN_IF_ERROR(lib.check(lib.setConvolutionMathType(conv_, cudnnMathType_t(mathType_)),
+                                    "cudnnSetConvolutionMathType"));
+    if (!nchw_)
+      return {};
+    // The stored tensors (NHWC, OHWI, NHWC) beside their NCHW copies.
+    int64_t cg = g.cg();
+    SMELT_ASSIGN_OR_RETURN(auto input, make_.nhwc(g.n, g.h, g.w, g.c));
+    SMELT_ASSIGN_OR_RETURN(
+        auto filter, make_.tensor({g.f, cg, g.kh, g.kw}, {g.kh * g.kw * cg, 1, g.kw * cg, cg}));
+    SMELT_ASSIGN_OR_RETURN(auto output, make_.nhwc(g.n, g.oh(), g.ow(), g.f));
+    SMELT_ASSIGN_OR_RETURN(
+        auto kcrs, make_.tensor({g.f, cg, g.kh, g.kw}, {cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1}));
+    storedViews_[0] = input, storedViews_[1] = filter, storedViews_[2] = output;
+    copyViews_[0] = x_, copyViews_[1] = kcrs, copyViews_[2] = y_;
+    return {};
+  }
+
+private:
+  Status chooseAlgorithm(size_t limit);
+  Status queue(void *const *buffers, void *workspace) const override;
+
+  ConvPass pass_;
+  bool nchw_;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  /// NCHW only: x, w and y as stored, and as copied.
+  cudnnTensorDescriptor_t storedViews_[3] = {}, copyViews_[3] = {};
+  int algo_ = 0;     // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  int mathType_ = 0; // cudnnMathType_t
+  size_t algoMemory_ = 0;
+};
+
+Status Cudnn::ConvPlan::chooseAlgorithm(size_t limit) {
+  const CudnnLibrary &lib = make_.lib();
+  bool strictF32 = call_.input.dtype == DType::f32 && !call_.allowTf32;
   // The heuristic answers for the math type on the descriptor: FMA keeps f32 exact, tensor ops
   // let f16/bf16 (and TF32 when allowed) use tensor cores.
-  SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(d.conv, strictF32 ? CUDNN_FMA_MATH
-                                                                         : CUDNN_TENSOR_OP_MATH),
-                            "cudnnSetConvolutionMathType"));
-  auto handle = static_cast<cudnnHandle_t>(handle_);
+  SMELT_RETURN_IF_ERROR(lib.check(
+      lib.setConvolutionMathType(conv_, strictF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+      "cudnnSetConvolutionMathType"));
+  cudnnHandle_t handle = this->handle();
   constexpr int kMax = 16; // more than any of the three algorithm enums holds
   int count = 0;
   std::optional<std::array<size_t, 3>> chosen;
-  if (pass == ConvPass::Forward) {
+  if (pass_ == ConvPass::Forward) {
     cudnnConvolutionFwdAlgoPerf_t perf[kMax];
-    SMELT_CUDNN_TRY(lib.check(lib.forwardAlgorithms(handle, d.x, d.w, d.conv, d.y, kMax, &count,
-                                                    perf),
-                              "cudnnGetConvolutionForwardAlgorithm_v7"));
+    SMELT_RETURN_IF_ERROR(
+        lib.check(lib.forwardAlgorithms(handle, x_, w_, conv_, y_, kMax, &count, perf),
+                  "cudnnGetConvolutionForwardAlgorithm_v7"));
     chosen = pick(perf, count, limit, strictF32);
-  } else if (pass == ConvPass::BackwardInput) {
+  } else if (pass_ == ConvPass::BackwardInput) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
-    SMELT_CUDNN_TRY(lib.check(lib.backwardDataAlgorithms(handle, d.w, d.y, d.conv, d.x, kMax,
-                                                         &count, perf),
-                              "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    SMELT_RETURN_IF_ERROR(
+        lib.check(lib.backwardDataAlgorithms(handle, w_, y_, conv_, x_, kMax, &count, perf),
+                  "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
     chosen = pick(perf, count, limit, strictF32);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
-    SMELT_CUDNN_TRY(lib.check(lib.backwardFilterAlgorithms(handle, d.x, d.y, d.conv, d.w, kMax,
-                                                           &count, perf),
-                              "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
+    SMELT_RETURN_IF_ERROR(
+        lib.check(lib.backwardFilterAlgorithms(handle, x_, y_, conv_, w_, kMax, &count, perf),
+                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
     chosen = pick(perf, count, limit, strictF32);
   }
   if (!chosen)
     return Status::error(fmt::format("cuDNN's heuristic offers no algorithm (of {}) for {} "
                                      "within {} bytes of workspace",
-                                     count, describe(call), limit));
+                                     count, describe(call_), limit));
   // Strict f32 runs with FMA math whatever the heuristic's entry says.
-  return Algorithm{int((*chosen)[0]), strictF32 ? int(CUDNN_FMA_MATH) : int((*chosen)[1]),
-                   (*chosen)[2]};
-}
-
-Status Cudnn::locked(const std::string &what, const std::string &call,
-                     const std::function<Status()> &work) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (Status status = device_.makeCurrent(); !status.ok())
-    return fail(what, status.message());
-  if (Status status = work(); !status.ok())
-    return fail(what, fmt::format("{} (gpu:{}, {})", status.message(), device_.ordinal(), call));
+  algo_ = int((*chosen)[0]);
+  mathType_ = strictF32 ? int(CUDNN_FMA_MATH) : int((*chosen)[1]);
+  algoMemory_ = (*chosen)[2];
   return {};
 }
 
-namespace {
-/// The tensors of one convolution in one layout: NHWC, the operands as they are (the filter is
-/// KRSC); NCHW, copies of all three in the workspace (the filter as KCRS).
-struct ConvViews {
-  cudnnTensorDescriptor_t x, y;
-  cudnnFilterDescriptor_t w;
-};
-
-Expected<ConvViews> convViews(Descriptors &make, const Geometry &g, bool nchw) {
-  SMELT_CUDNN_ASSIGN(x, nchw ? make.nchw(g.n, g.h, g.w, g.c) : make.nhwc(g.n, g.h, g.w, g.c));
-  SMELT_CUDNN_ASSIGN(y, nchw ? make.nchw(g.n, g.oh(), g.ow(), g.f)
-                             : make.nhwc(g.n, g.oh(), g.ow(), g.f));
-  SMELT_CUDNN_ASSIGN(w, make.filter(g, nchw));
-  return ConvViews{x, y, w};
-}
-} // namespace
-
-Expected<Cudnn::Choice> Cudnn::choose(ConvPass pass, const Conv2DCall &call, size_t limit) {
-  std::string key = fmt::format("{} pass {} tf32 {} limit {}", describe(call), int(pass),
-                                call.allowTf32, limit);
-  if (auto it = choices_.find(key); it != choices_.end())
-    return it->second;
-  const CudnnLibrary &lib = **cudnnLibrary();
-  Geometry g = geometry(call);
-  Status nhwcError;
-  for (bool nchw : {false, true}) {
-    if (nchw && !mayNeedNchw(call))
-      break;
-    Descriptors make(lib, call.input.dtype);
-    SMELT_CUDNN_ASSIGN(views, convViews(make, g, nchw));
-    SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
-    ConvDescriptors d{views.x, views.y, views.w, conv};
-    Expected<Algorithm> algo = algorithm(pass, call, d, limit);
-    if (algo)
-      return choices_.emplace(key, Choice{*algo, nchw}).first->second;
-    if (!nchw)
-      nhwcError = algo.status();
-    else
-      return Status::error(nhwcError.message() + "; in NCHW copies: " + algo.message());
+Status Cudnn::ConvPlan::queue(void *const *buffers, void *workspace) const {
+  const CudnnLibrary &lib = make_.lib();
+  cudnnHandle_t handle = this->handle();
+  size_t scratch = convScratchBytes(call_);
+  void *algoSpace = at(workspace, scratch);
+  // x, w and y as stored (NHWC, OHWI, NHWC), and which of them the pass writes.
+  void *stored[3] = {buffers[0], buffers[1], buffers[2]};
+  int result = 2;
+  if (pass_ == ConvPass::BackwardInput) // (grad_output, filter) -> grad_input
+    stored[0] = buffers[2], stored[2] = buffers[0], result = 0;
+  else if (pass_ == ConvPass::BackwardFilter) // (input, grad_output) -> grad_filter
+    stored[1] = buffers[2], stored[2] = buffers[1], result = 1;
+  // Where cuDNN finds them: as stored in NHWC; in NCHW, copies at the start of the workspace
+  // ([filter][input][output], convScratchBytes), in and out through cudnnTransformTensor
+  // between the stored and the NCHW views of one shape.
+  void *where[3] = {stored[0], stored[1], stored[2]};
+  if (nchw_) {
+    where[1] = workspace;
+    where[0] = at(where[1], align256(call_.filter.byteSize()));
+    where[2] = at(where[0], align256(call_.input.byteSize()));
+    for (int i = 0; i < 3; ++i)
+      if (i != result)
+        SMELT_RETURN_IF_ERROR(
+            lib.check(lib.transformTensor(handle, &kOne, storedViews_[i], stored[i], &kZero,
+                                          copyViews_[i], where[i]),
+                      "cudnnTransformTensor (to NCHW)"));
   }
-  return nhwcError;
+  switch (pass_) {
+  case ConvPass::Forward:
+    SMELT_RETURN_IF_ERROR(
+        lib.check(lib.convolutionForward(handle, &kOne, x_, where[0], w_, where[1], conv_,
+                                         cudnnConvolutionFwdAlgo_t(algo_), algoSpace, algoMemory_,
+                                         &kZero, y_, where[2]),
+                  "cudnnConvolutionForward"));
+    break;
+  case ConvPass::BackwardInput:
+    SMELT_RETURN_IF_ERROR(
+        lib.check(lib.convolutionBackwardData(handle, &kOne, w_, where[1], y_, where[2], conv_,
+                                              cudnnConvolutionBwdDataAlgo_t(algo_), algoSpace,
+                                              algoMemory_, &kZero, x_, where[0]),
+                  "cudnnConvolutionBackwardData"));
+    break;
+  case ConvPass::BackwardFilter:
+    SMELT_RETURN_IF_ERROR(
+        lib.check(lib.convolutionBackwardFilter(handle, &kOne, x_, where[0], y_, where[2], conv_,
+                                                cudnnConvolutionBwdFilterAlgo_t(algo_), algoSpace,
+                                                algoMemory_, &kZero, w_, where[1]),
+                  "cudnnConvolutionBackwardFilter"));
+    break;
+  }
+  if (!nchw_)
+    return {};
+  return lib.check(lib.transformTensor(handle, &kOne, copyViews_[result], where[result], &kZero,
+                                       storedViews_[result], stored[result]),
+                   "cudnnTransformTensor (from NCHW)");
 }
 
-/// validate(), then that `workspaceBytes` hold the call's NCHW copies.
-static Status checkConvCall(const Conv2DCall &call, size_t workspaceBytes,
-                            const std::string &what) {
-  SMELT_CUDNN_TRY(Cudnn::validate(call, what));
+Expected<std::shared_ptr<const Cudnn::Plan>> Cudnn::prepare(ConvPass pass, const Conv2DCall &call,
+                                                            size_t workspaceBytes,
+                                                            const std::string &what) {
+  SMELT_RETURN_IF_ERROR(validate(call, what));
   size_t scratch = convScratchBytes(call);
   if (workspaceBytes < scratch)
     return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of "
                                   "NCHW copies (Cudnn::workspaceBytes)",
                                   workspaceBytes, scratch));
-  return {};
-}
-
-Status Cudnn::prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceBytes,
-                      const std::string &what) {
-  SMELT_CUDNN_TRY(checkConvCall(call, workspaceBytes, what));
-  size_t scratch = convScratchBytes(call);
-  return locked(what, describe(call),
-                [&]() { return choose(pass, call, workspaceBytes - scratch).status(); });
-}
-
-Status Cudnn::convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b,
-                       void *out, void *workspace, size_t workspaceBytes,
-                       const std::string &what) {
-  SMELT_CUDNN_TRY(checkConvCall(call, workspace ? workspaceBytes : 0, what));
-  size_t scratch = convScratchBytes(call);
-  if (!a || !b || !out)
-    return fail(what, "null device pointer");
-  auto inner = [&]() -> Status {
-    const CudnnLibrary &lib = **cudnnLibrary();
-    auto handle = static_cast<cudnnHandle_t>(handle_);
-    Geometry g = geometry(call);
-    DType dtype = call.input.dtype;
-    SMELT_CUDNN_ASSIGN(choice, choose(pass, call, workspaceBytes - scratch));
-    bool nchw = choice.nchw;
-    Descriptors make(lib, dtype);
-    SMELT_CUDNN_ASSIGN(views, convViews(make, g, nchw));
-    SMELT_CUDNN_ASSIGN(conv, make.convolution(g));
-    const Algorithm &algo = choice.algorithm;
-    SMELT_CUDNN_TRY(lib.check(lib.setConvolutionMathType(conv, cudnnMathType_t(algo.mathType)),
-                              "cudnnSetConvolutionMathType"));
-    void *algoSpace = at(workspace, scratch);
-
-    // x, w and y as stored (NHWC, OHWI, NHWC), and which of them the pass writes.
-    auto *in0 = const_cast<void *>(a), *in1 = const_cast<void *>(b);
-    void *stored[3] = {in0, in1, out};
-    int result = 2;
-    if (pass == ConvPass::BackwardInput)
-      stored[0] = out, stored[2] = in0, result = 0;
-    else if (pass == ConvPass::BackwardFilter)
-      stored[1] = out, stored[2] = in1, result = 1;
-    // Where cuDNN finds them: as stored in NHWC; in NCHW, copies at the start of the workspace
-    // ([filter][input][output], convScratchBytes), in and out through cudnnTransformTensor
-    // between the stored and the NCHW views of one shape.
-    void *where[3] = {stored[0], stored[1], stored[2]};
-    cudnnTensorDescriptor_t storedViews[3] = {}, copyViews[3] = {};
-    if (nchw) {
-      int64_t cg = g.cg();
-      SMELT_CUDNN_ASSIGN(input, make.nhwc(g.n, g.h, g.w, g.c));
-      SMELT_CUDNN_ASSIGN(filter,
-                         make.tensor({g.f, cg, g.kh, g.kw}, {g.kh * g.kw * cg, 1, g.kw * cg, cg}));
-      SMELT_CUDNN_ASSIGN(output, make.nhwc(g.n, g.oh(), g.ow(), g.f));
-      SMELT_CUDNN_ASSIGN(
-          kcrs, make.tensor({g.f, cg, g.kh, g.kw}, {cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1}));
-      storedViews[0] = input, storedViews[1] = filter, storedViews[2] = output;
-      copyViews[0] = views.x, copyViews[1] = kcrs, copyViews[2] = views.y;
-      where[1] = workspace;
-      where[0] = at(where[1], align256(call.filter.byteSize()));
-      where[2] = at(where[0], align256(call.input.byteSize()));
-      for (int i = 0; i < 3; ++i)
-        if (i != result)
-          SMELT_CUDNN_TRY(lib.check(lib.transformTensor(handle, &kOne, storedViews[i], stored[i],
-                                                        &kZero, copyViews[i], where[i]),
-                                    "cudnnTransformTensor (to NCHW)"));
-    }
-    switch (pass) {
-    case ConvPass::Forward:
-      SMELT_CUDNN_TRY(
-          lib.check(lib.convolutionForward(handle, &kOne, views.x, where[0], views.w, where[1],
-                                           conv, cudnnConvolutionFwdAlgo_t(algo.algo), algoSpace,
-                                           algo.memory, &kZero, views.y, where[2]),
-                    "cudnnConvolutionForward"));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status status = device_.makeCurrent(); !status.ok())
+    return fail(what, status.message());
+  // NHWC's algorithm, else NCHW's where that may help; the error says what each layout offered.
+  Status nhwcError;
+  for (bool nchw : {false, true}) {
+    if (nchw && !mayNeedNchw(call))
       break;
-    case ConvPass::BackwardInput:
-      SMELT_CUDNN_TRY(
-          lib.check(lib.convolutionBackwardData(handle, &kOne, views.w, where[1], views.y, where[2],
-                                                conv, cudnnConvolutionBwdDataAlgo_t(algo.algo),
-                                                algoSpace, algo.memory, &kZero, views.x, where[0]),
-                    "cudnnConvolutionBackwardData"));
-      break;
-    case ConvPass::BackwardFilter:
-      SMELT_CUDNN_TRY(lib.check(
-          lib.convolutionBackwardFilter(handle, &kOne, views.x, where[0], views.y, where[2], conv,
-                                        cudnnConvolutionBwdFilterAlgo_t(algo.algo), algoSpace,
-                                        algo.memory, &kZero, views.w, where[1]),
-          "cudnnConvolutionBackwardFilter"));
-      break;
-    }
+    auto plan = std::make_shared<ConvPlan>(*this, pass, call, what, nchw);
+    Status made = plan->make(workspaceBytes - scratch);
+    if (made.ok())
+      return std::shared_ptr<const Plan>(std::move(plan));
     if (!nchw)
-      return {};
-    return lib.check(lib.transformTensor(handle, &kOne, copyViews[result], where[result], &kZero,
-                                         storedViews[result], stored[result]),
-                     "cudnnTransformTensor (from NCHW)");
-  };
-  return locked(what, describe(call), inner);
+      nhwcError = made;
+    else
+      nhwcError = Status::error(nhwcError.message() + "; in NCHW copies: " + made.message());
+  }
+  return failOn(what, device_, call, nhwcError);
 }
 
-Status Cudnn::conv2dForward(const Conv2DCall &call, const void *input, const void *filter,
-                            void *output, void *workspace, size_t workspaceBytes,
-                            const std::string &what) {
-  return convolve(ConvPass::Forward, call, input, filter, output, workspace, workspaceBytes,
-                  what);
-}
+/// Pooling or its gradient, on the operands as they are.
+class Cudnn::PoolPlan final : public Cudnn::CallPlan<Pool2DCall> {
+public:
+  PoolPlan(Cudnn &cudnn, bool backward, const Pool2DCall &call, std::string what)
+      : CallPlan(cudnn, call, std::move(what)), backward_(backward) {}
 
-Status Cudnn::conv2dBackwardInput(const Conv2DCall &call, const void *gradOutput,
-                                  const void *filter, void *gradInput, void *workspace,
-                                  size_t workspaceBytes, const std::string &what) {
-  return convolve(ConvPass::BackwardInput, call, gradOutput, filter, gradInput, workspace,
-                  workspaceBytes, what);
-}
+  Status make() {
+    Geometry g = geometry(call_);
+    SMELT_ASSIGN_OR_RETURN(auto x, make_.nhwc(g.n, g.h, g.w, g.c));
+    SMELT_ASSIGN_OR_RETURN(auto y, make_.nhwc(g.n, g.oh(), g.ow(), g.c));
+    SMELT_ASSIGN_OR_RETURN(auto pooling, make_.pooling(g, call_.kind));
+    x_ = x, y_ = y, pooling_ = pooling;
+    return {};
+  }
 
-Status Cudnn::conv2dBackwardFilter(const Conv2DCall &call, const void *input,
-                                   const void *gradOutput, void *gradFilter, void *workspace,
-                                   size_t workspaceBytes, const std::string &what) {
-  return convolve(ConvPass::BackwardFilter, call, input, gradOutput, gradFilter, workspace,
-                  workspaceBytes, what);
-}
-
-Status Cudnn::pool(bool backward, const Pool2DCall &call, const void *input,
-                   const void *gradOutput, void *result, void *workspace, size_t workspaceBytes,
-                   const std::string &what) {
-  SMELT_CUDNN_TRY(validate(call, what));
-  bool needsInput = !backward || call.kind == PoolKind::Max;
-  if ((needsInput && !input) || (backward && !gradOutput) || !result)
-    return fail(what, "null device pointer");
-  bool recompute = backward && call.kind == PoolKind::Max;
-  size_t scratch = recompute ? this->workspaceBytes(call) : 0;
-  if (recompute && (workspaceBytes < scratch || !workspace))
-    return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of the "
-                                  "recomputed forward result (Cudnn::workspaceBytes)",
-                                  workspace ? workspaceBytes : 0, scratch));
-  auto inner = [&]() -> Status {
-    const CudnnLibrary &lib = **cudnnLibrary();
-    auto handle = static_cast<cudnnHandle_t>(handle_);
-    Geometry g = geometry(call);
-    Descriptors make(lib, call.input.dtype);
-    SMELT_CUDNN_ASSIGN(x, make.nhwc(g.n, g.h, g.w, g.c));
-    SMELT_CUDNN_ASSIGN(y, make.nhwc(g.n, g.oh(), g.ow(), g.c));
-    SMELT_CUDNN_ASSIGN(desc, make.pooling(g, call.kind));
-    if (!backward)
-      return lib.check(lib.poolingForward(handle, desc, &kOne, x, input, &kZero, y, result),
-                       "cudnnPoolingForward");
+private:
+  Status queue(void *const *buffers, void *workspace) const override {
+    const CudnnLibrary &lib = make_.lib();
+    cudnnHandle_t handle = this->handle();
+    if (!backward_) // (input) -> output
+      return lib.check(
+          lib.poolingForward(handle, pooling_, &kOne, x_, buffers[0], &kZero, y_, buffers[1]),
+          "cudnnPoolingForward");
+    // max: (input, grad_output) -> grad_input; avg: (grad_output) -> grad_input.
+    bool isMax = call_.kind == PoolKind::Max;
+    const void *input = isMax ? buffers[0] : nullptr, *gradOutput = buffers[isMax ? 1 : 0];
+    void *result = buffers[isMax ? 2 : 1];
     // cuDNN's max gradient finds each window's maximum by comparing the input with the forward
     // result, which the op does not have: recompute it. Average reads neither; it is given
     // valid pointers of the right shapes all the same.
     const void *forward = gradOutput;
     const void *source = input ? input : result;
-    if (recompute) {
-      SMELT_CUDNN_TRY(lib.check(lib.poolingForward(handle, desc, &kOne, x, input, &kZero, y,
-                                                   workspace),
-                                "cudnnPoolingForward (recomputed for the gradient)"));
+    if (isMax) {
+      SMELT_RETURN_IF_ERROR(
+          lib.check(lib.poolingForward(handle, pooling_, &kOne, x_, input, &kZero, y_, workspace),
+                    "cudnnPoolingForward (recomputed for the gradient)"));
       forward = workspace;
     }
-    return lib.check(lib.poolingBackward(handle, desc, &kOne, y, forward, y, gradOutput, x,
-                                         source, &kZero, x, result),
+    return lib.check(lib.poolingBackward(handle, pooling_, &kOne, y_, forward, y_, gradOutput, x_,
+                                         source, &kZero, x_, result),
                      "cudnnPoolingBackward");
-  };
-  return locked(what, describe(call), inner);
-}
+  }
 
-Status Cudnn::pool2dForward(const Pool2DCall &call, const void *input, void *output,
-                            void *workspace, size_t workspaceBytes, const std::string &what) {
-  return pool(false, call, input, nullptr, output, workspace, workspaceBytes, what);
-}
+  bool backward_;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
+  cudnnPoolingDescriptor_t pooling_ = nullptr;
+};
 
-Status Cudnn::pool2dBackward(const Pool2DCall &call, const void *input, const void *gradOutput,
-                             void *gradInput, void *workspace, size_t workspaceBytes,
-                             const std::string &what) {
-  return pool(true, call, input, gradOutput, gradInput, workspace, workspaceBytes, what);
+Expected<std::shared_ptr<const Cudnn::Plan>> Cudnn::prepare(bool backward, const Pool2DCall &call,
+                                                            size_t workspaceBytes,
+                                                            const std::string &what) {
+  SMELT_RETURN_IF_ERROR(validate(call, what));
+  size_t scratch = backward && call.kind == PoolKind::Max ? Cudnn::workspaceBytes(call) : 0;
+  if (workspaceBytes < scratch)
+    return fail(what, fmt::format("the workspace ({} bytes) is smaller than the {} bytes of the "
+                                  "recomputed forward result (Cudnn::workspaceBytes)",
+                                  workspaceBytes, scratch));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status status = device_.makeCurrent(); !status.ok())
+    return fail(what, status.message());
+  auto plan = std::make_shared<PoolPlan>(*this, backward, call, what);
+  if (Status made = plan->make(); !made.ok())
+    return failOn(what, device_, call, made);
+  return std::shared_ptr<const Plan>(std::move(plan));
 }
 
 } // namespace smelt::rt::cuda

@@ -28,7 +28,7 @@
 //   queued on the stream at the same time. Its first part holds the NCHW copies, when the call
 //   needs them; convolution algorithms get the rest (they are chosen to fit in it).
 // Work is queued on device.stream(); nothing synchronizes. One Cudnn per device, shared by every
-// thread: each call holds a lock while it picks an algorithm and queues.
+// thread: preparing a call and queuing one hold its lock.
 #pragma once
 
 #include "runtime/DType.h"
@@ -37,8 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -78,7 +77,7 @@ struct Pool2DCall {
 
 /// "f16 input tensor<3x9x7x5xf16> filter tensor<3x3x5x7xf16> output tensor<...> strides [2, 1]
 /// padding [1, 2, 0, 1] dilation [2, 1]" (then "groups 5" when not 1) and "max f32 input ...
-/// window [3, 2] ...": for messages and algorithm cache keys.
+/// window [3, 2] ...": for messages.
 std::string describe(const Conv2DCall &call);
 std::string describe(const Pool2DCall &call);
 
@@ -98,8 +97,8 @@ public:
   /// What can be checked without a GPU: ranks, attribute lengths and signs, a group count that
   /// divides both channel counts, one float dtype, shapes that agree with each other and with
   /// the attributes (naming the operand and its shape), then cudnnUnsupported(). Errors begin
-  /// with `what` ("conv2d at model.mlir:12:5"). Every call below checks the same first; an
-  /// executor can call it at creation.
+  /// with `what` ("conv2d at model.mlir:12:5"). prepare() checks the same first; an executor
+  /// can call it when it plans its steps.
   static Status validate(const Conv2DCall &call, const std::string &what);
   static Status validate(const Pool2DCall &call, const std::string &what);
 
@@ -111,72 +110,45 @@ public:
   /// What convolution algorithms may use beyond the NCHW copies.
   static constexpr size_t kAlgorithmWorkspaceBytes = size_t(32) << 20;
 
-  /// Queue output = conv2d(input, filter) on the device's stream. Algorithms come from cuDNN's
-  /// heuristic (deterministic ones first, fitting the workspace), cached per call. Every error
-  /// begins with `what`.
-  Status conv2dForward(const Conv2DCall &call, const void *input, const void *filter,
-                       void *output, void *workspace, size_t workspaceBytes,
-                       const std::string &what);
-  Status conv2dBackwardInput(const Conv2DCall &call, const void *gradOutput, const void *filter,
-                             void *gradInput, void *workspace, size_t workspaceBytes,
-                             const std::string &what);
-  Status conv2dBackwardFilter(const Conv2DCall &call, const void *input, const void *gradOutput,
-                              void *gradFilter, void *workspace, size_t workspaceBytes,
-                              const std::string &what);
-  Status pool2dForward(const Pool2DCall &call, const void *input, void *output, void *workspace,
-                       size_t workspaceBytes, const std::string &what);
-  /// `input` is read for max only (avg may pass null). Max sends each output gradient to the
-  /// window's maximum; where a window holds equal maxima, which one gets it is cuDNN's choice.
-  Status pool2dBackward(const Pool2DCall &call, const void *input, const void *gradOutput,
-                        void *gradInput, void *workspace, size_t workspaceBytes,
-                        const std::string &what);
+  /// One call prepared for its device: its descriptors, and a convolution's algorithm and
+  /// layout, made once. run() queues it on the device's stream, with the device's context
+  /// current (an executor's run makes it so), given the call's buffers in its op's order,
+  /// operands then result: conv2d (input, filter, output); conv2d_backward_input (grad_output,
+  /// filter, grad_input); conv2d_backward_filter (input, grad_output, grad_filter); pooling
+  /// (input, output); max_pool2d_backward (input, grad_output, grad_input);
+  /// avg_pool2d_backward (grad_output, grad_input). The workspace is prepare()'s size. Errors
+  /// begin with the call's `what` and end with the device and the call (describe()).
+  class Plan {
+  public:
+    virtual ~Plan() = default;
+    virtual Status run(void *const *buffers, void *workspace) const = 0;
+  };
 
   enum class ConvPass { Forward, BackwardInput, BackwardFilter };
-  /// Chooses the algorithm of `pass` now, with no memory touched, for a call given
-  /// `workspaceBytes` of workspace: an executor calls it at creation, so that a convolution
-  /// cuDNN cannot run fails there, naming the step, instead of in the middle of a run. Where
-  /// cuDNN offers no NHWC algorithm (unaligned f16/bf16 channels: mayNeedNchw in Cudnn.cpp),
-  /// the call runs on NCHW copies in the workspace, which workspaceBytes() leaves room for.
-  Status prepare(ConvPass pass, const Conv2DCall &call, size_t workspaceBytes,
-                 const std::string &what);
-
-  /// The library's version (91900 for 9.19.0).
-  size_t version() const;
+  /// validate(), then the call's descriptors and the algorithm of `pass`, chosen now with no
+  /// memory touched for `workspaceBytes` of workspace (cuDNN's heuristic, deterministic ones
+  /// first): an executor prepares its steps at creation, so that a convolution cuDNN cannot
+  /// run fails there, naming the step, instead of in the middle of a run. Where cuDNN offers no
+  /// NHWC algorithm (unaligned f16/bf16 channels: mayNeedNchw in Cudnn.cpp), the call runs on
+  /// NCHW copies in the workspace, which workspaceBytes() leaves room for.
+  Expected<std::shared_ptr<const Plan>> prepare(ConvPass pass, const Conv2DCall &call,
+                                                size_t workspaceBytes, const std::string &what);
+  /// The same for pooling, forward or its gradient. Max sends each output gradient to the
+  /// window's maximum; where a window holds equal maxima, which one gets it is cuDNN's choice.
+  Expected<std::shared_ptr<const Plan>> prepare(bool backward, const Pool2DCall &call,
+                                                size_t workspaceBytes, const std::string &what);
 
 private:
-  struct Algorithm {
-    int algo = 0;     // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
-    int mathType = 0; // cudnnMathType_t
-    size_t memory = 0;
-  };
-  /// An algorithm and the layout it runs in.
-  struct Choice {
-    Algorithm algorithm;
-    bool nchw = false;
-  };
-  struct ConvDescriptors; // defined in Cudnn.cpp
+  template <typename Call> class CallPlan; // defined in Cudnn.cpp
+  class ConvPlan;
+  class PoolPlan;
 
   explicit Cudnn(const CudaDevice &device) : device_(device) {}
-  Status convolve(ConvPass pass, const Conv2DCall &call, const void *a, const void *b, void *out,
-                  void *workspace, size_t workspaceBytes, const std::string &what);
-  /// cuDNN's heuristic for `pass` on the descriptors `d` (NHWC, or NCHW copies).
-  Expected<Algorithm> algorithm(ConvPass pass, const Conv2DCall &call, ConvDescriptors &d,
-                                size_t limit);
-  /// NHWC's algorithm, else NCHW's where that may help, cached per call; the error says what
-  /// each layout offered.
-  Expected<Choice> choose(ConvPass pass, const Conv2DCall &call, size_t limit);
-  /// Runs `work` holding the lock with the device's context current; its error begins with
-  /// `what` and ends with the device and `call` (describe()).
-  Status locked(const std::string &what, const std::string &call,
-                const std::function<Status()> &work);
-  Status pool(bool backward, const Pool2DCall &call, const void *input, const void *gradOutput,
-              void *result, void *workspace, size_t workspaceBytes, const std::string &what);
 
   const CudaDevice &device_;
   void *handle_ = nullptr; // cudnnHandle_t
+  /// Held while a plan is made or queued: the handle is shared by every thread on the device.
   std::mutex mutex_;
-  /// describe(call), pass, tf32 and the algorithms' workspace limit -> the heuristic's choice.
-  std::map<std::string, Choice> choices_;
 };
 
 } // namespace smelt::rt::cuda

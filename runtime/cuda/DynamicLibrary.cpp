@@ -52,10 +52,6 @@ std::vector<std::string> sitePackagesPatterns(const std::vector<std::string> &ve
 
 } // namespace
 
-std::vector<std::string> cudaLibraryCandidates(const std::string &soname) {
-  return cudaLibraryCandidates(soname, {"/opt"});
-}
-
 std::vector<std::string> cudaLibraryCandidates(const std::string &soname,
                                                const std::vector<std::string> &venvParents) {
   std::vector<std::string> candidates;
@@ -111,12 +107,16 @@ std::string loadedLibraryPath(void *library) {
   return map->l_name;
 }
 
-Status resolveSymbol(void *library, void *&entry, const char *symbol, const char *file,
-                     const char *why) {
-  entry = dlsym(library, symbol);
-  if (!entry)
-    return Status::error(fmt::format("the {} library has no {}; {}", file, symbol, why));
-  return Status();
+Expected<void *> openCudaTable(const std::string &name, const std::string &soname,
+                               std::initializer_list<std::pair<void **, const char *>> entries,
+                               const char *why) {
+  Expected<void *> library = openCudaLibrary(name, soname);
+  if (!library)
+    return library;
+  for (auto [entry, symbol] : entries)
+    if (Status status = resolveSymbol(*library, *entry, symbol, soname.c_str(), why); !status.ok())
+      return status;
+  return library;
 }
 
 } // namespace smelt::rt::cuda

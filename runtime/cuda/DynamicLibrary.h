@@ -6,7 +6,11 @@
 
 #include "runtime/Status.h"
 
+#include <dlfcn.h>
+
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smelt::rt::cuda {
@@ -25,12 +29,11 @@ namespace smelt::rt::cuda {
 ///   4. <soname> alone: the loader's search (LD_LIBRARY_PATH, the binary's RUNPATH, ldconfig).
 /// A file reached twice (lib64 a link to lib) is listed once. The toolkit comes before the
 /// loader so that a stray older copy on LD_LIBRARY_PATH does not win over it; to choose a
-/// copy, name its directory in SMELT_CUDA_LIBRARY_PATH.
-std::vector<std::string> cudaLibraryCandidates(const std::string &soname);
-/// The same with the folders searched for unactivated virtual environments given ({"/opt"}
-/// above): for tests.
+/// copy, name its directory in SMELT_CUDA_LIBRARY_PATH. Tests give other `venvParents`, the
+/// folders searched for unactivated virtual environments.
 std::vector<std::string> cudaLibraryCandidates(const std::string &soname,
-                                               const std::vector<std::string> &venvParents);
+                                               const std::vector<std::string> &venvParents = {
+                                                   "/opt"});
 
 /// dlopens the first of cudaLibraryCandidates(soname) that loads. Never closed: the library
 /// stays for the process, as if linked. The error lists every attempt:
@@ -41,16 +44,23 @@ Expected<void *> openCudaLibrary(const std::string &name, const std::string &son
 std::string loadedLibraryPath(void *library);
 
 /// Sets `entry` to `symbol` in `library`, or says "the <file> library has no <symbol>; <why>".
-Status resolveSymbol(void *library, void *&entry, const char *symbol, const char *file,
-                     const char *why);
-
 template <typename Fn>
 Status resolveSymbol(void *library, Fn &entry, const char *symbol, const char *file,
                      const char *why) {
-  void *address = nullptr;
-  Status status = resolveSymbol(library, address, symbol, file, why);
-  entry = reinterpret_cast<Fn>(address);
-  return status;
+  entry = reinterpret_cast<Fn>(dlsym(library, symbol));
+  if (!entry)
+    return Status::error(std::string("the ") + file + " library has no " + symbol + "; " + why);
+  return Status();
 }
+
+/// A library's table of symbols: openCudaLibrary(name, soname), then each entry (where a
+/// function pointer of the table goes, and the symbol's name) resolved, or resolveSymbol's
+/// error for the first one missing, ending with `why`. The handle, for optional symbols.
+Expected<void *> openCudaTable(const std::string &name, const std::string &soname,
+                               std::initializer_list<std::pair<void **, const char *>> entries,
+                               const char *why);
+/// openCudaTable's entry for a line `X(symbol, member)` of a table's X-macro list: the member
+/// of the caller's `table`.
+#define SMELT_CUDA_TABLE_ENTRY(symbol, member) {reinterpret_cast<void **>(&table.member), #symbol},
 
 } // namespace smelt::rt::cuda

@@ -11,13 +11,15 @@
 
 #include <fmt/format.h>
 
-namespace smelt::rt::cuda {
+#include <algorithm>
 
+namespace smelt::rt::cuda {
+namespace {
+
+/// "<what>: <error>": library errors already begin with the step, driver errors do not.
 Status inStep(const std::string &what, Status status) {
   return status.ok() ? status : Status::error(what + ": " + status.message());
 }
-
-namespace {
 
 const TensorType &typeOf(const Executable &exe, BufferId id) { return exe.buffers[id].type; }
 
@@ -75,12 +77,28 @@ Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool al
                                        cpu::describe(step), bias.str(), c.str(), call.n,
                                        dtypeName(c.dtype)));
   }
-  // The bias buffer is bound at launch; a stand-in lets validate() check the rest now.
-  MatmulCall checked = call;
-  checked.bias = epilogue.bias ? &call : nullptr;
-  if (Status s = CublasLt::validate(checked, cpu::describe(step)); !s.ok())
+  if (Status s = CublasLt::validate(call, cpu::describe(step)); !s.ok())
     return s;
   return call;
+}
+
+/// What a run's address of `id` is known to be aligned to: a block of the allocator is aligned
+/// to 256 bytes (Allocator::kAlignment), and the arena is one such block, in which a buffer
+/// lies at its offset (smelt-assign-buffers: a multiple of 64).
+unsigned alignmentOf(const Executable &exe, BufferId id) {
+  int64_t offset = exe.buffers[id].offset;
+  return offset <= 0 ? 256u : unsigned(std::min<int64_t>(offset & -offset, 256));
+}
+
+/// A library call prepared once for the binding's device (its Library opened there) with the
+/// binding's workspace: Library::prepare(args..., workspace bytes, what).
+template <typename Library, typename... Args>
+Expected<std::shared_ptr<const typename Library::Plan>>
+prepareOn(const StepBinding &binding, const std::string &what, const Args &...args) {
+  Expected<Library *> library = Library::get(*binding.device);
+  if (!library)
+    return inStep(what, library.status());
+  return (*library)->prepare(args..., binding.workspaceBytes, what);
 }
 
 /// A fusion's kernel, or the kernel of an argmax or scatter_add of its own: the NVRTC code's
@@ -179,30 +197,47 @@ public:
       return call.status();
     std::unique_ptr<MatmulStep> matmul(new MatmulStep(cpu::describe(step)));
     matmul->call_ = *call;
+    MatmulAlignment &alignment = matmul->alignment_;
+    alignment.lhs = alignmentOf(exe, step.operands[0]);
+    alignment.rhs = alignmentOf(exe, step.operands[1]);
+    alignment.result = alignmentOf(exe, step.results[0]);
+    if (step.epilogue().bias)
+      alignment.bias = alignmentOf(exe, step.operands[2]);
     matmul->workspace_ = CublasLt::kWorkspaceBytes;
     return std::unique_ptr<GpuStep>(std::move(matmul));
   }
   Expected<Launch> bind(const StepBinding &binding) const override {
-    Expected<CublasLt *> lt = CublasLt::get(*binding.device);
-    if (!lt)
-      return inStep(what_, lt.status());
-    return Launch([cublas = *lt, call = call_, ws = binding.workspace,
-                   wsBytes = binding.workspaceBytes, what = what_](void *const *b) {
-      bool bias = hasBias(call.epilogue);
-      MatmulCall bound = call;
-      bound.bias = bias ? b[2] : nullptr;
-      return cublas->matmul(bound, b[0], b[1], b[bias ? 3 : 2], ws, wsBytes, what);
+    auto plan = prepareOn<CublasLt>(binding, what_, call_, alignment_);
+    if (!plan)
+      return plan.status();
+    bool bias = hasBias(call_.epilogue);
+    return Launch([plan = *plan, bias, ws = binding.workspace](void *const *b) {
+      return plan->run(b[0], b[1], bias ? b[2] : nullptr, b[bias ? 3 : 2], ws);
     });
   }
 
 private:
   using GpuStep::GpuStep;
   MatmulCall call_;
+  MatmulAlignment alignment_;
 };
 
 /// What convolutions and pooling share: a cuDNN call, checked by cuDNN's rules when planned
-/// (which gives its workspace), and the device's cuDNN, opened when bound.
-template <typename Call> class CudnnStep : public GpuStep {
+/// (which gives its workspace), and prepared once by the device's cuDNN when bound: `Kind`
+/// says which of the call's computations the step is (a convolution's pass, pooling's
+/// backward flag).
+template <typename Call, typename Kind> class CudnnStep : public GpuStep {
+public:
+  /// The algorithm (and layout) is chosen now: a convolution cuDNN cannot run fails the
+  /// creation, naming the step, not a run half way through.
+  Expected<Launch> bind(const StepBinding &binding) const override {
+    auto plan = prepareOn<Cudnn>(binding, what_, kind_, call_);
+    if (!plan)
+      return plan.status();
+    return Launch(
+        [plan = *plan, ws = binding.workspace](void *const *b) { return plan->run(b, ws); });
+  }
+
 protected:
   using GpuStep::GpuStep;
   /// Checks call_ by cuDNN's rules and takes its workspace.
@@ -212,19 +247,14 @@ protected:
     workspace_ = Cudnn::workspaceBytes(call_);
     return {};
   }
-  Expected<Cudnn *> cudnn(const StepBinding &binding) const {
-    Expected<Cudnn *> dnn = Cudnn::get(*binding.device);
-    if (!dnn)
-      return inStep(what_, dnn.status());
-    return dnn;
-  }
   Call call_;
+  Kind kind_{};
 };
 
 /// conv2d (input, filter) -> output; conv2d_backward_input (grad_output, filter) -> input;
 /// conv2d_backward_filter (input, grad_output) -> filter, through cuDNN. The call holds the
 /// forward shapes; the filter is OHWI and the padding symmetric (smelt-gpu-conv-layouts).
-class ConvStep final : public CudnnStep<Conv2DCall> {
+class ConvStep final : public CudnnStep<Conv2DCall, Cudnn::ConvPass> {
 public:
   static Expected<std::unique_ptr<GpuStep>> plan(const Executable &exe, const Step &step,
                                                  bool allowTf32) {
@@ -253,7 +283,7 @@ public:
                      &result = typeOf(exe, step.results[0]);
     bool forward = step.op == StepOp::Conv2D,
          backwardInput = step.op == StepOp::Conv2DBackwardInput;
-    conv->pass_ = forward         ? Cudnn::ConvPass::Forward
+    conv->kind_ = forward         ? Cudnn::ConvPass::Forward
                   : backwardInput ? Cudnn::ConvPass::BackwardInput
                                   : Cudnn::ConvPass::BackwardFilter;
     call.input = backwardInput ? result : first;
@@ -264,36 +294,14 @@ public:
       return s;
     return std::unique_ptr<GpuStep>(std::move(conv));
   }
-  Expected<Launch> bind(const StepBinding &binding) const override {
-    Expected<Cudnn *> dnn = cudnn(binding);
-    if (!dnn)
-      return dnn.status();
-    // The algorithm (and layout) is chosen now: a convolution cuDNN cannot run fails the
-    // creation, naming the step, not a run half way through.
-    if (Status st = (*dnn)->prepare(pass_, call_, binding.workspaceBytes, what_); !st.ok())
-      return st;
-    return Launch([cudnn = *dnn, pass = pass_, call = call_, ws = binding.workspace,
-                   wsBytes = binding.workspaceBytes, what = what_](void *const *b) {
-      switch (pass) {
-      case Cudnn::ConvPass::Forward:
-        return cudnn->conv2dForward(call, b[0], b[1], b[2], ws, wsBytes, what);
-      case Cudnn::ConvPass::BackwardInput: // (grad_output, filter) -> grad_input
-        return cudnn->conv2dBackwardInput(call, b[0], b[1], b[2], ws, wsBytes, what);
-      case Cudnn::ConvPass::BackwardFilter: // (input, grad_output) -> grad_filter
-        break;
-      }
-      return cudnn->conv2dBackwardFilter(call, b[0], b[1], b[2], ws, wsBytes, what);
-    });
-  }
 
 private:
   using CudnnStep::CudnnStep;
-  Cudnn::ConvPass pass_ = Cudnn::ConvPass::Forward;
 };
 
 /// max/avg_pool2d (input) -> output; max_pool2d_backward (input, grad_output) -> input's type;
 /// avg_pool2d_backward (grad_output) -> input's type, through cuDNN.
-class PoolStep final : public CudnnStep<Pool2DCall> {
+class PoolStep final : public CudnnStep<Pool2DCall, bool> {
 public:
   static Expected<std::unique_ptr<GpuStep>> plan(const Executable &exe, const Step &step) {
     std::unique_ptr<PoolStep> pool(new PoolStep(cpu::describe(step)));
@@ -313,29 +321,14 @@ public:
     if (backward && isMax && typeOf(exe, step.operands[0]) != result)
       return Status::error(fmt::format("{}: result {} must have the input's type {}", pool->what_,
                                        result.str(), typeOf(exe, step.operands[0]).str()));
-    pool->backward_ = backward;
+    pool->kind_ = backward;
     if (Status s = pool->check(); !s.ok())
       return s;
     return std::unique_ptr<GpuStep>(std::move(pool));
   }
-  Expected<Launch> bind(const StepBinding &binding) const override {
-    Expected<Cudnn *> dnn = cudnn(binding);
-    if (!dnn)
-      return dnn.status();
-    return Launch([cudnn = *dnn, backward = backward_, call = call_, ws = binding.workspace,
-                   wsBytes = binding.workspaceBytes, what = what_](void *const *b) {
-      if (!backward)
-        return cudnn->pool2dForward(call, b[0], b[1], ws, wsBytes, what);
-      // max: (input, grad_output); avg: (grad_output)
-      bool isMax = call.kind == PoolKind::Max;
-      return cudnn->pool2dBackward(call, isMax ? b[0] : nullptr, b[isMax ? 1 : 0], b[isMax ? 2 : 1],
-                                   ws, wsBytes, what);
-    });
-  }
 
 private:
   using CudnnStep::CudnnStep;
-  bool backward_ = false;
 };
 
 /// all_reduce on the executor's communicator (GpuAllReduce.h): a bucket of several operands is

@@ -69,7 +69,4 @@ protected:
 /// use TF32 tensor cores.
 Expected<std::vector<std::unique_ptr<GpuStep>>> planGpuSteps(const Executable &exe, bool allowTf32);
 
-/// "<what>: <error>": library errors already begin with the step, driver errors do not.
-Status inStep(const std::string &what, Status status);
-
 } // namespace smelt::rt::cuda

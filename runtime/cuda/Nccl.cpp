@@ -29,23 +29,17 @@ namespace smelt::rt::cuda {
 Expected<const Nccl *> Nccl::open() {
   // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
   // a pip wheel's nvidia/nccl/lib, the CUDA toolkit, then the loader's path.
-  Expected<void *> opened = openCudaLibrary("NCCL", "libnccl.so.2");
+  static Nccl table;
+  Expected<void *> opened =
+      openCudaTable("NCCL", "libnccl.so.2", {SMELT_NCCL_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                    "it is older than this program needs");
   if (!opened)
     return opened.status();
-  void *library = *opened;
-  static Nccl nccl;
-#define SMELT_NCCL_RESOLVE(symbol, member)                                                         \
-  if (Status s = resolveSymbol(library, nccl.member, #symbol, "libnccl.so.2",                     \
-                               "it is older than this program needs");                             \
-      !s.ok())                                                                                     \
-    return s;
-  SMELT_NCCL_ENTRIES(SMELT_NCCL_RESOLVE)
-#undef SMELT_NCCL_RESOLVE
-  nccl.getLastError =
-      reinterpret_cast<decltype(nccl.getLastError)>(dlsym(library, "ncclGetLastError"));
-  if (Status status = nccl.check(nccl.getVersion(&nccl.version), "ncclGetVersion"); !status.ok())
+  table.getLastError =
+      reinterpret_cast<decltype(table.getLastError)>(dlsym(*opened, "ncclGetLastError"));
+  if (Status status = table.check(table.getVersion(&table.version), "ncclGetVersion"); !status.ok())
     return status;
-  return &nccl;
+  return &table;
 }
 
 Expected<const Nccl *> Nccl::get() {
@@ -115,27 +109,14 @@ std::string NcclCommunicator::name(const std::string &what, int64_t count, DType
 
 Status NcclCommunicator::openDevice(int ordinal) {
   ordinal_ = ordinal;
-  if (Status status = cu_.check(cu_.deviceGet(&device_, ordinal), "cuDeviceGet"); !status.ok())
-    return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
-  if (Status status =
-          cu_.check(cu_.primaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-      !status.ok()) {
-    context_ = nullptr;
-    return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
-  }
-  // The NCCL communicator is made with this context current: the CUDA runtime inside NCCL
-  // then uses it, and so do our streams and events.
-  for (Status status :
-       {cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"),
-        cu_.check(cu_.streamCreate(&ownStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate")})
-    if (!status.ok())
-      return Status::error(fmt::format("gpu {}: {}", ordinal, status.message()));
-  stream_ = ownStream_;
-  return {};
+  // The NCCL communicator is made with the device's primary context current: the CUDA runtime
+  // inside NCCL then uses it, and so do our streams and events.
+  Expected<std::shared_ptr<CudaDevice>> device = CudaDevice::open(ordinal);
+  if (!device)
+    return device.status();
+  device_ = *device;
+  return device_->check(cu_.streamCreate(&ownStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
-
-thread_local int NcclCommunicator::groupDepth = 0;
-thread_local std::vector<NcclCommunicator::GroupEvent> NcclCommunicator::groupEvents;
 
 NcclCommunicator::~NcclCommunicator() {
   if (watchdog_.joinable()) { // first, so nothing else touches comm_ below
@@ -146,8 +127,8 @@ NcclCommunicator::~NcclCommunicator() {
     wake_.notify_all();
     watchdog_.join();
   }
-  if (context_)
-    cu_.ctxSetCurrent(context_);
+  if (device_)
+    (void)device_->makeCurrent();
   if (comm_) {
     // Destroying waits for collectives in flight, which may never end: abort those instead.
     if (pending_.empty())
@@ -159,8 +140,6 @@ NcclCommunicator::~NcclCommunicator() {
     release(p);
   if (ownStream_)
     cu_.streamDestroy(ownStream_);
-  if (context_)
-    cu_.primaryCtxRelease(device_);
 }
 
 void NcclCommunicator::release(Pending &p) {
@@ -185,9 +164,21 @@ void NcclCommunicator::breakLocked(const std::string &why) {
   comm_ = nullptr;
 }
 
+NcclCommunicator::Pending NcclCommunicator::collective(void *data, int64_t count, DType dtype,
+                                                       ReduceKind kind, std::string what) {
+  Pending p;
+  p.data = devicePointer(data);
+  p.count = count;
+  p.dtype = dtype;
+  p.kind = kind;
+  p.what = std::move(what);
+  return p;
+}
+
 Expected<int64_t> NcclCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                           std::string what) {
-  return enqueue(data, count, dtype, kind, std::move(what), /*tracked=*/true);
+  return enqueue(collective(data, count, dtype, kind, std::move(what)), ownStream_,
+                 /*tracked=*/true);
 }
 
 Status NcclCommunicator::startWatchdog() {
@@ -213,75 +204,62 @@ int64_t NcclCommunicator::addPending(Pending p) {
   return ticket;
 }
 
-Expected<int64_t> NcclCommunicator::enqueue(void *data, int64_t count, DType dtype, ReduceKind kind,
-                                            std::string what, bool tracked) {
+Expected<int64_t> NcclCommunicator::enqueue(Pending p, CUstream stream, bool tracked) {
   std::lock_guard<std::mutex> guard(lock_);
-  if (broken_)
-    return Status::error(fmt::format("{}: the communicator is unusable: {}",
-                                     name(what, count, dtype, kind), *broken_));
-  std::optional<ncclDataType_t> type = ncclType(dtype);
-  if (!type)
-    return Status::error(fmt::format("{}: i1 (boolean) tensors cannot be summed; convert them "
-                                     "to an integer type first",
-                                     name(what, count, dtype, kind)));
-  if (count < 0 || (count > 0 && !data))
-    return Status::error(fmt::format("{}: {}", name(what, count, dtype, kind),
-                                     count < 0 ? "negative count" : "null device pointer"));
-  if (kind == ReduceKind::mean && !options_.deterministic && nccl_.version < 21000)
-    return Status::error(fmt::format("{}: NCCL {} has no ncclAvg (2.10 and later have): use "
-                                     "sum and scale, or a newer NCCL",
-                                     name(what, count, dtype, kind), nccl_.versionName()));
-
-  Pending p;
-  p.data = devicePointer(data);
-  p.count = count;
-  p.dtype = dtype;
-  p.kind = kind;
-  p.what = std::move(what);
-  size_t bytes = size_t(count) * byteWidth(dtype);
-  auto fail = [&](Status status) -> Status {
-    std::string message = fmt::format("{}: {}", name(p.what, count, dtype, kind), status.message());
+  auto fail = [&](const std::string &why) -> Status {
+    std::string message = fmt::format("{}: {}", name(p), why);
     release(p);
     return Status::error(std::move(message));
   };
-  if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
-    return fail(status);
+  if (broken_)
+    return fail("the communicator is unusable: " + *broken_);
+  std::optional<ncclDataType_t> type = ncclType(p.dtype);
+  if (!p.fence) {
+    if (!type)
+      return fail("i1 (boolean) tensors cannot be summed; convert them to an integer type first");
+    if (p.count < 0 || (p.count > 0 && !p.data))
+      return fail(p.count < 0 ? "negative count" : "null device pointer");
+    if (p.kind == ReduceKind::mean && !options_.deterministic && nccl_.version < 21000)
+      return fail(fmt::format("NCCL {} has no ncclAvg (2.10 and later have): use sum and scale, "
+                              "or a newer NCCL",
+                              nccl_.versionName()));
+  }
+  // One after another: each call needs the one before it to have succeeded.
+  if (Status status = device_->makeCurrent(); !status.ok())
+    return fail(status.message());
   if (Status status = startWatchdog(); !status.ok())
-    return fail(status);
+    return fail(status.message());
   if (Status status =
           tracked ? cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate")
                   : Status();
       !status.ok())
-    return fail(status);
-  if (options_.deterministic) {
+    return fail(status.message());
+  void *data = devicePointer(p.data);
+  size_t count = size_t(p.count);
+  if (p.fence) {
+  } else if (options_.deterministic) {
+    size_t bytes = count * byteWidth(p.dtype);
     if (Status status =
             cu_.check(cu_.memAlloc(&p.staging, std::max<size_t>(bytes * size_t(size_), 1)),
                       "cuMemAlloc (staging for every rank's contribution)");
         !status.ok())
-      return fail(status);
+      return fail(status.message());
     if (Status status = nccl_.check(
-            nccl_.allGather(data, devicePointer(p.staging), size_t(count), *type, comm_, stream_),
+            nccl_.allGather(data, devicePointer(p.staging), count, *type, comm_, stream),
             "ncclAllGather", comm_);
         !status.ok())
-      return fail(status);
+      return fail(status.message());
   } else {
-    ncclRedOp_t op = kind == ReduceKind::mean ? ncclAvg : ncclSum;
-    if (Status status =
-            nccl_.check(nccl_.allReduce(data, data, size_t(count), *type, op, comm_, stream_),
-                        "ncclAllReduce", comm_);
+    ncclRedOp_t op = p.kind == ReduceKind::mean ? ncclAvg : ncclSum;
+    if (Status status = nccl_.check(nccl_.allReduce(data, data, count, *type, op, comm_, stream),
+                                    "ncclAllReduce", comm_);
         !status.ok())
-      return fail(status);
+      return fail(status.message());
   }
   if (!tracked)
     return kUntracked;
-  // Inside ncclGroupStart/End the collective reaches the stream only at ncclGroupEnd (NCCL's
-  // group semantics): an event recorded now would complete before it. groupEnd records it.
-  if (groupDepth > 0) {
-    groupEvents.push_back({p.done, stream_, context_});
-  } else if (Status status = cu_.check(cu_.eventRecord(p.done, stream_), "cuEventRecord");
-             !status.ok()) {
-    return fail(status);
-  }
+  if (Status status = cu_.check(cu_.eventRecord(p.done, stream), "cuEventRecord"); !status.ok())
+    return fail(status.message());
   return addPending(std::move(p));
 }
 
@@ -289,37 +267,16 @@ Status NcclCommunicator::captureOnStream(void *stream, void *data, int64_t count
                                          ReduceKind kind, std::string what) {
   if (!reducesOnStreams())
     return Communicator::captureOnStream(stream, data, count, dtype, kind, std::move(what));
-  setStream(static_cast<CUstream>(stream));
-  Expected<int64_t> queued = enqueue(data, count, dtype, kind, std::move(what), /*tracked=*/false);
-  setStream(nullptr);
-  return queued.status();
+  return enqueue(collective(data, count, dtype, kind, std::move(what)),
+                 static_cast<CUstream>(stream), /*tracked=*/false)
+      .status();
 }
 
 Expected<int64_t> NcclCommunicator::fenceOnStream(void *stream, std::string what) {
-  std::lock_guard<std::mutex> guard(lock_);
   Pending p;
   p.fence = true;
   p.what = std::move(what);
-  auto fail = [&](Status status) -> Status {
-    std::string message = fmt::format("{}: {}", name(p), status.message());
-    release(p);
-    return Status::error(std::move(message));
-  };
-  if (broken_)
-    return fail(Status::error("the communicator is unusable: " + *broken_));
-  // One after another: each call needs the one before it to have succeeded.
-  if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
-    return fail(status);
-  if (Status status = startWatchdog(); !status.ok())
-    return fail(status);
-  if (Status status = cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-      !status.ok())
-    return fail(status);
-  if (Status status =
-          cu_.check(cu_.eventRecord(p.done, static_cast<CUstream>(stream)), "cuEventRecord");
-      !status.ok())
-    return fail(status);
-  return addPending(std::move(p));
+  return enqueue(std::move(p), static_cast<CUstream>(stream), /*tracked=*/true);
 }
 
 Status NcclCommunicator::reduceGathered(Pending &p) {
@@ -336,22 +293,16 @@ Status NcclCommunicator::reduceGathered(Pending &p) {
   reduceInRankOrder(everyone.data(), size_, p.count, p.dtype, p.kind, result.data());
   // From pageable memory the copy may return before its DMA ends; it runs on the legacy
   // stream, so synchronizing that one makes the result visible to whatever runs next.
-  for (Status status : {cu_.check(cu_.memcpyHtoD(p.data, result.data(), bytes), "cuMemcpyHtoD"),
-                        cu_.check(cu_.streamSynchronize(CU_STREAM_LEGACY), "cuStreamSynchronize")})
-    if (!status.ok())
-      return status;
-  return {};
+  return firstError({cu_.check(cu_.memcpyHtoD(p.data, result.data(), bytes), "cuMemcpyHtoD"),
+                     cu_.check(cu_.streamSynchronize(CU_STREAM_LEGACY), "cuStreamSynchronize")});
 }
 
 Expected<int64_t> NcclCommunicator::startOnStream(void *stream, void *data, int64_t count,
                                                   DType dtype, ReduceKind kind, std::string what) {
   if (!reducesOnStreams())
     return Communicator::startOnStream(stream, data, count, dtype, kind, std::move(what));
-  // Only this collective goes on the caller's stream; later ones go back to the own stream.
-  setStream(static_cast<CUstream>(stream));
-  Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));
-  setStream(nullptr);
-  return ticket;
+  return enqueue(collective(data, count, dtype, kind, std::move(what)),
+                 static_cast<CUstream>(stream), /*tracked=*/true);
 }
 
 Status NcclCommunicator::wait(int64_t ticket) {
@@ -379,7 +330,7 @@ Status NcclCommunicator::wait(int64_t ticket) {
     release(done); // outside the lock: freeing device memory may wait for the device
     return status;
   };
-  if (Status status = cu_.check(cu_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !status.ok())
+  if (Status status = device_->makeCurrent(); !status.ok())
     return finish(Status::error(name + ": " + status.message()));
 
   {
@@ -463,39 +414,6 @@ void NcclCommunicator::abort(const std::string &reason) {
   breakWith("aborted: " + reason);
 }
 
-Status NcclCommunicator::groupStart() {
-  Expected<const Nccl *> nccl = Nccl::get();
-  if (!nccl.ok())
-    return nccl.status();
-  Status status = (*nccl)->check((*nccl)->groupStart(), "ncclGroupStart");
-  if (status.ok())
-    ++groupDepth;
-  return status;
-}
-
-Status NcclCommunicator::groupEnd() {
-  auto both = openDriverAndNccl();
-  if (!both.ok())
-    return both.status();
-  auto [cu, nccl] = *both;
-  Status status = nccl->check(nccl->groupEnd(), "ncclGroupEnd");
-  if (groupDepth > 0 && --groupDepth > 0)
-    return status; // nested: the outermost end launches
-  std::vector<GroupEvent> events = std::move(groupEvents);
-  groupEvents.clear();
-  for (const GroupEvent &e : events) {
-    if (Status current = cu->check(cu->ctxSetCurrent(e.context), "cuCtxSetCurrent");
-        !current.ok() && status.ok())
-      status = current;
-    // Recorded even after a failed group end, so a wait() sees the stream's state, not a
-    // never-recorded event that reads as complete.
-    if (Status recorded = cu->check(cu->eventRecord(e.done, e.stream), "cuEventRecord");
-        !recorded.ok() && status.ok())
-      status = recorded;
-  }
-  return status;
-}
-
 Expected<std::pair<const CudaDriver *, const Nccl *>> openDriverAndNccl() {
   Expected<const CudaDriver *> cu = CudaDriver::get();
   if (!cu.ok())
@@ -534,41 +452,6 @@ createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions optio
   return std::move(communicators);
 }
 
-Expected<std::unique_ptr<NcclCommunicator>> createNcclCommunicator(int rank, int size,
-                                                                   const ncclUniqueId &id,
-                                                                   int device,
-                                                                   CollectiveOptions options) {
-  auto both = openDriverAndNccl();
-  if (!both.ok())
-    return both.status();
-  auto [cu, nccl] = *both;
-  if (size < 1 || rank < 0 || rank >= size)
-    return Status::error(
-        fmt::format("createNcclCommunicator: rank {} of {} is not a rank", rank, size));
-  std::unique_ptr<NcclCommunicator> communicator(new NcclCommunicator(*cu, *nccl, options));
-  communicator->rank_ = rank;
-  communicator->size_ = size;
-  if (Status status = communicator->openDevice(device); !status.ok())
-    return status;
-  ncclComm_t comm = nullptr;
-  if (Status status = nccl->check(nccl->commInitRank(&comm, size, id, rank), "ncclCommInitRank");
-      !status.ok())
-    return Status::error(fmt::format("{} (NCCL {}): {}", communicator->describe(),
-                                     nccl->versionName(), status.message()));
-  communicator->comm_ = comm;
-  return std::move(communicator);
-}
-
-Expected<ncclUniqueId> newNcclUniqueId() {
-  Expected<const Nccl *> nccl = Nccl::get();
-  if (!nccl.ok())
-    return nccl.status();
-  ncclUniqueId id{};
-  if (Status status = (*nccl)->check((*nccl)->getUniqueId(&id), "ncclGetUniqueId"); !status.ok())
-    return status;
-  return id;
-}
-
 Expected<std::unique_ptr<NcclCommunicator>>
 createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions options) {
   // A broadcast from any Communicator: rank 0 contributes [1, id], every other rank zeros, so
@@ -579,11 +462,15 @@ createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions op
   int64_t words[1 + kWords] = {};
   std::string rootError;
   if (bootstrap.rank() == 0) {
-    if (Expected<ncclUniqueId> id = newNcclUniqueId(); id.ok()) {
+    Expected<const Nccl *> nccl = Nccl::get();
+    ncclUniqueId id{};
+    if (Status made =
+            nccl ? (*nccl)->check((*nccl)->getUniqueId(&id), "ncclGetUniqueId") : nccl.status();
+        made.ok()) {
       words[0] = 1;
-      std::memcpy(words + 1, &*id, sizeof(ncclUniqueId));
+      std::memcpy(words + 1, &id, sizeof(ncclUniqueId));
     } else {
-      rootError = id.message();
+      rootError = made.message();
     }
   }
   if (Status status = bootstrap.allReduce(words, int64_t(std::size(words)), DType::i64,
@@ -596,7 +483,24 @@ createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions op
                                      rootError.empty() ? "" : ": " + rootError));
   ncclUniqueId id;
   std::memcpy(&id, words + 1, sizeof(ncclUniqueId));
-  return createNcclCommunicator(bootstrap.rank(), bootstrap.size(), id, device, options);
+  auto both = openDriverAndNccl();
+  if (!both.ok())
+    return both.status();
+  auto [cu, nccl] = *both;
+  std::unique_ptr<NcclCommunicator> communicator(new NcclCommunicator(*cu, *nccl, options));
+  communicator->rank_ = bootstrap.rank();
+  communicator->size_ = bootstrap.size();
+  if (Status status = communicator->openDevice(device); !status.ok())
+    return status;
+  ncclComm_t comm = nullptr;
+  if (Status status =
+          nccl->check(nccl->commInitRank(&comm, communicator->size_, id, communicator->rank_),
+                      "ncclCommInitRank");
+      !status.ok())
+    return Status::error(fmt::format("{} (NCCL {}): {}", communicator->describe(),
+                                     nccl->versionName(), status.message()));
+  communicator->comm_ = comm;
+  return std::move(communicator);
 }
 
 } // namespace smelt::rt::cuda

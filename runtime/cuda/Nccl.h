@@ -10,7 +10,7 @@
 #pragma once
 
 #include "runtime/Collectives.h"
-#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/CudaDevice.h"
 
 #include <nccl.h>
 
@@ -38,9 +38,7 @@ namespace smelt::rt::cuda {
   X(ncclCommAbort, commAbort)                                                                      \
   X(ncclCommGetAsyncError, commGetAsyncError)                                                      \
   X(ncclAllReduce, allReduce)                                                                      \
-  X(ncclAllGather, allGather)                                                                      \
-  X(ncclGroupStart, groupStart)                                                                    \
-  X(ncclGroupEnd, groupEnd)
+  X(ncclAllGather, allGather)
 
 class Nccl {
 public:
@@ -94,10 +92,8 @@ public:
   /// should also call the MPI communicator's abort(), which ends every rank at once).
   void abort(const std::string &reason) override;
 
-  /// Enqueue later collectives on `stream` (the executor's, so they follow the kernels that
-  /// produce the gradients) instead of the communicator's own stream; null goes back to it.
-  void setStream(CUstream stream) { stream_ = stream ? stream : ownStream_; }
-  CUstream stream() const { return stream_; }
+  /// The communicator's own stream, where start() enqueues.
+  CUstream stream() const { return ownStream_; }
   int cudaDevice() const override { return ordinal_; }
   /// Not in deterministic mode, whose wait() finishes the reduction on the host.
   bool reducesOnStreams() const override { return !options_.deterministic; }
@@ -109,28 +105,11 @@ public:
                          std::string what) override;
   Expected<int64_t> fenceOnStream(void *stream, std::string what) override;
 
-  /// One thread starting collectives on several communicators of one process (made by
-  /// createNcclCommunicators) must bracket those start() calls with these, or NCCL deadlocks.
-  /// The collectives reach their streams at the outermost groupEnd, which records their
-  /// completion events then (wait() before it would see them complete early).
-  static Status groupStart();
-  static Status groupEnd();
-
 private:
   friend Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
   createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options);
   friend Expected<std::unique_ptr<NcclCommunicator>>
-  createNcclCommunicator(int rank, int size, const ncclUniqueId &id, int device,
-                         CollectiveOptions options);
-
-  /// This thread's open groups, and the completion events their collectives record at the end.
-  struct GroupEvent {
-    CUevent done;
-    CUstream stream;
-    CUcontext context;
-  };
-  static thread_local int groupDepth;
-  static thread_local std::vector<GroupEvent> groupEvents;
+  createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions options);
 
   struct Pending {
     CUevent done = nullptr;
@@ -149,16 +128,19 @@ private:
 
   NcclCommunicator(const CudaDriver &cu, const Nccl &nccl, CollectiveOptions options)
       : cu_(cu), nccl_(nccl), options_(options) {}
-  /// Retains the device's primary context and makes the communicator's stream.
+  /// Opens the device (its primary context current) and makes the communicator's stream.
   Status openDevice(int ordinal);
   /// "all_reduce '<what>' (<bytes> bytes of <dtype>, <kind>) on nccl rank R of N (gpu D)".
   std::string name(const std::string &what, int64_t count, DType dtype, ReduceKind kind) const;
   /// The same for a pending collective; "<what> on nccl rank R of N (gpu D)" for a fence.
   std::string name(const Pending &p) const;
-  /// start() on stream_; `tracked`: with a completion event and a ticket (else kUntracked,
-  /// for a stream that is capturing a graph, where no event can be waited for).
-  Expected<int64_t> enqueue(void *data, int64_t count, DType dtype, ReduceKind kind,
-                            std::string what, bool tracked);
+  /// Queues `p`'s collective on `stream` (nothing for a fence) after the checks they share;
+  /// `tracked`: with a completion event and a ticket (else kUntracked, for a stream that is
+  /// capturing a graph, where no event can be waited for).
+  Expected<int64_t> enqueue(Pending p, CUstream stream, bool tracked);
+  /// The Pending of an all-reduce.
+  static Pending collective(void *data, int64_t count, DType dtype, ReduceKind kind,
+                            std::string what);
   static constexpr int64_t kUntracked = -1;
   /// The watchdog thread, started with the first collective or fence (lock_ held).
   Status startWatchdog();
@@ -179,9 +161,8 @@ private:
   CollectiveOptions options_;
   ncclComm_t comm_ = nullptr;
   int rank_ = 0, size_ = 1, ordinal_ = 0;
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  CUstream ownStream_ = nullptr, stream_ = nullptr;
+  std::shared_ptr<CudaDevice> device_;
+  CUstream ownStream_ = nullptr;
   int64_t nextTicket_ = 0;
   std::map<int64_t, Pending> pending_;
   /// Guards comm_, broken_ and pending_: abort() comes from another replica's thread (the
@@ -203,18 +184,11 @@ private:
 Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
 createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options = {});
 
-/// One rank per process: every rank calls this with the same `id`, made by newNcclUniqueId()
-/// on one rank and sent to the others. Blocks until all `size` ranks have joined.
-Expected<std::unique_ptr<NcclCommunicator>> createNcclCommunicator(int rank, int size,
-                                                                   const ncclUniqueId &id,
-                                                                   int device,
-                                                                   CollectiveOptions options = {});
-Expected<ncclUniqueId> newNcclUniqueId();
-
-/// The same, with the id made on rank 0 of `bootstrap` (an MPI communicator, typically:
-/// createMpiCommunicator in runtime/mpi) and sent to its other ranks with one all_reduce; the
-/// NCCL communicator has bootstrap's rank and size. `device` is this rank's GPU ordinal (the
-/// node-local rank, when a node has one GPU per rank). Collective over bootstrap's ranks.
+/// One rank per process: the NCCL unique id made on rank 0 of `bootstrap` (an MPI communicator,
+/// typically: createMpiCommunicator in runtime/mpi) and sent to its other ranks with one
+/// all_reduce; the NCCL communicator has bootstrap's rank and size. `device` is this rank's GPU
+/// ordinal (the node-local rank, when a node has one GPU per rank). Collective over bootstrap's
+/// ranks: blocks until all of them have joined.
 Expected<std::unique_ptr<NcclCommunicator>>
 createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions options = {});
 

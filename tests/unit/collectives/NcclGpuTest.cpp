@@ -229,19 +229,22 @@ TEST(NcclGpu, SumAndMeanAcrossEveryGpuOfThisProcess) {
       buffers.push_back(std::make_unique<DeviceCopy>(d, inputs.back()));
       ASSERT_OK(buffers.back()->status());
     }
-    // One thread, several communicators: the starts go in one NCCL group.
-    std::vector<int64_t> tickets;
-    ASSERT_OK(NcclCommunicator::groupStart());
-    for (int d = 0; d < ranks; ++d) {
-      Expected<int64_t> ticket =
-          (*comms)[size_t(d)]->start(buffers[size_t(d)]->data(), kCount, c.dtype, c.kind, c.name());
+    // One thread per rank, as the replicas run: one thread starting several ranks' collectives
+    // would need NCCL's group calls (a rank's start may block until the others join).
+    std::vector<Expected<int64_t>> tickets(size_t(ranks), Status::error("not started"));
+    std::vector<std::thread> threads;
+    for (int d = 0; d < ranks; ++d)
+      threads.emplace_back([&, d] {
+        tickets[size_t(d)] = (*comms)[size_t(d)]->start(buffers[size_t(d)]->data(), kCount, c.dtype,
+                                                        c.kind, c.name());
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    for (const Expected<int64_t> &ticket : tickets)
       ASSERT_TRUE(ticket.ok()) << ticket.message();
-      tickets.push_back(*ticket);
-    }
-    ASSERT_OK(NcclCommunicator::groupEnd());
     std::vector<HostTensor> results;
     for (int d = 0; d < ranks; ++d) {
-      ASSERT_OK((*comms)[size_t(d)]->wait(tickets[size_t(d)]));
+      ASSERT_OK((*comms)[size_t(d)]->wait(*tickets[size_t(d)]));
       results.push_back(HostTensor::zeros(inputs[0].type()));
       ASSERT_OK(buffers[size_t(d)]->download(results.back()));
     }

@@ -33,6 +33,17 @@ const DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
   ASSERT_TRUE(var##_.ok()) << var##_.message();                                                    \
   Cudnn &var = **var##_
 
+/// Prepares `kind` of `call` for `wsBytes` of workspace and runs it once on `buffers`
+/// (operands, then result).
+template <typename Kind, typename Call>
+Status prepareAndRun(Cudnn &cudnn, Kind kind, const Call &call, std::vector<void *> buffers,
+                     const DeviceMemory &workspace, size_t wsBytes, const std::string &what) {
+  Expected<std::shared_ptr<const Cudnn::Plan>> plan = cudnn.prepare(kind, call, wsBytes, what);
+  if (!plan)
+    return plan.status();
+  return (*plan)->run(buffers.data(), workspace.pointer());
+}
+
 HostTensor asF64(const HostTensor &t) {
   return HostTensor::fromDoubles({DType::f64, t.type().shape}, t.toDoubles());
 }
@@ -125,12 +136,15 @@ void expectConvMatchesTheCpu(Cudnn &cudnn, const ConvCase &g) {
     size_t wsBytes = Cudnn::workspaceBytes(call);
     DeviceMemory xs(x), ws(w), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
         dx(call.input.byteSize()), dw(call.filter.byteSize());
-    SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
-                                        workspace.pointer(), wsBytes, what));
-    SMELT_ASSERT_OK(cudnn.conv2dBackwardInput(call, dys.pointer(), ws.pointer(), dx.pointer(),
-                                              workspace.pointer(), wsBytes, what));
-    SMELT_ASSERT_OK(cudnn.conv2dBackwardFilter(call, xs.pointer(), dys.pointer(), dw.pointer(),
-                                               workspace.pointer(), wsBytes, what));
+    SMELT_ASSERT_OK(prepareAndRun(cudnn, Cudnn::ConvPass::Forward, call,
+                                  {xs.pointer(), ws.pointer(), y.pointer()}, workspace, wsBytes,
+                                  what));
+    SMELT_ASSERT_OK(prepareAndRun(cudnn, Cudnn::ConvPass::BackwardInput, call,
+                                  {dys.pointer(), ws.pointer(), dx.pointer()}, workspace, wsBytes,
+                                  what));
+    SMELT_ASSERT_OK(prepareAndRun(cudnn, Cudnn::ConvPass::BackwardFilter, call,
+                                  {xs.pointer(), dys.pointer(), dw.pointer()}, workspace, wsBytes,
+                                  what));
     // f32 must be full f32 (no TF32): the f32 tolerance, 1e-5, catches 10-bit products.
     expectClose(y.download(call.output), y64.toDoubles(), "forward " + what);
     expectClose(dx.download(call.input), dx64.toDoubles(), "input gradient " + what);
@@ -160,8 +174,9 @@ TEST(CudnnGpu, ConvolutionWithTf32IsCloseToF32) {
                          {DType::f64, call.output.shape}, kConvCases[0].attrs());
   size_t wsBytes = Cudnn::workspaceBytes(call);
   DeviceMemory xs(x), ws(w), workspace(wsBytes), y(call.output.byteSize());
-  SMELT_ASSERT_OK(cudnn.conv2dForward(call, xs.pointer(), ws.pointer(), y.pointer(),
-                                      workspace.pointer(), wsBytes, "conv2d tf32"));
+  SMELT_ASSERT_OK(prepareAndRun(cudnn, Cudnn::ConvPass::Forward, call,
+                                {xs.pointer(), ws.pointer(), y.pointer()}, workspace, wsBytes,
+                                "conv2d tf32"));
   expectClose(y.download(call.output), y64.toDoubles(), "conv2d tf32", 5e-3);
 }
 
@@ -169,10 +184,8 @@ TEST(CudnnGpu, ConvolutionRejectsASmallWorkspaceNamingTheOp) {
   SMELT_REQUIRE_CUDNN(cudnn);
   // f16 with 3 channels: room for NCHW copies is part of the workspace.
   Conv2DCall call = kConvCases[1].call(DType::f16);
-  DeviceMemory x(call.input.byteSize()), w(call.filter.byteSize()), y(call.output.byteSize()),
-      workspace(64);
-  Status status = cudnn.conv2dForward(call, x.pointer(), w.pointer(), y.pointer(),
-                                      workspace.pointer(), 64, "conv2d at model.mlir:3:7");
+  Status status =
+      cudnn.prepare(Cudnn::ConvPass::Forward, call, 64, "conv2d at model.mlir:3:7").status();
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message().rfind("conv2d at model.mlir:3:7: the workspace (64 bytes)", 0), 0u)
       << status.message();
@@ -233,13 +246,14 @@ TEST(CudnnGpu, PoolingAndGradientsMatchTheCpu) {
         size_t wsBytes = Cudnn::workspaceBytes(call);
         DeviceMemory xs(x), dys(dy), workspace(wsBytes), y(call.output.byteSize()),
             dx(call.input.byteSize());
+        SMELT_ASSERT_OK(prepareAndRun(cudnn, /*backward=*/false, call, {xs.pointer(), y.pointer()},
+                                      workspace, wsBytes, what));
+        // Avg's gradient takes no input.
+        std::vector<void *> backward = {dys.pointer(), dx.pointer()};
+        if (kind == PoolKind::Max)
+          backward.insert(backward.begin(), xs.pointer());
         SMELT_ASSERT_OK(
-            cudnn.pool2dForward(call, xs.pointer(), y.pointer(), workspace.pointer(), wsBytes,
-                                what));
-        // Avg reads no input: null is allowed there.
-        SMELT_ASSERT_OK(cudnn.pool2dBackward(call, kind == PoolKind::Max ? xs.pointer() : nullptr,
-                                             dys.pointer(), dx.pointer(), workspace.pointer(),
-                                             wsBytes, what));
+            prepareAndRun(cudnn, /*backward=*/true, call, backward, workspace, wsBytes, what));
         // A max is one of the inputs: exact in every dtype.
         expectClose(y.download(call.output), y64.toDoubles(), "forward " + what,
                     kind == PoolKind::Max ? 0 : -1);
