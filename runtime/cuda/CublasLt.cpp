@@ -98,13 +98,6 @@ cublasLtEpilogue_t epilogueOf(MatmulEpilogue epilogue) {
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-/// "<what> (<call>) on gpu:N: <cuBLASLt's complaint>".
-Status failure(const std::string &what, const MatmulCall &call, const CudaDevice &device,
-               const Status &status) {
-  return Status::error(fmt::format("{} ({}) on gpu:{}: {}", what, describe(call), device.ordinal(),
-                                   status.message()));
-}
-
 } // namespace
 
 const char *epilogueName(MatmulEpilogue epilogue) {
@@ -203,7 +196,11 @@ public:
              void *workspace) const override;
 
 private:
-  Status fail(const Status &status) const { return failure(what_, call_, blas_.device_, status); }
+  /// "<what> (<call>) on gpu:N: <cuBLASLt's complaint>".
+  Status fail(const Status &status) const {
+    return Status::error(fmt::format("{} ({}) on gpu:{}: {}", what_, describe(call_),
+                                     blas_.device_.ordinal(), status.message()));
+  }
 
   CublasLt &blas_;
   const Library &lt_;

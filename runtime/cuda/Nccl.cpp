@@ -224,43 +224,37 @@ Expected<int64_t> NcclCommunicator::enqueue(Pending p, CUstream stream, bool tra
                               "or a newer NCCL",
                               nccl_.versionName()));
   }
-  // One after another: each call needs the one before it to have succeeded.
-  if (Status status = device_->makeCurrent(); !status.ok())
-    return fail(status.message());
-  if (Status status = startWatchdog(); !status.ok())
-    return fail(status.message());
-  if (Status status =
-          tracked ? cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-                  : Status();
-      !status.ok())
-    return fail(status.message());
-  void *data = devicePointer(p.data);
-  size_t count = size_t(p.count);
-  if (p.fence) {
-  } else if (options_.deterministic) {
+  // The collective itself; a fence has none.
+  auto queue = [&]() -> Status {
+    void *data = devicePointer(p.data);
+    size_t count = size_t(p.count);
+    if (p.fence)
+      return Status();
+    if (!options_.deterministic)
+      return nccl_.check(nccl_.allReduce(data, data, count, *type,
+                                         p.kind == ReduceKind::mean ? ncclAvg : ncclSum, comm_,
+                                         stream),
+                         "ncclAllReduce", comm_);
     size_t bytes = count * byteWidth(p.dtype);
-    if (Status status =
-            cu_.check(cu_.memAlloc(&p.staging, std::max<size_t>(bytes * size_t(size_), 1)),
-                      "cuMemAlloc (staging for every rank's contribution)");
-        !status.ok())
-      return fail(status.message());
-    if (Status status = nccl_.check(
-            nccl_.allGather(data, devicePointer(p.staging), count, *type, comm_, stream),
-            "ncclAllGather", comm_);
-        !status.ok())
-      return fail(status.message());
-  } else {
-    ncclRedOp_t op = p.kind == ReduceKind::mean ? ncclAvg : ncclSum;
-    if (Status status = nccl_.check(nccl_.allReduce(data, data, count, *type, op, comm_, stream),
-                                    "ncclAllReduce", comm_);
-        !status.ok())
-      return fail(status.message());
-  }
-  if (!tracked)
-    return kUntracked;
-  if (Status status = cu_.check(cu_.eventRecord(p.done, stream), "cuEventRecord"); !status.ok())
+    SMELT_RETURN_IF_ERROR(
+        cu_.check(cu_.memAlloc(&p.staging, std::max<size_t>(bytes * size_t(size_), 1)),
+                  "cuMemAlloc (staging for every rank's contribution)"));
+    return nccl_.check(nccl_.allGather(data, devicePointer(p.staging), count, *type, comm_, stream),
+                       "ncclAllGather", comm_);
+  };
+  // One after another: each call needs the one before it to have succeeded.
+  Status status = device_->makeCurrent();
+  if (status.ok())
+    status = startWatchdog();
+  if (status.ok() && tracked)
+    status = cu_.check(cu_.eventCreate(&p.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  if (status.ok())
+    status = queue();
+  if (status.ok() && tracked)
+    status = cu_.check(cu_.eventRecord(p.done, stream), "cuEventRecord");
+  if (!status.ok())
     return fail(status.message());
-  return addPending(std::move(p));
+  return tracked ? addPending(std::move(p)) : kUntracked;
 }
 
 Status NcclCommunicator::captureOnStream(void *stream, void *data, int64_t count, DType dtype,
