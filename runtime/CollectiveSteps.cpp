@@ -127,9 +127,8 @@ Status CollectiveSteps::start(size_t step, void *const *buffers, Communicator *c
       offset += spec.operandBytes[i];
     }
   }
-  SMELT_ASSIGN_OR_RETURN(int64_t ticket,
+  SMELT_ASSIGN_OR_RETURN(reduce.ticket,
                          communicator->start(data, spec.count, spec.dtype, spec.kind, spec.what));
-  reduce.ticket = ticket;
   return Status();
 }
 

@@ -280,11 +280,9 @@ Status RunBuffers::beginRun(uint64_t heldBytes) {
   // A run that failed waiting for a collective keeps its buffers, and so its arena.
   if (!arena_) {
     SMELT_ASSIGN_OR_RETURN(
-        void *block,
-        allocator_->allocate(arenaBytes_,
-                             fmt::format("the arena of @{} ({} buffers)", exe_->name,
-                                         std::count(inArena_.begin(), inArena_.end(), 1))));
-    arena_ = block;
+        arena_, allocator_->allocate(arenaBytes_,
+                                     fmt::format("the arena of @{} ({} buffers)", exe_->name,
+                                                 std::count(inArena_.begin(), inArena_.end(), 1))));
   }
   liveBytes_ = peakBytes_ = heldBytes + arenaBytes_;
   return Status();
@@ -306,9 +304,8 @@ Status RunBuffers::take(BufferId id, void *callerMemory) {
     address_[id] = waiting->second;
     deferred_.erase(waiting);
   } else {
-    SMELT_ASSIGN_OR_RETURN(void *block,
+    SMELT_ASSIGN_OR_RETURN(address_[id],
                            allocator_->allocate(bytes, "buffer " + bufferLabel(*exe_, id)));
-    address_[id] = block;
   }
   liveBytes_ += bytes;
   peakBytes_ = std::max(peakBytes_, liveBytes_);

@@ -106,19 +106,18 @@ int64_t dim(const TensorType &t, size_t fromEnd) {
 
 /// matmul, conv2d and conv2d's gradients: oneDNN on the CPU, cuBLASLt and cuDNN on a GPU.
 class Contraction final : public StepFamily {
-  Status validate(const Executable &, const Step &step) const override {
+  Status validate(const Executable &exe, const Step &step) const override {
     if (const ConvParams *conv = step.paramsAs<ConvParams>())
-      if (Status s = firstError({cpu::expectCount(step, "strides", conv->strides, 2),
-                                 cpu::expectCount(step, "padding", conv->padding, 4),
-                                 cpu::expectCount(step, "dilation", conv->dilation, 2)});
-          !s.ok())
-        return s;
-    return checkEpilogue(step);
+      SMELT_RETURN_IF_ERROR(firstError({cpu::expectCount(step, "strides", conv->strides, 2),
+                                        cpu::expectCount(step, "padding", conv->padding, 4),
+                                        cpu::expectCount(step, "dilation", conv->dilation, 2)}));
+    return checkEpilogue(exe, step);
   }
 
-  /// A matmul or conv2d reads a third operand exactly when its epilogue adds a bias; conv2d's
-  /// gradients take no epilogue. The bias's type is the executors' check (they know N).
-  static Status checkEpilogue(const Step &step) {
+  /// A matmul or conv2d reads a third operand exactly when its epilogue adds a bias, of the
+  /// result's dtype and one value per element of its last dimension; conv2d's gradients take
+  /// no epilogue. Checked here once for every device.
+  static Status checkEpilogue(const Executable &exe, const Step &step) {
     Epilogue epilogue = step.epilogue();
     if (uint8_t(epilogue.activation) >= kNumActivations)
       return Status::error(fmt::format("{}: activation #{} is not one the runtime knows",
@@ -133,6 +132,14 @@ class Contraction final : public StepFamily {
       return Status::error(fmt::format("{}: takes {} operands{}, got {}", cpu::describe(step),
                                        operands, epilogue.bias ? " (the third is the bias)" : "",
                                        step.operands.size()));
+    // One value per element of the result's last dimension (matmul's N, conv2d's F).
+    const TensorType &result = exe.buffers[step.results[0]].type;
+    std::vector<int64_t> perLast{result.shape.empty() ? 0 : result.shape.back()};
+    if (const TensorType &bias = exe.buffers[step.operands.back()].type;
+        epilogue.bias && (bias.dtype != result.dtype || bias.shape != perLast))
+      return Status::error(fmt::format("{}: the bias is {}, the result {} needs [{}] of {}",
+                                       cpu::describe(step), bias.str(), result.str(), perLast[0],
+                                       dtypeName(result.dtype)));
     return Status();
   }
 
@@ -273,6 +280,32 @@ class Random final : public StepFamily {
 };
 
 } // namespace
+
+Expected<MatmulShape> matmulShape(const Step &step, const std::vector<TensorType> &operands,
+                                  const TensorType &result) {
+  const MatmulParams &params = std::get<MatmulParams>(step.params);
+  bool tl = params.transposeLhs, tr = params.transposeRhs;
+  const TensorType &a = operands[0], &b = operands[1], &c = result;
+  size_t rank = a.shape.size();
+  bool ok = rank >= 2 && b.shape.size() == rank && c.shape.size() == rank;
+  MatmulShape shape;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = a.shape[i] == b.shape[i] && a.shape[i] == c.shape[i];
+    shape.batch *= a.shape[i];
+  }
+  if (ok) {
+    shape.m = a.shape[rank - (tl ? 1 : 2)];
+    shape.k = a.shape[rank - (tl ? 2 : 1)];
+    shape.n = b.shape[rank - (tr ? 2 : 1)];
+    ok = b.shape[rank - (tr ? 1 : 2)] == shape.k && c.shape[rank - 2] == shape.m &&
+         c.shape[rank - 1] == shape.n;
+  }
+  if (!ok || a.dtype != b.dtype || a.dtype != c.dtype)
+    return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", cpu::describe(step),
+                                     a.str(), b.str(), tl ? " (lhs transposed)" : "",
+                                     tr ? " (rhs transposed)" : "", c.str()));
+  return shape;
+}
 
 const StepFamily &stepFamily(StepOp op) {
   static const Fusion fusion;

@@ -37,6 +37,18 @@ public:
   virtual Expected<cpu::Kernel> prepareCpu(const Step &step, const cpu::StepTypes &types) const;
 };
 
+/// A matmul's problem: lhs [..., M, K] x rhs [..., K, N] (the last two dims swapped by the
+/// transpose flags) gives [..., M, N], the leading dims one batch of row-major matrices.
+struct MatmulShape {
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+};
+/// The problem of matmul `step` whose operands (lhs, rhs, and the bias when its epilogue has
+/// one) and result have these types, or an error naming the step and the types: operands that
+/// do not give the result, or a bias that is not [N] of the result's dtype. Both devices'
+/// matmuls take it from here.
+Expected<MatmulShape> matmulShape(const Step &step, const std::vector<TensorType> &operands,
+                                  const TensorType &result);
+
 /// The family of `op` (one outside the set is treated as a copy, which validateDataflow
 /// refuses first).
 const StepFamily &stepFamily(StepOp op);

@@ -6,6 +6,7 @@
 // (bias, then activation) is oneDNN's bias argument and an eltwise post-op, applied before the
 // primitive stores its result; the f64 loops apply it after.
 #include "runtime/DTypeDispatch.h"
+#include "runtime/StepOps.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/OneDnn.h"
 #include "runtime/cpu/Staging.h"
@@ -205,38 +206,16 @@ void applyEpilogue(Epilogue epilogue, const double *bias, double *y, int64_t cou
   }
 }
 
-/// An error unless the bias, when there is one, is [n] of the result's dtype.
-Status checkBias(const Step &step, const StepTypes &types, Epilogue epilogue, int64_t n) {
-  if (!epilogue.bias)
-    return Status();
-  const TensorType &bias = types.operands[2];
-  if (bias.dtype == types.result.dtype && bias.shape == std::vector<int64_t>{n})
-    return Status();
-  return Status::error(fmt::format("{}: the bias is {}, the result {} needs [{}] of {}",
-                                   describe(step), bias.str(), types.result.str(), n,
-                                   dtypeName(types.result.dtype)));
-}
-
 Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   const MatmulParams &params = std::get<MatmulParams>(step.params);
   Epilogue epilogue = params.epilogue;
   bool tl = params.transposeLhs, tr = params.transposeRhs;
-  const TensorType &a = types.operands[0], &b = types.operands[1], &c = types.result;
-  size_t rank = a.shape.size();
-  bool ok = rank >= 2 && b.shape.size() == rank && c.shape.size() == rank;
-  int64_t batch = 1;
-  for (size_t i = 0; ok && i + 2 < rank; ++i) {
-    ok = a.shape[i] == b.shape[i] && a.shape[i] == c.shape[i];
-    batch *= a.shape[i];
-  }
-  int64_t m = ok ? a.shape[rank - (tl ? 1 : 2)] : 0, k = ok ? a.shape[rank - (tl ? 2 : 1)] : 0;
-  int64_t n = ok ? b.shape[rank - (tr ? 2 : 1)] : 0;
-  ok = ok && b.shape[rank - (tr ? 1 : 2)] == k && c.shape[rank - 2] == m && c.shape[rank - 1] == n;
-  if (!ok || !isFloat(a.dtype) || a.dtype != b.dtype || a.dtype != c.dtype)
-    return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", describe(step), a.str(),
-                                     b.str(), tl ? " (lhs transposed)" : "",
-                                     tr ? " (rhs transposed)" : "", c.str()));
-  SMELT_RETURN_IF_ERROR(checkBias(step, types, epilogue, n));
+  const TensorType &a = types.operands[0];
+  SMELT_ASSIGN_OR_RETURN(MatmulShape shape, matmulShape(step, types.operands, types.result));
+  if (!isFloat(a.dtype))
+    return Status::error(
+        fmt::format("{}: oneDNN matmuls take floats, not {}", describe(step), dtypeName(a.dtype)));
+  int64_t batch = shape.batch, m = shape.m, k = shape.k, n = shape.n;
   if (a.dtype == DType::f64) {
     return Kernel([=](const void *const *in, void *out) {
       const double *x = static_cast<const double *>(in[0]), *y = static_cast<const double *>(in[1]);
@@ -345,7 +324,6 @@ Expected<Window2D> convGeometry(const Step &step, const StepTypes &types, ConvMo
 Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   SMELT_ASSIGN_OR_RETURN(Window2D g, convGeometry(step, types, mode));
   Epilogue epilogue = step.epilogue(); // only on conv2d (validateDataflow)
-  SMELT_RETURN_IF_ERROR(checkBias(step, types, epilogue, g.f));
   if (types.result.dtype == DType::f64) {
     return Kernel([g, mode, epilogue](const void *const *in, void *out) {
       auto *a = const_cast<double *>(static_cast<const double *>(in[0]));
@@ -431,10 +409,7 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
 } // namespace
 
 Expected<Kernel> prepareContraction(const Step &step, const StepTypes &types) {
-  size_t operands = step.epilogue().bias ? 3 : 2;
-  if (types.operands.size() != operands)
-    return Status::error(fmt::format("{}: takes {} operands, got {}", describe(step), operands,
-                                     types.operands.size()));
+  // The operand count and the bias's type are the family's checks (StepOps.cpp), made first.
   if (step.op == StepOp::Matmul)
     return matmul(step, types);
   return conv(step, types, step.op == StepOp::Conv2D                ? ConvMode::Forward

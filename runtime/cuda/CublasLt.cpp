@@ -58,11 +58,10 @@ Expected<const Library *> openLibrary() {
   // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
   // a pip wheel's nvidia/cu13/lib, the CUDA toolkit, then the loader's path.
   static Library table;
-  Expected<void *> opened = openCudaTable("cuBLASLt", "libcublasLt.so.13",
-                                          {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                          "it is older than this program needs");
-  if (!opened)
-    return opened.status();
+  SMELT_ASSIGN_OR_RETURN(void *opened,
+                         openCudaTable("cuBLASLt", "libcublasLt.so.13",
+                                       {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                       "it is older than this program needs"));
   return &table;
 }
 
@@ -143,8 +142,7 @@ Expected<CublasLt *> CublasLt::get(const CudaDevice &device) {
     Expected<const Library *> lt = library();
     if (!lt.ok())
       return lt.status();
-    if (Status status = device.makeCurrent(); !status.ok())
-      return status;
+    SMELT_RETURN_IF_ERROR(device.makeCurrent());
     cublasLtHandle_t handle = nullptr;
     // The handle belongs to the context current now: the device's primary context.
     if (Status status = (*lt)->check((*lt)->create(&handle), "cublasLtCreate"); !status.ok())
@@ -370,8 +368,7 @@ Expected<std::shared_ptr<const CublasLt::Plan>> CublasLt::prepare(const MatmulCa
                                                                   const MatmulAlignment &alignment,
                                                                   size_t workspaceBytes,
                                                                   const std::string &what) {
-  if (Status status = validate(call, what); !status.ok())
-    return status;
+  SMELT_RETURN_IF_ERROR(validate(call, what));
   unsigned element = unsigned(byteWidth(call.dtype));
   for (auto [bytes, name] :
        {std::pair{alignment.lhs, "lhs"}, {alignment.rhs, "rhs"}, {alignment.result, "result"}})
@@ -387,8 +384,7 @@ Expected<std::shared_ptr<const CublasLt::Plan>> CublasLt::prepare(const MatmulCa
   if (Status status = device_.makeCurrent(); !status.ok())
     return Status::error(fmt::format("{}: {}", what, status.message()));
   auto plan = std::make_shared<MatmulPlan>(*this, call, what);
-  if (Status status = plan->make(alignment, workspaceBytes); !status.ok())
-    return status;
+  SMELT_RETURN_IF_ERROR(plan->make(alignment, workspaceBytes));
   return std::shared_ptr<const Plan>(std::move(plan));
 }
 

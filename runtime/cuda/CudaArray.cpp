@@ -14,10 +14,8 @@ public:
   void *address() const override { return block_; }
   Allocator &allocator() const override { return allocator_; }
   Status copyToHost(void *to, uint64_t bytes) const override {
-    if (Status s = device_->makeCurrent(); !s.ok())
-      return s;
-    if (Status s = device_->copyToHost(to, block_, bytes); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(device_->makeCurrent());
+    SMELT_RETURN_IF_ERROR(device_->copyToHost(to, block_, bytes));
     return device_->synchronize("copying a " + allocator_.device() + " array to the host");
   }
   void *release() override { return std::exchange(block_, nullptr); }

@@ -14,8 +14,7 @@ Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = opened.find(ordinal); it != opened.end()) {
     if (it->second.ok())
-      if (Status status = (*it->second)->makeCurrent(); !status.ok())
-        return status;
+      SMELT_RETURN_IF_ERROR((*it->second)->makeCurrent());
     return it->second;
   }
   auto attempt = [&]() -> Expected<std::shared_ptr<CudaDevice>> {
@@ -24,8 +23,7 @@ Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
       return driver.status();
     const CudaDriver &cu = **driver;
     int count = 0;
-    if (Status s = cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"));
     if (ordinal < 0 || ordinal >= count)
       return Status::error(fmt::format("gpu:{}: the CUDA driver sees {} GPU{}", ordinal, count,
                                        count == 1 ? "" : "s"));
@@ -51,8 +49,7 @@ Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
                               "cuDevicePrimaryCtxRetain");
         !s.ok())
       return s;
-    if (Status s = gpu->makeCurrent(); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(gpu->makeCurrent());
     if (Status s = gpu->check(cu.streamCreate(&gpu->stream_, CU_STREAM_NON_BLOCKING),
                               "cuStreamCreate");
         !s.ok())
@@ -105,8 +102,7 @@ Status CudaDevice::copyToHost(void *to, const void *from, uint64_t bytes) const 
 
 Expected<std::pair<uint64_t, uint64_t>> CudaDevice::memoryInfo() const {
   size_t free = 0, total = 0;
-  if (Status s = check(cu_->memGetInfo(&free, &total), "cuMemGetInfo"); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(check(cu_->memGetInfo(&free, &total), "cuMemGetInfo"));
   return std::pair<uint64_t, uint64_t>{free, total};
 }
 

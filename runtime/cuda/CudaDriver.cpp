@@ -12,13 +12,11 @@ Expected<const CudaDriver *> CudaDriver::open() {
   // first, so a test can name the emulated driver (tests/emucuda); otherwise the loader's search
   // finds the system's. Never closed, as if linked.
   static CudaDriver table;
-  Expected<void *> opened = openCudaTable("CUDA driver", "libcuda.so.1",
-                                          {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                          "it is older than this program needs");
-  if (!opened)
-    return opened.status();
-  if (Status status = table.check(table.init(0), "cuInit"); !status.ok())
-    return status;
+  SMELT_ASSIGN_OR_RETURN(void *opened,
+                         openCudaTable("CUDA driver", "libcuda.so.1",
+                                       {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                       "it is older than this program needs"));
+  SMELT_RETURN_IF_ERROR(table.check(table.init(0), "cuInit"));
   return &table;
 }
 

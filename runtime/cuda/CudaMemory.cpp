@@ -4,8 +4,7 @@
 namespace smelt::rt::cuda {
 
 Expected<void *> CudaMemorySource::take(uint64_t bytes) {
-  if (Status current = device_->makeCurrent(); !current.ok())
-    return current;
+  SMELT_RETURN_IF_ERROR(device_->makeCurrent());
   CUdeviceptr region = 0;
   if (Status s = device_->check(device_->driver().memAlloc(&region, bytes), "cuMemAlloc");
       !s.ok())

@@ -86,13 +86,11 @@ Expected<const CudnnLibrary *> openLibrary() {
   // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
   // a pip wheel's nvidia/cudnn/lib, the CUDA toolkit, then the loader's path.
   static CudnnLibrary table;
-  Expected<void *> opened =
-      openCudaTable("cuDNN", "libcudnn.so.9", {SMELT_CUDNN_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                    "it is not the cuDNN 9 this program needs");
-  if (!opened)
-    return opened.status();
+  SMELT_ASSIGN_OR_RETURN(void *opened, openCudaTable("cuDNN", "libcudnn.so.9",
+                                                     {SMELT_CUDNN_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                                     "it is not the cuDNN 9 this program needs"));
   table.getLastErrorString = reinterpret_cast<decltype(table.getLastErrorString)>(
-      dlsym(*opened, "cudnnGetLastErrorString"));
+      dlsym(opened, "cudnnGetLastErrorString"));
   if (size_t version = table.getVersion(); version / 10000 != 9)
     return Status::error(
         fmt::format("libcudnn.so.9 reports version {}; this program needs 9.x", version));

@@ -114,8 +114,7 @@ Expected<void *> openCudaTable(const std::string &name, const std::string &sonam
   if (!library)
     return library;
   for (auto [entry, symbol] : entries)
-    if (Status status = resolveSymbol(*library, *entry, symbol, soname.c_str(), why); !status.ok())
-      return status;
+    SMELT_RETURN_IF_ERROR(resolveSymbol(*library, *entry, symbol, soname.c_str(), why));
   return library;
 }
 

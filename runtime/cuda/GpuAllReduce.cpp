@@ -23,17 +23,14 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
   size_t n = spec.operandBytes.size();
   if (spec.replicas == 1) {
     for (size_t i = 0; i < n; ++i)
-      if (Status s = copy(results[i], operands[i], spec.operandBytes[i]); !s.ok())
-        return s;
+      SMELT_RETURN_IF_ERROR(copy(results[i], operands[i], spec.operandBytes[i]));
     return Status();
   }
-  if (Status s = spec.checkGroup(communicator); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(spec.checkGroup(communicator));
   auto *data = static_cast<uint8_t *>(n == 1 ? results[0] : flat);
   uint64_t total = 0;
   for (size_t i = 0; i < n; total += spec.operandBytes[i++])
-    if (Status s = copy(data + total, operands[i], spec.operandBytes[i]); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(copy(data + total, operands[i], spec.operandBytes[i]));
   int home = communicator->cudaDevice();
   if (home >= 0 && home != gpu.ordinal())
     return Status::error(fmt::format("{}: {} reduces gpu:{}'s memory, this step runs on gpu:{}",
@@ -46,23 +43,20 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
       return s;
   } else if (home >= 0 && communicator->reducesOnStreams()) {
     // On the executor's stream, behind the packing copies: ordered with the kernels both ways.
-    Expected<int64_t> ticket = communicator->startOnStream(gpu.stream(), data, spec.count,
-                                                           spec.dtype, spec.kind, spec.what);
-    if (!ticket)
-      return ticket.status();
-    started->push_back(*ticket);
+    SMELT_ASSIGN_OR_RETURN(int64_t ticket,
+                           communicator->startOnStream(gpu.stream(), data, spec.count, spec.dtype,
+                                                       spec.kind, spec.what));
+    started->push_back(ticket);
   } else if (home >= 0) {
     // The collective runs on NCCL's own stream and wait() reduces on the host: the packing
     // comes first, and the result is there once wait() returned.
-    if (Status s = gpu.synchronize(what); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(gpu.synchronize(what));
     if (Status s = communicator->allReduce(data, spec.count, spec.dtype, spec.kind, spec.what);
         !s.ok())
       return s;
   } else {
     // The host copy reads the buffer: the packing comes first.
-    if (Status s = gpu.synchronize(what); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(gpu.synchronize(what));
     std::vector<uint8_t> host(total);
     // Synchronous: the host waits for the copy.
     countTransfers({.toHost = total, .hostSyncs = total ? 1u : 0u});
@@ -78,13 +72,11 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
     // `host` is pageable and dies here: wait for the copy.
     if (Status s = gpu.copyToDevice(data, host.data(), total); !s.ok())
       return Status::error(what + ": " + s.message());
-    if (Status s = gpu.synchronize(what); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(gpu.synchronize(what));
   }
   if (n > 1)
     for (size_t i = 0, offset = 0; i < n; offset += spec.operandBytes[i++])
-      if (Status s = copy(results[i], data + offset, spec.operandBytes[i]); !s.ok())
-        return s;
+      SMELT_RETURN_IF_ERROR(copy(results[i], data + offset, spec.operandBytes[i]));
   return Status();
 }
 

@@ -61,25 +61,19 @@ Status GpuExecutor::validate(const Executable &executable, bool allowTf32) {
 Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
                                           std::shared_ptr<CudaDevice> device, Allocator *allocator,
                                           bool allowTf32, bool cudaGraphs) {
-  Expected<std::vector<std::unique_ptr<GpuStep>>> planned = planGpuSteps(executable, allowTf32);
-  if (!planned)
-    return planned.status();
+  SMELT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<GpuStep>> planned,
+                         planGpuSteps(executable, allowTf32));
   if (!device)
     return Status::error("GpuExecutor for @" + executable.name + ": no device given");
   if (!allocator) {
-    Expected<Allocator *> gpu = deviceAllocator(fmt::format("gpu:{}", device->ordinal()));
-    if (!gpu)
-      return gpu.status();
-    allocator = *gpu;
+    SMELT_ASSIGN_OR_RETURN(allocator, deviceAllocator(fmt::format("gpu:{}", device->ordinal())));
   }
   // Host blocks handed to kernels would fault on the device: say so here instead.
   if (allocator->device().rfind("gpu:", 0) != 0)
     return Status::error(fmt::format("GpuExecutor for @{}: the allocator is {}'s, not a GPU's",
                                      executable.name, allocator->device()));
-  if (Status s = checkBufferSizes(executable, allocator, /*inputsOnDevice=*/true); !s.ok())
-    return s;
-  if (Status s = device->makeCurrent(); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(checkBufferSizes(executable, allocator, /*inputsOnDevice=*/true));
+  SMELT_RETURN_IF_ERROR(device->makeCurrent());
   GpuExecutor exec;
   exec.device_ = device;
   exec.allocator_ = allocator;
@@ -87,14 +81,11 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
   const Executable &exe = *exec.executable_;
   // The steps point into `executable`'s kernels; their launches, bound below, copy what they
   // need.
-  const std::vector<std::unique_ptr<GpuStep>> &steps = *planned;
+  const std::vector<std::unique_ptr<GpuStep>> &steps = planned;
   std::vector<BufferId> constants;
   for (const Constant &c : exe.constants)
     constants.push_back(c.buffer);
-  Expected<RunBuffers> buffers = RunBuffers::create(exe, allocator, constants);
-  if (!buffers)
-    return buffers.status();
-  exec.buffers_ = std::move(*buffers);
+  SMELT_ASSIGN_OR_RETURN(exec.buffers_, RunBuffers::create(exe, allocator, constants));
   for (const Constant &c : exe.constants) {
     Expected<Allocator::Block> block = allocator->allocateBlock(
         c.bytes.size(), fmt::format("constant {}", bufferLabel(exe, c.buffer)));
@@ -110,18 +101,16 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     exec.heldBytes_ += c.bytes.size();
     exec.constants_.push_back(std::move(*block));
   }
-  if (Status s = device->synchronize("the constants of @" + exe.name); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(device->synchronize("the constants of @" + exe.name));
 
   // One workspace for every library call: they run one after another on the stream.
   for (const std::unique_ptr<GpuStep> &step : steps)
     exec.workspaceBytes_ = std::max(exec.workspaceBytes_, step->workspace());
   if (exec.workspaceBytes_) {
-    Expected<Allocator::Block> block = allocator->allocateBlock(
-        exec.workspaceBytes_, fmt::format("the workspace of @{} (cuBLASLt, cuDNN)", exe.name));
-    if (!block)
-      return block.status();
-    exec.workspace_ = std::move(*block);
+    SMELT_ASSIGN_OR_RETURN(
+        exec.workspace_,
+        allocator->allocateBlock(exec.workspaceBytes_,
+                                 fmt::format("the workspace of @{} (cuBLASLt, cuDNN)", exe.name)));
     exec.heldBytes_ += exec.workspaceBytes_;
   }
   if (std::any_of(steps.begin(), steps.end(), [](auto &step) { return step->launchesKernel(); })) {
@@ -138,10 +127,8 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
                       exec.communicator_,
                       exec.collectives_};
   for (const std::unique_ptr<GpuStep> &step : steps) {
-    Expected<Launch> launch = step->bind(binding);
-    if (!launch)
-      return launch.status();
-    exec.launches_.push_back(std::move(*launch));
+    SMELT_ASSIGN_OR_RETURN(Launch launch, step->bind(binding));
+    exec.launches_.push_back(std::move(launch));
   }
   // The first all_reduce over several replicas: a graph holds it only when the communicator
   // reduces on the stream (GpuGraphs.cpp).
@@ -171,8 +158,7 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
   lastRunTransfers_ = {};
   if (!inputsChecked.ok())
     return inputsChecked;
-  if (Status s = device_->makeCurrent(); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(device_->makeCurrent());
   // Every block this run takes goes back however it ends. Stream-ordered: blocks given back
   // go only to work queued after what still reads them. The run's traffic is what this thread
   // counted meanwhile (the allocator's waits included), a failed run's too.
@@ -196,10 +182,8 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
       donatedBlocks[i] = inputs[i].array->address();
   bool queued = false;
   Status status = [&]() -> Status {
-    if (Status s = buffers_.beginRun(heldBytes_); !s.ok())
-      return s;
-    if (Status s = upload(inputs); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(buffers_.beginRun(heldBytes_));
+    SMELT_RETURN_IF_ERROR(upload(inputs));
     bindings_.clear();
     stepBindings_.clear();
     for (size_t s = 0; s < exe.steps.size(); ++s) {
@@ -212,24 +196,20 @@ Status GpuExecutor::runSteps(const Status &inputsChecked, const std::vector<Inpu
         // Written in place of an operand that dies here (smelt-donate-in-place): its block.
         if (buffers_.takeInPlace(s, r))
           continue;
-        if (Status st = buffers_.take(step.results[r]); !st.ok())
-          return st;
+        SMELT_RETURN_IF_ERROR(buffers_.take(step.results[r]));
       }
       for (BufferId id : step.results)
         bindings_.push_back(buffers_[id]);
       if (!asGraph) {
         queued = true;
-        if (Status st = launchStep(s); !st.ok())
-          return st;
+        SMELT_RETURN_IF_ERROR(launchStep(s));
       }
       buffers_.giveBackAfter(s);
     }
     queued = true;
     if (asGraph)
-      if (Status s = launchAsGraph(); !s.ok())
-        return s;
-    if (Status s = waitForCollectives(); !s.ok())
-      return s;
+      SMELT_RETURN_IF_ERROR(launchAsGraph());
+    SMELT_RETURN_IF_ERROR(waitForCollectives());
     return finish();
   }();
   ++runs_;
@@ -283,15 +263,13 @@ Status GpuExecutor::run(const std::vector<Value *> &inputs, std::vector<Value> &
     if (HostTensor *h = outputs[i].ownedHost(); h && !residency.keeps(i))
       hostOutputs[i] = std::move(*h);
   return runSteps(checkRunInputs(exe, inputs), in, [&]() -> Status {
-    Expected<std::vector<DeviceArray>> kept = keptOutputs(residency);
-    if (!kept)
-      return kept.status();
+    SMELT_ASSIGN_OR_RETURN(std::vector<DeviceArray> kept, keptOutputs(residency));
     if (Status s = download(reusableOutputs(exe, hostInputs, hostOutputs), hostOutputs, residency);
         !s.ok())
       return s;
     outputs.clear();
     for (size_t i = 0; i < exe.outputs.size(); ++i)
-      outputs.push_back(residency.keeps(i) ? Value(std::move((*kept)[i]))
+      outputs.push_back(residency.keeps(i) ? Value(std::move((kept)[i]))
                                            : Value(std::move(hostOutputs[i])));
     return Status();
   });

@@ -98,8 +98,7 @@ Status GpuExecutor::launchStep(size_t s) {
 
 Status GpuExecutor::launchEach() {
   for (size_t s = 0; s < launches_.size(); ++s)
-    if (Status status = launchStep(s); !status.ok())
-      return status;
+    SMELT_RETURN_IF_ERROR(launchStep(s));
   return Status();
 }
 
@@ -116,12 +115,11 @@ Status GpuExecutor::launchAsGraph() {
     if (g.groupedStep.empty())
       return status;
     // The graph's collectives have no tickets: a fence behind them bounds the run's wait.
-    Expected<int64_t> fence = communicator->fenceOnStream(
-        stream, fmt::format("the CUDA graph of '{}' (all_reduces from {})", executable_->name,
-                            g.groupedStep));
-    if (!fence)
-      return fence.status();
-    collectives_->started.push_back(*fence);
+    SMELT_ASSIGN_OR_RETURN(int64_t fence,
+                           communicator->fenceOnStream(
+                               stream, fmt::format("the CUDA graph of '{}' (all_reduces from {})",
+                                                   executable_->name, g.groupedStep)));
+    collectives_->started.push_back(fence);
     return status;
   };
   for (Graphs::Captured &captured : g.graphs)

@@ -4,6 +4,7 @@
 
 #include "runtime/CollectiveSteps.h"
 #include "runtime/RunBuffers.h"
+#include "runtime/StepOps.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/Cudnn.h"
@@ -30,34 +31,22 @@ Status expectOperands(const Step &step, size_t count) {
                                    count == 1 ? "" : "s", step.operands.size()));
 }
 
-/// lhs [..., M, K] x rhs [..., K, N] (the last two dims swapped by the transpose flags), the
-/// leading dims one batch of row-major matrices.
+/// The cuBLASLt call of a matmul step: its problem (matmulShape), dtype and epilogue.
 Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool allowTf32) {
   const MatmulParams &params = std::get<MatmulParams>(step.params);
-  bool tl = params.transposeLhs, tr = params.transposeRhs;
-  const TensorType &a = typeOf(exe, step.operands[0]), &b = typeOf(exe, step.operands[1]),
-                   &c = typeOf(exe, step.results[0]);
-  size_t rank = a.shape.size();
-  bool ok = rank >= 2 && b.shape.size() == rank && c.shape.size() == rank;
+  std::vector<TensorType> operands;
+  for (BufferId id : step.operands)
+    operands.push_back(typeOf(exe, id));
+  SMELT_ASSIGN_OR_RETURN(MatmulShape shape,
+                         matmulShape(step, operands, typeOf(exe, step.results[0])));
   MatmulCall call;
-  for (size_t i = 0; ok && i + 2 < rank; ++i) {
-    ok = a.shape[i] == b.shape[i] && a.shape[i] == c.shape[i];
-    call.batch *= a.shape[i];
-  }
-  if (ok) {
-    call.m = a.shape[rank - (tl ? 1 : 2)];
-    call.k = a.shape[rank - (tl ? 2 : 1)];
-    call.n = b.shape[rank - (tr ? 2 : 1)];
-    ok = b.shape[rank - (tr ? 1 : 2)] == call.k && c.shape[rank - 2] == call.m &&
-         c.shape[rank - 1] == call.n;
-  }
-  if (!ok || a.dtype != b.dtype || a.dtype != c.dtype)
-    return Status::error(fmt::format("{}: {} x {}{}{} does not give {}", cpu::describe(step),
-                                     a.str(), b.str(), tl ? " (lhs transposed)" : "",
-                                     tr ? " (rhs transposed)" : "", c.str()));
-  call.dtype = a.dtype;
-  call.transposeLhs = tl;
-  call.transposeRhs = tr;
+  call.batch = shape.batch;
+  call.m = shape.m;
+  call.k = shape.k;
+  call.n = shape.n;
+  call.dtype = operands[0].dtype;
+  call.transposeLhs = params.transposeLhs;
+  call.transposeRhs = params.transposeRhs;
   call.allowTf32 = allowTf32;
   // The epilogue: cuBLASLt's bias (one value per row of its column-major result, one of our N
   // columns: CublasLt.cpp) and relu. It has no tanh or logistic epilogue; smelt-fuse folds
@@ -70,15 +59,7 @@ Expected<MatmulCall> matmulCall(const Executable &exe, const Step &step, bool al
   bool relu = epilogue.activation == Activation::relu;
   call.epilogue = epilogue.bias ? (relu ? MatmulEpilogue::BiasRelu : MatmulEpilogue::Bias)
                                 : (relu ? MatmulEpilogue::Relu : MatmulEpilogue::None);
-  if (epilogue.bias) {
-    const TensorType &bias = typeOf(exe, step.operands[2]);
-    if (bias.dtype != c.dtype || bias.shape != std::vector<int64_t>{call.n})
-      return Status::error(fmt::format("{}: the bias is {}, the result {} needs [{}] of {}",
-                                       cpu::describe(step), bias.str(), c.str(), call.n,
-                                       dtypeName(c.dtype)));
-  }
-  if (Status s = CublasLt::validate(call, cpu::describe(step)); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(CublasLt::validate(call, cpu::describe(step)));
   return call;
 }
 
@@ -159,8 +140,7 @@ private:
 class CopyStep final : public GpuStep {
 public:
   static Expected<std::unique_ptr<GpuStep>> plan(const Executable &exe, const Step &step) {
-    if (Status s = expectOperands(step, 1); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(expectOperands(step, 1));
     std::unique_ptr<CopyStep> copy(new CopyStep(cpu::describe(step)));
     copy->bytes_ = typeOf(exe, step.operands[0]).byteSize();
     if (const TensorType &result = typeOf(exe, step.results[0]); result.byteSize() != copy->bytes_)
@@ -190,13 +170,8 @@ class MatmulStep final : public GpuStep {
 public:
   static Expected<std::unique_ptr<GpuStep>> plan(const Executable &exe, const Step &step,
                                                  bool allowTf32) {
-    if (Status s = expectOperands(step, step.epilogue().bias ? 3 : 2); !s.ok())
-      return s;
-    Expected<MatmulCall> call = matmulCall(exe, step, allowTf32);
-    if (!call)
-      return call.status();
     std::unique_ptr<MatmulStep> matmul(new MatmulStep(cpu::describe(step)));
-    matmul->call_ = *call;
+    SMELT_ASSIGN_OR_RETURN(matmul->call_, matmulCall(exe, step, allowTf32));
     MatmulAlignment &alignment = matmul->alignment_;
     alignment.lhs = alignmentOf(exe, step.operands[0]);
     alignment.rhs = alignmentOf(exe, step.operands[1]);
@@ -242,8 +217,7 @@ protected:
   using GpuStep::GpuStep;
   /// Checks call_ by cuDNN's rules and takes its workspace.
   Status check() {
-    if (Status s = Cudnn::validate(call_, what_); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(Cudnn::validate(call_, what_));
     workspace_ = Cudnn::workspaceBytes(call_);
     return {};
   }
@@ -266,8 +240,6 @@ public:
                                        "only on the CPU",
                                        conv->what_, params.epilogue.bias,
                                        activationName(params.epilogue.activation)));
-    if (Status s = expectOperands(step, 2); !s.ok())
-      return s;
     if (params.filterLayout != FilterLayout::ohwi)
       return Status::error(fmt::format("{}: cuDNN reads the filter as OHWI (KRSC), this step's "
                                        "is HWIO; smelt-gpu-conv-layouts gives the convolutions "
@@ -290,8 +262,7 @@ public:
     call.filter = forward || backwardInput ? second : result;
     call.output = forward ? result : backwardInput ? first : second;
     call.allowTf32 = allowTf32;
-    if (Status s = conv->check(); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(conv->check());
     return std::unique_ptr<GpuStep>(std::move(conv));
   }
 
@@ -307,8 +278,7 @@ public:
     std::unique_ptr<PoolStep> pool(new PoolStep(cpu::describe(step)));
     bool backward = step.op == StepOp::MaxPool2DBackward || step.op == StepOp::AvgPool2DBackward;
     bool isMax = step.op == StepOp::MaxPool2D || step.op == StepOp::MaxPool2DBackward;
-    if (Status s = expectOperands(step, backward && isMax ? 2 : 1); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(expectOperands(step, backward && isMax ? 2 : 1));
     const PoolParams &params = std::get<PoolParams>(step.params); // lengths checked on load
     Pool2DCall &call = pool->call_;
     call.window = params.window;
@@ -322,8 +292,7 @@ public:
       return Status::error(fmt::format("{}: result {} must have the input's type {}", pool->what_,
                                        result.str(), typeOf(exe, step.operands[0]).str()));
     pool->kind_ = backward;
-    if (Status s = pool->check(); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(pool->check());
     return std::unique_ptr<GpuStep>(std::move(pool));
   }
 
@@ -426,20 +395,14 @@ Expected<std::unique_ptr<GpuStep>> planStep(const Executable &exe, size_t index,
 
 Expected<std::vector<std::unique_ptr<GpuStep>>> planGpuSteps(const Executable &exe,
                                                              bool allowTf32) {
-  if (Status s = validateDataflow(exe); !s.ok())
-    return s;
-  if (Status s = checkBufferSizes(exe, nullptr, /*inputsOnDevice=*/true); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(validateDataflow(exe));
+  SMELT_RETURN_IF_ERROR(checkBufferSizes(exe, nullptr, /*inputsOnDevice=*/true));
   // The all_reduce steps' attributes and types, checked as the CPU executor checks them.
-  Expected<CollectiveSteps> collectives = CollectiveSteps::prepare(exe);
-  if (!collectives)
-    return collectives.status();
+  SMELT_ASSIGN_OR_RETURN(CollectiveSteps collectives, CollectiveSteps::prepare(exe));
   std::vector<std::unique_ptr<GpuStep>> steps;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
-    Expected<std::unique_ptr<GpuStep>> step = planStep(exe, s, *collectives, allowTf32);
-    if (!step)
-      return step.status();
-    steps.push_back(std::move(*step));
+    SMELT_ASSIGN_OR_RETURN(std::unique_ptr<GpuStep> step, planStep(exe, s, collectives, allowTf32));
+    steps.push_back(std::move(step));
   }
   return steps;
 }

@@ -18,8 +18,7 @@ Status GpuExecutor::reserveStaging(uint64_t bytes) {
   if (bytes <= stagingBytes_)
     return Status();
   // The old buffer may still feed queued copies: wait for them before giving it back.
-  if (Status s = device_->synchronize("copies through the staging buffer"); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(device_->synchronize("copies through the staging buffer"));
   stagingIdle_ = true;
   staging_.reset();
   stagingBytes_ = 0;
@@ -64,10 +63,8 @@ Status GpuExecutor::upload(const std::vector<Input> &inputs) {
   // loss); after one that kept every output on the GPU, or failed, the host waits here. A run
   // whose inputs are all on this GPU already stages nothing and waits for nothing.
   if (total && !stagingIdle_)
-    if (Status s = device_->synchronize("the previous run"); !s.ok())
-      return s;
-  if (Status s = reserveStaging(total); !s.ok())
-    return s;
+    SMELT_RETURN_IF_ERROR(device_->synchronize("the previous run"));
+  SMELT_RETURN_IF_ERROR(reserveStaging(total));
   stagingIdle_ = stagingIdle_ && total == 0;
   char *staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -78,12 +75,11 @@ Status GpuExecutor::upload(const std::vector<Input> &inputs) {
       DeviceArray &array = *inputs[i].array;
       if (inputs[i].donated)
         buffers_.adopt(id, array.release());
-      else if (Status s = buffers_.take(id, array.address()); !s.ok())
-        return s;
+      else
+        SMELT_RETURN_IF_ERROR(buffers_.take(id, array.address()));
       continue;
     }
-    if (Status s = buffers_.take(id); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(buffers_.take(id));
     if (size_t bytes = staged[i]->byteSize()) {
       std::memcpy(staging, staged[i]->raw(), bytes);
       if (Status s = device_->copyToDevice(buffers_[id], staging, bytes); !s.ok())
@@ -102,8 +98,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (!residency.keeps(i))
       total += roundUp(exe.buffers[exe.outputs[i]].type.byteSize());
-  if (Status s = reserveStaging(total); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(reserveStaging(total));
   // Queued after this run's uploads on the same stream, so they overwrite nothing still read.
   char *staging = static_cast<char *>(staging_.get());
   for (size_t i = 0; i < exe.outputs.size(); ++i) {
@@ -119,8 +114,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
   stagingIdle_ = stagingIdle_ && total == 0;
   // A run that keeps every output on the device returns without waiting for it.
   if (!residency.keepsAll(exe.outputs.size())) {
-    if (Status s = device_->synchronize("the run of @" + exe.name); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(device_->synchronize("the run of @" + exe.name));
     stagingIdle_ = true;
   }
   // A fresh vector, assigned last: `outputs` may hold the tensors the inputs point at. The
@@ -134,11 +128,8 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
     if (reusable[i]) {
       results[i] = std::move(*reusable[i]);
     } else {
-      Expected<HostTensor> out =
-          HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i));
-      if (!out)
-        return out.status();
-      results[i] = std::move(*out);
+      SMELT_ASSIGN_OR_RETURN(
+          results[i], HostTensor::allocate(exe.buffers[id].type, fmt::format("output #{}", i)));
     }
     if (results[i].byteSize())
       std::memcpy(results[i].raw(), staging, results[i].byteSize());
@@ -169,11 +160,9 @@ Expected<std::vector<DeviceArray>> GpuExecutor::keptOutputs(const RunValues &res
     if (!block) {
       // An arena's buffer, a constant, a lent input or one returned twice: the run cannot
       // give its block away, so the array is a device copy.
-      Expected<void *> fresh =
-          allocator_->allocate(type.byteSize(), fmt::format("output #{} kept on the device", i));
-      if (!fresh)
-        return fresh.status();
-      block = *fresh;
+      SMELT_ASSIGN_OR_RETURN(
+          block,
+          allocator_->allocate(type.byteSize(), fmt::format("output #{} kept on the device", i)));
       if (type.byteSize())
         if (Status s = device_->check(
                 device_->driver().memcpyDtoDAsync(devicePointer(block), devicePointer(buffers_[id]),

@@ -30,15 +30,12 @@ Expected<const Nccl *> Nccl::open() {
   // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
   // a pip wheel's nvidia/nccl/lib, the CUDA toolkit, then the loader's path.
   static Nccl table;
-  Expected<void *> opened =
-      openCudaTable("NCCL", "libnccl.so.2", {SMELT_NCCL_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                    "it is older than this program needs");
-  if (!opened)
-    return opened.status();
+  SMELT_ASSIGN_OR_RETURN(void *opened, openCudaTable("NCCL", "libnccl.so.2",
+                                                     {SMELT_NCCL_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                                     "it is older than this program needs"));
   table.getLastError =
-      reinterpret_cast<decltype(table.getLastError)>(dlsym(*opened, "ncclGetLastError"));
-  if (Status status = table.check(table.getVersion(&table.version), "ncclGetVersion"); !status.ok())
-    return status;
+      reinterpret_cast<decltype(table.getLastError)>(dlsym(opened, "ncclGetLastError"));
+  SMELT_RETURN_IF_ERROR(table.check(table.getVersion(&table.version), "ncclGetVersion"));
   return &table;
 }
 
@@ -97,24 +94,14 @@ std::string NcclCommunicator::describe() const {
 
 std::string NcclCommunicator::name(const Pending &p) const {
   return p.fence ? fmt::format("{} on {}", p.what, describe())
-                 : name(p.what, p.count, p.dtype, p.kind);
-}
-
-std::string NcclCommunicator::name(const std::string &what, int64_t count, DType dtype,
-                                   ReduceKind kind) const {
-  return fmt::format("all_reduce '{}' ({} bytes of {}, {}) on {}", what,
-                     count * int64_t(byteWidth(dtype)), dtypeName(dtype), reduceKindName(kind),
-                     describe());
+                 : collectiveName(p.what, p.count, p.dtype, p.kind);
 }
 
 Status NcclCommunicator::openDevice(int ordinal) {
   ordinal_ = ordinal;
   // The NCCL communicator is made with the device's primary context current: the CUDA runtime
   // inside NCCL then uses it, and so do our streams and events.
-  Expected<std::shared_ptr<CudaDevice>> device = CudaDevice::open(ordinal);
-  if (!device)
-    return device.status();
-  device_ = *device;
+  SMELT_ASSIGN_OR_RETURN(device_, CudaDevice::open(ordinal));
   return device_->check(cu_.streamCreate(&ownStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
 
@@ -215,10 +202,12 @@ Expected<int64_t> NcclCommunicator::enqueue(Pending p, CUstream stream, bool tra
     return fail("the communicator is unusable: " + *broken_);
   std::optional<ncclDataType_t> type = ncclType(p.dtype);
   if (!p.fence) {
-    if (!type)
-      return fail("i1 (boolean) tensors cannot be summed; convert them to an integer type first");
-    if (p.count < 0 || (p.count > 0 && !p.data))
-      return fail(p.count < 0 ? "negative count" : "null device pointer");
+    if (Status s =
+            checkReduceArguments(reinterpret_cast<const void *>(p.data), p.count, p.dtype, name(p));
+        !s.ok()) {
+      release(p);
+      return s;
+    }
     if (p.kind == ReduceKind::mean && !options_.deterministic && nccl_.version < 21000)
       return fail(fmt::format("NCCL {} has no ncclAvg (2.10 and later have): use sum and scale, "
                               "or a newer NCCL",
@@ -429,8 +418,7 @@ createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions optio
   std::vector<std::unique_ptr<NcclCommunicator>> communicators;
   for (size_t i = 0; i < devices.size(); ++i) {
     communicators.emplace_back(new NcclCommunicator(*cu, *nccl, options));
-    if (Status status = communicators.back()->openDevice(devices[i]); !status.ok())
-      return status;
+    SMELT_RETURN_IF_ERROR(communicators.back()->openDevice(devices[i]));
   }
   std::vector<ncclComm_t> comms(devices.size());
   if (Status status = nccl->check(
@@ -484,8 +472,7 @@ createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions op
   std::unique_ptr<NcclCommunicator> communicator(new NcclCommunicator(*cu, *nccl, options));
   communicator->rank_ = bootstrap.rank();
   communicator->size_ = bootstrap.size();
-  if (Status status = communicator->openDevice(device); !status.ok())
-    return status;
+  SMELT_RETURN_IF_ERROR(communicator->openDevice(device));
   ncclComm_t comm = nullptr;
   if (Status status =
           nccl->check(nccl->commInitRank(&comm, communicator->size_, id, communicator->rank_),

@@ -130,9 +130,8 @@ private:
       : cu_(cu), nccl_(nccl), options_(options) {}
   /// Opens the device (its primary context current) and makes the communicator's stream.
   Status openDevice(int ordinal);
-  /// "all_reduce '<what>' (<bytes> bytes of <dtype>, <kind>) on nccl rank R of N (gpu D)".
-  std::string name(const std::string &what, int64_t count, DType dtype, ReduceKind kind) const;
-  /// The same for a pending collective; "<what> on nccl rank R of N (gpu D)" for a fence.
+  /// A pending collective as collectiveName says it ("all_reduce '<what>' (...) on nccl rank R
+  /// of N (gpu D)"); "<what> on nccl rank R of N (gpu D)" for a fence.
   std::string name(const Pending &p) const;
   /// Queues `p`'s collective on `stream` (nothing for a fence) after the checks they share;
   /// `tracked`: with a completion event and a ticket (else kUntracked, for a stream that is

@@ -50,11 +50,9 @@ Expected<DeviceGroup> ncclReplicaGroup(const std::vector<std::string> &devices,
     if (devices.size() != 1)
       return Status::error(fmt::format("{}: one replica per process, but {} devices given",
                                        bootstrap->describe(), devices.size()));
-    Expected<std::unique_ptr<NcclCommunicator>> made =
-        createNcclCommunicator(*bootstrap, physical[0], options);
-    if (!made)
-      return made.status();
-    group.communicators.push_back(std::move(*made));
+    SMELT_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> made,
+                           createNcclCommunicator(*bootstrap, physical[0], options));
+    group.communicators.push_back(std::move(made));
   }
   group.summary = fmt::format("NCCL {} over {}", (*nccl)->versionName(), fmt::join(devices, ", "));
   return group;

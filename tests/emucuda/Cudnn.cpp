@@ -1,5 +1,5 @@
 // The emulated cuDNN 9 (libcudnn.so.9): the legacy calls Smelt's runtime resolves
-// (runtime/cuda/CudnnLibrary.h) and their Create/Destroy partners, written on the CPU from the
+// (runtime/cuda/Cudnn.cpp's table) and their Create/Destroy partners, written on the CPU from the
 // cuDNN API reference (cudnn_ops and cudnn_cnn libraries) and the "Legacy API" developer guide.
 //
 // Each call validates at once and returns the documented status (BAD_PARAM for inconsistent
