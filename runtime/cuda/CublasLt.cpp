@@ -58,10 +58,10 @@ Expected<const Library *> openLibrary() {
   // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
   // a pip wheel's nvidia/cu13/lib, the CUDA toolkit, then the loader's path.
   static Library table;
-  SMELT_ASSIGN_OR_RETURN(void *opened,
-                         openCudaTable("cuBLASLt", "libcublasLt.so.13",
-                                       {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                       "it is older than this program needs"));
+  SMELT_RETURN_IF_ERROR(openCudaTable("cuBLASLt", "libcublasLt.so.13",
+                                      {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                      "it is older than this program needs")
+                            .status());
   return &table;
 }
 

@@ -12,10 +12,10 @@ Expected<const CudaDriver *> CudaDriver::open() {
   // first, so a test can name the emulated driver (tests/emucuda); otherwise the loader's search
   // finds the system's. Never closed, as if linked.
   static CudaDriver table;
-  SMELT_ASSIGN_OR_RETURN(void *opened,
-                         openCudaTable("CUDA driver", "libcuda.so.1",
-                                       {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                       "it is older than this program needs"));
+  SMELT_RETURN_IF_ERROR(openCudaTable("CUDA driver", "libcuda.so.1",
+                                      {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                      "it is older than this program needs")
+                            .status());
   SMELT_RETURN_IF_ERROR(table.check(table.init(0), "cuInit"));
   return &table;
 }
