@@ -76,6 +76,14 @@ Status checkKernelBuffers(const Executable &exe, const Step &step) {
   return Status();
 }
 
+/// An error unless `step` reads `count` operands; `which` names them (" (updates, indices)").
+Status expectOperands(const Step &step, size_t count, const char *which = "") {
+  if (step.operands.size() == count)
+    return Status();
+  return Status::error(fmt::format("{}: takes {} operand{}{}, got {}", cpu::describe(step), count,
+                                   count == 1 ? "" : "s", which, step.operands.size()));
+}
+
 /// An argmax's or scatter_add's GPU kernel, where it has one.
 Status checkOwnKernel(const Executable &exe, const Step &step) {
   return step.kernel() == kNoKernel ? Status() : checkKernelBuffers(exe, step);
@@ -194,8 +202,17 @@ class Contraction final : public StepFamily {
 
 /// max_pool2d, avg_pool2d and their gradients.
 class Pooling final : public StepFamily {
-  Status validate(const Executable &, const Step &step) const override {
+  Status validate(const Executable &exe, const Step &step) const override {
     const PoolParams *pool = step.paramsAs<PoolParams>();
+    // max_pool2d_backward reads (input, grad_output) and gives the input's gradient, of its
+    // type; the others read one tensor.
+    bool maxBackward = step.op == StepOp::MaxPool2DBackward;
+    SMELT_RETURN_IF_ERROR(expectOperands(step, maxBackward ? 2 : 1));
+    const TensorType &input = exe.buffers[step.operands[0]].type,
+                     &result = exe.buffers[step.results[0]].type;
+    if (maxBackward && input != result)
+      return Status::error(fmt::format("{}: result {} must have the input's type {}",
+                                       cpu::describe(step), result.str(), input.str()));
     return firstError({cpu::expectCount(step, "window", pool->window, 2),
                        cpu::expectCount(step, "strides", pool->strides, 2),
                        cpu::expectCount(step, "padding", pool->padding, 4)});
@@ -208,6 +225,7 @@ class Pooling final : public StepFamily {
 /// argmax: a CPU routine, or a GPU kernel of its own (ArgmaxParams::kernel).
 class Argmax final : public StepFamily {
   Status validate(const Executable &exe, const Step &step) const override {
+    SMELT_RETURN_IF_ERROR(expectOperands(step, 1));
     return checkOwnKernel(exe, step);
   }
   Expected<cpu::Kernel> prepareCpu(const Step &step, const cpu::StepTypes &types) const override {
@@ -218,6 +236,7 @@ class Argmax final : public StepFamily {
 /// scatter_add: a CPU routine, or a GPU kernel of its own (ScatterAddParams::kernel).
 class ScatterAdd final : public StepFamily {
   Status validate(const Executable &exe, const Step &step) const override {
+    SMELT_RETURN_IF_ERROR(expectOperands(step, 2, " (updates, indices)"));
     return checkOwnKernel(exe, step);
   }
   void cost(const Executable &, const Step &, const std::vector<TensorType> &operands,
@@ -235,7 +254,11 @@ class ScatterAdd final : public StepFamily {
 class DataMovement final : public StepFamily {
   /// Slice's and pad's lists have one entry per dimension of the operand.
   Status validate(const Executable &exe, const Step &step) const override {
-    size_t rank = step.operands.empty() ? 0 : exe.buffers[step.operands[0]].type.shape.size();
+    // concat joins one or more operands; the others read one.
+    if (step.op == StepOp::Concat ? step.operands.empty() : step.operands.size() != 1)
+      return Status::error(fmt::format("{}: wrong number of operands ({})", cpu::describe(step),
+                                       step.operands.size()));
+    size_t rank = exe.buffers[step.operands[0]].type.shape.size();
     if (const SliceParams *slice = step.paramsAs<SliceParams>())
       return firstError({cpu::expectCount(step, "start_indices", slice->start, rank),
                          cpu::expectCount(step, "limit_indices", slice->limit, rank),

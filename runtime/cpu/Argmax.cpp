@@ -8,9 +8,6 @@
 namespace smelt::rt::cpu {
 
 Expected<Kernel> prepareArgmax(const Step &step, const StepTypes &types) {
-  if (types.operands.size() != 1)
-    return Status::error(fmt::format("{}: takes 1 operand, got {}", describe(step),
-                                     types.operands.size()));
   int64_t axis = std::get<ArgmaxParams>(step.params).axis;
   const TensorType &in = types.operands[0];
   if (axis < 0 || axis >= int64_t(in.shape.size()) || in.shape[axis] == 0 ||

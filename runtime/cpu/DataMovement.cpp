@@ -163,9 +163,7 @@ Expected<Kernel> pad(const Step &step, const StepTypes &types) {
 } // namespace
 
 Expected<Kernel> prepareDataMovement(const Step &step, const StepTypes &types) {
-  if (step.op == StepOp::Concat ? types.operands.empty() : types.operands.size() != 1)
-    return Status::error(fmt::format("{}: wrong number of operands ({})", describe(step),
-                                     types.operands.size()));
+  // The operand count is the family's check (StepOps.cpp), made first.
   for (const TensorType &t : types.operands)
     if (t.dtype != types.result.dtype)
       return mismatch(step, types, "element types differ");

@@ -43,8 +43,6 @@ Expected<Window2D> poolGeometry(const Step &step, const TensorType &input,
 }
 
 Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
-  if (types.operands.size() != 1)
-    return Status::error(fmt::format("{}: takes 1 operand", describe(step)));
   SMELT_ASSIGN_OR_RETURN(Window2D g, poolGeometry(step, types.operands[0], types.result));
   if (types.result.dtype == DType::f64)
     return Kernel([g, isMax](const void *const *in, void *out) {
@@ -73,14 +71,9 @@ Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
 }
 
 Expected<Kernel> backward(const Step &step, const StepTypes &types, bool isMax) {
-  // max: (input, grad_output) -> grad_input; avg: (grad_output) -> grad_input.
-  if (types.operands.size() != (isMax ? 2u : 1u))
-    return Status::error(fmt::format("{}: takes {} operands", describe(step), isMax ? 2 : 1));
+  // max: (input, grad_output) -> grad_input; avg: (grad_output) -> grad_input (counts and the
+  // gradient's type checked by the family, StepOps.cpp).
   const TensorType &gradOutput = types.operands[isMax ? 1 : 0];
-  if (isMax && types.operands[0] != types.result)
-    return Status::error(fmt::format("{}: result {} must have the input's type {}",
-                                     describe(step), types.result.str(),
-                                     types.operands[0].str()));
   SMELT_ASSIGN_OR_RETURN(Window2D g, poolGeometry(step, types.result, gradOutput));
   // Natively in f32 (a copy to f64 and back cost more than the loops), otherwise in f64;
   // parallel over the batch, whose entries write disjoint parts of the gradient.

@@ -24,9 +24,6 @@ struct ScatterShape {
 };
 
 Expected<ScatterShape> scatterShape(const Step &step, const StepTypes &types) {
-  if (types.operands.size() != 2)
-    return Status::error(fmt::format("{}: takes 2 operands (updates, indices), got {}",
-                                     describe(step), types.operands.size()));
   const TensorType &updates = types.operands[0], &indices = types.operands[1],
                    &result = types.result;
   size_t batchRank = indices.shape.size();

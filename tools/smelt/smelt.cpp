@@ -17,7 +17,16 @@ llvm::cl::OptionCategory &smeltCategory() {
 }
 
 int fail(const std::string &message) {
-  llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
+  // One write when the line is not coloured: stderr is unbuffered, and under mpirun another
+  // process's output (MPI_Abort's banner) could land between "smelt" and ": error: ...".
+  if (llvm::errs().has_colors()) {
+    llvm::WithColor::error(llvm::errs(), "smelt") << message << "\n";
+  } else {
+    std::string line;
+    llvm::raw_string_ostream text(line);
+    llvm::WithColor::error(text, "smelt") << message << "\n";
+    llvm::errs() << text.str();
+  }
   return 1;
 }
 
