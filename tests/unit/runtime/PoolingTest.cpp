@@ -111,5 +111,19 @@ TEST(Pooling, RejectsGeometryThatDoesNotFit) {
   EXPECT_NE(rank.find("rank-4 NHWC"), std::string::npos) << rank;
 }
 
+// Checked once for every device by the pooling family (StepOps.cpp), before any kernel is made.
+TEST(Pooling, RejectsOperandCountsAndGradientTypesThatDoNotFit) {
+  TensorType x{DType::f32, {1, 4, 4, 2}}, dy{DType::f32, {1, 2, 2, 2}};
+  Attrs attrs{{"window", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"padding", Ints{0, 0, 0, 0}}};
+  std::string count = createError("max_pool2d_backward", {dy}, x, attrs);
+  EXPECT_NE(count.find("takes 2 operands, got 1"), std::string::npos) << count;
+  std::string type = createError("max_pool2d_backward", {x, dy}, {DType::f64, {1, 4, 4, 2}}, attrs);
+  EXPECT_NE(type.find("result tensor<1x4x4x2xf64> must have the input's type tensor<1x4x4x2xf32>"),
+            std::string::npos)
+      << type;
+  std::string forward = createError("avg_pool2d", {x, x}, dy, attrs);
+  EXPECT_NE(forward.find("takes 1 operand, got 2"), std::string::npos) << forward;
+}
+
 } // namespace
 } // namespace smelt::rt::test
