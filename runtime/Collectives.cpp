@@ -56,13 +56,13 @@ std::string Communicator::collectiveName(const std::string &what, int64_t count,
 }
 
 Status Communicator::checkReduceArguments(const void *data, int64_t count, DType dtype,
-                                          const std::string &name) {
+                                          ReduceKind kind, const std::string &what) const {
   if (dtype == DType::i1)
     return Status::error(fmt::format("{}: i1 (boolean) tensors cannot be summed; convert them "
                                      "to an integer type first",
-                                     name));
+                                     collectiveName(what, count, dtype, kind)));
   if (count < 0 || (count > 0 && !data))
-    return Status::error(fmt::format("{}: {}", name,
+    return Status::error(fmt::format("{}: {}", collectiveName(what, count, dtype, kind),
                                      count < 0 ? fmt::format("negative count {}", count)
                                                : std::string("null buffer")));
   return Status();
@@ -226,7 +226,7 @@ private:
 Expected<int64_t> LocalCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                            std::string what) {
   Arrival mine{data, count, dtype, kind, std::move(what)};
-  SMELT_RETURN_IF_ERROR(checkReduceArguments(data, count, dtype, name(mine)));
+  SMELT_RETURN_IF_ERROR(checkReduceArguments(data, count, dtype, kind, mine.what));
   GroupState &s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.abortReason)

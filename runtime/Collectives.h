@@ -90,9 +90,9 @@ protected:
   std::string collectiveName(const std::string &what, int64_t count, DType dtype,
                              ReduceKind kind) const;
   /// Refuses what no backend reduces (i1 elements, a negative count, a null buffer), in an
-  /// error that starts with the collective's `name`.
-  static Status checkReduceArguments(const void *data, int64_t count, DType dtype,
-                                     const std::string &name);
+  /// error that starts with the collective's name (formatted only then: start() is per step).
+  Status checkReduceArguments(const void *data, int64_t count, DType dtype, ReduceKind kind,
+                              const std::string &what) const;
 };
 
 /// `message` prefixed with which replica it concerns (`communicator`'s describe()), unless it

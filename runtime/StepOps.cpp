@@ -135,11 +135,8 @@ class Contraction final : public StepFamily {
                                        "activation {})",
                                        cpu::describe(step), epilogue.bias,
                                        activationName(epilogue.activation)));
-    size_t operands = epilogue.bias ? 3 : 2;
-    if (step.operands.size() != operands)
-      return Status::error(fmt::format("{}: takes {} operands{}, got {}", cpu::describe(step),
-                                       operands, epilogue.bias ? " (the third is the bias)" : "",
-                                       step.operands.size()));
+    SMELT_RETURN_IF_ERROR(expectOperands(step, epilogue.bias ? 3 : 2,
+                                         epilogue.bias ? " (the third is the bias)" : ""));
     // One value per element of the result's last dimension (matmul's N, conv2d's F).
     const TensorType &result = exe.buffers[step.results[0]].type;
     std::vector<int64_t> perLast{result.shape.empty() ? 0 : result.shape.back()};

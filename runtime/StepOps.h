@@ -42,10 +42,9 @@ public:
 struct MatmulShape {
   int64_t batch = 1, m = 0, k = 0, n = 0;
 };
-/// The problem of matmul `step` whose operands (lhs, rhs, and the bias when its epilogue has
-/// one) and result have these types, or an error naming the step and the types: operands that
-/// do not give the result, or a bias that is not [N] of the result's dtype. Both devices'
-/// matmuls take it from here.
+/// The problem of matmul `step` whose operands (lhs, rhs[, bias]) and result have these types,
+/// or an error naming the step and the types when the operands do not give the result. Both
+/// devices' matmuls take it from here; the bias is the Contraction family's check.
 Expected<MatmulShape> matmulShape(const Step &step, const std::vector<TensorType> &operands,
                                   const TensorType &result);
 

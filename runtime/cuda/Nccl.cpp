@@ -202,8 +202,8 @@ Expected<int64_t> NcclCommunicator::enqueue(Pending p, CUstream stream, bool tra
     return fail("the communicator is unusable: " + *broken_);
   std::optional<ncclDataType_t> type = ncclType(p.dtype);
   if (!p.fence) {
-    if (Status s =
-            checkReduceArguments(reinterpret_cast<const void *>(p.data), p.count, p.dtype, name(p));
+    if (Status s = checkReduceArguments(reinterpret_cast<const void *>(p.data), p.count, p.dtype,
+                                        p.kind, p.what);
         !s.ok()) {
       release(p);
       return s;

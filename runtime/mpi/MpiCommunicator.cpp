@@ -192,13 +192,13 @@ MpiCommunicator::~MpiCommunicator() {
 
 Expected<int64_t> MpiCommunicator::start(void *data, int64_t count, DType dtype, ReduceKind kind,
                                          std::string what) {
-  std::string label = collectiveName(what, count, dtype, kind);
   if (broken_)
-    return Status::error(fmt::format("{}: {}", label, *broken_));
-  SMELT_RETURN_IF_ERROR(checkReduceArguments(data, count, dtype, label));
+    return Status::error(fmt::format("{}: {}", collectiveName(what, count, dtype, kind), *broken_));
+  SMELT_RETURN_IF_ERROR(checkReduceArguments(data, count, dtype, kind, what));
   // MPI-3 counts are int; the deterministic mode's staging holds size() contributions.
   if (count > INT_MAX)
-    return Status::error(fmt::format("{}: count outside [0, 2^31) for MPI", label));
+    return Status::error(fmt::format("{}: count outside [0, 2^31) for MPI",
+                                     collectiveName(what, count, dtype, kind)));
 
   int64_t ticket = nextTicket_++;
   Pending &p = pending_[ticket];
