@@ -1,10 +1,10 @@
 // AOT artifact encoder and reader; the format is documented in Artifact.h. The reader trusts no
-// byte: the header and section table are checked before any payload is looked at, each payload
-// against its CRC before it is decoded, and each decoded field against the bytes left and the
-// plan around it, so a corrupt file ends in a Status naming the file, the part and the byte.
+// byte: the header is checked before anything else, the plan and data against their CRCs, the
+// plan by FlatBuffers' verifier, then each field against the plan around it, so a damaged file
+// ends in a Status naming the file and the part (and the byte, or the plan's entry).
 #include "runtime/Artifact.h"
 
-#include "runtime/ByteCodec.h"
+#include "runtime/ArtifactPlan_generated.h"
 #include "runtime/ContentHash.h"
 #include "runtime/Devices.h"
 #include "runtime/FileIO.h"
@@ -13,7 +13,6 @@
 #include <fmt/ranges.h>
 #include <zlib.h>
 
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -23,44 +22,34 @@ namespace smelt::rt {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'M', 'E', 'L', 'T', 'A', 'O', 'T'};
-constexpr size_t kHeaderBytes = 32, kEntryBytes = 24, kAlignment = 64;
+constexpr size_t kHeaderBytes = 64, kAlignment = 64;
 // Header fields, by their byte offset.
-constexpr size_t kVersionAt = 8, kFlagsAt = 12, kCountAt = 16, kCrcAt = 20, kFileSizeAt = 24;
+constexpr size_t kVersionAt = 8, kFlagsAt = 12, kPlanSizeAt = 16, kDataSizeAt = 24, kPlanCrcAt = 32,
+                 kDataCrcAt = 36, kHeaderCrcAt = 40;
 constexpr uint32_t kKnownFlags = 0;
-// DType's enumerators in order, as the plan stores them.
 constexpr uint8_t kDTypeCount = uint8_t(DType::i1) + 1;
+static_assert(uint8_t(aot::DType::MAX) + 1 == kDTypeCount);
 
-enum class Section : uint32_t { meta = 1, plan, constants, cuda, cpu };
-constexpr uint32_t kSectionKinds = 5;
-constexpr const char *kSectionNames[] = {"", "meta", "plan", "constants", "cuda", "cpu"};
+/// The values a parameter stored as a small integer may take (bool, the enums); 0 for the
+/// other kinds.
+template <typename T> constexpr int64_t kEnumValues = 0;
+template <> constexpr int64_t kEnumValues<bool> = 2;
+template <> constexpr int64_t kEnumValues<ReduceKind> = 2;
+template <> constexpr int64_t kEnumValues<Activation> = kNumActivations;
+template <> constexpr int64_t kEnumValues<FilterLayout> = kNumFilterLayouts;
 
-std::string sectionPart(Section kind) {
-  return std::string(kSectionNames[uint32_t(kind)]) + " section";
+uint64_t loadLE(const uint8_t *p, int width) {
+  uint64_t v = 0;
+  for (int i = 0; i < width; ++i)
+    v |= uint64_t(p[i]) << (8 * i);
+  return v;
 }
-
-// A step's op is stored as its StepOp number and its parameters as the fields its op's params
-// struct lists (Executable.h): these pin the numbers the format was written with.
-static_assert(uint8_t(StepOp::Fusion) == 0 && uint8_t(StepOp::RngNormal) == 17 &&
-              uint8_t(StepOp::ScatterAdd) == 18 && kNumStepOps == 19);
-
-/// The values a parameter stored as one byte may take (bool, the enums); 0 for the other kinds.
-template <typename T> constexpr uint8_t kByteValues = 0;
-template <> constexpr uint8_t kByteValues<bool> = 2;
-template <> constexpr uint8_t kByteValues<ReduceKind> = 2;
-template <> constexpr uint8_t kByteValues<Activation> = kNumActivations;
-static_assert(uint8_t(Activation::swish) == 6 && kNumActivations == 7);
-template <> constexpr uint8_t kByteValues<FilterLayout> = kNumFilterLayouts;
-static_assert(uint8_t(FilterLayout::ohwi) == 1 && kNumFilterLayouts == 2);
-
+void storeLE(uint8_t *p, uint64_t v, int width) {
+  for (int i = 0; i < width; ++i)
+    p[i] = uint8_t(v >> (8 * i));
+}
+size_t alignUp(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 uint32_t crcOf(const uint8_t *data, size_t size) { return uint32_t(crc32_z(0, data, size)); }
-
-/// CRC32 of the header and section table, reading the checksum field itself as zero.
-uint32_t headerCrc(const uint8_t *bytes, size_t tableEnd) {
-  const uint8_t zeros[4] = {};
-  uLong crc = crc32_z(0, bytes, kCrcAt);
-  crc = crc32_z(crc, zeros, 4);
-  return uint32_t(crc32_z(crc, bytes + kCrcAt + 4, tableEnd - kCrcAt - 4));
-}
 
 bool validTarget(const std::string &target) {
   return target == "cpu" || (target.starts_with("cuda:") && target.size() > 5);
@@ -70,181 +59,168 @@ bool validTarget(const std::string &target) {
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-/// A step's parameters, field by field in the order `fields` lists them.
-void encodeParams(ByteWriter &w, const StepParams &params) {
+/// The data part being written: each blob at a multiple of kAlignment.
+struct DataWriter {
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<aot::Range> add(const uint8_t *data, size_t size) {
+    bytes.resize(alignUp(bytes.size()));
+    auto range = std::make_unique<aot::Range>(bytes.size(), size);
+    bytes.insert(bytes.end(), data, data + size);
+    return range;
+  }
+  std::unique_ptr<aot::Range> add(const std::string &s) {
+    return add(reinterpret_cast<const uint8_t *>(s.data()), s.size());
+  }
+};
+
+std::unique_ptr<aot::TypeT> typeOf(const TensorType &type) {
+  auto t = std::make_unique<aot::TypeT>();
+  t->dtype = aot::DType(type.dtype);
+  t->shape = type.shape;
+  return t;
+}
+
+std::vector<std::unique_ptr<aot::TypeT>> typesOf(const std::vector<TensorType> &types) {
+  std::vector<std::unique_ptr<aot::TypeT>> out;
+  for (const TensorType &type : types)
+    out.push_back(typeOf(type));
+  return out;
+}
+
+/// A step's parameters, one Param per field its op's params struct lists.
+std::vector<std::unique_ptr<aot::ParamT>> paramsOf(const StepParams &params) {
+  std::vector<std::unique_ptr<aot::ParamT>> out;
   std::visit(
       [&](auto p) {
-        p.fields([&](const char *, const auto &v) {
+        p.fields([&](const char *name, const auto &v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (kByteValues<T> > 0)
-            w.u8(uint8_t(v));
-          else if constexpr (std::is_same_v<T, int64_t>)
-            w.i64(v);
+          auto &param = out.emplace_back(std::make_unique<aot::ParamT>());
+          param->name = name;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+            param->integers = v;
           else if constexpr (std::is_same_v<T, double>)
-            w.f64(v);
+            param->real = v;
           else
-            w.i64s(v, "an integer-list parameter");
+            param->integer = int64_t(v);
         });
       },
       params);
+  return out;
 }
 
-void encodeType(ByteWriter &w, const TensorType &type) {
-  w.u8(uint8_t(type.dtype));
-  w.i64s(type.shape, "a shape");
-}
-
-void encodeTypes(ByteWriter &w, const std::vector<TensorType> &types, const char *what) {
-  w.count(types.size(), what);
-  for (const TensorType &type : types)
-    encodeType(w, type);
-}
-
-void encodePlan(const Executable &exe, const std::vector<uint64_t> &constantOffsets,
-                ByteWriter &w) {
-  w.str(exe.name, "the executable's name");
-  w.count(exe.buffers.size(), "buffers");
+aot::PlanT planOf(const Executable &exe, const ArtifactExtras &extras, DataWriter &data) {
+  aot::PlanT plan;
+  plan.target = extras.target;
+  plan.producer = extras.producer;
+  plan.name = exe.name;
   for (const BufferInfo &b : exe.buffers) {
-    encodeType(w, b.type);
-    w.str(b.name, "a buffer name");
-    w.i64(b.offset);
+    auto buffer = std::make_unique<aot::BufferT>();
+    buffer->type = typeOf(b.type);
+    buffer->name = b.name;
+    buffer->offset = b.offset;
+    plan.buffers.push_back(std::move(buffer));
   }
-  w.i32s(exe.inputs, "inputs");
-  w.i32s(exe.outputs, "outputs");
-  for (const std::vector<std::string> *names : {&exe.inputNames, &exe.outputNames}) {
-    w.count(names->size(), "names");
-    for (const std::string &name : *names)
-      w.str(name, "a name");
+  plan.inputs = exe.inputs;
+  plan.outputs = exe.outputs;
+  plan.input_names = exe.inputNames;
+  plan.output_names = exe.outputNames;
+  for (const Constant &c : exe.constants) {
+    auto constant = std::make_unique<aot::ConstantT>();
+    constant->buffer = c.buffer;
+    constant->bytes = data.add(c.bytes.data(), c.bytes.size());
+    plan.constants.push_back(std::move(constant));
   }
-  w.count(exe.constants.size(), "constants");
-  for (size_t i = 0; i < exe.constants.size(); ++i) {
-    w.i32(exe.constants[i].buffer);
-    w.u64(constantOffsets[i]);
-    w.u64(exe.constants[i].bytes.size());
-  }
-  w.count(exe.kernels.size(), "kernels");
   for (const FusedKernel &k : exe.kernels) {
-    w.str(k.name, "a kernel name");
-    w.str(k.kind, "a kernel kind");
-    w.i64(k.units);
-    encodeTypes(w, k.inputs, "a kernel's inputs");
-    encodeTypes(w, k.results, "a kernel's results");
-    w.str(k.ops, "a kernel's ops");
-    w.i64(k.computeOps);
-    w.i64(k.cudaBlock);
-    w.i64(k.cudaGrid);
-    w.u64(k.largestValueBytes);
+    auto kernel = std::make_unique<aot::KernelT>();
+    kernel->name = k.name;
+    kernel->kind = k.kind;
+    kernel->units = k.units;
+    kernel->inputs = typesOf(k.inputs);
+    kernel->results = typesOf(k.results);
+    kernel->ops = k.ops;
+    kernel->compute_ops = k.computeOps;
+    kernel->cuda_block = k.cudaBlock;
+    kernel->cuda_grid = k.cudaGrid;
+    kernel->largest_value_bytes = k.largestValueBytes;
+    plan.kernels.push_back(std::move(kernel));
   }
-  w.count(exe.steps.size(), "steps");
   for (const Step &s : exe.steps) {
-    w.u8(uint8_t(s.op));
-    w.str(s.location, "a location");
-    w.str(s.device, "a device");
-    w.i32s(s.operands, "operands");
-    w.i32s(s.results, "results");
-    w.i32s(s.frees, "freed buffers");
-    encodeParams(w, s.params);
+    auto step = std::make_unique<aot::StepT>();
+    step->op = s.name();
+    step->location = s.location;
+    step->device = s.device;
+    step->operands = s.operands;
+    step->results = s.results;
+    step->frees = s.frees;
+    step->params = paramsOf(s.params);
+    plan.steps.push_back(std::move(step));
   }
-  w.count(exe.peakBytes.size(), "devices with a peak");
   for (const auto &[device, bytes] : exe.peakBytes) {
-    w.str(device, "a device");
-    w.u64(bytes);
+    auto peak = std::make_unique<aot::PeakT>();
+    peak->device = device;
+    peak->bytes = bytes;
+    plan.peaks.push_back(std::move(peak));
   }
-  w.count(exe.segments.size(), "segments");
-  for (const Segment &segment : exe.segments) {
-    w.str(segment.device, "a device");
-    w.u32(segment.begin);
-    w.u32(segment.end);
-    w.i32s(segment.reads, "a segment's reads");
-    w.i32s(segment.writes, "a segment's writes");
+  for (const Segment &s : exe.segments) {
+    auto segment = std::make_unique<aot::SegmentT>();
+    segment->device = s.device;
+    segment->begin = s.begin;
+    segment->end = s.end;
+    segment->reads = s.reads;
+    segment->writes = s.writes;
+    plan.segments.push_back(std::move(segment));
   }
-}
-
-struct Payload {
-  Section kind;
-  std::vector<uint8_t> bytes;
-};
-
-Expected<std::vector<Payload>> encodeSections(const Executable &exe, const ArtifactExtras &extras) {
-  std::vector<Payload> sections;
-  Status status;
-  // Encodes one section with `fill`, keeping the first error.
-  auto add = [&](Section kind, auto fill) {
-    Payload p{kind, {}};
-    ByteWriter w(p.bytes);
-    fill(w);
-    if (status.ok())
-      status = w.status();
-    sections.push_back(std::move(p));
-  };
-  add(Section::meta, [&](ByteWriter &w) {
-    w.str(extras.target, "the target");
-    w.str(extras.producer, "the producer");
-  });
-  // Constants before the plan, which records where each one landed.
-  std::vector<uint64_t> offsets;
-  add(Section::constants, [&](ByteWriter &w) {
-    for (const Constant &c : exe.constants) {
-      w.align(kAlignment);
-      offsets.push_back(w.size());
-      w.raw(c.bytes.data(), c.bytes.size());
-    }
-  });
-  add(Section::plan, [&](ByteWriter &w) { encodePlan(exe, offsets, w); });
-  if (exe.cuda)
-    add(Section::cuda, [&](ByteWriter &w) {
-      w.str(exe.cuda->arch, "the CUDA arch");
-      w.str(exe.cuda->source, "the CUDA source");
-      w.str(exe.cuda->ptx, "the PTX");
-      w.blob(exe.cuda->cubin);
-    });
-  if (!extras.cpuObject.empty() || !extras.cpuSymbols.empty())
-    add(Section::cpu, [&](ByteWriter &w) {
-      w.count(extras.cpuSymbols.size(), "CPU symbols");
-      for (const std::string &symbol : extras.cpuSymbols)
-        w.str(symbol, "a CPU symbol");
-      w.blob(extras.cpuObject);
-    });
-  if (!status.ok())
-    return status;
-  // Sections in the order of their kinds, which is also their order in the file.
-  std::sort(sections.begin(), sections.end(),
-            [](const Payload &a, const Payload &b) { return a.kind < b.kind; });
-  return sections;
+  if (exe.cuda) {
+    plan.cuda = std::make_unique<aot::CudaCodeT>();
+    plan.cuda->arch = exe.cuda->arch;
+    plan.cuda->source = data.add(exe.cuda->source);
+    plan.cuda->ptx = data.add(exe.cuda->ptx);
+    plan.cuda->cubin = data.add(exe.cuda->cubin.data(), exe.cuda->cubin.size());
+  }
+  if (!extras.cpuObject.empty() || !extras.cpuSymbols.empty()) {
+    plan.cpu = std::make_unique<aot::CpuCodeT>();
+    plan.cpu->symbols = extras.cpuSymbols;
+    plan.cpu->library = data.add(extras.cpuObject.data(), extras.cpuObject.size());
+  }
+  return plan;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
 // ---------------------------------------------------------------------------------------------
 
-struct Range {
-  size_t offset = 0, size = 0;
-  bool present = false;
-};
+using File = std::shared_ptr<const std::vector<uint8_t>>;
 
-/// Decodes one file: checks the header and table, then each section in an order that lets a
-/// later one be checked against an earlier one (plan before constants and code).
+/// Decodes one file: the header, the checksums, the plan's structure, then the plan's fields in
+/// an order that lets each be checked against the ones before it.
 class Decoder {
 public:
-  Decoder(const std::vector<uint8_t> &bytes, std::string name, bool keep)
-      : bytes_(bytes), name_(std::move(name)), keep_(keep) {}
+  Decoder(File file, std::string name, bool keep)
+      : file_(std::move(file)), bytes_(*file_), name_(std::move(name)), keep_(keep) {}
 
   Status run(LoadedArtifact &out) {
     SMELT_RETURN_IF_ERROR(readHeader());
-    SMELT_RETURN_IF_ERROR(readTable());
-    for (uint32_t k = 1; k <= kSectionKinds; ++k)
-      SMELT_RETURN_IF_ERROR(checkCrc(Section(k)));
-    // One after the other: each may rely on the ones before it having passed.
-    std::vector<uint64_t> constantOffsets;
-    SMELT_RETURN_IF_ERROR(readMeta(out.extras));
-    SMELT_RETURN_IF_ERROR(readPlan(out.executable, constantOffsets));
-    readConstants(out.executable, constantOffsets);
-    SMELT_RETURN_IF_ERROR(readCuda(out.executable, out.extras.target));
-    return readCpu(out.extras, out.executable.kernels.size());
+    SMELT_RETURN_IF_ERROR(checkCrc("plan", kHeaderBytes, planSize_, kPlanCrcAt));
+    for (size_t i = kHeaderBytes + planSize_; i < dataAt_; ++i)
+      if (bytes_[i] != 0)
+        return error(
+            "padding", i,
+            fmt::format("byte 0x{:02x} between the plan and the data should be zero", bytes_[i]));
+    SMELT_RETURN_IF_ERROR(checkCrc("data", dataAt_, dataSize_, kDataCrcAt));
+    // Every table visit counts against max_tables, so a plan cannot make the verifier walk more
+    // tables than it has bytes.
+    flatbuffers::Verifier verifier(bytes_.data() + kHeaderBytes, planSize_, /*max_depth=*/16,
+                                   /*max_tables=*/planSize_ / 4 + 1);
+    if (!aot::VerifyPlanBuffer(verifier))
+      return error("plan", kHeaderBytes,
+                   fmt::format("the {} bytes are not a plan of runtime/ArtifactPlan.fbs "
+                               "(FlatBuffers' verifier refuses them)",
+                               planSize_));
+    return readPlan(*aot::GetPlan(bytes_.data() + kHeaderBytes), out);
   }
 
 private:
-  Status error(const std::string &part, size_t at, const std::string &what) const {
+  Status error(std::string_view part, size_t at, const std::string &what) const {
     return Status::error(fmt::format("{}: {}, byte {}: {}", name_, part, at, what));
   }
   Status truncated(size_t needed, const std::string &what) const {
@@ -252,9 +228,10 @@ private:
         "header", bytes_.size(),
         fmt::format("truncated: the file has {} bytes, {} {}", bytes_.size(), what, needed));
   }
-  ByteCursor cursor(Section kind) const {
-    const Range &r = sections_[uint32_t(kind)];
-    return ByteCursor(name_, sectionPart(kind), bytes_.data() + r.offset, r.size, r.offset);
+  /// Records the first error in the plan's fields; the reading goes on with defaults.
+  void fail(const std::string &what) {
+    if (status_.ok())
+      status_ = Status::error(fmt::format("{}: plan: {}", name_, what));
   }
 
   Status readHeader() {
@@ -286,375 +263,341 @@ private:
       return error("header", kFlagsAt,
                    fmt::format("flags 0x{:x} include bits this runtime does not know (0x{:x})",
                                flags, flags & ~kKnownFlags));
-    count_ = uint32_t(loadLE(b + kCountAt, 4));
-    if (count_ == 0 || count_ > kSectionKinds)
-      return error("header", kCountAt,
-                   fmt::format("section count {} is not within 1..{} (one section per kind)",
-                               count_, kSectionKinds));
-    tableEnd_ = kHeaderBytes + kEntryBytes * count_;
-    if (size < tableEnd_)
-      return truncated(tableEnd_,
-                       fmt::format("the header and its {}-entry section table need", count_));
-    uint32_t stored = uint32_t(loadLE(b + kCrcAt, 4)), actual = headerCrc(b, tableEnd_);
+    uint32_t stored = uint32_t(loadLE(b + kHeaderCrcAt, 4)), actual = crcOf(b, kHeaderCrcAt);
     if (stored != actual)
-      return error("header", kCrcAt,
-                   fmt::format("checksum 0x{:08x} does not match the header and section table "
-                               "(bytes 0..{} have CRC32 0x{:08x}): the file is corrupt",
-                               stored, tableEnd_, actual));
-    uint64_t declared = loadLE(b + kFileSizeAt, 8);
-    if (declared > size)
-      return truncated(declared, "the header declares");
-    if (declared < size)
-      return error("header", kFileSizeAt,
+      return error("header", kHeaderCrcAt,
+                   fmt::format("checksum 0x{:08x} does not match the header (bytes 0..{} have "
+                               "CRC32 0x{:08x}): the file is corrupt",
+                               stored, kHeaderCrcAt, actual));
+    for (size_t i = kHeaderCrcAt + 4; i < kHeaderBytes; ++i)
+      if (b[i] != 0)
+        return error("header", i, fmt::format("reserved byte 0x{:02x} should be zero", b[i]));
+    uint64_t plan = loadLE(b + kPlanSizeAt, 8), data = loadLE(b + kDataSizeAt, 8);
+    // Sizes beyond the largest file keep the sums below from overflowing.
+    constexpr uint64_t kLargest = uint64_t(1) << 56;
+    if (plan > kLargest || data > kLargest)
+      return truncated(std::max(plan, data), "the header declares a part of");
+    planSize_ = size_t(plan);
+    dataAt_ = alignUp(kHeaderBytes + planSize_);
+    dataSize_ = size_t(data);
+    if (dataAt_ + dataSize_ > size)
+      return truncated(dataAt_ + dataSize_, "the header declares");
+    if (dataAt_ + dataSize_ < size)
+      return error("header", kDataSizeAt,
                    fmt::format("the file has {} bytes, {} more than the {} the header declares",
-                               size, size - declared, declared));
+                               size, size - dataAt_ - dataSize_, dataAt_ + dataSize_));
     return Status();
   }
 
-  Status readTable() {
-    size_t end = tableEnd_;
-    for (uint32_t i = 0; i < count_; ++i) {
-      size_t at = kHeaderBytes + kEntryBytes * i;
-      const uint8_t *e = bytes_.data() + at;
-      uint32_t kind = uint32_t(loadLE(e, 4));
-      uint64_t offset = loadLE(e + 8, 8), size = loadLE(e + 16, 8);
-      std::string entry = fmt::format("entry #{}", i);
-      if (kind == 0 || kind > kSectionKinds)
-        return error("section table", at,
-                     fmt::format("{} has unknown kind {} (known: 1 meta, 2 plan, 3 constants, "
-                                 "4 cuda, 5 cpu)",
-                                 entry, kind));
-      Range &r = sections_[kind];
-      entry += fmt::format(" ({} section)", kSectionNames[kind]);
-      if (r.present)
-        return error("section table", at, entry + " repeats a section");
-      if (offset % kAlignment != 0 || offset < end || offset > bytes_.size() ||
-          size > bytes_.size() - offset)
-        return error("section table", at + 8,
-                     fmt::format("{} has {} bytes at byte {}, which is not a {}-byte aligned "
-                                 "range after byte {} inside the file's {} bytes",
-                                 entry, size, offset, kAlignment, end, bytes_.size()));
-      SMELT_RETURN_IF_ERROR(checkZeros(end, offset, entry));
-      r = {size_t(offset), size_t(size), true};
-      crcAt_[kind] = at + 4;
-      end = size_t(offset + size);
-    }
-    if (end != bytes_.size())
-      return error("section table", kHeaderBytes,
-                   fmt::format("bytes {}..{} at the end of the file belong to no section", end,
-                               bytes_.size()));
-    for (Section required : {Section::meta, Section::plan, Section::constants})
-      if (!sections_[uint32_t(required)].present)
-        return error("section table", kHeaderBytes,
-                     fmt::format("the file has no {}", sectionPart(required)));
-    return Status();
-  }
-
-  /// The padding before a section must be zero, so no byte of a file goes unchecked.
-  Status checkZeros(size_t begin, size_t end, const std::string &before) const {
-    for (size_t i = begin; i < end; ++i)
-      if (bytes_[i] != 0)
-        return error("padding", i,
-                     fmt::format("byte 0x{:02x} before {} should be zero", bytes_[i], before));
-    return Status();
-  }
-
-  Status checkCrc(Section kind) const {
-    const Range &r = sections_[uint32_t(kind)];
-    if (!r.present)
-      return Status();
-    uint32_t stored = uint32_t(loadLE(bytes_.data() + crcAt_[uint32_t(kind)], 4));
-    uint32_t actual = crcOf(bytes_.data() + r.offset, r.size);
+  Status checkCrc(std::string_view part, size_t offset, size_t size, size_t crcAt) const {
+    uint32_t stored = uint32_t(loadLE(bytes_.data() + crcAt, 4));
+    uint32_t actual = crcOf(bytes_.data() + offset, size);
     if (stored == actual)
       return Status();
-    return error(sectionPart(kind), r.offset,
-                 fmt::format("bytes {}..{} have CRC32 0x{:08x}, the section table (byte {}) "
-                             "says 0x{:08x}: the section is corrupt",
-                             r.offset, r.offset + r.size, actual, crcAt_[uint32_t(kind)], stored));
+    return error(part, offset,
+                 fmt::format("bytes {}..{} have CRC32 0x{:08x}, the header (byte {}) says "
+                             "0x{:08x}: the {} is corrupt",
+                             offset, offset + size, actual, crcAt, stored, part));
   }
 
-  Status readMeta(ArtifactExtras &extras) const {
-    ByteCursor c = cursor(Section::meta);
-    size_t at = c.at();
-    extras.target = c.str("the target");
-    if (c.ok() && !validTarget(extras.target))
-      c.fail(at, fmt::format("target '{}' is neither \"cpu\" nor \"cuda:<arch>\"", extras.target));
-    extras.producer = c.str("the producer");
-    c.finish();
-    return c.status();
+  // Every string and vector the plan materializes is charged against the plan's size: a writer
+  // stores each once, so a plan whose parts are shared (one shape for a million buffers) ends
+  // here instead of in an allocation far larger than the file.
+  bool charge(size_t bytes) {
+    charged_ += bytes;
+    if (charged_ <= planSize_)
+      return true;
+    fail(fmt::format("its entries refer to more than its {} bytes (parts are shared)", planSize_));
+    return false;
+  }
+  std::string text(const flatbuffers::String *s) {
+    if (!s || !charge(s->size()))
+      return {};
+    return s->str();
+  }
+  template <typename T> std::vector<T> list(const flatbuffers::Vector<T> *v) {
+    if (!v || !charge(v->size() * sizeof(T)))
+      return {};
+    return std::vector<T>(v->begin(), v->end());
+  }
+  /// The entries of a list of tables, or none once an error is recorded.
+  template <typename T>
+  std::vector<const T *> tables(const flatbuffers::Vector<flatbuffers::Offset<T>> *v) {
+    std::vector<const T *> out;
+    if (!v || !charge(v->size() * 4))
+      return out;
+    for (const T *t : *v)
+      out.push_back(t);
+    return out;
   }
 
-  /// A buffer id in [0, buffers).
-  static BufferId readId(ByteCursor &c, const std::string &what, size_t buffers) {
-    size_t at = c.at();
-    BufferId id = c.i32("a buffer id");
-    if (c.ok() && (id < 0 || size_t(id) >= buffers))
-      c.fail(at, fmt::format("{}: buffer id {} is out of range (the plan has {} buffers)", what, id,
-                             buffers));
-    return id;
+  BufferId id(int32_t value, const std::string &what) {
+    if (value < 0 || size_t(value) >= buffers_)
+      fail(fmt::format("{}: buffer id {} is out of range (the plan has {} buffers)", what, value,
+                       buffers_));
+    return value;
+  }
+  std::vector<BufferId> ids(const flatbuffers::Vector<int32_t> *v, const std::string &what) {
+    std::vector<BufferId> out = list(v);
+    for (size_t i = 0; i < out.size(); ++i)
+      id(out[i], fmt::format("{} #{}", what, i));
+    return out;
   }
 
-  static std::vector<BufferId> readIds(ByteCursor &c, const std::string &what, size_t buffers) {
-    uint32_t n = c.count("the " + what + " list", 4);
-    std::vector<BufferId> ids;
-    ids.reserve(n);
-    for (uint32_t i = 0; i < n && c.ok(); ++i)
-      ids.push_back(readId(c, fmt::format("{} #{}", what, i), buffers));
-    return ids;
-  }
-
-  static TensorType readType(ByteCursor &c, const std::string &what) {
-    size_t at = c.at();
-    uint8_t code = c.u8("a dtype");
-    if (c.ok() && code >= kDTypeCount)
-      c.fail(at, fmt::format("{} has dtype code {} (known: 0..{}, f32 to i1)", what, code,
-                             kDTypeCount - 1));
-    TensorType type{c.ok() ? DType(code) : DType::f32, {}};
-    at = c.at();
-    type.shape = c.i64s("a shape");
+  TensorType type(const aot::Type *t, const std::string &what) {
+    if (!t) {
+      fail(what + " has no type");
+      return {};
+    }
+    uint8_t code = uint8_t(t->dtype());
+    if (code >= kDTypeCount)
+      fail(fmt::format("{} has dtype code {} (known: 0..{}, f32 to i1)", what, code,
+                       kDTypeCount - 1));
+    TensorType type{code < kDTypeCount ? DType(code) : DType::f32, list(t->shape())};
     // The byte size must fit int64, so numElements() and byteSize() cannot overflow later.
     uint64_t bytes = byteWidth(type.dtype);
     for (int64_t d : type.shape)
-      if (c.ok() && (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes) ||
-                     bytes > uint64_t(std::numeric_limits<int64_t>::max())))
-        c.fail(at, fmt::format("{} has shape [{}], which is negative or too large", what,
-                               fmt::join(type.shape, ", ")));
+      if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes) ||
+          bytes > uint64_t(std::numeric_limits<int64_t>::max())) {
+        fail(fmt::format("{} has shape [{}], which is negative or too large", what,
+                         fmt::join(type.shape, ", ")));
+        break;
+      }
     return type;
   }
-
-  /// The names of the function's arguments or results: none (a hand-built Executable), or one
-  /// each.
-  static std::vector<std::string> readNames(ByteCursor &c, const std::string &what, size_t want) {
-    size_t at = c.at();
-    uint32_t n = c.count("the " + what + " names", 4);
-    if (c.ok() && n != 0 && n != want)
-      c.fail(at, fmt::format("{} {} names for {} {}s", n, what, want, what));
-    std::vector<std::string> names;
-    for (uint32_t i = 0; i < n && c.ok(); ++i)
-      names.push_back(c.str("a name"));
-    return names;
+  std::vector<TensorType> types(const flatbuffers::Vector<flatbuffers::Offset<aot::Type>> *v,
+                                const std::string &what) {
+    std::vector<TensorType> out;
+    for (const aot::Type *t : tables(v))
+      out.push_back(type(t, fmt::format("{} #{}", what, out.size())));
+    return out;
   }
 
-  /// A list of types (each a dtype byte and a shape list: at least 5 bytes).
-  static std::vector<TensorType> readTypes(ByteCursor &c, const std::string &what) {
-    std::vector<TensorType> types;
-    uint32_t n = c.count(what + " list", 5);
-    for (uint32_t i = 0; i < n && c.ok(); ++i)
-      types.push_back(readType(c, fmt::format("{} #{}", what, i)));
-    return types;
+  std::string device(const flatbuffers::String *s, const std::string &what) {
+    std::string name = text(s);
+    if (!isDeviceName(name))
+      fail(fmt::format("{}: device '{}' is not cpu:0 or gpu:<N>", what, name));
+    return name;
   }
 
-  /// Reads the parameters `step.op` takes, field by field, into `step.params`.
-  static void readParams(ByteCursor &c, Step &step, const std::string &what) {
+  /// The data part's bytes [offset, offset + size) that `range` names; with keep false, none.
+  SharedBytes blob(const aot::Range *range, const std::string &what) {
+    if (!range) {
+      fail(what + " has no range in the data part");
+      return {};
+    }
+    uint64_t offset = range->offset(), size = range->size();
+    if (offset % kAlignment != 0 || offset > dataSize_ || size > dataSize_ - offset) {
+      fail(fmt::format("{} has {} bytes at offset {}, which is not a {}-byte aligned range inside "
+                       "the data part's {} bytes",
+                       what, size, offset, kAlignment, dataSize_));
+      return {};
+    }
+    if (!keep_)
+      return {};
+    return SharedBytes(file_, bytes_.data() + dataAt_ + offset, size_t(size));
+  }
+  std::vector<uint8_t> copy(const aot::Range *range, const std::string &what) {
+    SharedBytes bytes = blob(range, what);
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }
+
+  /// Names of the function's arguments or results: none (a hand-built Executable), or one each.
+  std::vector<std::string>
+  names(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *v,
+        const std::string &what, size_t want) {
+    std::vector<std::string> out;
+    for (const flatbuffers::String *s : tables(v))
+      out.push_back(text(s));
+    if (!out.empty() && out.size() != want)
+      fail(fmt::format("{} {} names for {} {}s", out.size(), what, want, what));
+    return out;
+  }
+
+  /// `step.op`'s parameters from the file's, by name: a field the file lacks (written before the
+  /// field existed) keeps its default; one this runtime does not know is refused.
+  void readParams(const aot::Step &s, Step &step, const std::string &what) {
+    std::vector<const aot::Param *> params = tables(s.params());
+    std::vector<bool> used(params.size());
     step.params = paramsFor(step.op);
     std::visit(
         [&](auto &p) {
           p.fields([&](const char *name, auto &v) {
             using T = std::decay_t<decltype(v)>;
-            size_t at = c.at();
+            const aot::Param *param = nullptr;
+            for (size_t i = 0; i < params.size(); ++i)
+              if (params[i]->name() && params[i]->name()->string_view() == name) {
+                if (param)
+                  fail(fmt::format("{}: parameter '{}' appears twice", what, name));
+                param = params[i];
+                used[i] = true;
+              }
+            if (!param)
+              return;
             std::string field = fmt::format("{}: parameter '{}'", what, name);
-            if constexpr (kByteValues<T> > 0) {
-              uint8_t byte = c.u8(field);
-              if (c.ok() && byte >= kByteValues<T>)
-                c.fail(at, fmt::format("{} is {}, not within 0..{}", field, byte,
-                                       kByteValues<T> - 1));
-              v = T(byte);
+            if constexpr (kEnumValues < T >> 0) {
+              int64_t value = param->integer();
+              if (value < 0 || value >= kEnumValues<T>)
+                fail(fmt::format("{} is {}, not within 0..{}", field, value, kEnumValues<T> - 1));
+              else
+                v = T(value);
             } else if constexpr (std::is_same_v<T, int64_t>) {
-              v = c.i64(field);
+              v = param->integer();
             } else if constexpr (std::is_same_v<T, double>) {
-              v = c.f64(field);
+              v = param->real();
             } else {
-              v = c.i64s(field);
+              v = list(param->integers());
             }
           });
         },
         step.params);
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!used[i])
+        fail(fmt::format("{}: parameter '{}' is not one this runtime knows (a newer smelt wrote "
+                         "the file?)",
+                         what, text(params[i]->name())));
   }
 
-  Status readPlan(Executable &exe, std::vector<uint64_t> &constantOffsets) const {
-    ByteCursor c = cursor(Section::plan);
-    exe.name = c.str("the executable's name");
-    uint32_t n = c.count("the buffer list", 17);
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
-      BufferInfo b;
-      b.type = readType(c, fmt::format("buffer b{}", i));
-      b.name = c.str("a buffer name");
-      size_t offsetAt = c.at();
-      b.offset = c.i64("a buffer's arena offset");
+  Status readPlan(const aot::Plan &plan, LoadedArtifact &out) {
+    Executable &exe = out.executable;
+    ArtifactExtras &extras = out.extras;
+    extras.target = text(plan.target());
+    if (!validTarget(extras.target))
+      fail(fmt::format("target '{}' is neither \"cpu\" nor \"cuda:<arch>\"", extras.target));
+    extras.producer = text(plan.producer());
+    exe.name = text(plan.name());
+    for (const aot::Buffer *b : tables(plan.buffers())) {
+      BufferInfo &buffer = exe.buffers.emplace_back();
+      std::string what = fmt::format("buffer b{}", exe.buffers.size() - 1);
+      buffer.type = type(b->type(), what);
+      buffer.name = text(b->name());
+      buffer.offset = b->offset();
       // The executor checks offsets against each other when it lays out its arena.
-      if (c.ok() && b.offset < -1)
-        c.fail(offsetAt, fmt::format("buffer b{} has arena offset {}", i, b.offset));
-      exe.buffers.push_back(std::move(b));
+      if (buffer.offset < -1)
+        fail(fmt::format("{} has arena offset {}", what, buffer.offset));
     }
-    size_t buffers = exe.buffers.size();
-    exe.inputs = readIds(c, "input", buffers);
-    exe.outputs = readIds(c, "output", buffers);
-    exe.inputNames = readNames(c, "argument", exe.inputs.size());
-    exe.outputNames = readNames(c, "result", exe.outputs.size());
+    buffers_ = exe.buffers.size();
+    exe.inputs = ids(plan.inputs(), "input");
+    exe.outputs = ids(plan.outputs(), "output");
+    exe.inputNames = names(plan.input_names(), "argument", exe.inputs.size());
+    exe.outputNames = names(plan.output_names(), "result", exe.outputs.size());
+    if (!status_.ok())
+      return status_;
 
-    size_t constantsSize = sections_[uint32_t(Section::constants)].size;
-    n = c.count("the constant list", 20);
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
-      size_t at = c.at();
-      Constant constant;
-      constant.buffer = readId(c, fmt::format("constant #{}", i), buffers);
-      uint64_t offset = c.u64("a constant's offset"), size = c.u64("a constant's size");
-      if (!c.ok())
+    for (const aot::Constant *c : tables(plan.constants())) {
+      std::string what = fmt::format("constant #{}", exe.constants.size());
+      Constant &constant = exe.constants.emplace_back();
+      constant.buffer = id(c->buffer(), what);
+      if (!status_.ok())
         break;
       const TensorType &type = exe.buffers[size_t(constant.buffer)].type;
-      if (size != type.byteSize())
-        c.fail(at, fmt::format("constant #{} (b{}, {}) has {} bytes, its type needs {}", i,
-                               constant.buffer, type.str(), size, type.byteSize()));
-      else if (offset % kAlignment != 0 || size > constantsSize || offset > constantsSize - size)
-        c.fail(at, fmt::format("constant #{} (b{}) has {} bytes at offset {}, which is not a "
-                               "{}-byte aligned range inside the constants section's {} bytes",
-                               i, constant.buffer, size, offset, kAlignment, constantsSize));
-      exe.constants.push_back(std::move(constant));
-      constantOffsets.push_back(offset);
+      if (c->bytes() && c->bytes()->size() != type.byteSize())
+        fail(fmt::format("{} (b{}, {}) has {} bytes, its type needs {}", what, constant.buffer,
+                         type.str(), c->bytes()->size(), type.byteSize()));
+      constant.bytes = blob(c->bytes(), what);
     }
 
-    n = c.count("the kernel list", 60);
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
-      size_t at = c.at();
-      FusedKernel k;
-      k.name = c.str("a kernel name");
-      k.kind = c.str("a kernel kind");
-      k.units = c.i64("a kernel's units");
-      k.inputs = readTypes(c, fmt::format("kernel #{} input", i));
-      k.results = readTypes(c, fmt::format("kernel #{} result", i));
-      k.ops = c.str("a kernel's ops");
-      k.computeOps = c.i64("a kernel's compute op count");
-      k.cudaBlock = c.i64("a kernel's CUDA block");
-      k.cudaGrid = c.i64("a kernel's CUDA grid");
-      k.largestValueBytes = c.u64("a kernel's largest value");
-      if (c.ok() && (k.units < 0 || k.computeOps < 0 || k.cudaBlock < 0 || k.cudaGrid < 0))
-        c.fail(at, fmt::format("kernel #{} ('{}') has a negative count: units {}, compute ops "
-                               "{}, CUDA block {}, grid {}",
-                               i, k.name, k.units, k.computeOps, k.cudaBlock, k.cudaGrid));
-      exe.kernels.push_back(std::move(k));
+    for (const aot::Kernel *k : tables(plan.kernels())) {
+      std::string what = fmt::format("kernel #{}", exe.kernels.size());
+      FusedKernel &kernel = exe.kernels.emplace_back();
+      kernel.name = text(k->name());
+      kernel.kind = text(k->kind());
+      kernel.units = k->units();
+      kernel.inputs = types(k->inputs(), what + " input");
+      kernel.results = types(k->results(), what + " result");
+      kernel.ops = text(k->ops());
+      kernel.computeOps = k->compute_ops();
+      kernel.cudaBlock = k->cuda_block();
+      kernel.cudaGrid = k->cuda_grid();
+      kernel.largestValueBytes = k->largest_value_bytes();
+      if (kernel.units < 0 || kernel.computeOps < 0 || kernel.cudaBlock < 0 || kernel.cudaGrid < 0)
+        fail(fmt::format("{} ('{}') has a negative count: units {}, compute ops {}, CUDA block "
+                         "{}, grid {}",
+                         what, kernel.name, kernel.units, kernel.computeOps, kernel.cudaBlock,
+                         kernel.cudaGrid));
     }
 
-    n = c.count("the step list", 17);
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
-      size_t at = c.at();
-      Step step;
-      uint8_t op = c.u8("a step op");
-      if (c.ok() && op >= kNumStepOps)
-        c.fail(at, fmt::format("step #{} has op #{}; this runtime knows ops 0..{}", i, op,
-                               kNumStepOps - 1));
-      step.op = c.ok() ? StepOp(op) : StepOp::Copy;
-      std::string what = fmt::format("step #{} ('{}')", i, step.name());
-      step.location = c.str("a location");
-      size_t deviceAt = c.at();
-      step.device = c.str("a device");
-      if (c.ok() && !isDeviceName(step.device))
-        c.fail(deviceAt, fmt::format("{}: device '{}' is not cpu:0 or gpu:<N>", what,
-                                     step.device));
-      step.operands = readIds(c, what + " operand", buffers);
-      step.results = readIds(c, what + " result", buffers);
-      step.frees = readIds(c, what + " freed buffer", buffers);
-      readParams(c, step, what);
-      if (c.ok() && (step.op == StepOp::Fusion || step.kernel() != kNoKernel)) {
-        int64_t kernel = step.kernel();
-        if (kernel < 0 || uint64_t(kernel) >= exe.kernels.size())
-          c.fail(at, fmt::format("{} runs kernel #{}, but the plan has {} kernels", what, kernel,
-                                 exe.kernels.size()));
+    for (const aot::Step *s : tables(plan.steps())) {
+      size_t index = exe.steps.size();
+      Step &step = exe.steps.emplace_back();
+      std::string op = text(s->op());
+      size_t known = 0;
+      while (known < kNumStepOps && op != stepOpName(StepOp(known)))
+        ++known;
+      if (known == kNumStepOps) {
+        fail(fmt::format("step #{} has op '{}', which this runtime does not know", index, op));
+        break;
       }
-      exe.steps.push_back(std::move(step));
+      step.op = StepOp(known);
+      std::string what = fmt::format("step #{} ('{}')", index, op);
+      step.location = text(s->location());
+      step.device = device(s->device(), what);
+      step.operands = ids(s->operands(), what + " operand");
+      step.results = ids(s->results(), what + " result");
+      step.frees = ids(s->frees(), what + " freed buffer");
+      readParams(*s, step, what);
+      int64_t kernel = step.kernel();
+      if ((step.op == StepOp::Fusion || kernel != kNoKernel) &&
+          (kernel < 0 || uint64_t(kernel) >= exe.kernels.size()))
+        fail(fmt::format("{} runs kernel #{}, but the plan has {} kernels", what, kernel,
+                         exe.kernels.size()));
     }
-    n = c.count("the peak bytes per device", 12);
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
-      std::string device = c.str("a device with a peak");
-      exe.peakBytes[device] = c.u64("a device's peak bytes");
-    }
-    n = c.count("the schedule's segments", 20);
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
+    for (const aot::Peak *p : tables(plan.peaks()))
+      exe.peakBytes[text(p->device())] = p->bytes();
+    for (const aot::Segment *s : tables(plan.segments())) {
+      std::string what = fmt::format("segment #{}", exe.segments.size());
       Segment &segment = exe.segments.emplace_back();
-      std::string what = fmt::format("segment #{}", i);
-      size_t deviceAt = c.at();
-      segment.device = c.str("a segment's device");
-      if (c.ok() && !isDeviceName(segment.device))
-        c.fail(deviceAt,
-               fmt::format("{}: device '{}' is not cpu:0 or gpu:<N>", what, segment.device));
-      segment.begin = c.u32("a segment's first step");
-      segment.end = c.u32("a segment's end");
-      segment.reads = readIds(c, what + " read", buffers);
-      segment.writes = readIds(c, what + " write", buffers);
+      segment.device = device(s->device(), what);
+      segment.begin = s->begin();
+      segment.end = s->end();
+      segment.reads = ids(s->reads(), what + " read");
+      segment.writes = ids(s->writes(), what + " write");
     }
-    c.finish();
-    return c.status();
-  }
 
-  void readConstants(Executable &exe, const std::vector<uint64_t> &offsets) const {
-    if (!keep_)
-      return;
-    const uint8_t *base = bytes_.data() + sections_[uint32_t(Section::constants)].offset;
-    // readPlan checked every range against the section's size.
-    for (size_t i = 0; i < exe.constants.size(); ++i) {
-      size_t size = exe.buffers[size_t(exe.constants[i].buffer)].type.byteSize();
-      exe.constants[i].bytes = std::vector<uint8_t>(base + offsets[i], base + offsets[i] + size);
+    if (const aot::CudaCode *cuda = plan.cuda()) {
+      auto code = std::make_shared<CudaCode>();
+      code->arch = text(cuda->arch());
+      if (extras.target.starts_with("cuda:") && extras.target.substr(5) != code->arch)
+        fail(fmt::format("the CUDA arch '{}' differs from the target '{}'", code->arch,
+                         extras.target));
+      SharedBytes source = blob(cuda->source(), "the CUDA source"),
+                  ptx = blob(cuda->ptx(), "the PTX");
+      code->source.assign(source.begin(), source.end());
+      code->ptx.assign(ptx.begin(), ptx.end());
+      code->cubin = copy(cuda->cubin(), "the CUBIN");
+      exe.cuda = std::move(code);
     }
-  }
-
-  Status readCuda(Executable &exe, const std::string &target) const {
-    if (!sections_[uint32_t(Section::cuda)].present)
-      return Status();
-    ByteCursor c = cursor(Section::cuda);
-    auto code = std::make_shared<CudaCode>();
-    size_t at = c.at();
-    code->arch = c.str("the CUDA arch");
-    if (c.ok() && target.starts_with("cuda:") && target.substr(5) != code->arch)
-      c.fail(at, fmt::format("arch '{}' differs from the target '{}' in the meta section",
-                             code->arch, target));
-    code->source = c.str("the CUDA source");
-    code->ptx = c.str("the PTX");
-    code->cubin = c.blob("the CUBIN", keep_);
-    c.finish();
-    exe.cuda = std::move(code);
-    return c.status();
-  }
-
-  Status readCpu(ArtifactExtras &extras, size_t kernels) const {
-    if (!sections_[uint32_t(Section::cpu)].present)
-      return Status();
-    ByteCursor c = cursor(Section::cpu);
-    size_t at = c.at();
-    uint32_t n = c.count("the CPU symbol list", 4);
-    if (c.ok() && n != kernels)
-      c.fail(at, fmt::format("{} CPU symbols for {} kernels: the CPU code needs one symbol per "
-                             "kernel",
-                             n, kernels));
-    for (uint32_t i = 0; i < n && c.ok(); ++i) {
-      size_t symbolAt = c.at();
-      std::string symbol = c.str("a CPU symbol");
-      // An empty symbol: a kernel only a GPU runs.
-      if (c.ok() && symbol.find('\0') != std::string::npos)
-        c.fail(symbolAt, fmt::format("CPU symbol #{} holds a NUL byte", i));
-      extras.cpuSymbols.push_back(std::move(symbol));
+    if (const aot::CpuCode *cpu = plan.cpu()) {
+      for (const flatbuffers::String *s : tables(cpu->symbols())) {
+        std::string symbol = text(s);
+        // An empty symbol: a kernel only a GPU runs.
+        if (symbol.find('\0') != std::string::npos)
+          fail(fmt::format("CPU symbol #{} holds a NUL byte", extras.cpuSymbols.size()));
+        extras.cpuSymbols.push_back(std::move(symbol));
+      }
+      if (extras.cpuSymbols.size() != exe.kernels.size())
+        fail(fmt::format("{} CPU symbols for {} kernels: the CPU code needs one symbol per kernel",
+                         extras.cpuSymbols.size(), exe.kernels.size()));
+      if (cpu->library() && cpu->library()->size() == 0)
+        fail("the CPU shared library is empty");
+      extras.cpuObject = copy(cpu->library(), "the CPU shared library");
     }
-    at = c.at();
-    extras.cpuObject = c.blob("the CPU shared library", keep_);
-    if (c.ok() && at + 8 == c.at())
-      c.fail(at, "the CPU shared library is empty");
-    c.finish();
-    return c.status();
+    return status_;
   }
 
+  File file_;
   const std::vector<uint8_t> &bytes_;
   std::string name_;
   bool keep_;
-  uint32_t count_ = 0;
-  size_t tableEnd_ = 0;
-  Range sections_[kSectionKinds + 1];
-  size_t crcAt_[kSectionKinds + 1] = {};
+  size_t planSize_ = 0, dataAt_ = 0, dataSize_ = 0, buffers_ = 0, charged_ = 0;
+  Status status_;
 };
 
-/// Decodes `bytes`; with keep false, checks only (constant bytes and binaries are not copied).
-Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes, const std::string &name,
-                                bool keep) {
+/// Decodes `file`; with keep false, checks only (constant bytes and binaries are not copied).
+Expected<LoadedArtifact> decode(File file, const std::string &name, bool keep) {
   try {
     LoadedArtifact artifact;
-    SMELT_RETURN_IF_ERROR(Decoder(bytes, name, keep).run(artifact));
+    SMELT_RETURN_IF_ERROR(Decoder(std::move(file), name, keep).run(artifact));
     return artifact;
   } catch (const std::exception &e) {
     // Only allocation can throw here: every size was checked against the file's.
@@ -665,8 +608,8 @@ Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes, const std::st
 } // namespace
 
 Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras) {
-  // The format stores a step's parameters as the fields its op takes: parameters of another
-  // kind could not be read back as written.
+  // A step's parameters are written as the fields its op takes: parameters of another op could
+  // not be read back as written.
   for (size_t i = 0; i < exe.steps.size(); ++i) {
     const Step &step = exe.steps[i];
     if (uint8_t(step.op) >= kNumStepOps || step.params.index() != paramsFor(step.op).index())
@@ -674,34 +617,33 @@ Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const Artif
                                        "parameters of another op",
                                        i, step.name()));
   }
-  Expected<std::vector<Payload>> sections = encodeSections(exe, extras);
-  if (!sections)
-    return Status::error("cannot encode the artifact: " + sections.message());
-  size_t tableEnd = kHeaderBytes + kEntryBytes * sections->size();
-  std::vector<uint8_t> out(tableEnd);
+  DataWriter data;
+  aot::PlanT plan = planOf(exe, extras, data);
+  flatbuffers::FlatBufferBuilder builder;
+  // A value equal to its field's default would be left out, and -0.0 read back as 0.0.
+  builder.ForceDefaults(true);
+  aot::FinishPlanBuffer(builder, aot::Plan::Pack(builder, &plan));
+  size_t planSize = builder.GetSize(), dataAt = alignUp(kHeaderBytes + planSize);
+  std::vector<uint8_t> out(dataAt);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   storeLE(&out[kVersionAt], kArtifactVersion, 4);
-  storeLE(&out[kFlagsAt], 0, 4);
-  storeLE(&out[kCountAt], uint32_t(sections->size()), 4);
-  for (size_t i = 0; i < sections->size(); ++i) {
-    const Payload &p = (*sections)[i];
-    ByteWriter(out).align(kAlignment);
-    uint8_t *entry = &out[kHeaderBytes + kEntryBytes * i];
-    storeLE(entry, uint32_t(p.kind), 4);
-    storeLE(entry + 4, crcOf(p.bytes.data(), p.bytes.size()), 4);
-    storeLE(entry + 8, out.size(), 8);
-    storeLE(entry + 16, p.bytes.size(), 8);
-    out.insert(out.end(), p.bytes.begin(), p.bytes.end());
-  }
-  storeLE(&out[kFileSizeAt], out.size(), 8);
-  storeLE(&out[kCrcAt], headerCrc(out.data(), tableEnd), 4);
-  SMELT_RETURN_IF_ERROR(decode(out, "the artifact being written", /*keep=*/false).status());
-  return out;
+  storeLE(&out[kPlanSizeAt], planSize, 8);
+  storeLE(&out[kDataSizeAt], data.bytes.size(), 8);
+  storeLE(&out[kPlanCrcAt], crcOf(builder.GetBufferPointer(), planSize), 4);
+  storeLE(&out[kDataCrcAt], crcOf(data.bytes.data(), data.bytes.size()), 4);
+  storeLE(&out[kHeaderCrcAt], crcOf(out.data(), kHeaderCrcAt), 4);
+  std::memcpy(&out[kHeaderBytes], builder.GetBufferPointer(), planSize);
+  out.insert(out.end(), data.bytes.begin(), data.bytes.end());
+  // The encoder checks its output with the reader, so an Executable the reader would refuse is
+  // an error here, not in a later load.
+  auto file = std::make_shared<const std::vector<uint8_t>>(std::move(out));
+  SMELT_RETURN_IF_ERROR(decode(file, "the artifact being written", /*keep=*/false).status());
+  return *file;
 }
 
 Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
                                         const std::string &name) {
-  return decode(bytes, name, /*keep=*/true);
+  return decode(std::make_shared<const std::vector<uint8_t>>(bytes), name, /*keep=*/true);
 }
 
 Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras) {
@@ -716,7 +658,9 @@ Expected<LoadedArtifact> readArtifact(const std::string &path,
   SMELT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path));
   if (!options.expectedSha256.empty())
     SMELT_RETURN_IF_ERROR(checkSha256(bytes, options.expectedSha256, path));
-  return decode(bytes, path, /*keep=*/true);
+  // The constants stay views of the file's bytes: no second copy of the weights.
+  return decode(std::make_shared<const std::vector<uint8_t>>(std::move(bytes)), path,
+                /*keep=*/true);
 }
 
 bool isArtifactFile(const std::string &path) {

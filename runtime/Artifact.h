@@ -1,68 +1,46 @@
 // AOT artifacts (`model.smelt`): one Executable and its compiled code in a versioned,
 // checksummed file that the runtime alone reads back, with no MLIR or LLVM.
 //
-// Format, version 13 (12 had no convolution filter layout; 11 no fusion results written in
-// place of an operand; 10 no
-// schedule: no freed buffers per step and no segments; 9 no
-// kernel's largest value bytes; 8 no GPU kernel in argmax's and scatter_add's parameters, 7 no
-// convolution group count and no relu6, hardswish or swish activation, 6 no scatter_add step,
-// 5 no matmul/conv2d epilogue fields, 4 no kernel types, no argument or result names and CPU
-// code with startup files, 3 string-keyed step attributes, 2 no peak bytes, 1 no step
-// devices). A reader refuses every other version, naming both. Every integer is
-// little-endian; offsets count from the start of the file.
+// Format, version 14: a header, the plan as a FlatBuffer (runtime/ArtifactPlan.fbs), and the data
+// part that holds the constants' and the code's bytes. The plan's tables take new fields without
+// a new version: a field an older file lacks reads as its default, a step parameter it lacks as
+// its params struct's default (so adding an op, a field or a parameter keeps old files). Only a
+// change old readers would misread bumps the version; a reader refuses every other version,
+// naming both (13 and older: sections of hand-encoded bytes). Integers are little-endian.
 //
-//   header (32 bytes)
-//     0  magic "SMELTAOT"            16  u32 section count (1..5)
-//     8  u32 format version (13)      20  u32 CRC32 of bytes [0, 32 + 24 * count), this field as 0
-//    12  u32 flags (none yet; a      24  u64 size of the whole file
-//        reader rejects bits it does not know)
-//   section table (count entries of 24 bytes, at byte 32)
-//     u32 kind, u32 CRC32 of the payload, u64 offset, u64 size
-//   payloads: each at a multiple of 64 bytes, in increasing offset order, zero bytes between
-//     them, the last one ending at the end of the file. So every byte is checked: the header and
-//     table by the header CRC, payloads by theirs, the gaps by being zero.
+//   header (64 bytes)
+//     0  magic "SMELTAOT"            24  u64 data size
+//     8  u32 format version (14)     32  u32 CRC32 of the plan
+//    12  u32 flags (none yet; a      36  u32 CRC32 of the data
+//        reader rejects bits it      40  u32 CRC32 of bytes [0, 40)
+//        does not know)              44  zero up to byte 64
+//    16  u64 plan size
+//   plan at byte 64: a FlatBuffer with file identifier "SMLT" and root table smelt.aot.Plan
+//   zero bytes up to the next multiple of 64, where the data starts
+//   data: its size in bytes, ending at the end of the file. The plan names each constant, the
+//     CUDA source, PTX and CUBIN, and the CPU shared library by a 64-byte aligned range of it
+//     (the constants are read in place: no second copy of the weights).
+// So every byte is checked: the header by its CRC and zeros, plan and data by theirs, the gap by
+// being zero.
 //
-// Section kinds (each at most once; meta, plan and constants required):
-//   1 meta       str target ("cpu", "cuda:sm_90"), str producer
-//   2 plan       the Executable without its code and constant bytes, below
-//   3 constants  raw little-endian element bytes, each constant at a multiple of 64 bytes
-//   4 cuda       str arch, str source, str ptx, blob cubin
-//   5 cpu        u32 n, n x str symbol (one per kernel, indexed like Executable::kernels),
-//                blob shared library (an ELF image for this machine that runs no code when
-//                loaded: runtime/ElfImage.h says what the loader checks before dlopen)
-// where str is a u32 length and the bytes, blob a u64 length and the bytes, list<T> a u32 count
-// and the elements, ids a list<i32> of buffer ids, type a u8 dtype (DType's order: f32 f16
-// bf16 f64 i32 i64 i1) and a list<i64> shape.
+// The plan (ArtifactPlan.fbs says what each table holds) is the Executable without its bytes:
+// target and producer; buffers (type, name, arena offset); inputs, outputs and their names;
+// constants; kernels; steps (op by name, location, device, operands, results, the buffers freed
+// after it, and its parameters by name: the fields of its op's params struct in Executable.h);
+// peak bytes per device; the compiler's schedule (segments); the CUDA code; the CPU code (a
+// symbol per kernel and an ELF image for this machine that runs no code when loaded:
+// runtime/ElfImage.h says what the loader checks before dlopen).
 //
-//   plan: str name
-//         list<buffer>   buffer   = type, str name, i64 arena offset (-1: none)
-//         ids inputs, ids outputs
-//         list<str> argument names, list<str> result names (none, or one each)
-//         list<constant> constant = i32 buffer, u64 offset in the constants section, u64 size
-//         list<kernel>   kernel   = str name, str kind, i64 units, list<type> inputs,
-//                                   list<type> results, str ops, i64 compute ops,
-//                                   i64 CUDA block, i64 CUDA grid, u64 largest value bytes
-//         list<step>     step     = u8 op (StepOp), str location, str device ("cpu:0",
-//                                   "gpu:N"), ids operands, ids results, ids frees (given
-//                                   back after the step: Step::frees), then the fields the
-//                                   op's parameters list (Executable.h), each as u8 (bool,
-//                                   enum: 0..values-1), i64, f64 (IEEE bits) or list<i64>
-//                                   (a fusion's: i64 kernel, list<i64> in place per result);
-//                                   matmul's and conv2d's end with u8 bias (a third operand)
-//                                   and u8 activation (0 none, 1 relu, 2 tanh, 3 logistic,
-//                                   4 relu6, 5 hardswish, 6 swish); the convolutions' with
-//                                   u8 filter layout (0 hwio, 1 ohwi)
-//         list<peak>     peak     = str device, u64 bytes (smelt-assign-buffers' prediction)
-//         list<segment>  segment  = str device, u32 first step, u32 end, ids reads, ids writes
-//                                   (the compiler's schedule: Executable::segments)
-//
-// A reader checks everything before use: magic, version, flags, checksums, every length and
-// count against the bytes left (so no corrupt count drives an allocation), dtype codes and step
-// ops, shapes (non-negative, byte size within int64), buffer ids in range, constant sizes
-// against their buffers' types, kernel steps' kernel index, one CPU symbol per kernel, and the
-// CPU code's ELF structure. Errors read "<file>: <section> section, byte <N>: <what>". Whether
-// the steps make sense (parameters, one producer per buffer, each buffer of the type its step
-// and kernel expect) is the executor's check, as for any Executable.
+// A reader checks everything before use: magic, version, flags, checksums and sizes; the plan
+// with FlatBuffers' verifier (every offset and length inside it, a table count bounded by its
+// size); then each field: dtypes and shapes (non-negative, byte size within int64), step ops and
+// parameters (names, enum ranges), buffer ids in range, constant sizes against their buffers'
+// types, ranges inside the data, kernel steps' kernel index, one CPU symbol per kernel, devices.
+// What it materializes is counted against the plan's size, so shared parts of a crafted plan
+// cannot drive an allocation larger than the file. Errors read "<file>: <part>, byte <N>: <what>"
+// for the header, the checksums and the verifier, "<file>: plan: <entry>: <what>" for a field.
+// Whether the steps make sense (parameters, one producer per buffer, each buffer of the type its
+// step and kernel expect) is the executor's check, as for any Executable.
 //
 // Trust: a .smelt file holds native code, which runs with the process's rights, as a shared
 // library does. The checks above stop damaged files; they cannot tell a malicious file from an
@@ -79,7 +57,7 @@
 
 namespace smelt::rt {
 
-inline constexpr uint32_t kArtifactVersion = 13;
+inline constexpr uint32_t kArtifactVersion = 14;
 
 /// What an artifact holds beside the Executable.
 struct ArtifactExtras {

@@ -50,7 +50,8 @@ enum class StepKind : uint8_t {
   Random,     // counter-based random numbers
 };
 
-/// The operation of a step, each of one kind. The numbers are the AOT format's: append only.
+/// The operation of a step, each of one kind. The AOT format names it (stepOpName), so the
+/// numbers are free to change.
 enum class StepOp : uint8_t {
   Fusion = 0,
   Matmul = 1,

@@ -81,10 +81,14 @@ if [ -x "$smelt_build/bin/smelt" ]; then
     -o "$artifact_seeds/dense.smelt" >/dev/null 2>&1 || true
 fi
 
-# The ELF checks start from the kernel libraries inside those artifacts and the test kernels.
+# The ELF checks start from the kernel library of the compiled artifact (as `smelt dump` writes
+# it) and the test kernels.
 elf_seeds="$dir/corpus/elf-seeds"
-rm -rf "$elf_seeds"
-"$python" "$repo/tests/fuzz/make_seeds.py" --cpu-code "$artifact_seeds" "$elf_seeds"
+rm -rf "$elf_seeds" && mkdir -p "$elf_seeds"
+if [ -f "$artifact_seeds/dense.smelt" ]; then
+  "$smelt_build/bin/smelt" dump "$artifact_seeds/dense.smelt" --dump-dir "$dir/dense-dump" >/dev/null 2>&1 &&
+    cp "$dir/dense-dump/main-0/cpu-kernels.so" "$elf_seeds/dense.so" || true
+fi
 cp "$smelt_build/tests/unit/runtime/libartifact-test-kernels.so" "$elf_seeds/" 2>/dev/null || true
 
 status=0

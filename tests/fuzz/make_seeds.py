@@ -1,9 +1,7 @@
 """Seed corpora for the fuzz targets (scripts/fuzz.sh): small valid .npy files of every dtype
 and a Fortran-order one, safetensors checkpoints, IDX files (plain and gzip, and the head of
 the real Fashion-MNIST labels when installed), the tests' .mlir files and ONNX's node test
-models; and the CPU code (shared libraries) of a directory of artifacts. Usage:
-make_seeds.py REPO CORPUS_DIR
-make_seeds.py --cpu-code ARTIFACT_DIR OUT_DIR"""
+models. Usage: make_seeds.py REPO CORPUS_DIR"""
 import gzip
 import json
 import os
@@ -125,21 +123,5 @@ def main(repo, corpus):
         make(out)
 
 
-def cpu_code_seeds(artifacts, out):
-    """The shared library of each artifact's cpu section."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-    from artifact_tool import cpu_code_span
-    os.makedirs(out, exist_ok=True)
-    for name in sorted(os.listdir(artifacts)):
-        data = open(os.path.join(artifacts, name), "rb").read()
-        span = cpu_code_span(data) if len(data) >= 32 and data[:8] == b"SMELTAOT" else None
-        if span:
-            with open(os.path.join(out, name + ".so"), "wb") as f:
-                f.write(data[span[0]:span[0] + span[1]])
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "--cpu-code":
-        cpu_code_seeds(*sys.argv[2:4])
-    else:
-        main(*sys.argv[1:3])
+    main(*sys.argv[1:3])

@@ -1,6 +1,7 @@
-// Damaged AOT artifacts: truncated, corrupt, foreign or newer files, counts that claim huge
-// sizes and edits that keep every checksum valid are rejected with a message naming the file,
-// the part and the byte, never a crash.
+// Damaged AOT artifacts: truncated, corrupt, foreign or newer files, malformed plans, plans
+// whose shared parts would materialize far more than the file, fields that do not fit the plan
+// and edits that keep every checksum valid are rejected with a message naming the file, the
+// part and the byte or the plan's entry, never a crash.
 #include "ArtifactEdit.h"
 #include "ArtifactSamples.h"
 #include "RuntimeTestUtil.h"
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace smelt::rt::test {
@@ -48,19 +50,18 @@ TEST(Artifact, EveryTruncationIsRejected) {
 
 TEST(Artifact, EveryFlippedByteIsRejectedNamingItsPart) {
   Bytes bytes = validArtifact();
-  auto sections = sectionsOf(bytes);
-  ASSERT_EQ(sections.size(), 5u);
-  size_t tableEnd = kHeaderBytes + kEntryBytes * sections.size();
-  // The part a flip of byte i is reported in: header, a section (at its first byte), padding.
+  std::optional<Parts> parts = partsOf(bytes);
+  ASSERT_TRUE(parts);
+  // The part a flip of byte i is reported in: the header, the plan or the data (at its first
+  // byte, by its checksum), or the padding between them.
   auto expectedPrefix = [&](size_t i) {
-    if (i < tableEnd)
+    if (i < kHeaderBytes)
       return std::string("bad.smelt: header, byte ");
-    for (const auto &[kind, s] : sections)
-      if (i >= s.offset && i < s.offset + s.size) {
-        const char *names[] = {"", "meta", "plan", "constants", "cuda", "cpu"};
-        return fmt::format("bad.smelt: {} section, byte {}: ", names[kind], s.offset);
-      }
-    return fmt::format("bad.smelt: padding, byte {}: ", i);
+    if (i < parts->planAt + parts->planSize)
+      return fmt::format("bad.smelt: plan, byte {}: ", parts->planAt);
+    if (i < parts->dataAt)
+      return fmt::format("bad.smelt: padding, byte {}: ", i);
+    return fmt::format("bad.smelt: data, byte {}: ", parts->dataAt);
   };
   for (size_t i = 0; i < bytes.size(); ++i) {
     Bytes damaged = bytes;
@@ -88,128 +89,143 @@ TEST(Artifact, ForeignFilesAndOtherVersionsSaySo) {
                                           "format version {}; this runtime reads version {} "
                                           "(compile the model again with a matching smelt)",
                                           kArtifactVersion + 1, kArtifactVersion));
-  // A file of the previous format (no filter layout in a convolution's parameters) is told
+  // A file of the previous format (sections of hand-encoded bytes, no FlatBuffers plan) is told
   // apart before anything else in it is read.
   Bytes older = bytes;
-  storeLE(older, 8, 12, 4);
+  storeLE(older, 8, 13, 4);
   reseal(older);
   EXPECT_EQ(readError(older), "bad.smelt: header, byte 8: the file has artifact format version "
-                              "12; this runtime reads version 13 (compile the model again with a "
+                              "13; this runtime reads version 14 (compile the model again with a "
                               "matching smelt)");
   Bytes flagged = bytes;
   storeLE(flagged, 12, 0x4, 4);
   reseal(flagged);
   EXPECT_TRUE(startsWith(readError(flagged), "bad.smelt: header, byte 12: flags 0x4"));
+  Bytes reserved = bytes;
+  reserved[50] = 1;
+  EXPECT_EQ(readError(reserved), "bad.smelt: header, byte 50: reserved byte 0x01 should be zero");
   Bytes longer = bytes;
   longer.push_back(0);
   EXPECT_TRUE(startsWith(readError(longer), "bad.smelt: header, byte 24: the file has"));
 }
 
-/// Overwrites `width` bytes at `at` with `value`, fixes the checksums and returns the error.
-std::string errorAfterPatch(Bytes bytes, size_t at, uint64_t value, int width) {
-  storeLE(bytes, at, value, width);
-  reseal(bytes);
-  return readError(bytes);
+TEST(Artifact, MalformedPlansAndSizesFailBeforeAllocating) {
+  Bytes bytes = validArtifact();
+  Parts parts = *partsOf(bytes);
+  // Sizes in the header beyond the file.
+  Bytes huge = bytes;
+  storeLE(huge, 24, uint64_t(1) << 63, 8);
+  reseal(huge);
+  EXPECT_TRUE(startsWith(readError(huge), "bad.smelt: header, byte "));
+  EXPECT_NE(readError(huge).find("truncated"), std::string::npos) << readError(huge);
+  // The plan's root offset pointing outside it: FlatBuffers' verifier refuses the plan.
+  Bytes rootless = bytes;
+  storeLE(rootless, parts.planAt, 0xfffffff0, 4);
+  reseal(rootless);
+  EXPECT_EQ(readError(rootless),
+            fmt::format("bad.smelt: plan, byte 64: the {} bytes are not a plan of "
+                        "runtime/ArtifactPlan.fbs (FlatBuffers' verifier refuses them)",
+                        parts.planSize));
+  // A well-formed plan whose 20,000 buffers share one type of 20,000 dimensions: 3.2 GB as an
+  // Executable from a plan of 240 KB. The reader counts what it materializes against the plan.
+  flatbuffers::FlatBufferBuilder builder;
+  auto type = aot::CreateType(builder, aot::DType::f32,
+                              builder.CreateVector(std::vector<int64_t>(20000, 1)));
+  auto buffer = aot::CreateBuffer(builder, type);
+  std::vector<flatbuffers::Offset<aot::Buffer>> shared(20000, buffer);
+  aot::PlanBuilder plan(builder);
+  auto target = builder.CreateString("cpu");
+  auto buffers = builder.CreateVector(shared);
+  plan.add_target(target);
+  plan.add_buffers(buffers);
+  aot::FinishPlanBuffer(builder, plan.Finish());
+  EXPECT_TRUE(startsWith(
+      readError(withPlan(bytes, builder.GetBufferPointer(), builder.GetSize())),
+      fmt::format("bad.smelt: plan: its entries refer to more than its {} bytes (parts are "
+                  "shared)",
+                  builder.GetSize())));
 }
 
-TEST(Artifact, CountsClaimingHugeSizesFailBeforeAllocating) {
-  Executable exe = everything();
-  ArtifactExtras extras = extrasFor(exe, "cuda:sm_90");
-  Expected<Bytes> encoded = encodeArtifact(exe, extras);
-  ASSERT_TRUE(encoded.ok()) << encoded.message();
-  const Bytes &bytes = *encoded;
-  size_t plan = findSection(bytes, kPlan)->offset, cuda = findSection(bytes, kCuda)->offset;
-  size_t cpu = findSection(bytes, kCpu)->offset;
-  size_t buffers = plan + 4 + exe.name.size(); // after the name
-  struct Case {
-    size_t at;
-    uint64_t value;
-    int width;
-    std::string part, what;
-  };
-  size_t cubin = cuda + 12 + exe.cuda->arch.size() + exe.cuda->source.size() + exe.cuda->ptx.size();
-  size_t object = cpu + 4 + 4 * extras.cpuSymbols.size();
-  for (const std::string &s : extras.cpuSymbols)
-    object += s.size();
-  const uint64_t huge = uint64_t(1) << 63;
-  for (const Case &c : std::vector<Case>{
-           {plan, 0xffffffff, 4, "plan section", "the executable's name needs 4294967295 bytes"},
-           {buffers, 0xffffffff, 4, "plan section", "the buffer list claims 4294967295 entries"},
-           {buffers + 5, 0xfffffff0, 4, "plan section", "a shape claims 4294967280 entries"},
-           {cubin, huge, 8, "cuda section", "the CUBIN claims 9223372036854775808 bytes"},
-           {object, huge, 8, "cpu section", "the CPU shared library claims"},
-           {cpu, 0x7fffffff, 4, "cpu section", "the CPU symbol list claims 2147483647 entries"},
-           // A section table entry whose size runs past the end of the file.
-           {kHeaderBytes + kEntryBytes * 2 + 16, huge, 8, "section table",
-            "has 9223372036854775808 bytes"},
-       }) {
-    std::string message = errorAfterPatch(bytes, c.at, c.value, c.width);
-    EXPECT_TRUE(startsWith(message, "bad.smelt: " + c.part + ", byte "))
-        << "patch at " << c.at << ": " << message;
-    EXPECT_NE(message.find(c.what), std::string::npos) << "patch at " << c.at << ": " << message;
-  }
-  // The dtype of buffer 0 and the error's byte: the one patched.
-  EXPECT_EQ(errorAfterPatch(bytes, buffers + 4, 9, 1),
-            fmt::format("bad.smelt: plan section, byte {}: buffer b0 has dtype code 9 (known: "
-                        "0..6, f32 to i1)",
-                        buffers + 4));
-}
-
-TEST(Artifact, UnknownStepOpsBadFlagsAndNonzeroPaddingAreRejected) {
-  Executable exe =
-      oneStep("matmul", {{DType::f32, {2, 3}}, {DType::f32, {3, 4}}}, {DType::f32, {2, 4}},
-              {{"transpose_lhs", int64_t(1)}});
-  exe.steps[0].location = "zz_probe";
+TEST(Artifact, PlanFieldsAreCheckedAgainstThePlanAroundThem) {
+  Executable exe = oneStep("matmul", {{DType::f32, {2, 3}}, {DType::f32, {3, 4}}},
+                           {DType::f32, {2, 4}}, {{"transpose_lhs", int64_t(1)}});
+  exe.constants.push_back(randomConstant(exe, 1));
   Expected<Bytes> encoded = encodeArtifact(exe, {{}, {}, "cpu", ""});
   ASSERT_TRUE(encoded.ok()) << encoded.message();
-  // The step's op byte comes just before its location (a 4-byte length, then the text).
-  std::string key = "zz_probe";
-  auto found = std::search(encoded->begin(), encoded->end(), key.begin(), key.end());
-  ASSERT_NE(found, encoded->end());
-  size_t op = size_t(found - encoded->begin()) - 5;
-  ASSERT_EQ((*encoded)[op], uint8_t(StepOp::Matmul));
-  EXPECT_EQ(errorAfterPatch(*encoded, op, kNumStepOps, 1),
-            fmt::format("bad.smelt: plan section, byte {}: step #0 has op #{}; this runtime "
-                        "knows ops 0..{}",
-                        op, kNumStepOps, kNumStepOps - 1));
-  // transpose_lhs, a flag, is the first byte after the step's three buffer-id lists (2, 1 and
-  // 0 ids of 4 bytes, each list after a 4-byte count).
-  size_t flag = op + 5 + key.size() + 4 + std::string("cpu:0").size() + 4 + 8 + 4 + 4 + 4;
-  ASSERT_EQ((*encoded)[flag], 1);
-  EXPECT_EQ(errorAfterPatch(*encoded, flag, 2, 1),
-            fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
-                        "'transpose_lhs' is 2, not within 0..1",
-                        flag));
-  // After transpose_rhs and bias, the activation: an enum of seven values.
-  size_t activation = flag + 3;
-  ASSERT_EQ((*encoded)[activation], 0);
-  EXPECT_EQ(errorAfterPatch(*encoded, activation, 7, 1),
-            fmt::format("bad.smelt: plan section, byte {}: step #0 ('matmul'): parameter "
-                        "'activation' is 7, not within 0..6",
-                        activation));
-  Bytes logistic = *encoded;
-  storeLE(logistic, activation, uint64_t(Activation::logistic), 1);
-  reseal(logistic);
-  Expected<LoadedArtifact> read = decodeArtifact(logistic, "logistic.smelt");
+  /// The matmul's parameter `name`.
+  auto param = [](aot::PlanT &plan, const std::string &name) -> aot::ParamT & {
+    for (auto &p : plan.steps[0]->params)
+      if (p->name == name)
+        return *p;
+    ADD_FAILURE() << "no parameter " << name;
+    return *plan.steps[0]->params[0];
+  };
+  struct Case {
+    std::function<void(aot::PlanT &)> edit;
+    std::string error;
+  };
+  for (const Case &c : std::vector<Case>{
+           {[](aot::PlanT &p) { p.steps[0]->op = "matmul_v2"; },
+            "step #0 has op 'matmul_v2', which this runtime does not know"},
+           {[&](aot::PlanT &p) { param(p, "transpose_lhs").integer = 2; },
+            "step #0 ('matmul'): parameter 'transpose_lhs' is 2, not within 0..1"},
+           {[&](aot::PlanT &p) { param(p, "activation").integer = 7; },
+            "step #0 ('matmul'): parameter 'activation' is 7, not within 0..6"},
+           {[&](aot::PlanT &p) { param(p, "activation").name = "alpha"; },
+            "step #0 ('matmul'): parameter 'alpha' is not one this runtime knows (a newer smelt "
+            "wrote the file?)"},
+           {[&](aot::PlanT &p) { param(p, "bias").name = "activation"; },
+            "step #0 ('matmul'): parameter 'activation' appears twice"},
+           {[](aot::PlanT &p) { p.buffers[0]->type->dtype = aot::DType(9); },
+            "buffer b0 has dtype code 9 (known: 0..6, f32 to i1)"},
+           {[](aot::PlanT &p) {
+              p.buffers[2]->type->shape = {2, -4};
+            },
+            "buffer b2 has shape [2, -4], which is negative or too large"},
+           {[](aot::PlanT &p) { p.steps[0]->operands[1] = 3; },
+            "step #0 ('matmul') operand #1: buffer id 3 is out of range (the plan has 3 "
+            "buffers)"},
+           {[](aot::PlanT &p) { p.steps[0]->device = "tpu:0"; },
+            "step #0 ('matmul'): device 'tpu:0' is not cpu:0 or gpu:<N>"},
+           {[](aot::PlanT &p) { p.constants[0]->bytes = std::make_unique<aot::Range>(64, 48); },
+            "constant #0 has 48 bytes at offset 64, which is not a 64-byte aligned range inside "
+            "the data part's 48 bytes"},
+           {[](aot::PlanT &p) { p.constants[0]->bytes = std::make_unique<aot::Range>(0, 44); },
+            "constant #0 (b1, tensor<3x4xf32>) has 44 bytes, its type needs 48"},
+           {[](aot::PlanT &p) { p.target = "tpu"; },
+            "target 'tpu' is neither \"cpu\" nor \"cuda:<arch>\""},
+       }) {
+    EXPECT_EQ(readError(editPlan(*encoded, c.edit)), "bad.smelt: plan: " + c.error);
+  }
+  // A field the file lacks, as in a file written before the field existed, takes its default;
+  // a valid value of another is read as written.
+  Bytes older = editPlan(*encoded, [](aot::PlanT &p) {
+    auto &params = p.steps[0]->params;
+    std::erase_if(params, [](const auto &q) { return q->name == "transpose_lhs"; });
+    for (auto &q : params)
+      if (q->name == "activation")
+        q->integer = int64_t(Activation::logistic);
+  });
+  Expected<LoadedArtifact> read = decodeArtifact(older, "older.smelt");
   ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_FALSE(read->executable.steps[0].paramsAs<MatmulParams>()->transposeLhs);
   EXPECT_EQ(read->executable.steps[0].epilogue().activation, Activation::logistic);
-  size_t padding = kHeaderBytes + kEntryBytes * sectionsOf(*encoded).size();
-  ASSERT_EQ((*encoded)[padding], 0);
-  EXPECT_TRUE(startsWith(errorAfterPatch(*encoded, padding, 1, 1),
-                         fmt::format("bad.smelt: padding, byte {}: ", padding)));
 }
 
 TEST(Artifact, RandomEditsWithValidChecksumsLoadOrFailCleanly) {
   // The fuzzer's job in small: edits the checksums do not catch must still be caught or be
   // harmless. A success must be an artifact that encodes again.
   Bytes bytes = validArtifact();
-  auto sections = sectionsOf(bytes);
+  Parts parts = *partsOf(bytes);
   int accepted = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     Bytes damaged = bytes;
-    const SectionSpan &s = sections[rng()() % sections.size()].second;
+    // Mostly the plan, where the structure is; the data holds bytes.
+    bool plan = trial % 4 != 0;
+    size_t begin = plan ? parts.planAt : parts.dataAt;
+    size_t size = plan ? parts.planSize : parts.dataSize;
     for (int edits = 1 + int(rng()() % 3); edits > 0; --edits) {
-      size_t at = s.offset + rng()() % s.size;
+      size_t at = begin + rng()() % size;
       damaged[at] = (rng()() & 1) ? uint8_t(rng()()) : uint8_t(damaged[at] ^ 0x80);
     }
     reseal(damaged);

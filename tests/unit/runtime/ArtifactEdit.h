@@ -1,19 +1,22 @@
-// Byte-level access to AOT artifacts for the tests and the fuzzer: find a section, recompute the
-// checksums after an edit. Written from the format as Artifact.h documents it, not from
+// Byte-level access to AOT artifacts for the tests and the fuzzer: where the plan and the data
+// lie, the checksums recomputed after an edit, and the plan edited through flatc's object API.
+// The header's layout is written from the format as Artifact.h documents it, not from
 // Artifact.cpp, so the tests also hold the documentation to the code. No GoogleTest here: the
 // fuzzer includes it too.
 #pragma once
 
+#include "runtime/ArtifactPlan_generated.h"
+
 #include <zlib.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 namespace smelt::rt::test {
 
-inline constexpr size_t kHeaderBytes = 32, kEntryBytes = 24;
-enum SectionKind : uint32_t { kMeta = 1, kPlan, kConstants, kCuda, kCpu };
+inline constexpr size_t kHeaderBytes = 64;
 
 inline uint64_t loadLE(const std::vector<uint8_t> &b, size_t at, int bytes) {
   uint64_t v = 0;
@@ -26,45 +29,62 @@ inline void storeLE(std::vector<uint8_t> &b, size_t at, uint64_t v, int bytes) {
     b[at + i] = uint8_t(v >> (8 * i));
 }
 
-/// Where a section's table entry and payload are.
-struct SectionSpan {
-  size_t entry, offset, size;
+/// Where the plan and the data lie, by the header's sizes.
+struct Parts {
+  size_t planAt = kHeaderBytes, planSize, dataAt, dataSize;
 };
 
-/// The table's entries whose payload lies inside the file, in table order. Safe on any bytes.
-inline std::vector<std::pair<uint32_t, SectionSpan>> sectionsOf(const std::vector<uint8_t> &b) {
-  std::vector<std::pair<uint32_t, SectionSpan>> spans;
+/// The parts when the header is whole and both parts lie inside the file. Safe on any bytes.
+inline std::optional<Parts> partsOf(const std::vector<uint8_t> &b) {
   if (b.size() < kHeaderBytes)
-    return spans;
-  uint64_t count = loadLE(b, 16, 4);
-  for (uint64_t i = 0; i < count && kHeaderBytes + kEntryBytes * (i + 1) <= b.size(); ++i) {
-    size_t entry = kHeaderBytes + kEntryBytes * i;
-    uint64_t offset = loadLE(b, entry + 8, 8), size = loadLE(b, entry + 16, 8);
-    if (offset <= b.size() && size <= b.size() - offset)
-      spans.push_back({uint32_t(loadLE(b, entry, 4)), {entry, size_t(offset), size_t(size)}});
-  }
-  return spans;
+    return std::nullopt;
+  uint64_t plan = loadLE(b, 16, 8), data = loadLE(b, 24, 8);
+  if (plan > b.size() || data > b.size())
+    return std::nullopt;
+  size_t dataAt = (kHeaderBytes + plan + 63) / 64 * 64;
+  if (dataAt + data > b.size())
+    return std::nullopt;
+  return Parts{kHeaderBytes, size_t(plan), dataAt, size_t(data)};
 }
 
-inline std::optional<SectionSpan> findSection(const std::vector<uint8_t> &b, uint32_t kind) {
-  for (const auto &[k, span] : sectionsOf(b))
-    if (k == kind)
-      return span;
-  return std::nullopt;
-}
-
-/// Makes every checksum match the bytes again after an edit: each payload's CRC in its table
-/// entry, then the header's CRC over the header and table (its own field read as zero).
+/// Makes every checksum match the bytes again after an edit: the plan's and the data's, then
+/// the header's over its bytes 0..40.
 inline void reseal(std::vector<uint8_t> &b) {
-  for (const auto &[kind, s] : sectionsOf(b))
-    storeLE(b, s.entry + 4, crc32_z(0, b.data() + s.offset, s.size), 4);
   if (b.size() < kHeaderBytes)
     return;
-  uint64_t tableEnd = kHeaderBytes + kEntryBytes * loadLE(b, 16, 4);
-  if (tableEnd > b.size())
-    return;
-  storeLE(b, 20, 0, 4);
-  storeLE(b, 20, crc32_z(0, b.data(), tableEnd), 4);
+  if (std::optional<Parts> p = partsOf(b)) {
+    storeLE(b, 32, crc32_z(0, b.data() + p->planAt, p->planSize), 4);
+    storeLE(b, 36, crc32_z(0, b.data() + p->dataAt, p->dataSize), 4);
+  }
+  storeLE(b, 40, crc32_z(0, b.data(), 40), 4);
+}
+
+/// An artifact of `file`'s header and data around the FlatBuffer `plan`, resealed.
+inline std::vector<uint8_t> withPlan(const std::vector<uint8_t> &file, const uint8_t *plan,
+                                     size_t planSize) {
+  Parts old = *partsOf(file);
+  std::vector<uint8_t> out(file.begin(), file.begin() + kHeaderBytes);
+  out.insert(out.end(), plan, plan + planSize);
+  out.resize((out.size() + 63) / 64 * 64);
+  out.insert(out.end(), file.begin() + std::ptrdiff_t(old.dataAt), file.end());
+  storeLE(out, 16, planSize, 8);
+  reseal(out);
+  return out;
+}
+
+/// The plan of a well-formed artifact, unpacked.
+inline std::unique_ptr<aot::PlanT> planOf(const std::vector<uint8_t> &file) {
+  return aot::UnPackPlan(file.data() + kHeaderBytes);
+}
+
+/// `file` with its plan replaced by `edit(plan)`'s result, resealed.
+template <typename Edit>
+std::vector<uint8_t> editPlan(const std::vector<uint8_t> &file, Edit edit) {
+  std::unique_ptr<aot::PlanT> plan = planOf(file);
+  edit(*plan);
+  flatbuffers::FlatBufferBuilder builder;
+  aot::FinishPlanBuffer(builder, aot::Plan::Pack(builder, plan.get()));
+  return withPlan(file, builder.GetBufferPointer(), builder.GetSize());
 }
 
 } // namespace smelt::rt::test

@@ -320,10 +320,9 @@ TEST(ElfImage, RandomDamageInAResealedArtifactIsRefusedOrLoads) {
   ArtifactExtras extras{library, {}, "cpu", "ElfImageTest"};
   Expected<Bytes> artifact = encodeArtifact(exe, extras);
   ASSERT_TRUE(artifact.ok()) << artifact.message();
-  std::optional<SectionSpan> cpu = findSection(*artifact, kCpu);
-  ASSERT_TRUE(cpu.has_value());
-  // The library is the blob at the end of the section.
-  size_t libraryAt = cpu->offset + cpu->size - library.size();
+  std::unique_ptr<aot::PlanT> plan = planOf(*artifact);
+  ASSERT_TRUE(plan->cpu && plan->cpu->library);
+  size_t libraryAt = partsOf(*artifact)->dataAt + plan->cpu->library->offset();
   constexpr int kTrials = 2000;
   int refused = 0, loaded = 0;
   for (int trial = 0; trial < kTrials; ++trial) {
