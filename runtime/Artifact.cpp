@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <zlib.h>
 
+#include <bit>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -315,10 +316,16 @@ private:
       return {};
     return s->str();
   }
+  /// Copied bytewise: the verifier checks a list's length field, not that 8-byte elements are
+  /// 8-byte aligned, which a damaged plan may break.
   template <typename T> std::vector<T> list(const flatbuffers::Vector<T> *v) {
     if (!v || !charge(v->size() * sizeof(T)))
       return {};
-    return std::vector<T>(v->begin(), v->end());
+    static_assert(std::endian::native == std::endian::little, "the file's lists are little-endian");
+    std::vector<T> out(v->size());
+    if (!out.empty())
+      std::memcpy(out.data(), v->Data(), v->size() * sizeof(T));
+    return out;
   }
   /// The entries of a list of tables, or none once an error is recorded.
   template <typename T>
