@@ -65,8 +65,7 @@ struct MemoryStats {
   uint64_t reservedBytes = 0; // taken from the device: in use plus cached
   uint64_t limitBytes = 0;    // the most it may take
   int64_t liveBuffers = 0;
-  int64_t allocations = 0; // since creation
-  int64_t regions = 0;     // blocks taken from the device
+  int64_t regions = 0; // blocks taken from the device
 
   /// "peak 12.0 MiB, in use 1.5 MiB in 3 buffers, 16.0 MiB held (limit 2.0 GiB)".
   std::string str() const;
@@ -100,6 +99,10 @@ public:
   /// Block addresses and sizes are multiples of this: what cuBLASLt, cuDNN and vector loads
   /// want.
   static constexpr uint64_t kAlignment = 256;
+  /// `bytes` rounded up to kAlignment (0 stays 0): where the next part of a block may start.
+  static constexpr uint64_t alignUp(uint64_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
   /// The bytes of the block allocate(`bytes`) carves: `bytes` rounded up to kAlignment, at
   /// least one granule. Blocks of the same count are interchangeable.
   static uint64_t blockBytes(uint64_t bytes);

@@ -70,10 +70,8 @@ Status Communicator::checkReduceArguments(const void *data, int64_t count, DType
 
 Status Communicator::allReduce(void *data, int64_t count, DType dtype, ReduceKind kind,
                                std::string what) {
-  Expected<int64_t> ticket = start(data, count, dtype, kind, std::move(what));
-  if (!ticket.ok())
-    return ticket.status();
-  return wait(*ticket);
+  SMELT_ASSIGN_OR_RETURN(int64_t ticket, start(data, count, dtype, kind, std::move(what)));
+  return wait(ticket);
 }
 
 namespace {

@@ -29,8 +29,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
                                            Allocator *allocator) {
   SMELT_RETURN_IF_ERROR(validateDataflow(executable));
   // A bad SMELT_CPU_THREADS is said here, before any kernel runs on a guessed count.
-  if (Expected<int> threads = cpuThreads(); !threads)
-    return threads.status();
+  SMELT_RETURN_IF_ERROR(cpuThreads().status());
   if (!allocator) {
     SMELT_ASSIGN_OR_RETURN(allocator, deviceAllocator(kDevice));
   }
@@ -50,10 +49,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
   std::vector<BufferId> fixed = exe.inputs;
   for (const Constant &c : exe.constants)
     fixed.push_back(c.buffer);
-  Expected<RunBuffers> buffers = RunBuffers::create(exe, allocator, fixed);
-  if (!buffers)
-    return buffers.status();
-  exec.buffers_ = std::move(*buffers);
+  SMELT_ASSIGN_OR_RETURN(exec.buffers_, RunBuffers::create(exe, allocator, fixed));
   exec.intoCaller_.assign(exe.buffers.size(), nullptr);
   // Steps read constants where the Executable holds them (no step writes a constant): a
   // copy would hold a model's weights twice. executable_ keeps them alive.
@@ -82,19 +78,13 @@ Expected<CpuExecutor> CpuExecutor::create(const Executable &executable, Trace *t
       types.constants.push_back(constantAt[id]);
     }
     types.result = exe.buffers[step.results[0]].type;
-    Expected<cpu::Kernel> kernel = stepFamily(step.op).prepareCpu(step, types);
-    if (!kernel)
-      return kernel.status();
+    SMELT_ASSIGN_OR_RETURN(cpu::Kernel kernel, stepFamily(step.op).prepareCpu(step, types));
     size_t operands = step.operands.size();
-    exec.kernels_.push_back([kernel = std::move(*kernel), operands](void *const *buffers) {
+    exec.kernels_.push_back([kernel = std::move(kernel), operands](void *const *buffers) {
       kernel(buffers, buffers[operands]);
     });
   }
   return exec;
-}
-
-Status CpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
-  return run(pointersTo(inputs), outputs);
 }
 
 void CpuExecutor::setTrace(Trace *trace) {
@@ -118,9 +108,7 @@ void CpuExecutor::recordMemory(double inUse) {
 
 Status CpuExecutor::allocateResults(const Step &step) {
   for (BufferId id : step.results)
-    if (Status s = buffers_.take(id, intoCaller_[id] ? intoCaller_[id]->raw() : nullptr);
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(buffers_.take(id, intoCaller_[id] ? intoCaller_[id]->raw() : nullptr));
   return Status();
 }
 

@@ -20,7 +20,6 @@
 
 #include <functional>
 #include <memory>
-#include <initializer_list>
 #include <vector>
 
 namespace smelt::rt {
@@ -54,12 +53,7 @@ public:
   /// may be partly written or empty.
   Status run(const std::vector<const HostTensor *> &inputs,
              std::vector<HostTensor> &outputs) override;
-  Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
-  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
-  /// read as a vector<HostTensor> made from an iterator pair.
-  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
-    return run(std::vector<const HostTensor *>(inputs), outputs);
-  }
+  using SegmentRunner::run;
   /// The same with values, as Executor::run passes them: arrays among `inputs` are copied to
   /// the host, and outputs are host tensors (the ones already in `outputs` are reused).
   Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,

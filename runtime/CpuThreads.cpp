@@ -84,6 +84,14 @@ std::mutex chosenMutex;
 std::optional<Expected<int>> chosen; // resolved on first use, or set
 bool chosenByUser = false;            // set, or from SMELT_CPU_THREADS
 thread_local bool toldOpenMp = false; // this thread's OpenMP count was set by one of us
+
+/// Tells OpenMP on the calling thread to use cpuThreads() threads (or the default when the
+/// environment's count is bad): oneDNN sizes its parallel regions by the calling thread's
+/// omp_get_max_threads(), which each thread holds separately.
+void applyCpuThreadsToOpenMp() {
+  omp_set_num_threads(cpuThreadsOrDefault());
+  toldOpenMp = true;
+}
 } // namespace
 
 void setCpuThreads(int threads) {
@@ -108,11 +116,6 @@ Expected<int> cpuThreads() {
 int cpuThreadsOrDefault() {
   Expected<int> threads = cpuThreads();
   return threads ? *threads : defaultCpuThreads();
-}
-
-void applyCpuThreadsToOpenMp() {
-  omp_set_num_threads(cpuThreadsOrDefault());
-  toldOpenMp = true;
 }
 
 int threadsOfThisThread() {

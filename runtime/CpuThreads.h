@@ -44,11 +44,6 @@ Expected<int> cpuThreads();
 /// does not report that error itself: OpenMP, the compiler's threads).
 int cpuThreadsOrDefault();
 
-/// Tells OpenMP on the calling thread to use cpuThreads() threads (or the default when the
-/// environment's count is bad): oneDNN sizes its parallel regions by the calling thread's
-/// omp_get_max_threads(), which each thread holds separately.
-void applyCpuThreadsToOpenMp();
-
 /// The calling thread's OpenMP count: what the last applyRunThreadsToOpenMp on it chose, else
 /// (first told now) cpuThreads().
 int threadsOfThisThread();

@@ -8,11 +8,10 @@ namespace smelt::rt {
 Expected<HostTensor> DeviceArray::toHost() const {
   if (!storage_)
     return Status::error("a device array that holds nothing (donated to a run, or never made)");
-  Expected<HostTensor> host = HostTensor::allocate(type_, "a copy of a " + device() + " array");
-  if (!host)
-    return host.status();
-  if (host->byteSize())
-    SMELT_RETURN_IF_ERROR(storage_->copyToHost(host->raw(), host->byteSize()));
+  SMELT_ASSIGN_OR_RETURN(HostTensor host,
+                         HostTensor::allocate(type_, "a copy of a " + device() + " array"));
+  if (host.byteSize())
+    SMELT_RETURN_IF_ERROR(storage_->copyToHost(host.raw(), host.byteSize()));
   return host;
 }
 
@@ -44,14 +43,6 @@ Expected<double> Value::at(int64_t i) const {
     return h->at(i);
   SMELT_ASSIGN_OR_RETURN(HostTensor copy, toHost());
   return copy.at(i);
-}
-
-std::vector<Value *> pointersTo(std::vector<Value> &values) {
-  std::vector<Value *> pointers;
-  pointers.reserve(values.size());
-  for (Value &v : values)
-    pointers.push_back(&v);
-  return pointers;
 }
 
 Expected<std::vector<const HostTensor *>> hostInputs(const std::vector<Value *> &inputs,

@@ -117,9 +117,6 @@ struct RunValues {
   }
 };
 
-/// Pointers to `values`' elements, for run().
-std::vector<Value *> pointersTo(std::vector<Value> &values);
-
 /// The host tensors that `inputs` are, downloading device arrays into `downloads` (which must
 /// outlive the result's use): how a run on the CPU, which reads host memory, takes values.
 Expected<std::vector<const HostTensor *>> hostInputs(const std::vector<Value *> &inputs,

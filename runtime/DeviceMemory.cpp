@@ -199,9 +199,8 @@ Expected<LogicalGpu> resolveGpu(const std::string &device) {
   // How many physical GPUs there are decides the logical numbering; opening gpu:0 first tells.
   SMELT_ASSIGN_OR_RETURN(std::shared_ptr<cuda::CudaDevice> first, cuda::CudaDevice::open(0));
   int physicalCount = 0;
-  if (Status s = first->check(first->driver().deviceGetCount(&physicalCount), "cuDeviceGetCount");
-      !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(
+      first->check(first->driver().deviceGetCount(&physicalCount), "cuDeviceGetCount"));
   return logicalGpu(index, physicalCount);
 #else
   return Status::error("Smelt was built without CUDA");
@@ -264,15 +263,6 @@ Expected<Allocator *> deviceAllocator(const std::string &device) {
     return it->second.get();
   SMELT_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> made, makeAllocator(device, r.config));
   return r.allocators.emplace(device, std::move(made)).first->second.get();
-}
-
-std::vector<std::pair<std::string, MemoryStats>> allocatorStats() {
-  Registry &r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<std::pair<std::string, MemoryStats>> stats;
-  for (const auto &[device, allocator] : r.allocators)
-    stats.emplace_back(device, allocator->stats());
-  return stats;
 }
 
 std::string memoryReport() {

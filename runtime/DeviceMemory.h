@@ -76,8 +76,6 @@ std::string logicalDeviceTable(const std::vector<LogicalDevice> &devices);
 /// device, no GPU, a preallocation that does not fit, logical limits past the GPU's memory).
 Expected<Allocator *> deviceAllocator(const std::string &device);
 
-/// Every allocator made so far, by device name, with its stats: what tools print.
-std::vector<std::pair<std::string, MemoryStats>> allocatorStats();
 /// One line per allocator made so far: "cpu:0 (grow): peak 3.1 MiB, in use ...".
 std::string memoryReport();
 

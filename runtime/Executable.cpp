@@ -51,6 +51,23 @@ std::string fieldText(Activation v) { return activationName(v); }
 std::string fieldText(FilterLayout v) { return v == FilterLayout::ohwi ? "ohwi" : "hwio"; }
 std::string fieldText(const std::vector<int64_t> &v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
+/// "transpose_lhs=true, transpose_rhs=false": a step's parameters, for listings.
+std::string paramsText(const Step &step) {
+  std::vector<std::string> parts;
+  std::visit(
+      [&](auto params) {
+        params.fields([&](const char *name, const auto &value) {
+          // A fusion lists in_place only when some result is written in place.
+          if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::vector<int64_t>>)
+            if (value.empty() && std::string_view(name) == "in_place")
+              return;
+          parts.push_back(fmt::format("{}={}", name, fieldText(value)));
+        });
+      },
+      step.params);
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 } // namespace
 
 const char *activationName(Activation activation) {
@@ -73,22 +90,6 @@ int64_t Step::kernel() const {
 StepKind stepKind(StepOp op) { return info(op).kind; }
 const char *stepOpName(StepOp op) { return info(op).name; }
 StepParams paramsFor(StepOp op) { return info(op).params; }
-
-std::string paramsText(const Step &step) {
-  std::vector<std::string> parts;
-  std::visit(
-      [&](auto params) {
-        params.fields([&](const char *name, const auto &value) {
-          // A fusion lists in_place only when some result is written in place.
-          if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::vector<int64_t>>)
-            if (value.empty() && std::string_view(name) == "in_place")
-              return;
-          parts.push_back(fmt::format("{}={}", name, fieldText(value)));
-        });
-      },
-      step.params);
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
 
 bool isCopyStep(const Step &step) {
   return step.op == StepOp::Copy && step.operands.size() == 1 && step.results.size() == 1;

@@ -232,8 +232,6 @@ using StepParams = std::variant<NoParams, KernelParams, MatmulParams, ConvParams
 StepParams paramsFor(StepOp op);
 
 struct Step;
-/// "transpose_lhs=true, transpose_rhs=false": a step's parameters, for listings.
-std::string paramsText(const Step &step);
 
 struct Executable;
 /// Per buffer, the buffer whose value it holds: its own, or for a copy's result its operand's

@@ -204,28 +204,23 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Executable &executabl
     segment.steps = part.steps.size();
     const std::string &device = segment.device;
     std::string where = segmentCount == 1 ? "" : "on " + device + ": ";
-    if (device == "cpu:0") {
-      Expected<std::unique_ptr<SegmentRunner>> cpu = cpuSegmentRunner(part, device, exec->options_);
-      if (!cpu)
-        return Status::error(where + cpu.message());
-      segment.runner = std::move(*cpu);
-    } else if (device.rfind("gpu:", 0) == 0) {
-      if (!exec->options_.gpuRunner)
-        return Status::error(fmt::format(
-            "@{} has steps placed on {} ('{}' at {}), and this program was built without the "
-            "GPU executor: compile for cpu:0 (no GPU placement) or build Smelt with CUDA",
-            executable.name, device, part.steps.front().name(), part.steps.front().location));
-      Expected<std::unique_ptr<SegmentRunner>> gpu =
-          exec->options_.gpuRunner(part, device, exec->options_);
-      if (!gpu)
-        return Status::error(where + gpu.message());
-      segment.runner = std::move(*gpu);
-    } else {
+    bool onGpu = device.rfind("gpu:", 0) == 0;
+    if (onGpu && !exec->options_.gpuRunner)
+      return Status::error(fmt::format(
+          "@{} has steps placed on {} ('{}' at {}), and this program was built without the "
+          "GPU executor: compile for cpu:0 (no GPU placement) or build Smelt with CUDA",
+          executable.name, device, part.steps.front().name(), part.steps.front().location));
+    if (!onGpu && device != "cpu:0")
       return Status::error(fmt::format("@{}: step '{}' ({}) is placed on '{}', which is not a "
                                        "device this runtime drives (cpu:0, gpu:N)",
                                        executable.name, part.steps.front().name(),
                                        part.steps.front().location, device));
-    }
+    SegmentRunnerFactory make =
+        onGpu ? exec->options_.gpuRunner : SegmentRunnerFactory(cpuSegmentRunner);
+    Expected<std::unique_ptr<SegmentRunner>> runner = make(part, device, exec->options_);
+    if (!runner)
+      return Status::error(where + runner.message());
+    segment.runner = std::move(*runner);
   }
   // Outputs that are constants are handed back from host copies made once; the constants that
   // segments read are their own (and a single segment hands back its own outputs).
@@ -277,10 +272,6 @@ Status Executor::run(const std::vector<const HostTensor *> &inputs,
   for (Value &v : results)
     outputs.push_back(std::move(*v.ownedHost()));
   return Status();
-}
-
-Status Executor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
-  return run(pointersTo(inputs), outputs);
 }
 
 Status Executor::run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,

@@ -31,13 +31,22 @@
 
 namespace smelt::rt {
 
-/// One segment's executor, whatever the device: CpuExecutor, or rt::cuda::GpuExecutor.
+/// One segment's executor, whatever the device: CpuExecutor, or rt::cuda::GpuExecutor (and
+/// Executor, which runs them all, has the same interface).
 class SegmentRunner {
 public:
   virtual ~SegmentRunner() = default;
   /// Inputs in the segment's argument order; replaces `outputs` with its results.
   virtual Status run(const std::vector<const HostTensor *> &inputs,
                      std::vector<HostTensor> &outputs) = 0;
+  Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
+    return run(pointersTo(inputs), outputs);
+  }
+  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
+  /// read as a vector<HostTensor> made from an iterator pair.
+  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
+    return run(std::vector<const HostTensor *>(inputs), outputs);
+  }
   /// The same with values that may stay on the segment's device (Executor::run below).
   virtual Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
                      const RunValues &residency) = 0;
@@ -67,7 +76,7 @@ struct ExecutorOptions {
   SegmentRunnerFactory gpuRunner;
 };
 
-class Executor {
+class Executor final : public SegmentRunner {
 public:
   /// Checks the dataflow of the whole Executable, cuts it into segments and makes each one's
   /// runner (which checks its steps); errors name the step, and the device for a GPU segment.
@@ -78,13 +87,9 @@ public:
   /// replaces `outputs` with the results. A failing segment fails the run with its message;
   /// the executor stays usable. On one segment, tensors already in `outputs` are reused as
   /// CpuExecutor::run and GpuExecutor::run reuse them.
-  Status run(const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> &outputs);
-  Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
-  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
-  /// read as a vector<HostTensor> made from an iterator pair.
-  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
-    return run(std::vector<const HostTensor *>(inputs), outputs);
-  }
+  Status run(const std::vector<const HostTensor *> &inputs,
+             std::vector<HostTensor> &outputs) override;
+  using SegmentRunner::run;
 
   /// The same with values that may stay on devices (runtime/DeviceArray.h), as a training
   /// loop keeps its parameters and optimizer state on a GPU between steps: inputs are host
@@ -93,16 +98,16 @@ public:
   /// it). A CPU segment gets host copies of the arrays it reads. Donated inputs go to the one
   /// segment that reads them, unless the caller also gets them back.
   Status run(const std::vector<Value *> &inputs, std::vector<Value> &outputs,
-             const RunValues &residency);
+             const RunValues &residency) override;
 
   const Executable &executable() const { return *executable_; }
   /// The devices of the segments in run order: {"cpu:0"}, {"gpu:0", "cpu:0", "gpu:0"}.
   std::vector<std::string> segmentDevices() const;
   /// The most bytes one segment's buffers held at once in the last run.
-  uint64_t lastRunPeakBytes() const;
+  uint64_t lastRunPeakBytes() const override;
   /// What the last run copied between host and device and how often it waited for a GPU, all
   /// segments together; zero when every step ran on the CPU.
-  TransferStats lastRunTransfers() const;
+  TransferStats lastRunTransfers() const override;
 
   /// A segment of the schedule as it runs: its device, how many steps, and its runner.
   struct SegmentRun {

@@ -2,22 +2,14 @@
 // to nearest even, so the CPU computes in f32 and stores what a GPU would.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 namespace smelt::rt {
 
-inline uint32_t floatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float bitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline uint32_t floatBits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bitsFloat(uint32_t u) { return std::bit_cast<float>(u); }
 
 /// Narrows a double to float rounding to odd (truncate, then set the last bit if inexact).
 /// Rounding that float again to f16 or bf16 (at least two bits fewer) then gives exactly the

@@ -39,8 +39,7 @@ Expected<uint64_t> checkedByteSize(const TensorType &type, const std::string &wh
 }
 
 Expected<HostTensor> HostTensor::allocate(const TensorType &type, const std::string &what) {
-  if (Expected<uint64_t> bytes = checkedByteSize(type, what); !bytes)
-    return bytes.status();
+  SMELT_RETURN_IF_ERROR(checkedByteSize(type, what).status());
   try {
     return zeros(type);
   } catch (const std::bad_alloc &) {
@@ -95,14 +94,6 @@ std::string HostTensor::summary(size_t count) const {
   if (n > int64_t(count))
     s += ", ...";
   return s + fmt::format("] ({} elements)", n);
-}
-
-std::vector<const HostTensor *> pointersTo(const std::vector<HostTensor> &tensors) {
-  std::vector<const HostTensor *> pointers;
-  pointers.reserve(tensors.size());
-  for (const HostTensor &t : tensors)
-    pointers.push_back(&t);
-  return pointers;
 }
 
 } // namespace smelt::rt

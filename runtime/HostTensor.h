@@ -64,7 +64,14 @@ private:
   std::unique_ptr<uint8_t, Free> storage_;
 };
 
-/// Pointers to `tensors`, for the executors' run(), which take inputs by pointer.
-std::vector<const HostTensor *> pointersTo(const std::vector<HostTensor> &tensors);
+/// Pointers to the elements of `items` (const ones when it is const), for the executors' run(),
+/// which take inputs by pointer.
+template <typename Items> auto pointersTo(Items &items) {
+  std::vector<decltype(&*items.begin())> pointers;
+  pointers.reserve(items.size());
+  for (auto &item : items)
+    pointers.push_back(&item);
+  return pointers;
+}
 
 } // namespace smelt::rt

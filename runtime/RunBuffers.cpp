@@ -73,8 +73,7 @@ Status validateDataflow(const Executable &exe) {
     return Status();
   };
   for (size_t i = 0; i < exe.inputs.size(); ++i)
-    if (Status s = define(exe.inputs[i], fmt::format("input #{}", i)); !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(define(exe.inputs[i], fmt::format("input #{}", i)));
   for (const Constant &c : exe.constants) {
     SMELT_RETURN_IF_ERROR(define(c.buffer, "constant"));
     if (c.bytes.size() != exe.buffers[c.buffer].type.byteSize())
@@ -120,10 +119,9 @@ Status validateDataflow(const Executable &exe) {
 
 Status checkBufferSizes(const Executable &exe, const Allocator *allocator, bool inputsOnDevice) {
   for (size_t id = 0; id < exe.buffers.size(); ++id)
-    if (Expected<uint64_t> bytes = checkedByteSize(
-            exe.buffers[id].type, fmt::format("buffer b{} ({})", id, exe.buffers[id].name));
-        !bytes)
-      return bytes.status();
+    SMELT_RETURN_IF_ERROR(checkedByteSize(exe.buffers[id].type,
+                                          fmt::format("buffer b{} ({})", id, exe.buffers[id].name))
+                              .status());
   if (!allocator)
     return Status();
   uint64_t limit = allocator->stats().limitBytes;

@@ -256,9 +256,8 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
   std::optional<ChosenWeightsLayout> weights;
   if (constantRhs) {
     weights.emplace(rhs, DNNL_ARG_WEIGHTS, constantRhs);
-    if (Status s = oneDnnChecked(describe(step), [&] { weights->prepack(primitive.current()); });
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(
+        oneDnnChecked(describe(step), [&] { weights->prepack(primitive.current()); }));
   }
   std::vector<std::pair<int, memory::desc>> slots{{DNNL_ARG_SRC, lhs}, {DNNL_ARG_WEIGHTS, rhs}};
   if (epilogue.bias)
@@ -388,9 +387,8 @@ Expected<Kernel> conv(const Step &step, const StepTypes &types, ConvMode mode) {
   ChosenWeightsLayout filter(
       weights, mode == ConvMode::BackwardFilter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS,
       types.result.dtype == DType::f32 ? types.constant(1) : nullptr);
-  if (Status s = oneDnnChecked(describe(step), [&] { filter.prepack(primitive.current()); });
-      !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(
+      oneDnnChecked(describe(step), [&] { filter.prepack(primitive.current()); }));
   std::vector<std::pair<int, memory::desc>> forwardSlots{{DNNL_ARG_SRC, src},
                                                           {DNNL_ARG_WEIGHTS, weights}};
   if (epilogue.bias)

@@ -41,8 +41,7 @@ Expected<PrimitivePerThreads> PrimitivePerThreads::create(const std::string &wha
   result.state_ = std::make_shared<State>();
   State &state = *result.state_;
   dnnl::primitive first;
-  if (Status s = oneDnnChecked(what, [&] { first = make(); }); !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(oneDnnChecked(what, [&] { first = make(); }));
   state.make = std::move(make);
   state.first = &state.byThreads.emplace(omp_get_max_threads(), std::move(first)).first->second;
   return result;

@@ -50,7 +50,8 @@ Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
     });
   memory::desc src({g.n, g.c, g.h, g.w}, memory::data_type::f32, memory::format_tag::nhwc);
   memory::desc dst({g.n, g.c, g.oh, g.ow}, memory::data_type::f32, memory::format_tag::nhwc);
-  Expected<PrimitivePerThreads> primitive =
+  SMELT_ASSIGN_OR_RETURN(
+      PrimitivePerThreads primitive,
       PrimitivePerThreads::create(describe(step), [=]() -> dnnl::primitive {
         return dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(
             dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference,
@@ -59,10 +60,8 @@ Expected<Kernel> forward(const Step &step, const StepTypes &types, bool isMax) {
                                         src, dst, {g.sh, g.sw}, {g.kh, g.kw}, {g.pt, g.pl},
                                         {g.pb, g.pr}),
             oneDnnEngine()));
-      });
-  if (!primitive)
-    return primitive.status();
-  Kernel kernel = [primitive = *primitive, src, dst](const void *const *in, void *out) {
+      }));
+  Kernel kernel = [primitive, src, dst](const void *const *in, void *out) {
     memory x(src, oneDnnEngine(), const_cast<void *>(in[0])), y(dst, oneDnnEngine(), out);
     primitive.current().execute(oneDnnStream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}});
     oneDnnStream().wait();

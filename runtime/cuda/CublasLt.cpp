@@ -54,19 +54,18 @@ struct Library {
   }
 };
 
-Expected<const Library *> openLibrary() {
-  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
-  // a pip wheel's nvidia/cu13/lib, the CUDA toolkit, then the loader's path.
-  static Library table;
-  SMELT_RETURN_IF_ERROR(openCudaTable("cuBLASLt", "libcublasLt.so.13",
-                                      {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                      "it is older than this program needs")
-                            .status());
-  return &table;
-}
-
 Expected<const Library *> library() {
-  static const Expected<const Library *> lt = openLibrary(); // thread-safe, tried once
+  // Thread-safe, tried once.
+  static const Expected<const Library *> lt = []() -> Expected<const Library *> {
+    // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+    // a pip wheel's nvidia/cu13/lib, the CUDA toolkit, then the loader's path.
+    static Library table;
+    SMELT_RETURN_IF_ERROR(openCudaTable("cuBLASLt", "libcublasLt.so.13",
+                                        {SMELT_CUBLASLT_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                        "it is older than this program needs")
+                              .status());
+    return &table;
+  }();
   return lt;
 }
 
@@ -97,8 +96,7 @@ cublasLtEpilogue_t epilogueOf(MatmulEpilogue epilogue) {
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-} // namespace
-
+/// "none", "relu", "bias", "bias+relu".
 const char *epilogueName(MatmulEpilogue epilogue) {
   switch (epilogue) {
   case MatmulEpilogue::None:
@@ -112,6 +110,8 @@ const char *epilogueName(MatmulEpilogue epilogue) {
   }
   return "none";
 }
+
+} // namespace
 
 bool hasBias(MatmulEpilogue epilogue) {
   return epilogue == MatmulEpilogue::Bias || epilogue == MatmulEpilogue::BiasRelu;
@@ -133,26 +133,18 @@ std::string describe(const MatmulCall &call) {
 }
 
 Expected<CublasLt *> CublasLt::get(const CudaDevice &device) {
-  static std::mutex mutex;
-  static std::map<int, Expected<CublasLt *>> opened;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = opened.find(device.ordinal()); it != opened.end())
-    return it->second;
-  auto attempt = [&]() -> Expected<CublasLt *> {
-    Expected<const Library *> lt = library();
-    if (!lt.ok())
-      return lt.status();
+  return openOncePerDevice<CublasLt *>(device.ordinal(), [&]() -> Expected<CublasLt *> {
+    SMELT_ASSIGN_OR_RETURN(const Library *lt, library());
     SMELT_RETURN_IF_ERROR(device.makeCurrent());
     cublasLtHandle_t handle = nullptr;
     // The handle belongs to the context current now: the device's primary context.
-    if (Status status = (*lt)->check((*lt)->create(&handle), "cublasLtCreate"); !status.ok())
+    if (Status status = lt->check(lt->create(&handle), "cublasLtCreate"); !status.ok())
       return Status::error(fmt::format("gpu:{}: {}", device.ordinal(), status.message()));
     // Kept for the life of the process, like the device: never destroyed.
     CublasLt *blas = new CublasLt(device);
     blas->handle_ = handle;
     return blas;
-  };
-  return opened.emplace(device.ordinal(), attempt()).first->second;
+  });
 }
 
 size_t CublasLt::version() const { return (*library())->getVersion(); }

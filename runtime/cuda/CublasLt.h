@@ -31,8 +31,6 @@ namespace smelt::rt::cuda {
 /// a matmul on the GPU. Bias adds a vector of N (the result's dtype) to every row.
 enum class MatmulEpilogue { None, Relu, Bias, BiasRelu };
 
-/// "none", "relu", "bias", "bias+relu".
-const char *epilogueName(MatmulEpilogue epilogue);
 bool hasBias(MatmulEpilogue epilogue);
 
 /// result[b] = epilogue(op(lhs[b]) @ op(rhs[b]) [+ bias]) for b < batch, every matrix row-major.

@@ -3,25 +3,12 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <mutex>
-
 namespace smelt::rt::cuda {
 
 Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
-  static std::mutex mutex;
-  static std::map<int, Expected<std::shared_ptr<CudaDevice>>> opened;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = opened.find(ordinal); it != opened.end()) {
-    if (it->second.ok())
-      SMELT_RETURN_IF_ERROR((*it->second)->makeCurrent());
-    return it->second;
-  }
   auto attempt = [&]() -> Expected<std::shared_ptr<CudaDevice>> {
-    Expected<const CudaDriver *> driver = CudaDriver::get();
-    if (!driver)
-      return driver.status();
-    const CudaDriver &cu = **driver;
+    SMELT_ASSIGN_OR_RETURN(const CudaDriver *driver, CudaDriver::get());
+    const CudaDriver &cu = *driver;
     int count = 0;
     SMELT_RETURN_IF_ERROR(cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"));
     if (ordinal < 0 || ordinal >= count)
@@ -33,33 +20,30 @@ Expected<std::shared_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
     int major = 0, minor = 0;
     char name[256] = {};
     size_t total = 0;
-    if (Status s = firstError(
-            {gpu->check(cu.deviceGet(&gpu->device_, ordinal), "cuDeviceGet"),
-             gpu->check(cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                              gpu->device_),
-                        "cuDeviceGetAttribute(major)"),
-             gpu->check(cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                              gpu->device_),
-                        "cuDeviceGetAttribute(minor)"),
-             gpu->check(cu.deviceGetName(name, sizeof name - 1, gpu->device_), "cuDeviceGetName"),
-             gpu->check(cu.deviceTotalMem(&total, gpu->device_), "cuDeviceTotalMem")});
-        !s.ok())
-      return s;
-    if (Status s = gpu->check(cu.primaryCtxRetain(&gpu->context_, gpu->device_),
-                              "cuDevicePrimaryCtxRetain");
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(firstError(
+        {gpu->check(cu.deviceGet(&gpu->device_, ordinal), "cuDeviceGet"),
+         gpu->check(cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                          gpu->device_),
+                    "cuDeviceGetAttribute(major)"),
+         gpu->check(cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                          gpu->device_),
+                    "cuDeviceGetAttribute(minor)"),
+         gpu->check(cu.deviceGetName(name, sizeof name - 1, gpu->device_), "cuDeviceGetName"),
+         gpu->check(cu.deviceTotalMem(&total, gpu->device_), "cuDeviceTotalMem")}));
+    SMELT_RETURN_IF_ERROR(
+        gpu->check(cu.primaryCtxRetain(&gpu->context_, gpu->device_), "cuDevicePrimaryCtxRetain"));
     SMELT_RETURN_IF_ERROR(gpu->makeCurrent());
-    if (Status s = gpu->check(cu.streamCreate(&gpu->stream_, CU_STREAM_NON_BLOCKING),
-                              "cuStreamCreate");
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(
+        gpu->check(cu.streamCreate(&gpu->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
     gpu->arch_ = fmt::format("sm_{}{}", major, minor);
     gpu->name_ = name;
     gpu->totalMemory_ = total;
     return gpu;
   };
-  return opened.emplace(ordinal, attempt()).first->second;
+  auto device = openOncePerDevice<std::shared_ptr<CudaDevice>>(ordinal, attempt);
+  if (device.ok())
+    SMELT_RETURN_IF_ERROR((*device)->makeCurrent());
+  return device;
 }
 
 CudaDevice::~CudaDevice() {

@@ -8,10 +8,24 @@
 #include "runtime/cuda/CudaDriver.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace smelt::rt::cuda {
+
+/// What `open()` gave for device `ordinal` the first time, kept for the life of the process (an
+/// error too: a device that failed is not tried again). One table per `Open` type, so per call
+/// site when it is a lambda.
+template <typename T, typename Open> Expected<T> openOncePerDevice(int ordinal, Open open) {
+  static std::mutex mutex;
+  static std::map<int, Expected<T>> opened;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = opened.find(ordinal); it != opened.end())
+    return it->second;
+  return opened.emplace(ordinal, open()).first->second;
+}
 
 class CudaDevice {
 public:

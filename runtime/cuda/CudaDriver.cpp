@@ -7,21 +7,20 @@
 
 namespace smelt::rt::cuda {
 
-Expected<const CudaDriver *> CudaDriver::open() {
-  // Found as the CUDA libraries are (DynamicLibrary.h): a folder in SMELT_CUDA_LIBRARY_PATH comes
-  // first, so a test can name the emulated driver (tests/emucuda); otherwise the loader's search
-  // finds the system's. Never closed, as if linked.
-  static CudaDriver table;
-  SMELT_RETURN_IF_ERROR(openCudaTable("CUDA driver", "libcuda.so.1",
-                                      {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                      "it is older than this program needs")
-                            .status());
-  SMELT_RETURN_IF_ERROR(table.check(table.init(0), "cuInit"));
-  return &table;
-}
-
 Expected<const CudaDriver *> CudaDriver::get() {
-  static const Expected<const CudaDriver *> driver = open(); // thread-safe, tried once
+  // Thread-safe, tried once.
+  static const Expected<const CudaDriver *> driver = []() -> Expected<const CudaDriver *> {
+    // Found as the CUDA libraries are (DynamicLibrary.h): a folder in SMELT_CUDA_LIBRARY_PATH
+    // comes first, so a test can name the emulated driver (tests/emucuda); otherwise the
+    // loader's search finds the system's. Never closed, as if linked.
+    static CudaDriver table;
+    SMELT_RETURN_IF_ERROR(openCudaTable("CUDA driver", "libcuda.so.1",
+                                        {SMELT_CUDA_DRIVER_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                        "it is older than this program needs")
+                              .status());
+    SMELT_RETURN_IF_ERROR(table.check(table.init(0), "cuInit"));
+    return &table;
+  }();
   return driver;
 }
 

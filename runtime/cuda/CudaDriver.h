@@ -72,7 +72,6 @@ public:
 
 private:
   CudaDriver() = default;
-  static Expected<const CudaDriver *> open();
 };
 
 } // namespace smelt::rt::cuda

@@ -6,9 +6,7 @@ namespace smelt::rt::cuda {
 Expected<void *> CudaMemorySource::take(uint64_t bytes) {
   SMELT_RETURN_IF_ERROR(device_->makeCurrent());
   CUdeviceptr region = 0;
-  if (Status s = device_->check(device_->driver().memAlloc(&region, bytes), "cuMemAlloc");
-      !s.ok())
-    return s;
+  SMELT_RETURN_IF_ERROR(device_->check(device_->driver().memAlloc(&region, bytes), "cuMemAlloc"));
   return reinterpret_cast<void *>(region);
 }
 

@@ -15,6 +15,7 @@
 // left is cuDNN's own: f16/bf16 channels cuDNN's NHWC kernels cannot take run on NCHW copies in
 // the workspace (mayNeedNchw), made by cudnnTransformTensor.
 #include "runtime/cuda/Cudnn.h"
+#include "runtime/Allocator.h"
 #include "runtime/cuda/DynamicLibrary.h"
 
 #include <cudnn.h>
@@ -25,7 +26,6 @@
 
 #include <array>
 #include <climits>
-#include <map>
 #include <optional>
 
 namespace smelt::rt::cuda {
@@ -82,34 +82,32 @@ struct CudnnLibrary {
   }
 };
 
-Expected<const CudnnLibrary *> openLibrary() {
-  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
-  // a pip wheel's nvidia/cudnn/lib, the CUDA toolkit, then the loader's path.
-  static CudnnLibrary table;
-  SMELT_ASSIGN_OR_RETURN(void *opened, openCudaTable("cuDNN", "libcudnn.so.9",
-                                                     {SMELT_CUDNN_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                                     "it is not the cuDNN 9 this program needs"));
-  table.getLastErrorString = reinterpret_cast<decltype(table.getLastErrorString)>(
-      dlsym(opened, "cudnnGetLastErrorString"));
-  if (size_t version = table.getVersion(); version / 10000 != 9)
-    return Status::error(
-        fmt::format("libcudnn.so.9 reports version {}; this program needs 9.x", version));
-  return &table;
-}
-
 /// The library, opened once per process: libcudnn.so.9, found as cudaLibraryCandidates
 /// (DynamicLibrary.h) says. The error names the library or the symbol that is missing, or a
 /// version other than 9.
 const Expected<const CudnnLibrary *> &cudnnLibrary() {
-  static const Expected<const CudnnLibrary *> lib = openLibrary(); // thread-safe, tried once
+  // Thread-safe, tried once.
+  static const Expected<const CudnnLibrary *> lib = []() -> Expected<const CudnnLibrary *> {
+    // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+    // a pip wheel's nvidia/cudnn/lib, the CUDA toolkit, then the loader's path.
+    static CudnnLibrary table;
+    SMELT_ASSIGN_OR_RETURN(void *opened,
+                           openCudaTable("cuDNN", "libcudnn.so.9",
+                                         {SMELT_CUDNN_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                         "it is not the cuDNN 9 this program needs"));
+    table.getLastErrorString = reinterpret_cast<decltype(table.getLastErrorString)>(
+        dlsym(opened, "cudnnGetLastErrorString"));
+    if (size_t version = table.getVersion(); version / 10000 != 9)
+      return Status::error(
+          fmt::format("libcudnn.so.9 reports version {}; this program needs 9.x", version));
+    return &table;
+  }();
   return lib;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Geometry and validation (no GPU)
 // ---------------------------------------------------------------------------------------------
-
-size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 /// One 2-D window problem in NHWC, from a call whose attribute lists have the right lengths.
 struct Geometry {
@@ -451,8 +449,8 @@ static bool mayNeedNchw(const Conv2DCall &call) {
 static size_t convScratchBytes(const Conv2DCall &call) {
   if (!mayNeedNchw(call))
     return 0;
-  return align256(call.filter.byteSize()) + align256(call.input.byteSize()) +
-         align256(call.output.byteSize());
+  return Allocator::alignUp(call.filter.byteSize()) + Allocator::alignUp(call.input.byteSize()) +
+         Allocator::alignUp(call.output.byteSize());
 }
 
 size_t Cudnn::workspaceBytes(const Conv2DCall &call) {
@@ -460,7 +458,7 @@ size_t Cudnn::workspaceBytes(const Conv2DCall &call) {
 }
 
 size_t Cudnn::workspaceBytes(const Pool2DCall &call) {
-  return call.kind == PoolKind::Max ? align256(call.output.byteSize()) : 0;
+  return call.kind == PoolKind::Max ? Allocator::alignUp(call.output.byteSize()) : 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,28 +466,20 @@ size_t Cudnn::workspaceBytes(const Pool2DCall &call) {
 // ---------------------------------------------------------------------------------------------
 
 Expected<Cudnn *> Cudnn::get(const CudaDevice &device) {
-  static std::mutex mutex;
-  static std::map<int, Expected<Cudnn *>> opened;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = opened.find(device.ordinal()); it != opened.end())
-    return it->second;
-  auto attempt = [&]() -> Expected<Cudnn *> {
-    const Expected<const CudnnLibrary *> &lib = cudnnLibrary();
-    if (!lib.ok())
-      return lib.status();
+  return openOncePerDevice<Cudnn *>(device.ordinal(), [&]() -> Expected<Cudnn *> {
+    SMELT_ASSIGN_OR_RETURN(const CudnnLibrary *lib, cudnnLibrary());
     SMELT_RETURN_IF_ERROR(device.makeCurrent());
     cudnnHandle_t handle = nullptr;
-    if (Status status = firstError(
-            {(*lib)->check((*lib)->create(&handle), "cudnnCreate"),
-             (*lib)->check((*lib)->setStream(handle, device.stream()), "cudnnSetStream")});
+    if (Status status =
+            firstError({lib->check(lib->create(&handle), "cudnnCreate"),
+                        lib->check(lib->setStream(handle, device.stream()), "cudnnSetStream")});
         !status.ok())
       return Status::error(fmt::format("gpu:{}: {}", device.ordinal(), status.message()));
     // Never destroyed: it lives as long as the device, which lives as long as the process.
     Cudnn *cudnn = new Cudnn(device);
     cudnn->handle_ = handle;
     return cudnn;
-  };
-  return opened.emplace(device.ordinal(), attempt()).first->second;
+  });
 }
 
 namespace {
@@ -657,8 +647,8 @@ Status Cudnn::ConvPlan::queue(void *const *buffers, void *workspace) const {
   void *where[3] = {stored[0], stored[1], stored[2]};
   if (nchw_) {
     where[1] = workspace;
-    where[0] = at(where[1], align256(call_.filter.byteSize()));
-    where[2] = at(where[0], align256(call_.input.byteSize()));
+    where[0] = at(where[1], Allocator::alignUp(call_.filter.byteSize()));
+    where[2] = at(where[0], Allocator::alignUp(call_.input.byteSize()));
     for (int i = 0; i < 3; ++i)
       if (i != result)
         SMELT_RETURN_IF_ERROR(

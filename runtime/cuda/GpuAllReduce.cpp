@@ -37,10 +37,8 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
                                      what, communicator->describe(), home, gpu.ordinal()));
   if (!started) {
     // Capturing a graph: the communicator records the reduction into it (NCCL), or refuses.
-    if (Status s = communicator->captureOnStream(gpu.stream(), data, spec.count, spec.dtype,
-                                                 spec.kind, spec.what);
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(communicator->captureOnStream(gpu.stream(), data, spec.count, spec.dtype,
+                                                        spec.kind, spec.what));
   } else if (home >= 0 && communicator->reducesOnStreams()) {
     // On the executor's stream, behind the packing copies: ordered with the kernels both ways.
     SMELT_ASSIGN_OR_RETURN(int64_t ticket,
@@ -51,22 +49,18 @@ Status allReduceOnGpu(const CudaDevice &gpu, const AllReduceSpec &spec, void *co
     // The collective runs on NCCL's own stream and wait() reduces on the host: the packing
     // comes first, and the result is there once wait() returned.
     SMELT_RETURN_IF_ERROR(gpu.synchronize(what));
-    if (Status s = communicator->allReduce(data, spec.count, spec.dtype, spec.kind, spec.what);
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(
+        communicator->allReduce(data, spec.count, spec.dtype, spec.kind, spec.what));
   } else {
     // The host copy reads the buffer: the packing comes first.
     SMELT_RETURN_IF_ERROR(gpu.synchronize(what));
     std::vector<uint8_t> host(total);
     // Synchronous: the host waits for the copy.
     countTransfers({.toHost = total, .hostSyncs = total ? 1u : 0u});
-    if (Status s = check(cu.memcpyDtoH(host.data(), devicePointer(data), total), "cuMemcpyDtoH");
-        !s.ok())
-      return s;
-    if (Status s =
-            communicator->allReduce(host.data(), spec.count, spec.dtype, spec.kind, spec.what);
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(
+        check(cu.memcpyDtoH(host.data(), devicePointer(data), total), "cuMemcpyDtoH"));
+    SMELT_RETURN_IF_ERROR(
+        communicator->allReduce(host.data(), spec.count, spec.dtype, spec.kind, spec.what));
     // On the executor's stream, not the legacy one: the stream is non-blocking, so a copy on
     // the legacy stream is not ordered before the next kernel, which could read stale data.
     // `host` is pageable and dies here: wait for the copy.

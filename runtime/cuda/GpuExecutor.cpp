@@ -87,19 +87,19 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
     constants.push_back(c.buffer);
   SMELT_ASSIGN_OR_RETURN(exec.buffers_, RunBuffers::create(exe, allocator, constants));
   for (const Constant &c : exe.constants) {
-    Expected<Allocator::Block> block = allocator->allocateBlock(
-        c.bytes.size(), fmt::format("constant {}", bufferLabel(exe, c.buffer)));
-    if (!block)
-      return block.status();
+    SMELT_ASSIGN_OR_RETURN(
+        Allocator::Block block,
+        allocator->allocateBlock(c.bytes.size(),
+                                 fmt::format("constant {}", bufferLabel(exe, c.buffer))));
     // On the executor's stream (a recycled block may still be read by work queued there),
     // from the Executable's own bytes, which live as long as the executor.
     if (!c.bytes.empty())
-      if (Status s = device->copyToDevice(block->get(), c.bytes.data(), c.bytes.size()); !s.ok())
+      if (Status s = device->copyToDevice(block.get(), c.bytes.data(), c.bytes.size()); !s.ok())
         return Status::error(fmt::format("uploading constant {}: {}",
                                          bufferLabel(exe, c.buffer), s.message()));
-    exec.buffers_.place(c.buffer, block->get());
+    exec.buffers_.place(c.buffer, block.get());
     exec.heldBytes_ += c.bytes.size();
-    exec.constants_.push_back(std::move(*block));
+    exec.constants_.push_back(std::move(block));
   }
   SMELT_RETURN_IF_ERROR(device->synchronize("the constants of @" + exe.name));
 
@@ -137,10 +137,6 @@ Expected<GpuExecutor> GpuExecutor::create(const Executable &executable,
   exec.graphs_ = makeGraphs(device, exe, cudaGraphs,
                             grouped == steps.end() ? std::string() : (*grouped)->what());
   return exec;
-}
-
-Status GpuExecutor::run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs) {
-  return run(pointersTo(inputs), outputs);
 }
 
 Status GpuExecutor::waitForCollectives() {
@@ -264,9 +260,8 @@ Status GpuExecutor::run(const std::vector<Value *> &inputs, std::vector<Value> &
       hostOutputs[i] = std::move(*h);
   return runSteps(checkRunInputs(exe, inputs), in, [&]() -> Status {
     SMELT_ASSIGN_OR_RETURN(std::vector<DeviceArray> kept, keptOutputs(residency));
-    if (Status s = download(reusableOutputs(exe, hostInputs, hostOutputs), hostOutputs, residency);
-        !s.ok())
-      return s;
+    SMELT_RETURN_IF_ERROR(
+        download(reusableOutputs(exe, hostInputs, hostOutputs), hostOutputs, residency));
     outputs.clear();
     for (size_t i = 0; i < exe.outputs.size(); ++i)
       outputs.push_back(residency.keeps(i) ? Value(std::move((kept)[i]))

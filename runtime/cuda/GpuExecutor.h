@@ -27,7 +27,6 @@
 
 #include <functional>
 #include <memory>
-#include <initializer_list>
 #include <vector>
 
 namespace smelt::rt::cuda {
@@ -59,12 +58,7 @@ public:
   /// (use a profiler).
   Status run(const std::vector<const HostTensor *> &inputs,
              std::vector<HostTensor> &outputs) override;
-  Status run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs);
-  /// `run({&a, &b}, outputs)`: a braced list of pointers, which with two of them would also
-  /// read as a vector<HostTensor> made from an iterator pair.
-  Status run(std::initializer_list<const HostTensor *> inputs, std::vector<HostTensor> &outputs) {
-    return run(std::vector<const HostTensor *>(inputs), outputs);
-  }
+  using SegmentRunner::run;
 
   /// The same with values that may stay on the GPU (runtime/DeviceArray.h): an input that is
   /// an array on this GPU is read where it is (no copy), and taken over when `residency`

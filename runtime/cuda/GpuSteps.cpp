@@ -174,11 +174,9 @@ public:
     return std::unique_ptr<GpuStep>(std::move(matmul));
   }
   Expected<Launch> bind(const StepBinding &binding) const override {
-    auto plan = prepareOn<CublasLt>(binding, what_, call_, alignment_);
-    if (!plan)
-      return plan.status();
+    SMELT_ASSIGN_OR_RETURN(auto plan, prepareOn<CublasLt>(binding, what_, call_, alignment_));
     bool bias = hasBias(call_.epilogue);
-    return Launch([plan = *plan, bias, ws = binding.workspace](void *const *b) {
+    return Launch([plan, bias, ws = binding.workspace](void *const *b) {
       return plan->run(b[0], b[1], bias ? b[2] : nullptr, b[bias ? 3 : 2], ws);
     });
   }
@@ -198,11 +196,8 @@ public:
   /// The algorithm (and layout) is chosen now: a convolution cuDNN cannot run fails the
   /// creation, naming the step, not a run half way through.
   Expected<Launch> bind(const StepBinding &binding) const override {
-    auto plan = prepareOn<Cudnn>(binding, what_, kind_, call_);
-    if (!plan)
-      return plan.status();
-    return Launch(
-        [plan = *plan, ws = binding.workspace](void *const *b) { return plan->run(b, ws); });
+    SMELT_ASSIGN_OR_RETURN(auto plan, prepareOn<Cudnn>(binding, what_, kind_, call_));
+    return Launch([plan, ws = binding.workspace](void *const *b) { return plan->run(b, ws); });
   }
 
 protected:

@@ -32,12 +32,6 @@ Status GpuExecutor::reserveStaging(uint64_t bytes) {
   return Status();
 }
 
-namespace {
-uint64_t roundUp(uint64_t bytes) {
-  return (bytes + Allocator::kAlignment - 1) / Allocator::kAlignment * Allocator::kAlignment;
-}
-} // namespace
-
 Status GpuExecutor::upload(const std::vector<Input> &inputs) {
   const Executable &exe = *executable_;
   // An array on another device comes through the host: copied here, staged below.
@@ -57,7 +51,7 @@ Status GpuExecutor::upload(const std::vector<Input> &inputs) {
   }
   uint64_t total = 0;
   for (const HostTensor *t : staged)
-    total += t ? roundUp(t->byteSize()) : 0;
+    total += t ? Allocator::alignUp(t->byteSize()) : 0;
   // The host writes the staging buffer: nothing queued before may still read it. After a run
   // that waited for its outputs nothing does, so a training loop waits once a step (for its
   // loss); after one that kept every output on the GPU, or failed, the host waits here. A run
@@ -85,7 +79,7 @@ Status GpuExecutor::upload(const std::vector<Input> &inputs) {
       if (Status s = device_->copyToDevice(buffers_[id], staging, bytes); !s.ok())
         return Status::error(
             fmt::format("input #{} ({}): {}", i, exe.buffers[id].name, s.message()));
-      staging += roundUp(bytes);
+      staging += Allocator::alignUp(bytes);
     }
   }
   return Status();
@@ -97,7 +91,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
   uint64_t total = 0;
   for (size_t i = 0; i < exe.outputs.size(); ++i)
     if (!residency.keeps(i))
-      total += roundUp(exe.buffers[exe.outputs[i]].type.byteSize());
+      total += Allocator::alignUp(exe.buffers[exe.outputs[i]].type.byteSize());
   SMELT_RETURN_IF_ERROR(reserveStaging(total));
   // Queued after this run's uploads on the same stream, so they overwrite nothing still read.
   char *staging = static_cast<char *>(staging_.get());
@@ -109,7 +103,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
     if (bytes)
       if (Status s = device_->copyToHost(staging, buffers_[id], bytes); !s.ok())
         return Status::error(fmt::format("output {}: {}", bufferLabel(exe, id), s.message()));
-    staging += roundUp(bytes);
+    staging += Allocator::alignUp(bytes);
   }
   stagingIdle_ = stagingIdle_ && total == 0;
   // A run that keeps every output on the device returns without waiting for it.
@@ -133,7 +127,7 @@ Status GpuExecutor::download(const std::vector<HostTensor *> &reusable,
     }
     if (results[i].byteSize())
       std::memcpy(results[i].raw(), staging, results[i].byteSize());
-    staging += roundUp(results[i].byteSize());
+    staging += Allocator::alignUp(results[i].byteSize());
   }
   outputs = std::move(results);
   return Status();

@@ -26,21 +26,20 @@
 
 namespace smelt::rt::cuda {
 
-Expected<const Nccl *> Nccl::open() {
-  // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
-  // a pip wheel's nvidia/nccl/lib, the CUDA toolkit, then the loader's path.
-  static Nccl table;
-  SMELT_ASSIGN_OR_RETURN(void *opened, openCudaTable("NCCL", "libnccl.so.2",
-                                                     {SMELT_NCCL_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
-                                                     "it is older than this program needs"));
-  table.getLastError =
-      reinterpret_cast<decltype(table.getLastError)>(dlsym(opened, "ncclGetLastError"));
-  SMELT_RETURN_IF_ERROR(table.check(table.getVersion(&table.version), "ncclGetVersion"));
-  return &table;
-}
-
 Expected<const Nccl *> Nccl::get() {
-  static const Expected<const Nccl *> nccl = open(); // thread-safe, tried once
+  // Thread-safe, tried once.
+  static const Expected<const Nccl *> nccl = []() -> Expected<const Nccl *> {
+    // Never closed, like the driver. Searched as DynamicLibrary.h says: SMELT_CUDA_LIBRARY_PATH,
+    // a pip wheel's nvidia/nccl/lib, the CUDA toolkit, then the loader's path.
+    static Nccl table;
+    SMELT_ASSIGN_OR_RETURN(void *opened, openCudaTable("NCCL", "libnccl.so.2",
+                                                       {SMELT_NCCL_ENTRIES(SMELT_CUDA_TABLE_ENTRY)},
+                                                       "it is older than this program needs"));
+    table.getLastError =
+        reinterpret_cast<decltype(table.getLastError)>(dlsym(opened, "ncclGetLastError"));
+    SMELT_RETURN_IF_ERROR(table.check(table.getVersion(&table.version), "ncclGetVersion"));
+    return &table;
+  }();
   return nccl;
 }
 
@@ -269,10 +268,8 @@ Status NcclCommunicator::reduceGathered(Pending &p) {
   std::vector<std::byte> everyone(bytes * size_t(size_)), result(bytes);
   // Both copies are synchronous, then the legacy stream's synchronize.
   countTransfers({.toDevice = bytes, .toHost = everyone.size(), .hostSyncs = 3});
-  if (Status status = cu_.check(cu_.memcpyDtoH(everyone.data(), p.staging, everyone.size()),
-                                "cuMemcpyDtoH (gathered contributions)");
-      !status.ok())
-    return status;
+  SMELT_RETURN_IF_ERROR(cu_.check(cu_.memcpyDtoH(everyone.data(), p.staging, everyone.size()),
+                                  "cuMemcpyDtoH (gathered contributions)"));
   reduceInRankOrder(everyone.data(), size_, p.count, p.dtype, p.kind, result.data());
   // From pageable memory the copy may return before its DMA ends; it runs on the legacy
   // stream, so synchronizing that one makes the result visible to whatever runs next.
@@ -398,21 +395,15 @@ void NcclCommunicator::abort(const std::string &reason) {
 }
 
 Expected<std::pair<const CudaDriver *, const Nccl *>> openDriverAndNccl() {
-  Expected<const CudaDriver *> cu = CudaDriver::get();
-  if (!cu.ok())
-    return cu.status();
-  Expected<const Nccl *> nccl = Nccl::get();
-  if (!nccl.ok())
-    return nccl.status();
-  return std::pair{*cu, *nccl};
+  SMELT_ASSIGN_OR_RETURN(const CudaDriver *cu, CudaDriver::get());
+  SMELT_ASSIGN_OR_RETURN(const Nccl *nccl, Nccl::get());
+  return std::pair{cu, nccl};
 }
 
 Expected<std::vector<std::unique_ptr<NcclCommunicator>>>
 createNcclCommunicators(const std::vector<int> &devices, CollectiveOptions options) {
-  auto both = openDriverAndNccl();
-  if (!both.ok())
-    return both.status();
-  auto [cu, nccl] = *both;
+  SMELT_ASSIGN_OR_RETURN(auto both, openDriverAndNccl());
+  auto [cu, nccl] = both;
   if (devices.empty())
     return Status::error("createNcclCommunicators: no devices given");
   std::vector<std::unique_ptr<NcclCommunicator>> communicators;
@@ -455,20 +446,16 @@ createNcclCommunicator(Communicator &bootstrap, int device, CollectiveOptions op
       rootError = made.message();
     }
   }
-  if (Status status = bootstrap.allReduce(words, int64_t(std::size(words)), DType::i64,
-                                          ReduceKind::sum, "NCCL unique id from rank 0");
-      !status.ok())
-    return status;
+  SMELT_RETURN_IF_ERROR(bootstrap.allReduce(words, int64_t(std::size(words)), DType::i64,
+                                            ReduceKind::sum, "NCCL unique id from rank 0"));
   if (words[0] != 1)
     return Status::error(fmt::format("{}: rank 0 could not make an NCCL unique id{}",
                                      bootstrap.describe(),
                                      rootError.empty() ? "" : ": " + rootError));
   ncclUniqueId id;
   std::memcpy(&id, words + 1, sizeof(ncclUniqueId));
-  auto both = openDriverAndNccl();
-  if (!both.ok())
-    return both.status();
-  auto [cu, nccl] = *both;
+  SMELT_ASSIGN_OR_RETURN(auto both, openDriverAndNccl());
+  auto [cu, nccl] = both;
   std::unique_ptr<NcclCommunicator> communicator(new NcclCommunicator(*cu, *nccl, options));
   communicator->rank_ = bootstrap.rank();
   communicator->size_ = bootstrap.size();

@@ -61,7 +61,6 @@ public:
 
 private:
   Nccl() = default;
-  static Expected<const Nccl *> open();
 };
 
 /// The CUDA driver and NCCL, both of which NCCL on GPUs needs, or why either is missing.

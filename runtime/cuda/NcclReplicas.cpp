@@ -40,11 +40,9 @@ Expected<DeviceGroup> ncclReplicaGroup(const std::vector<std::string> &devices,
       group.summary = "through host copies (" + shared + ")";
       return group;
     }
-    Expected<std::vector<std::unique_ptr<NcclCommunicator>>> made =
-        createNcclCommunicators(physical, options);
-    if (!made)
-      return made.status();
-    for (std::unique_ptr<NcclCommunicator> &communicator : *made)
+    SMELT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<NcclCommunicator>> made,
+                           createNcclCommunicators(physical, options));
+    for (std::unique_ptr<NcclCommunicator> &communicator : made)
       group.communicators.push_back(std::move(communicator));
   } else {
     if (devices.size() != 1)
