@@ -208,10 +208,15 @@ public:
             "padding", i,
             fmt::format("byte 0x{:02x} between the plan and the data should be zero", bytes_[i]));
     SMELT_RETURN_IF_ERROR(checkCrc("data", dataAt_, dataSize_, kDataCrcAt));
+    if (planSize_ >= FLATBUFFERS_MAX_BUFFER_SIZE)
+      return error("plan", kHeaderBytes,
+                   fmt::format("{} bytes are more than a FlatBuffer can hold (2 GiB)", planSize_));
     // Every table visit counts against max_tables, so a plan cannot make the verifier walk more
     // tables than it has bytes.
-    flatbuffers::Verifier verifier(bytes_.data() + kHeaderBytes, planSize_, /*max_depth=*/16,
-                                   /*max_tables=*/planSize_ / 4 + 1);
+    flatbuffers::Verifier::Options options;
+    options.max_depth = 16;
+    options.max_tables = flatbuffers::uoffset_t(planSize_ / 4 + 1);
+    flatbuffers::Verifier verifier(bytes_.data() + kHeaderBytes, planSize_, options);
     if (!aot::VerifyPlanBuffer(verifier))
       return error("plan", kHeaderBytes,
                    fmt::format("the {} bytes are not a plan of runtime/ArtifactPlan.fbs "

@@ -212,6 +212,25 @@ TEST(Artifact, PlanFieldsAreCheckedAgainstThePlanAroundThem) {
   EXPECT_EQ(read->executable.steps[0].epilogue().activation, Activation::logistic);
 }
 
+TEST(Artifact, AFieldANewerWriterAddsIsSkipped) {
+  // FlatBuffers' forward compatibility: a table field this reader's schema does not have (one a
+  // newer smelt adds) is skipped, and the fields it knows read as written.
+  flatbuffers::FlatBufferBuilder builder;
+  auto target = builder.CreateString("cpu");
+  auto name = builder.CreateString("newer");
+  auto future = builder.CreateString("a field of a later schema");
+  aot::PlanBuilder plan(builder);
+  plan.add_target(target);
+  plan.add_name(name);
+  builder.AddOffset(flatbuffers::FieldIndexToOffset(40), future);
+  aot::FinishPlanBuffer(builder, plan.Finish());
+  Expected<LoadedArtifact> read = decodeArtifact(
+      withPlan(validArtifact(), builder.GetBufferPointer(), builder.GetSize()), "newer.smelt");
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(read->executable.name, "newer");
+  EXPECT_EQ(read->extras.target, "cpu");
+}
+
 TEST(Artifact, RandomEditsWithValidChecksumsLoadOrFailCleanly) {
   // The fuzzer's job in small: edits the checksums do not catch must still be caught or be
   // harmless. A success must be an artifact that encodes again.
