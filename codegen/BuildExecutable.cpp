@@ -73,10 +73,18 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op, int64_t k
           .Case([](Conv2DBackwardFilterOp c) {
             return R{StepOp::Conv2DBackwardFilter, convParams(c)};
           })
-          .Case([](MaxPool2DOp p) { return R{StepOp::MaxPool2D, poolParams(p)}; })
-          .Case([](AvgPool2DOp p) { return R{StepOp::AvgPool2D, poolParams(p)}; })
-          .Case([](MaxPool2DBackwardOp p) { return R{StepOp::MaxPool2DBackward, poolParams(p)}; })
-          .Case([](AvgPool2DBackwardOp p) { return R{StepOp::AvgPool2DBackward, poolParams(p)}; })
+          .Case([](MaxPool2DOp p) {
+            return R{StepOp::MaxPool2D, poolParams(p)};
+          })
+          .Case([](AvgPool2DOp p) {
+            return R{StepOp::AvgPool2D, poolParams(p)};
+          })
+          .Case([](MaxPool2DBackwardOp p) {
+            return R{StepOp::MaxPool2DBackward, poolParams(p)};
+          })
+          .Case([](AvgPool2DBackwardOp p) {
+            return R{StepOp::AvgPool2DBackward, poolParams(p)};
+          })
           .Case([&](ArgmaxOp a) {
             return R{StepOp::Argmax, rt::ArgmaxParams{int64_t(a.getAxis()), kernel}};
           })
@@ -95,23 +103,17 @@ FailureOr<std::pair<rt::StepOp, rt::StepParams>> stepOf(Operation &op, int64_t k
             return R{StepOp::Pad, rt::PadParams{ints(p.getLow()), ints(p.getHigh()),
                                                 p.getValue().convertToDouble()}};
           })
-          .Case([](CopyOp) { return R{StepOp::Copy, rt::NoParams{}}; })
+          .Case([](CopyOp) {
+            return R{StepOp::Copy, rt::NoParams{}};
+          })
           .Case([](AllReduceOp a) {
             return R{StepOp::AllReduce,
                      rt::AllReduceParams{a.getKind() == AllReduceKind::sum ? rt::ReduceKind::sum
                                                                             : rt::ReduceKind::mean,
                                          int64_t(a.getReplicas())}};
           })
-          .Case([](ReplicaIdOp) { return R{StepOp::ReplicaId, rt::NoParams{}}; })
-          .Case([](RngUniformOp r) {
-            return R{StepOp::RngUniform,
-                     rt::UniformParams{int64_t(r.getSeed()), r.getLow().convertToDouble(),
-                                       r.getHigh().convertToDouble()}};
-          })
-          .Case([](RngNormalOp r) {
-            return R{StepOp::RngNormal,
-                     rt::NormalParams{int64_t(r.getSeed()), r.getMean().convertToDouble(),
-                                      r.getStddev().convertToDouble()}};
+          .Case([](ReplicaIdOp) {
+            return R{StepOp::ReplicaId, rt::NoParams{}};
           })
           .Default([](Operation *) { return std::nullopt; });
   if (!step)

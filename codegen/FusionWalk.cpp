@@ -337,7 +337,7 @@ FusionWalk::IndexRef FusionWalk::operandIndex(Operation *op, IndexRef at, unsign
         coords.push_back(from[i] == 1 ? target_.indexConstant(0) : outer[dims[i]]);
       result = coordIndex(from, coords);
     }
-  } else if (isa<RngUniformOp>(op)) {
+  } else if (isa<RngUniformOp, RngNormalOp>(op)) {
     result = linearIndex(from, target_.indexConstant(0)); // the rank-0 offset
   } else if (auto gather = dyn_cast<GatherOp>(op)) {
     // The row is data: the index element read for this result element, clamped into the
@@ -409,7 +409,7 @@ FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
     if (!emitted_.contains(indices))
       return indices;
   }
-  if (auto rng = dyn_cast<RngUniformOp>(op); rng && !rng.getOffset())
+  if (isa<RngUniformOp, RngNormalOp>(op) && op->getNumOperands() == 0)
     return std::nullopt; // computed in place, from its element index alone
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     auto [first, last] = concatCandidates(concat, at);
@@ -424,7 +424,8 @@ FusionWalk::firstMissingOperand(Operation *op, IndexRef at) {
   }
   if (auto pad = dyn_cast<PadOp>(op); pad && onlyPadding(pad, at))
     return std::nullopt; // the constant alone
-  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp, RngUniformOp, SliceOp, PadOp>(op)) {
+  if (isa<BroadcastInDimOp, ReshapeOp, TransposeOp, GatherOp, RngUniformOp, RngNormalOp, SliceOp,
+          PadOp>(op)) {
     std::pair<Value, IndexRef> operand{op->getOperand(0), operandIndex(op, at)};
     return emitted_.contains(operand) ? std::nullopt : std::optional(operand);
   }
@@ -454,12 +455,16 @@ Val FusionWalk::emitOp(Operation *op, IndexRef at) {
     return emitPad(pad, at);
   if (auto concat = dyn_cast<ConcatOp>(op))
     return emitConcat(concat, at);
-  if (auto rng = dyn_cast<RngUniformOp>(op)) {
-    Val offset = rng.getOffset()
-                     ? emitted_.lookup({rng.getOffset(), operandIndex(op, at)})
-                     : target_.integerConstant(0, rt::DType::i64);
-    // The runtime's low and high - low: float(high) - float(low) in float arithmetic, except
-    // for f64.
+  if (isa<RngUniformOp, RngNormalOp>(op)) {
+    Val offset = op->getNumOperands() ? emitted_.lookup({op->getOperand(0), operandIndex(op, at)})
+                                      : target_.integerConstant(0, rt::DType::i64);
+    if (auto normal = dyn_cast<RngNormalOp>(op))
+      return target_.normal(linear(at), offset, normal.getSeed(),
+                            normal.getMean().convertToDouble(),
+                            normal.getStddev().convertToDouble(), dtype);
+    auto rng = cast<RngUniformOp>(op);
+    // low and high - low as docs/ops.md has them: float(high) - float(low) in float
+    // arithmetic, except for f64.
     double low = rng.getLow().convertToDouble(), high = rng.getHigh().convertToDouble();
     bool wide = dtype == rt::DType::f64;
     double range = wide ? high - low : double(float(high) - float(low));

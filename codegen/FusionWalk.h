@@ -80,9 +80,14 @@ public:
   /// counter (index, offset) under key `seed`, as low + range * u with the product and the sum
   /// each rounded: for f32, f16 and bf16 in f32 with u from the first word's top 24 bits (`low`
   /// and `range` are floats then), for f64 in f64 with u from 53 bits of the first two words.
-  /// `offset` is an i64 element. Bit for bit the runtime's step.
+  /// `offset` is an i64 element. Bit for bit the same on every target.
   virtual Val uniform(Val index, Val offset, uint64_t seed, double low, double range,
                       rt::DType dtype) = 0;
+  /// Element `index` of smelt.rng_normal (docs/ops.md): Box-Muller on the first two Philox
+  /// words of the same counter, z = sqrt(-2 ln u1) cos(2 pi u2) with u1, u2 from their top 24
+  /// bits, as mean + stddev * z; in f32 for f32, f16 and bf16, in f64 for f64.
+  virtual Val normal(Val index, Val offset, uint64_t seed, double mean, double stddev,
+                     rt::DType dtype) = 0;
 };
 
 /// The row-major coordinates of position `linear` in `shape`, peeled from the last dimension

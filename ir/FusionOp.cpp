@@ -51,7 +51,7 @@ LogicalResult FusionOp::verify() {
     if (!isFusibleBodyOp(&op))
       return op.emitOpError("cannot be inside a fusion: a fusion body holds elementwise, convert, "
                             "broadcast_in_dim, reshape, transpose, slice, concat, pad, gather, "
-                            "iota, rng_uniform, splat constant and reduce ops");
+                            "iota, rng_uniform, rng_normal, splat constant and reduce ops");
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       if (getKind() != FusionKind::reduction)
         return op.emitOpError("is inside a loop fusion; reduces are the roots of reduction "

@@ -59,7 +59,7 @@ def Smelt_IotaOp : Smelt_Op<"iota", [Smelt_FusionRole<"Source">, Smelt_NoGradien
 }
 
 // Fusible: a kernel draws each element where it is used (a dropout mask inside the kernel that
-// applies it), on the CPU and the GPU alike; unfused it is a runtime step, bit for bit the same.
+// applies it), on the CPU and the GPU alike, bit for bit the same.
 def Smelt_RngUniformOp : Smelt_Op<"rng_uniform", [Smelt_NoGradient,
     Smelt_FusionRole<"Elementwise">, Smelt_ElementCost<32>,
     Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64 | " #
@@ -85,10 +85,16 @@ def Smelt_RngUniformOp : Smelt_Op<"rng_uniform", [Smelt_NoGradient,
   let hasVerifier = 1;
 }
 
-def Smelt_RngNormalOp : Smelt_Op<"rng_normal", [Smelt_NoGradient]> {
+// Fusible like rng_uniform: a kernel draws each element from its Philox words, so initial weights
+// are drawn on the device that holds them.
+def Smelt_RngNormalOp : Smelt_Op<"rng_normal", [Smelt_NoGradient,
+    Smelt_FusionRole<"Elementwise">, Smelt_ElementCost<64>,
+    Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16 | ::smelt::kF64 | " #
+                    "::smelt::kI64">]> {
   let summary = "counter-based normal random numbers";
   let description = [{
-    Normal numbers with `mean` and `stddev` (Box-Muller over Philox4x32-10, docs/ops.md).
+    Normal numbers with `mean` and `stddev` (Box-Muller over Philox4x32-10, docs/ops.md); the
+    optional rank-0 i64 `offset` fills the counter's upper words, as for rng_uniform.
 
     ```mlir
     %n = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<784x512xf32>
@@ -720,7 +726,7 @@ def Smelt_FusionOp : Smelt_Op<"fusion", [IsolatedFromAbove, SingleBlock,
   let summary = "a region of ops that becomes one kernel";
   let description = [{
     The body computes the results from the block arguments (the `inputs`) with elementwise,
-    convert, broadcast_in_dim, reshape, transpose, gather, iota, rng_uniform and scalar constant
+    convert, broadcast_in_dim, reshape, transpose, gather, iota, rng_uniform, rng_normal and scalar constant
     ops, and
     for a `reduction` fusion with reduces as the roots. A `loop` fusion yields values of one shape
     (its iteration space; dtypes may differ); a `reduction` fusion yields only reduces, all

@@ -268,12 +268,10 @@ def PlaceDevices : Pass<"smelt-place-devices", "mlir::ModuleOp"> {
     op's device (TensorFlow's tf.debugging.set_log_device_placement).
 
     ```mlir
-    %0 = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<8x10xf32>
-    // with devices=cpu:0,gpu:0 becomes
-    %0 = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 {smelt.device = "cpu:0"}
-        : tensor<8x10xf32>
-    // and the function: smelt.placement = "... 1 op on cpu:0 (rng_normal: no GPU kernel for
-    // 'rng_normal')"
+    %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1]
+        : tensor<1x4x4x1xf64>, tensor<3x3x1x1xf64>
+    // with devices=cpu:0,gpu:0 gets {smelt.device = "cpu:0"}, and the function
+    // smelt.placement = "... 1 op on cpu:0 (conv2d: no GPU kernel for 'conv2d' in f64)"
     ```
   }];
   let options = [

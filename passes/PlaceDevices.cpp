@@ -7,7 +7,7 @@
 //  3. arguments arrive and results leave on cpu:0 (the caller's host memory); wherever a value
 //     crosses devices a smelt.copy is inserted, one per value and destination;
 //  4. the function gets `smelt.placement`, a one-line summary ("41 ops on gpu:0, 2 on cpu:0
-//     (rng_normal: no GPU kernel for 'rng_normal'), 3 copies") that the tools print, and with
+//     (conv2d: no GPU kernel for 'conv2d' in f64), 3 copies") that the tools print, and with
 //     `log-device-placement` every op's placement is printed as it is decided.
 #include "passes/Passes.h"
 
@@ -115,7 +115,7 @@ struct PlaceDevicesPass : impl::PlaceDevicesBase<PlaceDevicesPass> {
     Block &body = function.getBody().front();
     OpBuilder builder(function.getContext());
     llvm::MapVector<StringRef, unsigned> counts;
-    std::map<std::string, unsigned> fallbacks; // "rng_normal: no GPU kernel ..." -> count
+    std::map<std::string, unsigned> fallbacks; // "conv2d: no GPU kernel ..." -> count
     auto deviceOf = [&](Value v) -> StringRef {
       if (Operation *def = v.getDefiningOp())
         if (auto attr = def->getAttrOfType<StringAttr>("smelt.device"))

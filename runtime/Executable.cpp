@@ -36,8 +36,6 @@ const StepOpInfo &info(StepOp op) {
       {"copy", StepKind::Copy, NoParams{}},
       {"all_reduce", StepKind::Collective, AllReduceParams{}},
       {"replica_id", StepKind::Collective, NoParams{}},
-      {"rng_uniform", StepKind::Random, UniformParams{}},
-      {"rng_normal", StepKind::Random, NormalParams{}},
       {"scatter_add", StepKind::Library, ScatterAddParams{}},
   };
   return table[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];

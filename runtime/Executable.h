@@ -47,7 +47,6 @@ enum class StepKind : uint8_t {
   Library,    // oneDNN or cuBLASLt/cuDNN, or a data-movement routine: typed parameters
   Copy,       // moves its operand onto the step's device
   Collective, // all_reduce across replicas, or this replica's number
-  Random,     // counter-based random numbers
 };
 
 /// The operation of a step, each of one kind. The AOT format names it (stepOpName), so the
@@ -69,11 +68,9 @@ enum class StepOp : uint8_t {
   Copy = 13,
   AllReduce = 14,
   ReplicaId = 15,
-  RngUniform = 16,
-  RngNormal = 17,
-  ScatterAdd = 18,
+  ScatterAdd = 16,
 };
-inline constexpr uint8_t kNumStepOps = 19;
+inline constexpr uint8_t kNumStepOps = 17;
 
 StepKind stepKind(StepOp op);
 /// The dialect op's name without its prefix: "matmul", "conv2d_backward_input", "fusion".
@@ -198,34 +195,14 @@ struct AllReduceParams {
     f("replicas", replicas);
   }
 };
-/// Random numbers from Philox keyed by `seed`; an optional rank-0 i64 operand is the counter
-/// offset.
-struct UniformParams {
-  int64_t seed = 0;
-  double low = 0, high = 1;
-  template <typename F> void fields(F &&f) {
-    f("seed", seed);
-    f("low", low);
-    f("high", high);
-  }
-};
-struct NormalParams {
-  int64_t seed = 0;
-  double mean = 0, stddev = 1;
-  template <typename F> void fields(F &&f) {
-    f("seed", seed);
-    f("mean", mean);
-    f("stddev", stddev);
-  }
-};
 /// Copy and replica_id take none.
 struct NoParams {
   template <typename F> void fields(F &&) {}
 };
 
-using StepParams = std::variant<NoParams, KernelParams, MatmulParams, ConvParams, PoolParams,
-                                AxisParams, SliceParams, PadParams, AllReduceParams, UniformParams,
-                                NormalParams, ArgmaxParams, ScatterAddParams>;
+using StepParams =
+    std::variant<NoParams, KernelParams, MatmulParams, ConvParams, PoolParams, AxisParams,
+                 SliceParams, PadParams, AllReduceParams, ArgmaxParams, ScatterAddParams>;
 
 /// The parameters `op` takes, default-constructed: what the AOT reader fills and the loader
 /// checks a step's parameters against.

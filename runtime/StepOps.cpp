@@ -292,13 +292,6 @@ private:
   bool severalResults_;
 };
 
-/// rng_uniform, rng_normal: counter-based random numbers.
-class Random final : public StepFamily {
-  Expected<cpu::Kernel> prepareCpu(const Step &step, const cpu::StepTypes &types) const override {
-    return cpu::prepareRandom(step, types);
-  }
-};
-
 } // namespace
 
 Expected<MatmulShape> matmulShape(const Step &step, const std::vector<TensorType> &operands,
@@ -336,7 +329,6 @@ const StepFamily &stepFamily(StepOp op) {
   static const DataMovement dataMovement;
   static const Collective allReduce(/*severalResults=*/true);
   static const Collective replicaId(/*severalResults=*/false);
-  static const Random random;
   // Indexed by StepOp, as Executable.cpp's table of names, kinds and parameters.
   static const StepFamily *const families[kNumStepOps] = {
       &fusion,       // fusion
@@ -355,8 +347,6 @@ const StepFamily &stepFamily(StepOp op) {
       &dataMovement, // copy
       &allReduce,    // all_reduce
       &replicaId,    // replica_id
-      &random,       // rng_uniform
-      &random,       // rng_normal
       &scatterAdd,   // scatter_add
   };
   return *families[uint8_t(op) < kNumStepOps ? uint8_t(op) : uint8_t(StepOp::Copy)];

@@ -281,13 +281,10 @@ Val CpuTarget::indexToElement(Val index, DType dtype) {
   return wrap(convertElement(b_, value(index), DType::i64, dtype));
 }
 
-// Philox4x32-10 as runtime/cpu/Random.cpp computes it, in i32 words with each 32x32-bit
-// product taken whole in i64 (its high and low halves; LLVM vectorizes the widening multiply).
-// The key schedule depends on the seed alone, so its words are constants. The draw's
-// multiply and add carry no fast-math flags, so LLVM never contracts them into an FMA: the
-// runtime rounds each.
-Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double range,
-                       DType dtype) {
+// Philox4x32-10 (docs/ops.md) in i32 words with each 32x32-bit product taken whole in i64 (its
+// high and low halves; LLVM vectorizes the widening multiply). The key schedule depends on the
+// seed alone, so its words are constants. The draws use the first two words.
+std::array<Value, 2> CpuTarget::philox(Val index, Val offset, uint64_t seed) {
   Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
   auto word = [&](Value x, int shift) -> Value {
     if (shift)
@@ -313,24 +310,52 @@ Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double 
     key[0] += 0x9E3779B9u;
     key[1] += 0xBB67AE85u;
   }
+  return {c[0], c[1]};
+}
+
+/// `((word >> 8) + plus) * 2^-24` in `type`: a word's top 24 bits as a unit draw.
+Value CpuTarget::unitDraw(Value word, Type type, double plus) {
+  Value top = arith::ShRUIOp::create(b_, word, intConstant(b_, b_.getI32Type(), 8));
+  Value x = arith::UIToFPOp::create(b_, type, top);
+  if (plus != 0)
+    x = arith::AddFOp::create(b_, x, cpu::floatConstant(b_, type, plus));
+  return arith::MulFOp::create(b_, x, cpu::floatConstant(b_, type, 0x1p-24));
+}
+
+// The draw's multiply and add carry no fast-math flags, so LLVM never contracts them into an
+// FMA: the GPU rounds each too, so both give the same bits.
+Val CpuTarget::uniform(Val index, Val offset, uint64_t seed, double low, double range,
+                       DType dtype) {
+  auto [w0, w1] = philox(index, offset, seed);
+  Type i64 = b_.getI64Type();
+  Type type = dtype == DType::f64 ? Type(b_.getF64Type()) : Type(b_.getF32Type());
+  Value u;
   if (dtype == DType::f64) {
     Value bits = arith::XOrIOp::create(
         b_,
-        arith::ShLIOp::create(b_, arith::ExtUIOp::create(b_, i64, c[0]), intConstant(b_, i64, 21)),
-        arith::ShRUIOp::create(b_, arith::ExtUIOp::create(b_, i64, c[1]),
-                               intConstant(b_, i64, 11)));
-    Type f64 = b_.getF64Type();
-    Value u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, f64, bits),
-                                    cpu::floatConstant(b_, f64, 0x1p-53));
-    Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f64, range), u);
-    return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f64, low), scaled));
+        arith::ShLIOp::create(b_, arith::ExtUIOp::create(b_, i64, w0), intConstant(b_, i64, 21)),
+        arith::ShRUIOp::create(b_, arith::ExtUIOp::create(b_, i64, w1), intConstant(b_, i64, 11)));
+    u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, type, bits),
+                              cpu::floatConstant(b_, type, 0x1p-53));
+  } else {
+    u = unitDraw(w0, type, 0);
   }
-  Type f32 = b_.getF32Type();
-  Value top = arith::ShRUIOp::create(b_, c[0], intConstant(b_, i32, 8));
-  Value u = arith::MulFOp::create(b_, arith::UIToFPOp::create(b_, f32, top),
-                                  cpu::floatConstant(b_, f32, 0x1p-24));
-  Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, f32, range), u);
-  return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, f32, low), scaled));
+  Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, type, range), u);
+  return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, type, low), scaled));
+}
+
+// Box-Muller on the first two words, in f32 (f64 for f64 results).
+Val CpuTarget::normal(Val index, Val offset, uint64_t seed, double mean, double stddev,
+                      DType dtype) {
+  auto [w0, w1] = philox(index, offset, seed);
+  Type type = dtype == DType::f64 ? Type(b_.getF64Type()) : Type(b_.getF32Type());
+  Value u1 = unitDraw(w0, type, 1), u2 = unitDraw(w1, type, 0);
+  Value radius = math::SqrtOp::create(
+      b_, arith::MulFOp::create(b_, cpu::floatConstant(b_, type, -2.0), logarithm(b_, u1)));
+  Value angle = arith::MulFOp::create(b_, cpu::floatConstant(b_, type, 2 * M_PI), u2);
+  Value z = arith::MulFOp::create(b_, radius, math::CosOp::create(b_, angle));
+  Value scaled = arith::MulFOp::create(b_, cpu::floatConstant(b_, type, stddev), z);
+  return wrap(arith::AddFOp::create(b_, cpu::floatConstant(b_, type, mean), scaled));
 }
 
 // Clamped in the element's own width before widening, so an i64 past 2^63 - size cannot wrap

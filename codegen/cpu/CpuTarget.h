@@ -7,6 +7,7 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,13 @@ public:
   Val elementToIndex(Val element, rt::DType dtype, int64_t size) override;
   Val uniform(Val index, Val offset, uint64_t seed, double low, double range,
               rt::DType dtype) override;
+  Val normal(Val index, Val offset, uint64_t seed, double mean, double stddev,
+             rt::DType dtype) override;
 
 private:
+  /// The first two words of Philox4x32-10 for element `index` under `offset` and `seed`.
+  std::array<mlir::Value, 2> philox(Val index, Val offset, uint64_t seed);
+  mlir::Value unitDraw(mlir::Value word, mlir::Type type, double plus);
   /// Records the first unknown op and returns a zero so the walk can finish.
   Val unknown(llvm::StringRef op, rt::DType dtype);
   mlir::Value zero(rt::DType dtype);

@@ -63,7 +63,7 @@ template <typename T> SMELT_FN T smelt_min(T a, T b) { return (a < b || a != a) 
 template <typename T> SMELT_FN T smelt_relu(T x) { return x < (T)0 ? (T)0 : x; }
 SMELT_FN float smelt_logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
 // smelt.rng_uniform (docs/ops.md): Philox4x32-10 of the counter (index, offset) under the key
-// seed, as runtime/cpu/Random.cpp computes it; the draw low + range * u rounds its product and
+// seed, as the CPU kernels compute it; the draw low + range * u rounds its product and
 // its sum each (no FMA, whatever --fmad says), as the CPU does. A host build of these kernels
 // has no __fmul_rn and contracts nothing.
 #if defined(__CUDA_ARCH__)
@@ -105,6 +105,19 @@ SMELT_FN double smelt_uniform_f64(uint64_t index, int64_t offset, uint64_t seed,
   SmeltWords w = smelt_philox(index, (uint64_t)offset, seed);
   double u = (double)(((uint64_t)w.w0 << 21) ^ (uint64_t)(w.w1 >> 11)) * 0x1p-53;
   return SMELT_DADD_RN(low, SMELT_DMUL_RN(range, u));
+}
+// smelt.rng_normal (docs/ops.md): Box-Muller on the first two words of the same counter.
+SMELT_FN float smelt_normal_f32(uint64_t index, int64_t offset, uint64_t seed, float mean,
+                                float stddev) {
+  SmeltWords w = smelt_philox(index, (uint64_t)offset, seed);
+  float u1 = ((float)(w.w0 >> 8) + 1.0f) * 0x1p-24f, u2 = (float)(w.w1 >> 8) * 0x1p-24f;
+  return mean + stddev * (sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958648f * u2));
+}
+SMELT_FN double smelt_normal_f64(uint64_t index, int64_t offset, uint64_t seed, double mean,
+                                 double stddev) {
+  SmeltWords w = smelt_philox(index, (uint64_t)offset, seed);
+  double u1 = ((double)(w.w0 >> 8) + 1.0) * 0x1p-24, u2 = (double)(w.w1 >> 8) * 0x1p-24;
+  return mean + stddev * (sqrt(-2.0 * log(u1)) * cos(6.28318530717958648 * u2));
 }
 SMELT_FN double smelt_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 

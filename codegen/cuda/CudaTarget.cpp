@@ -340,6 +340,17 @@ Val CudaTarget::uniform(Val index, Val offset, uint64_t seed, double low, double
                                         floatLiteral(range, compute) + ")");
 }
 
+// The prelude's smelt_normal_*.
+Val CudaTarget::normal(Val index, Val offset, uint64_t seed, double mean, double stddev,
+                       DType dtype) {
+  bool wide = dtype == DType::f64;
+  DType compute = wide ? DType::f64 : DType::f32;
+  return define(computeType(dtype),
+                std::string(wide ? "smelt_normal_f64" : "smelt_normal_f32") + "((uint64_t)(" +
+                    expr(index) + "), " + expr(offset) + ", " + std::to_string(seed) + "ull, " +
+                    floatLiteral(mean, compute) + ", " + floatLiteral(stddev, compute) + ")");
+}
+
 // Clamped in the element's own type before the cast to the index type, so an i64 index past
 // int32_t cannot wrap into range.
 Val CudaTarget::elementToIndex(Val element, DType dtype, int64_t size) {

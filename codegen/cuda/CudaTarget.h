@@ -74,6 +74,8 @@ public:
   Val elementToIndex(Val element, rt::DType dtype, int64_t size) override;
   Val uniform(Val index, Val offset, uint64_t seed, double low, double range,
               rt::DType dtype) override;
+  Val normal(Val index, Val offset, uint64_t seed, double mean, double stddev,
+             rt::DType dtype) override;
 
 private:
   /// A Val for an expression used in place (a literal), not declared.

@@ -35,7 +35,6 @@ std::string describe(const Step &step);
 Expected<Kernel> prepareDataMovement(const Step &step, const StepTypes &types); // slice ... copy
 Expected<Kernel> prepareArgmax(const Step &step, const StepTypes &types);
 Expected<Kernel> prepareScatterAdd(const Step &step, const StepTypes &types);
-Expected<Kernel> prepareRandom(const Step &step, const StepTypes &types);
 Expected<Kernel> prepareContraction(const Step &step, const StepTypes &types);
 Expected<Kernel> preparePooling(const Step &step, const StepTypes &types);
 

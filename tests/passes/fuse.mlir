@@ -316,3 +316,21 @@ func.func @slice_on_gpu(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
   %s = smelt.slice %x [0:4:1, 2:4:1] {smelt.device = "gpu:0"} : tensor<4x8xf32>
   return %s : tensor<4x2xf32>
 }
+
+// -----
+
+// Initial weights: rng_normal fuses with what scales it, one kernel that writes the weights (on
+// the GPU as well as the CPU).
+// CHECK-LABEL: func.func @initial_weights
+// CHECK: smelt.fusion loop() {{.*}}: () -> tensor<8x16xf32> {
+// CHECK-NEXT: smelt.rng_normal seed = 3
+// CHECK-NEXT: smelt.constant dense<5.000000e-01>
+// CHECK-NEXT: smelt.mul
+// CHECK-NEXT: smelt.yield
+// CHECK-NOT: smelt.fusion
+func.func @initial_weights() -> tensor<8x16xf32> {
+  %n = smelt.rng_normal seed = 3, mean = 0.0, stddev = 1.0 : tensor<8x16xf32>
+  %s = smelt.constant dense<0.5> : tensor<8x16xf32>
+  %w = smelt.mul %n, %s : tensor<8x16xf32>
+  return %w : tensor<8x16xf32>
+}

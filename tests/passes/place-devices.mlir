@@ -49,18 +49,19 @@ func.func @mlp_head(%x: tensor<8x10xf32>, %w: tensor<10x10xf32>) -> (tensor<8x10
 
 // -----
 
-// An op with no GPU kernel (rng_normal), a dtype the GPU has no kernel for and a device that
-// does not exist fall back with reasons.
+// A dtype the GPU has no kernel for and a device that does not exist fall back with reasons;
+// rng_normal, a kernel on the GPU as on the CPU (it fuses), stays on gpu:0.
 // HASGPU-LABEL: func.func @fallbacks
-// HASGPU-SAME: smelt.placement = "3 ops on cpu:0, 1 op on gpu:0 (conv2d: no GPU kernel for 'conv2d' in f64; neg: gpu:1 does not exist; rng_normal: no GPU kernel for 'rng_normal'), 2 copies"
-// HASGPU: smelt.rng_normal {{.*}}{smelt.device = "cpu:0"}
+// HASGPU-SAME: smelt.placement = "2 ops on gpu:0, 2 ops on cpu:0 (conv2d: no GPU kernel for 'conv2d' in f64; neg: gpu:1 does not exist), 3 copies"
+// HASGPU: smelt.rng_normal {{.*}}{smelt.device = "gpu:0"}
 // HASGPU: smelt.conv2d {{.*}}{smelt.device = "cpu:0"}
 // HASGPU: smelt.neg {{.*}}{smelt.device = "cpu:0"}
 // HASGPU: smelt.abs {{.*}}{smelt.device = "gpu:0"}
 // CPUONLY-LABEL: func.func @fallbacks
 // CPUONLY-SAME: smelt.placement = "4 ops on cpu:0 (neg: gpu:1 does not exist (libcuda.so.1 not found))"
-// LOG: @fallbacks 'rng_normal' at {{.*}}: cpu:0 (wanted gpu:0: no GPU kernel for 'rng_normal')
-// STRICT: error: 'smelt.rng_normal' op cannot run on gpu:0: no GPU kernel for 'rng_normal' (strict placement)
+// LOG: @fallbacks 'rng_normal' at {{.*}}: gpu:0
+// LOG-NEXT: @fallbacks 'conv2d' at {{.*}}: cpu:0 (wanted gpu:0: no GPU kernel for 'conv2d' in f64)
+// STRICT: error: 'smelt.conv2d' op cannot run on gpu:0: no GPU kernel for 'conv2d' in f64 (strict placement)
 func.func @fallbacks(%x: tensor<1x4x4x1xf64>, %w: tensor<3x3x1x1xf64>, %y: tensor<4xf32>) -> (tensor<1x2x2x1xf64>, tensor<4xf32>, tensor<4xf32>) {
   %n = smelt.rng_normal seed = 7, mean = 0.0, stddev = 1.0 : tensor<4xf32>
   %0 = smelt.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x4x4x1xf64>, tensor<3x3x1x1xf64>

@@ -56,6 +56,20 @@ func.func @main() -> (tensor<7x9xf64>, tensor<7x9xbf16>) {
   return %r#0, %r#1 : tensor<7x9xf64>, tensor<7x9xbf16>
 }
 )mlir"},
+      // Initial weights drawn on the GPU: rng_normal in f32 with the step offset, f64 and bf16
+      // (the emulator's log and cos are the host's, the CPU kernels' LLVM's).
+      {"NormalF32F64AndBf16", R"mlir(
+func.func @main(%step: tensor<i64>) -> (tensor<33x65xf32>, tensor<33x65xf64>, tensor<33x65xbf16>) {
+  %r:3 = smelt.fusion loop (%step) : (tensor<i64>) -> (tensor<33x65xf32>, tensor<33x65xf64>, tensor<33x65xbf16>) {
+  ^bb0(%s: tensor<i64>):
+    %0 = smelt.rng_normal seed = 1234567890123, mean = 0.5, stddev = 2.0 offset %s : tensor<33x65xf32>
+    %1 = smelt.rng_normal seed = 7, mean = -1.0, stddev = 0.25 : tensor<33x65xf64>
+    %2 = smelt.rng_normal seed = 8, mean = 0.0, stddev = 1.0 : tensor<33x65xbf16>
+    smelt.yield %0, %1, %2 : tensor<33x65xf32>, tensor<33x65xf64>, tensor<33x65xbf16>
+  }
+  return %r#0, %r#1, %r#2 : tensor<33x65xf32>, tensor<33x65xf64>, tensor<33x65xbf16>
+}
+)mlir"},
       {"BiasRelu", R"mlir(
 func.func @main(%x: tensor<256x512xf32>, %bias: tensor<512xf32>) -> tensor<256x512xf32> {
   %r = smelt.fusion loop (%x, %bias) : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32> {

@@ -216,11 +216,15 @@ TEST(GpuExecutor, ArgmaxAndScatterAddRunTheirOwnKernels) {
 }
 
 TEST(GpuExecutor, RefusesStepsWithoutAGpuKernel) {
-  rt::Executable exe = rt::test::oneStep("rng_normal", {}, rt::TensorType{rt::DType::f32, {4, 8}},
-                                         {{"seed", int64_t(1)}});
+  // A slice is a kernel the compiler makes; as a step (of a hand-built plan) only the CPU runs it.
+  rt::Executable exe = rt::test::oneStep("slice", {rt::TensorType{rt::DType::f32, {4, 8}}},
+                                         rt::TensorType{rt::DType::f32, {2, 8}},
+                                         {{"start_indices", std::vector<int64_t>{0, 0}},
+                                          {"limit_indices", std::vector<int64_t>{2, 8}},
+                                          {"strides", std::vector<int64_t>{1, 1}}});
   rt::Status s = GpuExecutor::validate(exe);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("'rng_normal' (test.mlir:1:1) has no GPU kernel"), std::string::npos)
+  EXPECT_NE(s.message().find("'slice' (test.mlir:1:1) has no GPU kernel"), std::string::npos)
       << s.message();
   REQUIRE_GPU();
   rt::Expected<GpuExecutor> created = GpuExecutor::create(exe, *gpu());

@@ -33,17 +33,17 @@
 namespace smelt::cuda_test {
 namespace {
 
-// rng_normal has no GPU kernel, so the GPU's work is cut in two around it: its offset is the
-// sum of argmax's indices (argmax runs on the GPU); the result of the first GPU segment is read
-// again by the last; one output is an argument, one a constant, one returned twice, and an iota
-// on the GPU is a kernel with no inputs.
+// rng_normal is placed on the CPU (its builder scope's device, smelt.device), so the GPU's work
+// is cut in two around it: its offset is the sum of argmax's indices (argmax runs on the GPU);
+// the result of the first GPU segment is read again by the last; one output is an argument, one
+// a constant, one returned twice, and an iota on the GPU is a kernel with no inputs.
 const char *const kMixed = R"mlir(
 func.func @main(%x: tensor<16x8xf32>, %w: tensor<8x8xf32>) -> (tensor<16x8xf32>, tensor<16xi64>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<4xf32>, tensor<16x8xf32>, tensor<16x8xi32>) {
   %0 = smelt.matmul %x, %w : tensor<16x8xf32>, tensor<8x8xf32>
   %1 = smelt.tanh %0 : tensor<16x8xf32>
   %2 = smelt.argmax %1 axis = 1 : tensor<16x8xf32>
   %3 = smelt.reduce sum %2 axes = [0] : tensor<16xi64>
-  %4 = smelt.rng_normal seed = 5, mean = 0.0, stddev = 1.0 offset %3 : tensor<16x8xf32>
+  %4 = smelt.rng_normal seed = 5, mean = 0.0, stddev = 1.0 offset %3 {smelt.device = "cpu:0"} : tensor<16x8xf32>
   %5 = smelt.mul %4, %1 : tensor<16x8xf32>
   %c = smelt.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
   %i = smelt.iota dim = 1 : tensor<16x8xi32>

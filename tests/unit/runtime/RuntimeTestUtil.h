@@ -62,7 +62,7 @@ HostTensor randomTensor(DType dtype, const std::vector<int64_t> &shape,
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
 using Attrs = std::map<std::string, AttrValue>;
 
-/// The step op named `name` ("matmul", "rng_uniform"); a test failure when there is none.
+/// The step op named `name` ("matmul", "slice"); a test failure when there is none.
 StepOp stepOpNamed(const std::string &name);
 
 /// `op`'s parameters with the fields `attrs` names set; a test failure for a name the op's
