@@ -136,11 +136,13 @@ func.func @f(%x: tensor<1024x600xf32>, %b: tensor<600xf32>) -> (tensor<1024x600x
     %1 = smelt.reduce sum %0 axes = [1] : tensor<1024x600xf32>
     smelt.yield %1 : tensor<1024xf32>
   }
-  %u = smelt.rng_uniform seed = 7, low = -1.0, high = 1.0 : tensor<1024x600xf32>
-  %z = smelt.fusion loop (%t, %u) : (tensor<1024x600xf32>, tensor<1024x600xf32>) -> tensor<1024x600xf32> {
-  ^bb0(%a: tensor<1024x600xf32>, %c: tensor<1024x600xf32>):
-    %0 = smelt.add %a, %c : tensor<1024x600xf32>
-    smelt.yield %0 : tensor<1024x600xf32>
+  %z = smelt.fusion loop (%t) : (tensor<1024x600xf32>) -> tensor<1024x600xf32> {
+  ^bb0(%a: tensor<1024x600xf32>):
+    %u = smelt.rng_uniform seed = 7, low = -1.0, high = 1.0 : tensor<1024x600xf32>
+    %n = smelt.rng_normal seed = 8, mean = 0.0, stddev = 1.0 : tensor<1024x600xf32>
+    %0 = smelt.add %a, %u : tensor<1024x600xf32>
+    %1 = smelt.mul %0, %n : tensor<1024x600xf32>
+    smelt.yield %1 : tensor<1024x600xf32>
   }
   return %z, %s : tensor<1024x600xf32>, tensor<1024xf32>
 }
