@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <openssl/sha.h>
@@ -335,6 +336,11 @@ protected:
     std::string mkdir = "mkdir -p '" + folder_ + "'";
     ASSERT_EQ(std::system(mkdir.c_str()), 0);
     setenv("SMELT_CUDA_SOURCE_DIR", folder_.c_str(), 1);
+  }
+  // The folder goes with the test: every run left one behind in the temporary directory.
+  void TearDown() override {
+    std::filesystem::remove_all(folder_);
+    EmuDriver::TearDown();
   }
   void registerSource(const std::string &image, const std::string &source) {
     unsigned char digest[SHA256_DIGEST_LENGTH];
