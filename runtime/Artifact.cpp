@@ -190,14 +190,14 @@ aot::PlanT planOf(const Executable &exe, const ArtifactExtras &extras, DataWrite
 // Decoding
 // ---------------------------------------------------------------------------------------------
 
-using File = std::shared_ptr<const std::vector<uint8_t>>;
-
 /// Decodes one file: the header, the checksums, the plan's structure, then the plan's fields in
 /// an order that lets each be checked against the ones before it.
 class Decoder {
 public:
-  Decoder(File file, std::string name, bool keep)
-      : file_(std::move(file)), bytes_(*file_), name_(std::move(name)), keep_(keep) {}
+  /// With an `owner` of `bytes`, the blobs kept are views of them; without, copies.
+  Decoder(const std::vector<uint8_t> &bytes, std::shared_ptr<const void> owner, std::string name,
+          bool keep)
+      : bytes_(bytes), owner_(std::move(owner)), name_(std::move(name)), keep_(keep) {}
 
   Status run(LoadedArtifact &out) {
     SMELT_RETURN_IF_ERROR(readHeader());
@@ -407,7 +407,10 @@ private:
     }
     if (!keep_)
       return {};
-    return SharedBytes(file_, bytes_.data() + dataAt_ + offset, size_t(size));
+    const uint8_t *data = bytes_.data() + dataAt_ + offset;
+    if (!owner_)
+      return SharedBytes(std::vector<uint8_t>(data, data + size));
+    return SharedBytes(owner_, data, size_t(size));
   }
   std::vector<uint8_t> copy(const aot::Range *range, const std::string &what) {
     SharedBytes bytes = blob(range, what);
@@ -597,19 +600,22 @@ private:
     return status_;
   }
 
-  File file_;
   const std::vector<uint8_t> &bytes_;
+  std::shared_ptr<const void> owner_;
   std::string name_;
   bool keep_;
   size_t planSize_ = 0, dataAt_ = 0, dataSize_ = 0, buffers_ = 0, charged_ = 0;
   Status status_;
 };
 
-/// Decodes `file`; with keep false, checks only (constant bytes and binaries are not copied).
-Expected<LoadedArtifact> decode(File file, const std::string &name, bool keep) {
+/// Decodes `bytes`, whose constants stay views of them when `owner` keeps them alive; with keep
+/// false, checks only (constant bytes and binaries are not copied).
+Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes,
+                                std::shared_ptr<const void> owner, const std::string &name,
+                                bool keep) {
   try {
     LoadedArtifact artifact;
-    SMELT_RETURN_IF_ERROR(Decoder(std::move(file), name, keep).run(artifact));
+    SMELT_RETURN_IF_ERROR(Decoder(bytes, std::move(owner), name, keep).run(artifact));
     return artifact;
   } catch (const std::exception &e) {
     // Only allocation can throw here: every size was checked against the file's.
@@ -637,6 +643,7 @@ Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const Artif
   aot::FinishPlanBuffer(builder, aot::Plan::Pack(builder, &plan));
   size_t planSize = builder.GetSize(), dataAt = alignUp(kHeaderBytes + planSize);
   std::vector<uint8_t> out(dataAt);
+  out.reserve(dataAt + data.bytes.size());
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   storeLE(&out[kVersionAt], kArtifactVersion, 4);
   storeLE(&out[kPlanSizeAt], planSize, 8);
@@ -648,14 +655,14 @@ Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const Artif
   out.insert(out.end(), data.bytes.begin(), data.bytes.end());
   // The encoder checks its output with the reader, so an Executable the reader would refuse is
   // an error here, not in a later load.
-  auto file = std::make_shared<const std::vector<uint8_t>>(std::move(out));
-  SMELT_RETURN_IF_ERROR(decode(file, "the artifact being written", /*keep=*/false).status());
-  return *file;
+  SMELT_RETURN_IF_ERROR(
+      decode(out, nullptr, "the artifact being written", /*keep=*/false).status());
+  return out;
 }
 
 Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
                                         const std::string &name) {
-  return decode(std::make_shared<const std::vector<uint8_t>>(bytes), name, /*keep=*/true);
+  return decode(bytes, nullptr, name, /*keep=*/true);
 }
 
 Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras) {
@@ -671,8 +678,8 @@ Expected<LoadedArtifact> readArtifact(const std::string &path,
   if (!options.expectedSha256.empty())
     SMELT_RETURN_IF_ERROR(checkSha256(bytes, options.expectedSha256, path));
   // The constants stay views of the file's bytes: no second copy of the weights.
-  return decode(std::make_shared<const std::vector<uint8_t>>(std::move(bytes)), path,
-                /*keep=*/true);
+  auto file = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  return decode(*file, file, path, /*keep=*/true);
 }
 
 bool isArtifactFile(const std::string &path) {

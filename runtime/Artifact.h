@@ -19,7 +19,8 @@
 //   zero bytes up to the next multiple of 64, where the data starts
 //   data: its size in bytes, ending at the end of the file. The plan names each constant, the
 //     CUDA source, PTX and CUBIN, and the CPU shared library by a 64-byte aligned range of it
-//     (the constants are read in place: no second copy of the weights).
+//     (readArtifact keeps the constants as views of the file's bytes: no second copy of the
+//     weights).
 // So every byte is checked: the header by its CRC and zeros, plan and data by theirs, the gap by
 // being zero.
 //
@@ -84,7 +85,8 @@ struct LoadedArtifact {
 /// constant of the wrong size) is an error here instead.
 Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras);
 
-/// Reads an artifact from memory; `name` stands for the file in messages.
+/// Reads an artifact from memory, copying the constants and code it keeps out of `bytes`; `name`
+/// stands for the file in messages.
 Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
                                         const std::string &name = "<memory>");
 
