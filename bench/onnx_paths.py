@@ -25,10 +25,12 @@ INPUTS = {"resnet50": "input", "gpt2": "input_ids", "bert": "input_ids"}
 WAYS = ["params", "bytecode", "text"]
 
 
-def timed(command):
-    """Wall seconds and peak RSS (MiB) of `command`, which must succeed."""
+def timed(command, env=None):
+    """Wall seconds and peak RSS (MiB) of `command`, which must succeed. (A child's peak counts
+    what it shared with the calling process before exec: keep that process small.)"""
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     stderr = process.stderr.read().decode()

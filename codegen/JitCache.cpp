@@ -6,7 +6,6 @@
 #include "codegen/CudaSources.h"
 #include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
-#include "runtime/ContentHash.h"
 #include "runtime/CpuObject.h"
 #include "runtime/FileIO.h"
 
@@ -25,10 +24,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <link.h>
 #include <set>
+#include <span>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <link.h>
 
 using namespace mlir;
 
@@ -106,12 +107,23 @@ std::optional<std::string> untrustedReason(const std::string &dir) {
   return notOnlyOurs(st);
 }
 
-/// The bytes of the cache entry file `path`, read only when it is a regular file of this user's
-/// that no one else may write: opened without following a symbolic link (one planted in the
-/// folder would lead anywhere) and without waiting on a FIFO, then checked and read through the
-/// same descriptor, so what is checked is what is read. None with `why` empty: there is no such
-/// file.
-std::optional<std::vector<uint8_t>> readEntryFile(const std::string &path, std::string &why) {
+/// A cache entry file's bytes, mapped read-only, and what keeps the mapping. A warm hit's
+/// artifact is not copied into memory: its constants stay views of the mapping. Entries are
+/// replaced by rename, never rewritten in place, so a mapping keeps the bytes it was checked with.
+struct EntryBytes {
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> bytes;
+  llvm::StringRef text() const {
+    return {reinterpret_cast<const char *>(bytes.data()), bytes.size()};
+  }
+};
+
+/// The bytes of the cache entry file `path`, mapped only when it is a regular file of this
+/// user's that no one else may write: opened without following a symbolic link (one planted in
+/// the folder would lead anywhere) and without waiting on a FIFO, then checked and mapped through
+/// the same descriptor, so what is checked is what is read. None with `why` empty: there is no
+/// such file.
+std::optional<EntryBytes> readEntryFile(const std::string &path, std::string &why) {
   why.clear();
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -119,7 +131,7 @@ std::optional<std::vector<uint8_t>> readEntryFile(const std::string &path, std::
       why = errno == ELOOP ? "it is a symbolic link" : "cannot open it: " + llvm::sys::StrError();
     return std::nullopt;
   }
-  std::vector<uint8_t> bytes;
+  EntryBytes entry;
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     why = "cannot stat it: " + llvm::sys::StrError();
@@ -127,22 +139,20 @@ std::optional<std::vector<uint8_t>> readEntryFile(const std::string &path, std::
     why = "it is not a regular file";
   } else if (std::optional<std::string> problem = notOnlyOurs(st)) {
     why = *problem;
-  } else {
-    bytes.resize(size_t(st.st_size));
-    for (size_t done = 0; done < bytes.size() && why.empty();) {
-      ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (n > 0)
-        done += size_t(n);
-      else if (n == 0)
-        why = "it ends at byte " + std::to_string(done) + " of " + std::to_string(bytes.size());
-      else if (errno != EINTR)
-        why = "cannot read it: " + llvm::sys::StrError();
+  } else if (size_t size = size_t(st.st_size); size != 0) {
+    void *mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      why = "cannot map it: " + llvm::sys::StrError();
+    } else {
+      entry.owner = std::shared_ptr<const void>(
+          mapped, [size](const void *p) { ::munmap(const_cast<void *>(p), size); });
+      entry.bytes = {static_cast<const uint8_t *>(mapped), size};
     }
   }
   ::close(fd);
   if (!why.empty())
     return std::nullopt;
-  return bytes;
+  return entry;
 }
 
 /// The host CPU and a digest of its enabled features: code built for one machine may use
@@ -245,20 +255,30 @@ std::string keyText(const JitKey &key) {
   return text;
 }
 
-/// A .key file: the key's lines, the SHA-256 of its artifact (loaded only when the .smelt has
+/// The BLAKE3 of `parts` one after another, as hex: what a .key records of its artifact. (Not
+/// SHA-256: a warm hit hashes the whole artifact, weights included, and BLAKE3 is several times
+/// faster.)
+std::string digestOf(const std::vector<std::span<const uint8_t>> &parts) {
+  llvm::BLAKE3 hasher;
+  for (std::span<const uint8_t> part : parts)
+    hasher.update(llvm::ArrayRef<uint8_t>(part.data(), part.size()));
+  return llvm::toHex(hasher.final(), true);
+}
+
+/// A .key file: the key's lines, the BLAKE3 of its artifact (loaded only when the .smelt has
 /// exactly those bytes), then the Executable's placement summary (one line: a newline in it is
 /// kept as "\n", a backslash as "\\").
-std::string sidecarText(const JitKey &key, const std::string &artifactSha256,
+std::string sidecarText(const JitKey &key, const std::string &artifactDigest,
                         llvm::StringRef placement) {
   std::string line;
   for (char c : placement)
     line += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
-  return keyText(key) + "artifact " + artifactSha256 + "\n" + "placement " + line + "\n";
+  return keyText(key) + "artifact " + artifactDigest + "\n" + "placement " + line + "\n";
 }
 
 struct Sidecar {
   JitKey key;
-  std::string artifactSha256;
+  std::string artifactDigest;
   std::string placement;
 };
 
@@ -278,7 +298,7 @@ std::optional<Sidecar> parseSidecar(llvm::StringRef text) {
   llvm::StringRef artifact = lines[lines.size() - 2], placement = lines.back();
   if (!artifact.consume_front("artifact ") || !placement.consume_front("placement "))
     return std::nullopt;
-  sidecar.artifactSha256 = artifact.str();
+  sidecar.artifactDigest = artifact.str();
   for (size_t i = 0; i < placement.size(); ++i) {
     char c = placement[i];
     if (c == '\\' && i + 1 < placement.size())
@@ -448,22 +468,26 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
   };
   // The .key is written second (store): without it the entry is absent or still being written.
   std::string keyPath = pathOf(key, ".key"), why;
-  std::optional<std::vector<uint8_t>> keyBytes = readEntryFile(keyPath, why);
+  std::optional<EntryBytes> keyBytes = readEntryFile(keyPath, why);
   if (!keyBytes)
     return why.empty() ? nullptr : ignore(keyPath + ": " + why);
-  std::optional<Sidecar> sidecar = parseSidecar(*keyBytes);
+  std::optional<Sidecar> sidecar = parseSidecar(keyBytes->text());
   if (!sidecar)
     return ignore(keyPath + " does not read back as a key");
   if (keyText(sidecar->key) != keyText(key))
     return ignore(keyPath + " holds another key (" + key.differences(sidecar->key) + ")");
-  std::optional<std::vector<uint8_t>> bytes = readEntryFile(path, why);
-  if (!bytes)
+  std::optional<EntryBytes> file = readEntryFile(path, why);
+  if (!file)
     return why.empty() ? nullptr : ignore(why);
   // Its bytes must be the ones the .key recorded: another entry's artifact copied over it, or
   // code altered with its checksums recomputed, is refused before any of it is decoded.
-  if (rt::Status same = rt::checkSha256(*bytes, sidecar->artifactSha256, path); !same.ok())
-    return ignore(same.message());
-  rt::Expected<rt::LoadedArtifact> artifact = rt::decodeArtifact(*bytes, path);
+  if (std::string digest = digestOf({file->bytes}); digest != sidecar->artifactDigest)
+    return ignore("its BLAKE3 is " + digest + ", not the " + sidecar->artifactDigest +
+                  " its .key records");
+  // The constants stay views of the mapped file, not a copy of the weights; the digest
+  // just checked is the encoder's output's, so the data part's CRC need not be taken again.
+  rt::Expected<rt::LoadedArtifact> artifact =
+      rt::decodeArtifact(file->owner, file->bytes, path, /*verifiedCopy=*/true);
   if (!artifact)
     return ignore(artifact.message());
   if (artifact->executable.name != key.function || artifact->extras.target != options_.target)
@@ -500,23 +524,29 @@ void JitCache::store(const JitKey &key, const CompiledArtifact &artifact) {
   // Entries are this user's alone (loadFromDisk refuses others), whatever the umask. Something
   // that is not a regular file where an entry goes (a symbolic link, a FIFO) is removed first:
   // it is refused on load, and would otherwise be refused and never replaced.
-  auto write = [&](const std::string &path, const std::vector<uint8_t> &bytes) {
+  auto write = [&](const std::string &path, const rt::FileWriter &writeContents) {
     struct stat st;
     if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       ::unlink(path.c_str());
     return rt::writeFileAtomically(path, [&](int fd, const std::string &tmp) {
       if (::fchmod(fd, S_IRUSR | S_IWUSR) != 0)
         return rt::Status::error(tmp + ": cannot make it private: " + llvm::sys::StrError());
-      return rt::writeAll(fd, bytes, tmp);
+      return writeContents(fd, tmp);
     });
   };
-  // The artifact first: a .key without its artifact would only explain, never load.
-  rt::Expected<std::vector<uint8_t>> bytes = rt::encodeArtifact(artifact.executable,
-                                                                artifact.extras);
-  rt::Status status = bytes ? write(pathOf(key, ".smelt"), *bytes) : bytes.status();
+  // The artifact first: a .key without its artifact would only explain, never load. It is
+  // written piece by piece: the weights go from the Executable to the file without a copy.
+  rt::Expected<rt::EncodedArtifact> encoded =
+      rt::encodeArtifactParts(artifact.executable, artifact.extras);
+  rt::Status status =
+      encoded ? write(pathOf(key, ".smelt"),
+                      [&](int fd, const std::string &tmp) { return encoded->write(fd, tmp); })
+              : encoded.status();
   if (status.ok()) {
-    std::string text = sidecarText(key, rt::sha256Hex(*bytes), artifact.executable.placement);
-    status = write(pathOf(key, ".key"), std::vector<uint8_t>(text.begin(), text.end()));
+    std::string text = sidecarText(key, digestOf(encoded->parts()), artifact.executable.placement);
+    status = write(pathOf(key, ".key"), [&](int fd, const std::string &tmp) {
+      return rt::writeAll(fd, text.data(), text.size(), tmp);
+    });
   }
   if (!status.ok())
     log() << "smelt: cannot write to the kernel cache: " << status.message() << "\n";
@@ -535,8 +565,8 @@ std::string JitCache::explainMiss(const JitKey &key) const {
       if (!name.starts_with(prefix) || !name.ends_with(".key"))
         continue;
       std::string why;
-      std::optional<std::vector<uint8_t>> bytes = readEntryFile(it->path(), why);
-      if (std::optional<Sidecar> parsed = bytes ? parseSidecar(*bytes) : std::nullopt;
+      std::optional<EntryBytes> file = readEntryFile(it->path(), why);
+      if (std::optional<Sidecar> parsed = file ? parseSidecar(file->text()) : std::nullopt;
           parsed && parsed->key.function == key.function)
         earlier.push_back(std::move(parsed->key));
     }

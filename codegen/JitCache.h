@@ -25,7 +25,7 @@
 // user's and no one else may write to it (checked when the cache is made and again before each
 // use of the disk; else a note and memory only); one it creates is 0700. An entry file is read
 // only when it is a regular file of this user's that no one else may write, never through a
-// symbolic link, and the artifact only when it has the SHA-256 its .key records. An entry
+// symbolic link, and the artifact only when it has the BLAKE3 digest its .key records. An entry
 // refused for any of these is compiled again and replaced (written 0600), never run.
 #pragma once
 

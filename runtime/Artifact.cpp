@@ -60,13 +60,23 @@ bool validTarget(const std::string &target) {
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-/// The data part being written: each blob at a multiple of kAlignment.
+/// Zero bytes that pad the data part's pieces to multiples of kAlignment.
+constexpr uint8_t kZeros[kAlignment] = {};
+
+/// The data part being written: each blob at a multiple of kAlignment, as a view of the bytes
+/// the Executable or the extras hold (nothing is copied).
 struct DataWriter {
-  std::vector<uint8_t> bytes;
-  std::unique_ptr<aot::Range> add(const uint8_t *data, size_t size) {
-    bytes.resize(alignUp(bytes.size()));
-    auto range = std::make_unique<aot::Range>(bytes.size(), size);
-    bytes.insert(bytes.end(), data, data + size);
+  std::vector<std::span<const uint8_t>> pieces;
+  size_t size = 0;
+  std::unique_ptr<aot::Range> add(const uint8_t *data, size_t bytes) {
+    if (size_t padding = alignUp(size) - size) {
+      pieces.emplace_back(kZeros, padding);
+      size += padding;
+    }
+    auto range = std::make_unique<aot::Range>(size, bytes);
+    if (bytes != 0)
+      pieces.emplace_back(data, bytes);
+    size += bytes;
     return range;
   }
   std::unique_ptr<aot::Range> add(const std::string &s) {
@@ -194,10 +204,15 @@ aot::PlanT planOf(const Executable &exe, const ArtifactExtras &extras, DataWrite
 /// an order that lets each be checked against the ones before it.
 class Decoder {
 public:
-  /// With an `owner` of `bytes`, the blobs kept are views of them; without, copies.
-  Decoder(const std::vector<uint8_t> &bytes, std::shared_ptr<const void> owner, std::string name,
-          bool keep)
-      : bytes_(bytes), owner_(std::move(owner)), name_(std::move(name)), keep_(keep) {}
+  /// With an `owner` of `bytes`, the blobs kept are views of them; without, copies. Without
+  /// `keep`, the encoder's check of its own output: `bytes` are the header and the plan up to the
+  /// data, which is the encoder's pieces (their CRC its own), and nothing is kept.
+  /// Without `checkDataCrc`, the caller has checked the bytes against a SHA-256 taken of the
+  /// encoder's output.
+  Decoder(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner, std::string name,
+          bool keep, bool checkDataCrc)
+      : bytes_(bytes), owner_(std::move(owner)), name_(std::move(name)), keep_(keep),
+        checkDataCrc_(checkDataCrc) {}
 
   Status run(LoadedArtifact &out) {
     SMELT_RETURN_IF_ERROR(readHeader());
@@ -207,7 +222,8 @@ public:
         return error(
             "padding", i,
             fmt::format("byte 0x{:02x} between the plan and the data should be zero", bytes_[i]));
-    SMELT_RETURN_IF_ERROR(checkCrc("data", dataAt_, dataSize_, kDataCrcAt));
+    if (keep_ && checkDataCrc_)
+      SMELT_RETURN_IF_ERROR(checkCrc("data", dataAt_, dataSize_, kDataCrcAt));
     if (planSize_ >= FLATBUFFERS_MAX_BUFFER_SIZE)
       return error("plan", kHeaderBytes,
                    fmt::format("{} bytes are more than a FlatBuffer can hold (2 GiB)", planSize_));
@@ -286,6 +302,8 @@ private:
     planSize_ = size_t(plan);
     dataAt_ = alignUp(kHeaderBytes + planSize_);
     dataSize_ = size_t(data);
+    if (!keep_)
+      size += dataSize_;
     if (dataAt_ + dataSize_ > size)
       return truncated(dataAt_ + dataSize_, "the header declares");
     if (dataAt_ + dataSize_ < size)
@@ -600,22 +618,21 @@ private:
     return status_;
   }
 
-  const std::vector<uint8_t> &bytes_;
+  std::span<const uint8_t> bytes_;
   std::shared_ptr<const void> owner_;
   std::string name_;
-  bool keep_;
+  bool keep_, checkDataCrc_;
   size_t planSize_ = 0, dataAt_ = 0, dataSize_ = 0, buffers_ = 0, charged_ = 0;
   Status status_;
 };
 
 /// Decodes `bytes`, whose constants stay views of them when `owner` keeps them alive; with keep
-/// false, checks only (constant bytes and binaries are not copied).
-Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes,
-                                std::shared_ptr<const void> owner, const std::string &name,
-                                bool keep) {
+/// false, checks the header and plan that `bytes` hold (the encoder's self-check).
+Expected<LoadedArtifact> decode(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner,
+                                const std::string &name, bool keep, bool checkDataCrc = true) {
   try {
     LoadedArtifact artifact;
-    SMELT_RETURN_IF_ERROR(Decoder(bytes, std::move(owner), name, keep).run(artifact));
+    SMELT_RETURN_IF_ERROR(Decoder(bytes, std::move(owner), name, keep, checkDataCrc).run(artifact));
     return artifact;
   } catch (const std::exception &e) {
     // Only allocation can throw here: every size was checked against the file's.
@@ -625,7 +642,31 @@ Expected<LoadedArtifact> decode(const std::vector<uint8_t> &bytes,
 
 } // namespace
 
-Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras) {
+std::vector<std::span<const uint8_t>> EncodedArtifact::parts() const {
+  std::vector<std::span<const uint8_t>> parts{front_};
+  parts.insert(parts.end(), data_.begin(), data_.end());
+  return parts;
+}
+
+std::vector<uint8_t> EncodedArtifact::bytes() const {
+  std::vector<uint8_t> out;
+  std::vector<std::span<const uint8_t>> all = parts();
+  size_t size = 0;
+  for (std::span<const uint8_t> part : all)
+    size += part.size();
+  out.reserve(size);
+  for (std::span<const uint8_t> part : all)
+    out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
+
+Status EncodedArtifact::write(int fd, const std::string &what) const {
+  for (std::span<const uint8_t> part : parts())
+    SMELT_RETURN_IF_ERROR(writeAll(fd, part.data(), part.size(), what));
+  return Status();
+}
+
+Expected<EncodedArtifact> encodeArtifactParts(const Executable &exe, const ArtifactExtras &extras) {
   // A step's parameters are written as the fields its op takes: parameters of another op could
   // not be read back as written.
   for (size_t i = 0; i < exe.steps.size(); ++i) {
@@ -642,22 +683,31 @@ Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const Artif
   builder.ForceDefaults(true);
   aot::FinishPlanBuffer(builder, aot::Plan::Pack(builder, &plan));
   size_t planSize = builder.GetSize(), dataAt = alignUp(kHeaderBytes + planSize);
-  std::vector<uint8_t> out(dataAt);
-  out.reserve(dataAt + data.bytes.size());
+  uint32_t dataCrc = 0;
+  for (std::span<const uint8_t> piece : data.pieces)
+    dataCrc = uint32_t(crc32_z(dataCrc, piece.data(), piece.size()));
+  EncodedArtifact encoded;
+  std::vector<uint8_t> &out = encoded.front_;
+  out.resize(dataAt);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   storeLE(&out[kVersionAt], kArtifactVersion, 4);
   storeLE(&out[kPlanSizeAt], planSize, 8);
-  storeLE(&out[kDataSizeAt], data.bytes.size(), 8);
+  storeLE(&out[kDataSizeAt], data.size, 8);
   storeLE(&out[kPlanCrcAt], crcOf(builder.GetBufferPointer(), planSize), 4);
-  storeLE(&out[kDataCrcAt], crcOf(data.bytes.data(), data.bytes.size()), 4);
+  storeLE(&out[kDataCrcAt], dataCrc, 4);
   storeLE(&out[kHeaderCrcAt], crcOf(out.data(), kHeaderCrcAt), 4);
   std::memcpy(&out[kHeaderBytes], builder.GetBufferPointer(), planSize);
-  out.insert(out.end(), data.bytes.begin(), data.bytes.end());
   // The encoder checks its output with the reader, so an Executable the reader would refuse is
-  // an error here, not in a later load.
+  // an error here, not in a later load. The data part is its own pieces, whose CRC it just took.
   SMELT_RETURN_IF_ERROR(
       decode(out, nullptr, "the artifact being written", /*keep=*/false).status());
-  return out;
+  encoded.data_ = std::move(data.pieces);
+  return encoded;
+}
+
+Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras) {
+  SMELT_ASSIGN_OR_RETURN(EncodedArtifact encoded, encodeArtifactParts(exe, extras));
+  return encoded.bytes();
 }
 
 Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
@@ -665,11 +715,18 @@ Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
   return decode(bytes, nullptr, name, /*keep=*/true);
 }
 
+Expected<LoadedArtifact> decodeArtifact(std::shared_ptr<const void> owner,
+                                        std::span<const uint8_t> bytes, const std::string &name,
+                                        bool verifiedCopy) {
+  return decode(bytes, std::move(owner), name, /*keep=*/true, /*checkDataCrc=*/!verifiedCopy);
+}
+
 Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras) {
-  Expected<std::vector<uint8_t>> bytes = encodeArtifact(exe, extras);
-  if (!bytes)
-    return Status::error(path + ": " + bytes.message());
-  return writeFileAtomically(path, *bytes);
+  Expected<EncodedArtifact> encoded = encodeArtifactParts(exe, extras);
+  if (!encoded)
+    return Status::error(path + ": " + encoded.message());
+  return writeFileAtomically(
+      path, [&](int fd, const std::string &tmp) { return encoded->write(fd, tmp); });
 }
 
 Expected<LoadedArtifact> readArtifact(const std::string &path,

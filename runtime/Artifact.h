@@ -53,6 +53,8 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,18 +82,48 @@ struct LoadedArtifact {
   ArtifactExtras extras;
 };
 
-/// The bytes of an artifact. The encoder checks its own output with the reader, so anything it
+/// An artifact encoded for writing: the header and plan, padded up to where the data starts,
+/// then the data part as pieces that point into the Executable and extras it was encoded from,
+/// which must outlive it. Written piece by piece, a model's weights are not copied once more on
+/// their way to the file.
+class EncodedArtifact {
+public:
+  /// The file's bytes in order: the header and plan, then the data part's pieces and padding.
+  std::vector<std::span<const uint8_t>> parts() const;
+  /// The bytes in one buffer (a copy of every piece).
+  std::vector<uint8_t> bytes() const;
+  /// Writes the bytes to descriptor `fd`; errors name `what` (the file).
+  Status write(int fd, const std::string &what) const;
+
+private:
+  friend Expected<EncodedArtifact> encodeArtifactParts(const Executable &exe,
+                                                       const ArtifactExtras &extras);
+  std::vector<uint8_t> front_;
+  std::vector<std::span<const uint8_t>> data_;
+};
+
+/// Encodes an artifact. The encoder checks its own output with the reader, so anything it
 /// returns reads back; an Executable the reader would reject (a buffer id out of range, a
 /// constant of the wrong size) is an error here instead.
+Expected<EncodedArtifact> encodeArtifactParts(const Executable &exe, const ArtifactExtras &extras);
+/// The same, gathered into one buffer.
 Expected<std::vector<uint8_t>> encodeArtifact(const Executable &exe, const ArtifactExtras &extras);
 
 /// Reads an artifact from memory, copying the constants and code it keeps out of `bytes`; `name`
 /// stands for the file in messages.
 Expected<LoadedArtifact> decodeArtifact(const std::vector<uint8_t> &bytes,
                                         const std::string &name = "<memory>");
+/// The same from `bytes` that `owner` keeps alive and unchanged: the constants stay views of
+/// them, not a second copy of the weights. With `verifiedCopy`, the caller has checked that
+/// `bytes` are what an encoder wrote, by a cryptographic digest of its output (the JIT cache's
+/// key file records one), which covers every byte the data part's CRC would: that CRC is not
+/// computed again.
+Expected<LoadedArtifact> decodeArtifact(std::shared_ptr<const void> owner,
+                                        std::span<const uint8_t> bytes, const std::string &name,
+                                        bool verifiedCopy = false);
 
-/// Writes atomically: a temporary file beside `path`, fsync, rename, fsync of the directory; a
-/// crash leaves the old file or the new one, never a torn one.
+/// Writes atomically, piece by piece: a temporary file beside `path`, fsync, rename, fsync of the
+/// directory; a crash leaves the old file or the new one, never a torn one.
 Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras);
 
 struct ArtifactReadOptions {

@@ -6,14 +6,22 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 
 namespace smelt::rt {
 
-std::string sha256Hex(const std::vector<uint8_t> &bytes) {
+std::string sha256Hex(const std::vector<uint8_t> &bytes) { return sha256HexOfParts({bytes}); }
+
+std::string sha256HexOfParts(const std::vector<std::span<const uint8_t>> &parts) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
+                                                                  &EVP_MD_CTX_free);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  // EVP_Digest fails only when OpenSSL cannot allocate its context.
-  if (!EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr))
+  // These fail only when OpenSSL cannot allocate.
+  bool ok = context && EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
+  for (std::span<const uint8_t> part : parts)
+    ok = ok && EVP_DigestUpdate(context.get(), part.data(), part.size());
+  if (!ok || !EVP_DigestFinal_ex(context.get(), digest, &length))
     return "";
   std::string hex;
   for (unsigned int i = 0; i < length; ++i)

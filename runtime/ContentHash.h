@@ -5,6 +5,7 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,9 @@ namespace smelt::rt {
 
 /// The SHA-256 of `bytes` as 64 lowercase hex digits (OpenSSL's digest), as sha256sum prints it.
 std::string sha256Hex(const std::vector<uint8_t> &bytes);
+/// The same for the bytes of `parts` one after another (a file written in pieces); "" when
+/// OpenSSL cannot allocate its context.
+std::string sha256HexOfParts(const std::vector<std::span<const uint8_t>> &parts);
 
 /// Success when `expected` (64 hex digits, either case) is the SHA-256 of `bytes`; otherwise an
 /// error naming `what` (the file) and both hashes, or saying the pin is not a SHA-256.

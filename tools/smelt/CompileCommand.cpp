@@ -97,11 +97,13 @@ int compileCommand() {
       cacheFlags.options(options, target, /*inspecting=*/!profilePath.empty()));
   if (failed(artifact))
     return 1;
-  rt::Expected<std::vector<uint8_t>> bytes =
-      rt::encodeArtifact((*artifact)->executable, (*artifact)->extras);
-  if (!bytes)
-    return fail(outputPath + ": " + bytes.message());
-  if (rt::Status s = rt::writeFileAtomically(outputPath, *bytes); !s.ok())
+  rt::Expected<rt::EncodedArtifact> encoded =
+      rt::encodeArtifactParts((*artifact)->executable, (*artifact)->extras);
+  if (!encoded)
+    return fail(outputPath + ": " + encoded.message());
+  if (rt::Status s = rt::writeFileAtomically(
+          outputPath, [&](int fd, const std::string &tmp) { return encoded->write(fd, tmp); });
+      !s.ok())
     return fail(s.message());
   const rt::Executable &exe = (*artifact)->executable;
   llvm::outs() << "wrote " << outputPath << ": @" << exe.name << " for " << target << ", "
@@ -115,7 +117,8 @@ int compileCommand() {
                  << llvm::format("%.2f", double(peak) / (1 << 20))
                  << " MiB, known at compile time)\n";
   // The artifact is native code: this hash lets whoever runs it pin exactly this file.
-  llvm::outs() << "sha256 " << rt::sha256Hex(*bytes) << " (smelt run --expect-sha256=... loads "
+  llvm::outs() << "sha256 " << rt::sha256HexOfParts(encoded->parts())
+               << " (smelt run --expect-sha256=... loads "
                << "only this file)\n";
   if (!profilePath.empty() && !writeProfile(trace, profilePath))
     return 1;

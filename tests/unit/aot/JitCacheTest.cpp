@@ -8,10 +8,11 @@
 // used; without a home folder there is no disk cache.
 #include "codegen/JitCache.h"
 
-#include "runtime/ContentHash.h"
 #include "runtime/FileIO.h"
 
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -385,8 +386,8 @@ TEST_F(JitCacheTest, CorruptEntryIsReportedAndRebuilt) {
 }
 
 // Another model of the same function name and signature, its artifact copied over an entry:
-// the SHA-256 the .key records refuses it, and the entry is compiled again and replaced, so no
-// run gives the other model's outputs.
+// the BLAKE3 digest the .key records refuses it, and the entry is compiled again and replaced, so
+// no run gives the other model's outputs.
 TEST_F(JitCacheTest, AnotherModelsArtifactCopiedInIsRefusedAndReplaced) {
   Parsed tanhModel(16), negModel(16, "neg");
   std::string otherDir = dir + "/other";
@@ -416,7 +417,7 @@ TEST_F(JitCacheTest, AnotherModelsArtifactCopiedInIsRefusedAndReplaced) {
   EXPECT_EQ(cache.stats().diskHits, 0);
   EXPECT_EQ(cache.stats().misses, 1);
   EXPECT_NE(log.find("ignoring cache entry " + path), std::string::npos) << log;
-  EXPECT_NE(log.find("SHA-256"), std::string::npos) << log;
+  EXPECT_NE(log.find("its BLAKE3 is"), std::string::npos) << log;
   EXPECT_NE(log.find("compiled (" + fs::path(path).stem().string().substr(5) +
                      "): its entry on disk was not used"),
             std::string::npos)
@@ -428,7 +429,7 @@ TEST_F(JitCacheTest, AnotherModelsArtifactCopiedInIsRefusedAndReplaced) {
   EXPECT_EQ(after.stats().diskHits, 1);
 }
 
-// An entry whose bytes match its .key's SHA-256 but do not load (damaged when written, or by
+// An entry whose bytes match its .key's digest but do not load (damaged when written, or by
 // someone who rewrote the .key too) is refused, compiled again and replaced, not reloaded and
 // refused on every run.
 TEST_F(JitCacheTest, EntryThatFailsToLoadIsReplacedAndHitAfter) {
@@ -447,7 +448,8 @@ TEST_F(JitCacheTest, EntryThatFailsToLoadIsReplacedAndHitAfter) {
   std::string key(keyBytes->begin(), keyBytes->end());
   size_t at = key.find("\nartifact ");
   ASSERT_NE(at, std::string::npos) << key;
-  key.replace(at + 10, 64, rt::sha256Hex(truncated));
+  key.replace(at + 10, 64,
+              llvm::toHex(llvm::BLAKE3::hash(llvm::ArrayRef<uint8_t>(truncated)), true));
   writePrivateFile(path, truncated);
   writePrivateFile(keyPath, std::vector<uint8_t>(key.begin(), key.end()));
 
@@ -461,7 +463,7 @@ TEST_F(JitCacheTest, EntryThatFailsToLoadIsReplacedAndHitAfter) {
     if (run == 0) {
       EXPECT_EQ(cache.stats().misses, 1);
       EXPECT_NE(log.find("ignoring cache entry " + path), std::string::npos) << log;
-      EXPECT_EQ(log.find("SHA-256"), std::string::npos) << "not the refusal tested: " << log;
+      EXPECT_EQ(log.find("BLAKE3"), std::string::npos) << "not the refusal tested: " << log;
     } else {
       EXPECT_EQ(cache.stats().diskHits, 1) << "the entry was not replaced";
       EXPECT_EQ(log, "");

@@ -244,6 +244,55 @@ TEST(Artifact, MinimalArtifactHasNoCodeSections) {
   EXPECT_TRUE(loaded->extras.cpuObject.empty());
 }
 
+// Kept bytes are not copied: decoded from bytes an owner keeps, every constant is a view of
+// them and keeps them alive; decoded from the caller's vector, each is a copy.
+TEST(Artifact, ConstantsAreViewsOfKeptBytesAndCopiesOfTheCallers) {
+  Executable exe = plainProgram();
+  ASSERT_FALSE(exe.constants.empty());
+  Expected<Bytes> bytes = encodeArtifact(exe, {{}, {}, "cpu", ""});
+  ASSERT_TRUE(bytes.ok()) << bytes.message();
+  auto kept = std::make_shared<Bytes>(*bytes);
+  const uint8_t *begin = kept->data(), *end = kept->data() + kept->size();
+  Expected<LoadedArtifact> viewed = decodeArtifact(kept, *kept, "kept.smelt");
+  Expected<LoadedArtifact> copied = decodeArtifact(*bytes, "copied.smelt");
+  ASSERT_TRUE(viewed.ok() && copied.ok()) << viewed.message() << copied.message();
+  kept.reset(); // the constants hold the bytes now
+  for (size_t i = 0; i < exe.constants.size(); ++i) {
+    const SharedBytes &view = viewed->executable.constants[i].bytes;
+    const SharedBytes &copy = copied->executable.constants[i].bytes;
+    EXPECT_TRUE(view.data() >= begin && view.end() <= end) << "constant " << i;
+    EXPECT_FALSE(copy.data() >= bytes->data() && copy.data() < bytes->data() + bytes->size())
+        << "constant " << i;
+  }
+  expectSameExecutable(viewed->executable, exe);
+  expectSameExecutable(copied->executable, exe);
+}
+
+// A verified copy (the JIT cache checked its digest of the encoder's output) skips the data
+// part's CRC, which that digest covered, and nothing else: a damaged constant byte is what the
+// digest would have caught, while the header and plan are still checked.
+TEST(Artifact, AVerifiedCopySkipsOnlyTheDataCrc) {
+  Executable exe = plainProgram();
+  Expected<Bytes> bytes = encodeArtifact(exe, {{}, {}, "cpu", ""});
+  ASSERT_TRUE(bytes.ok()) << bytes.message();
+  auto decode = [](Bytes damaged, bool verified) {
+    auto kept = std::make_shared<const Bytes>(std::move(damaged));
+    return decodeArtifact(kept, *kept, "bad.smelt", verified);
+  };
+  Bytes data = *bytes, plan = *bytes;
+  data.back() ^= 0x40; // the last constant's last byte
+  plan[64 + 16] ^= 0x40;
+  Expected<LoadedArtifact> checked = decode(data, false);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.message().find("the data is corrupt"), std::string::npos) << checked.message();
+  EXPECT_TRUE(decode(data, true).ok());
+  for (bool verified : {false, true}) {
+    Expected<LoadedArtifact> loaded = decode(plan, verified);
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.message().find("the plan is corrupt"), std::string::npos) << loaded.message();
+  }
+}
+
 TEST(Artifact, RunsBitIdenticallyOnTheCpuExecutor) {
   TempDir dir;
   Executable exe = plainProgram();

@@ -25,6 +25,19 @@ TEST(ContentHash, Sha256MatchesTheStandardsKnownAnswers) {
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+// A file written in pieces hashes as the bytes one after another, wherever the cuts fall.
+TEST(ContentHash, Sha256OfPartsIsTheSha256OfTheirBytes) {
+  std::vector<uint8_t> text = bytesOf("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq");
+  std::span<const uint8_t> all(text);
+  for (size_t cut : {size_t(0), size_t(1), size_t(55), text.size()}) {
+    std::vector<std::span<const uint8_t>> parts = {all.first(cut), {}, all.subspan(cut)};
+    EXPECT_EQ(sha256HexOfParts(parts),
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        << "cut at " << cut;
+  }
+  EXPECT_EQ(sha256HexOfParts({}), sha256Hex({}));
+}
+
 TEST(ContentHash, ReadArtifactLoadsOnlyThePinnedFile) {
   std::string path = (std::filesystem::temp_directory_path() /
                       ("smelt-pin-" + std::to_string(::getpid()) + ".smelt"))
