@@ -2,9 +2,9 @@
 // so a later AOT artifact can serialize it and the runtime alone can load it.
 //
 // An Executable is a list of buffers (each a static TensorType) and a list of steps. Each step is
-// of a closed set of kinds (a fused kernel, a library call, a copy, a collective, random
-// numbers) with typed parameters; it reads operand buffers and writes result buffers. Inputs
-// are filled by the caller, constants from `constants`, every other buffer by exactly one step.
+// of a closed set of kinds (a fused kernel, a library call, a copy, a collective) with typed
+// parameters; it reads operand buffers and writes result buffers. Inputs are filled by the
+// caller, constants from `constants`, every other buffer by exactly one step.
 #pragma once
 
 #include "runtime/DType.h"

@@ -1,5 +1,5 @@
 // What the runtime knows of each step op, one class per family of ops (a fusion, a contraction,
-// a pooling, argmax, scatter_add, a data movement, a collective, random numbers), whatever
+// a pooling, argmax, scatter_add, a data movement, a collective), whatever
 // device runs it: the checks of a step's parameters and buffers beyond its dataflow, its cost
 // from shapes alone, and how the CPU runs it. Each op's name, kind and parameters (whose
 // `fields` the AOT format reads and writes) stay in Executable.cpp's table, which the artifact
@@ -28,11 +28,11 @@ public:
   /// Fills what `cost` knows of the family: its kind, name and ops where they are not the
   /// step's, its FLOPs. `cost` has its bytes and shapes; `touched` is the largest operand or
   /// result's element count. By default one FLOP per element touched: a compare or an add, for
-  /// the families that make one pass over their data (pooling, argmax, random numbers).
+  /// the families that make one pass over their data (pooling, argmax).
   virtual void cost(const Executable &exe, const Step &step,
                     const std::vector<TensorType> &operands, const TensorType &result,
                     int64_t touched, StepCost &cost) const;
-  /// The CPU kernel of a library call, copy or random step, prepared once; a fusion or a
+  /// The CPU kernel of a library call or a copy step, prepared once; a fusion or a
   /// collective is the CPU executor's own, and an error here.
   virtual Expected<cpu::Kernel> prepareCpu(const Step &step, const cpu::StepTypes &types) const;
 };
