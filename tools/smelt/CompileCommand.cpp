@@ -1,4 +1,5 @@
-// `smelt compile`: compile one function of a .mlir module ahead of time into an artifact
+// `smelt compile`: compile one function of a .mlir module, or of an ONNX model as exported,
+// ahead of time into an artifact
 // (runtime/Artifact.h) that `smelt run` or the runtime alone loads: the plan, its constants,
 // the CPU kernels as a shared library and, for a CUDA target, the kernels' CUDA code too.
 #include "tools/smelt/Cache.h"
@@ -23,11 +24,13 @@ namespace cl = llvm::cl;
 namespace smelt::tools {
 
 cl::SubCommand compileSubcommand("compile",
-                                 "Compile a function of a .mlir module ahead of time into an "
-                                 "artifact (.smelt) that `smelt run` runs");
+                                 "Compile a function of a .mlir module or an .onnx model ahead of "
+                                 "time into an artifact (.smelt) that `smelt run` runs");
 
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
-                                      cl::sub(compileSubcommand), cl::cat(smeltCategory()));
+static cl::opt<std::string> modelPath(cl::Positional,
+                                      cl::desc("<model.mlir | model.mlirbc | model.onnx>"),
+                                      cl::Required, cl::sub(compileSubcommand),
+                                      cl::cat(smeltCategory()));
 static cl::opt<std::string> outputPath("o", cl::desc("The artifact to write"), cl::Required,
                                        cl::value_desc("model.smelt"), cl::sub(compileSubcommand),
                                        cl::cat(smeltCategory()));
@@ -49,6 +52,7 @@ static cl::opt<std::string> profilePath("profile", cl::desc(kProfileHelp),
                                         cl::value_desc("trace.json"), cl::sub(compileSubcommand),
                                         cl::cat(smeltCategory()));
 static CacheFlags cacheFlags(compileSubcommand);
+static ModelSourceFlags modelSource(compileSubcommand);
 
 int compileCommand() {
   codegen::CompileOptions options;
@@ -88,7 +92,7 @@ int compileCommand() {
   rt::Trace trace;
   if (!profilePath.empty())
     options.trace = &trace;
-  ModuleFile file(modelPath);
+  ModuleFile file(modelPath, modelSource);
   if (!file.module)
     return 1;
   // A cache entry is the artifact this command writes, for the same target and options.

@@ -1,4 +1,5 @@
-// `smelt dump`: compile one function of a .mlir module for a target and write what the compiler
+// `smelt dump`: compile one function of a .mlir module or an .onnx model for a target and write
+// what the compiler
 // did into a dump directory (CompileDump.h) without running anything: IR after every pass, the
 // fusion report, the graph, the executable plan, LLVM IR, CUDA source and PTX. For a .smelt
 // artifact, what it holds: the plan, its CUDA source and PTX, and its CPU code as a library.
@@ -18,12 +19,13 @@ namespace cl = llvm::cl;
 
 namespace smelt::tools {
 
-cl::SubCommand dumpSubcommand("dump", "Compile a function of a .mlir module and write the IR "
-                                      "after each pass, fusion report, graph and kernels");
+cl::SubCommand dumpSubcommand("dump", "Compile a function of a .mlir module or an .onnx model "
+                                      "and write the IR after each pass, fusion report, graph "
+                                      "and kernels");
 
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir | model.smelt>"),
-                                      cl::Required, cl::sub(dumpSubcommand),
-                                      cl::cat(smeltCategory()));
+static cl::opt<std::string>
+    modelPath(cl::Positional, cl::desc("<model.mlir | model.mlirbc | model.onnx | model.smelt>"),
+              cl::Required, cl::sub(dumpSubcommand), cl::cat(smeltCategory()));
 static cl::opt<std::string> entryName(
     "entry", cl::desc("Function to compile (default: @main, or the only function)"),
     cl::value_desc("name"), cl::sub(dumpSubcommand), cl::cat(smeltCategory()));
@@ -34,6 +36,8 @@ static cl::opt<std::string> target(
     "target", cl::desc("cpu (every op on cpu:0) or cuda:<arch> such as cuda:sm_90 (ops on gpu:0 "
                        "where they have a GPU kernel; CUDA kernels for that arch)"),
     cl::init("cpu"), cl::sub(dumpSubcommand), cl::cat(smeltCategory()));
+
+static ModelSourceFlags modelSource(dumpSubcommand);
 
 /// The dump of an artifact: nothing is compiled, so no IR; the plan and code it carries.
 static int dumpArtifact() {
@@ -88,7 +92,7 @@ int dumpCommand() {
     return fail(s.message());
   if (rt::isArtifactFile(modelPath))
     return dumpArtifact();
-  ModuleFile file(modelPath);
+  ModuleFile file(modelPath, modelSource);
   mlir::func::FuncOp function = file.entry(entryName);
   if (!function)
     return 1;

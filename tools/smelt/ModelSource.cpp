@@ -1,4 +1,5 @@
-// ModelSourceFlags: .mlir, .mlirbc or .onnx as the model of `smelt run` and `smelt bench`.
+// ModelSourceFlags: .mlir, .mlirbc or .onnx as the model of `smelt run`, `bench`, `compile` and
+// `dump`.
 #include "tools/smelt/ModelSource.h"
 #include "tools/smelt/Commands.h"
 

@@ -1,5 +1,5 @@
-// What `smelt run` and `smelt bench` read: a .mlir/.mlirbc module, or an ONNX model (.onnx)
-// imported in the process with its weights as constants, as `smelt import
+// What `smelt run`, `bench`, `compile` and `dump` read: a .mlir/.mlirbc module, or an ONNX model
+// (.onnx) imported in the process with its weights as constants, as `smelt import
 // --initializers-as-constants` would write it, so that a model is run or timed as exported
 // without an import step. `--input-shape` fixes an ONNX input's symbolic dimensions.
 #pragma once

@@ -1,5 +1,6 @@
-// The .mlir file a subcommand compiles: a context of its own, the module parsed with every
-// diagnostic printed as "file:line:col: error: ..." while it lives, and its entry function.
+// The model file a subcommand compiles (.mlir, .mlirbc or .onnx): a context of its own, the module
+// parsed with every diagnostic printed as "file:line:col: error: ..." while it lives, and its entry
+// function.
 #pragma once
 
 #include "tools/smelt/ModelSource.h"
@@ -15,8 +16,6 @@ namespace smelt::tools {
 
 class ModuleFile {
 public:
-  explicit ModuleFile(const std::string &path)
-      : module(codegen::parseModuleFile(context, path)) {}
   /// The module of a .mlir, .mlirbc or .onnx file, as `source` reads it.
   ModuleFile(const std::string &path, const ModelSourceFlags &source)
       : module(source.read(context, path)) {}
