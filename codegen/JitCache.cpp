@@ -27,7 +27,6 @@
 #include <link.h>
 #include <set>
 #include <span>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,12 +106,9 @@ std::optional<std::string> untrustedReason(const std::string &dir) {
   return notOnlyOurs(st);
 }
 
-/// A cache entry file's bytes, mapped read-only, and what keeps the mapping. A warm hit's
-/// artifact is not copied into memory: its constants stay views of the mapping. Entries are
-/// replaced by rename, never rewritten in place, so a mapping keeps the bytes it was checked with.
-struct EntryBytes {
-  std::shared_ptr<const void> owner;
-  std::span<const uint8_t> bytes;
+/// A cache entry file's bytes, mapped: a warm hit's artifact is not copied into memory, its
+/// constants stay views of the mapping. Entries are replaced by rename, never rewritten in place.
+struct EntryBytes : rt::MappedBytes {
   llvm::StringRef text() const {
     return {reinterpret_cast<const char *>(bytes.data()), bytes.size()};
   }
@@ -139,15 +135,11 @@ std::optional<EntryBytes> readEntryFile(const std::string &path, std::string &wh
     why = "it is not a regular file";
   } else if (std::optional<std::string> problem = notOnlyOurs(st)) {
     why = *problem;
-  } else if (size_t size = size_t(st.st_size); size != 0) {
-    void *mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapped == MAP_FAILED) {
-      why = "cannot map it: " + llvm::sys::StrError();
-    } else {
-      entry.owner = std::shared_ptr<const void>(
-          mapped, [size](const void *p) { ::munmap(const_cast<void *>(p), size); });
-      entry.bytes = {static_cast<const uint8_t *>(mapped), size};
-    }
+  } else if (rt::Expected<rt::MappedBytes> mapped = rt::mapDescriptor(fd, size_t(st.st_size), path);
+             !mapped) {
+    why = mapped.message();
+  } else {
+    static_cast<rt::MappedBytes &>(entry) = std::move(*mapped);
   }
   ::close(fd);
   if (!why.empty())

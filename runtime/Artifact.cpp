@@ -731,12 +731,12 @@ Status writeArtifact(const std::string &path, const Executable &exe, const Artif
 
 Expected<LoadedArtifact> readArtifact(const std::string &path,
                                       const ArtifactReadOptions &options) {
-  SMELT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, readFileBytes(path));
+  // The constants stay views of the mapped file: the weights are the page cache's, read as they
+  // are used and shared by every process that runs the file.
+  SMELT_ASSIGN_OR_RETURN(MappedBytes file, mapFile(path));
   if (!options.expectedSha256.empty())
-    SMELT_RETURN_IF_ERROR(checkSha256(bytes, options.expectedSha256, path));
-  // The constants stay views of the file's bytes: no second copy of the weights.
-  auto file = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-  return decode(*file, file, path, /*keep=*/true);
+    SMELT_RETURN_IF_ERROR(checkSha256(file.bytes, options.expectedSha256, path));
+  return decode(file.bytes, file.owner, path, /*keep=*/true);
 }
 
 bool isArtifactFile(const std::string &path) {

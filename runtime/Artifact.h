@@ -19,8 +19,8 @@
 //   zero bytes up to the next multiple of 64, where the data starts
 //   data: its size in bytes, ending at the end of the file. The plan names each constant, the
 //     CUDA source, PTX and CUBIN, and the CPU shared library by a 64-byte aligned range of it
-//     (readArtifact keeps the constants as views of the file's bytes: no second copy of the
-//     weights).
+//     (readArtifact maps the file and keeps the constants as views of it: the weights are not
+//     copied, and processes that run one file share them).
 // So every byte is checked: the header by its CRC and zeros, plan and data by theirs, the gap by
 // being zero.
 //
@@ -133,6 +133,8 @@ struct ArtifactReadOptions {
   std::string expectedSha256;
 };
 
+/// Maps the file at `path` (FileIO.h's mapFile: replace it by rename, as `smelt compile` does,
+/// not in place under a running process) and decodes it; its constants are views of the mapping.
 Expected<LoadedArtifact> readArtifact(const std::string &path,
                                       const ArtifactReadOptions &options = {});
 

@@ -10,7 +10,7 @@
 
 namespace smelt::rt {
 
-std::string sha256Hex(const std::vector<uint8_t> &bytes) { return sha256HexOfParts({bytes}); }
+std::string sha256Hex(std::span<const uint8_t> bytes) { return sha256HexOfParts({bytes}); }
 
 std::string sha256HexOfParts(const std::vector<std::span<const uint8_t>> &parts) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
@@ -29,7 +29,7 @@ std::string sha256HexOfParts(const std::vector<std::span<const uint8_t>> &parts)
   return hex;
 }
 
-Status checkSha256(const std::vector<uint8_t> &bytes, const std::string &expected,
+Status checkSha256(std::span<const uint8_t> bytes, const std::string &expected,
                    const std::string &what) {
   if (expected.size() != 64 ||
       !std::all_of(expected.begin(), expected.end(), [](unsigned char c) { return std::isxdigit(c); }))

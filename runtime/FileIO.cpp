@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -275,6 +276,33 @@ Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
   if (!why.empty())
     return Status::error(path + ": " + why);
   return bytes;
+}
+
+Expected<MappedBytes> mapDescriptor(int fd, size_t size, const std::string &what) {
+  if (size == 0)
+    return MappedBytes();
+  void *mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (mapped == MAP_FAILED)
+    return Status::error(
+        fmt::format("{}: cannot map its {} bytes: {}", what, size, std::strerror(errno)));
+  MappedBytes out;
+  out.owner = std::shared_ptr<const void>(
+      mapped, [size](const void *p) { ::munmap(const_cast<void *>(p), size); });
+  out.bytes = {static_cast<const uint8_t *>(mapped), size};
+  return out;
+}
+
+Expected<MappedBytes> mapFile(const std::string &path) {
+  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return Status::error(fmt::format("{}: cannot stat: {}", path, why));
+  }
+  Expected<MappedBytes> mapped = mapDescriptor(fd, size_t(st.st_size), path);
+  ::close(fd);
+  return mapped;
 }
 
 Status writeFileAtomically(const std::string &path, const FileWriter &writeContents) {

@@ -1,10 +1,13 @@
-// Whole-file reads and atomic whole-file writes of bytes, with errors that name the path.
+// Whole-file reads and maps, and atomic whole-file writes of bytes, with errors that name the
+// path.
 #pragma once
 
 #include "runtime/Status.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,20 @@ Expected<int> openRegularFile(const std::string &path);
 /// The bytes of the regular file at `path`. Anything else (a directory, a FIFO, /dev/zero) is
 /// an error naming the file, never a hang or an endless read.
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path);
+
+/// A file's bytes mapped read-only, and what keeps the mapping. The pages are the page cache's,
+/// shared by every process that maps the file and read from disk as they are touched. Replacing
+/// the file by rename (as every writer here does) leaves a mapping whole; truncating it in place
+/// under a process that maps it does not (SIGBUS), as for a loaded shared library.
+struct MappedBytes {
+  std::shared_ptr<const void> owner;
+  std::span<const uint8_t> bytes;
+};
+/// Maps the first `size` bytes of descriptor `fd`, a regular file's (none: no mapping); errors
+/// name `what`. The descriptor may be closed after.
+Expected<MappedBytes> mapDescriptor(int fd, size_t size, const std::string &what);
+/// Maps the regular file at `path`; anything else is an error naming it, as for readFileBytes.
+Expected<MappedBytes> mapFile(const std::string &path);
 
 /// Replaces `path` atomically: `writeContents` fills a new temporary file beside it (given its
 /// descriptor and name, for messages), then fsync, rename, fsync of the directory; a crash

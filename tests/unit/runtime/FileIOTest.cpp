@@ -1,5 +1,6 @@
-// The shared file writer and reader (runtime/FileIO.h): what is not a regular file is refused
-// on both sides, failed writes are errors, and temporaries of killed writers are cleaned up.
+// The shared file writer, reader and mapper (runtime/FileIO.h): what is not a regular file is
+// refused on both sides, failed writes are errors, a mapping keeps its bytes through a rename,
+// and temporaries of killed writers are cleaned up.
 #include "runtime/FileIO.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -68,8 +70,39 @@ TEST(FileIO, ReadingWhatIsNotARegularFileFailsAtOnce) {
     Expected<std::vector<uint8_t>> r = readFileBytes(path);
     ASSERT_FALSE(r.ok()) << path;
     EXPECT_NE(r.message().find(path + ": is a"), std::string::npos) << r.message();
+    Expected<MappedBytes> m = mapFile(path);
+    ASSERT_FALSE(m.ok()) << path;
+    EXPECT_NE(m.message().find(path + ": is a"), std::string::npos) << m.message();
     EXPECT_FALSE(checkRegularFile(path).ok()) << path;
   }
+  fs::remove_all(dir);
+}
+
+// A mapped file reads as its bytes and stays readable while its owner lives, after the file is
+// replaced by rename or removed; an empty file maps to no bytes.
+TEST(FileIO, AMappedFileKeepsItsBytesThroughARename) {
+  fs::path dir = freshDirectory("map");
+  std::string path = (dir / "model.bin").string();
+  std::vector<uint8_t> first(10000), second(300, 9);
+  for (size_t i = 0; i < first.size(); ++i)
+    first[i] = uint8_t(i * 7 + 3);
+  ASSERT_TRUE(writeFileAtomically(path, first).ok());
+  Expected<MappedBytes> mapped = mapFile(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.message();
+  ASSERT_TRUE(writeFileAtomically(path, second).ok());
+  EXPECT_TRUE(std::equal(mapped->bytes.begin(), mapped->bytes.end(), first.begin(), first.end()));
+  Expected<MappedBytes> again = mapFile(path);
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_TRUE(std::equal(again->bytes.begin(), again->bytes.end(), second.begin(), second.end()));
+  fs::remove(path);
+  MappedBytes kept = std::move(*mapped);
+  EXPECT_EQ(kept.bytes.back(), first.back());
+
+  std::string empty = (dir / "empty.bin").string();
+  ASSERT_TRUE(writeFileAtomically(empty, std::vector<uint8_t>{}).ok());
+  Expected<MappedBytes> none = mapFile(empty);
+  ASSERT_TRUE(none.ok()) << none.message();
+  EXPECT_TRUE(none->bytes.empty());
   fs::remove_all(dir);
 }
 

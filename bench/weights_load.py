@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""`smelt run` of an ONNX model whose weights are large against compiling it: through the JIT
-cache cold (an empty cache folder: compile, then write the entry), warm (an entry on disk: read
-and check it instead of compiling) and with --no-cache, for this build and a baseline build, in
+"""How fast `smelt run` gets an ONNX model with large weights running, and with how much memory:
+through the JIT cache cold (an empty cache folder: compile, then write the entry) and warm (an
+entry on disk: map and check it instead of compiling), with --no-cache (compile), and from an AOT
+artifact (`smelt compile`, then `smelt run model.smelt`), for this build and a baseline build, in
 the same run.
 
 The model is an MLP of LAYERS square MatMul+Relu layers of WIDTH (f32 weights in external
 data: 16 x 2048 is 256 MiB), batch 8, written with the `onnx` package (bench/peers/setup.sh's
-venv has it). Each round runs every build and mode once, interleaved; the table gives each
-one's median wall time and peak RSS over ROUNDS rounds, and each mode's ratio to the baseline.
+venv has it). Each build compiles the artifact from the same `smelt import`ed module. Each round
+runs every build and mode once, interleaved; the table gives each one's median wall time and
+peak RSS over ROUNDS rounds, and each mode's ratio to the baseline.
 
-  python3 bench/jit_cache_weights.py --baseline OTHER/build/bin [--smelt build/bin]
-                                     [--layers 16] [--width 2048] [--rounds 5]
+  python3 bench/weights_load.py --baseline OTHER/build/bin [--smelt build/bin]
+                                [--layers 16] [--width 2048] [--rounds 5]
 """
 import argparse
 import os
@@ -22,7 +24,7 @@ import tempfile
 
 from onnx_paths import timed  # this script's folder is on the path
 
-MODES = ["cold", "warm", "no-cache"]
+MODES = ["cold", "warm", "no-cache", "aot"]
 
 
 def write_model(path, layers, width):
@@ -58,12 +60,17 @@ def main():
     args = parser.parse_args()
     if args.write_model:
         return write_model(args.write_model, args.layers, args.width)
-    work = tempfile.mkdtemp(prefix="smelt-jit-cache-weights-")
+    work = tempfile.mkdtemp(prefix="smelt-weights-load-")
     model = f"{work}/mlp.onnx"
     subprocess.run([sys.executable, __file__, "--baseline", "", "--write-model", model,
                     "--layers", str(args.layers), "--width", str(args.width)], check=True)
     builds = {"this": args.smelt, "baseline": args.baseline}
     results = {(b, m): [] for b in builds for m in MODES}
+    subprocess.run([f"{args.smelt}/smelt", "import", model, "-o", f"{work}/mlp.mlirbc",
+                    "--initializers-as-constants"], check=True, stdout=subprocess.DEVNULL)
+    for build, tools in builds.items():
+        subprocess.run([f"{tools}/smelt", "compile", f"{work}/mlp.mlirbc", "--no-cache", "-o",
+                        f"{work}/{build}.smelt"], check=True, stdout=subprocess.DEVNULL)
     for _ in range(args.rounds):
         for build, tools in builds.items():
             cache = f"{work}/cache-{build}"
@@ -74,6 +81,9 @@ def main():
             results[build, "cold"].append(timed(run, env))
             results[build, "warm"].append(timed(run, env))
             results[build, "no-cache"].append(timed(run + ["--no-cache"], env))
+            results[build, "aot"].append(timed(
+                [f"{tools}/smelt", "run", f"{work}/{build}.smelt", "--input",
+                 f"x={model}.x.npy", "--output-dir", f"{work}/out-{build}"], env))
     shutil.rmtree(work, ignore_errors=True)
     mib = args.layers * args.width * args.width * 4 / 2**20
     print(f"MLP {args.layers} x {args.width}, {mib:.0f} MiB of weights, "
