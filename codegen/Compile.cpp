@@ -5,6 +5,7 @@
 #include "codegen/BuildExecutable.h"
 #include "codegen/CompileDump.h"
 #include "codegen/Target.h"
+#include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
 #include "passes/Passes.h"
 #include "runtime/FileIO.h"
@@ -33,9 +34,16 @@ OwningOpRef<ModuleOp> parseModuleFile(MLIRContext &context, llvm::StringRef path
       return nullptr;
     }
   // A SourceMgr that outlives the parse lets a bytecode file's resources (a model's weights)
-  // point into the mapped file instead of being copied into the context; each blob keeps it.
-  return parseSourceFile<ModuleOp>(path, std::make_shared<llvm::SourceMgr>(),
-                                   ParserConfig(&context));
+  // point into the mapped file instead of being copied into the context; each blob keeps it,
+  // and so does an executable that shares them (shareSourceBytes).
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, sourceMgr, ParserConfig(&context));
+  for (unsigned i = 1; module && i <= sourceMgr->getNumBuffers(); ++i) {
+    const llvm::MemoryBuffer *buffer = sourceMgr->getMemoryBuffer(i);
+    shareSourceBytes({buffer->getBufferStart(), buffer->getBufferSize()}, sourceMgr,
+                     buffer->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap);
+  }
+  return module;
 }
 
 func::FuncOp findEntry(ModuleOp module, llvm::StringRef entry) {

@@ -9,6 +9,7 @@
 
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace smelt {
 
@@ -56,6 +57,26 @@ std::unordered_map<const void *, Owner> &owners() {
   static auto *map = new std::unordered_map<const void *, Owner>();
   return *map;
 }
+/// Shared source files, by their bytes: a few per process (one per module parsed).
+struct SourceFile {
+  const char *begin, *end;
+  Owner owner;
+};
+std::vector<SourceFile> &sourceFiles() {
+  static auto *files = new std::vector<SourceFile>();
+  return *files;
+}
+/// The record of `data`: its sharedBlob's, else the shared source file's that holds it. Under
+/// ownersMutex.
+const Owner *ownerRecord(const void *data) {
+  if (auto it = owners().find(data); it != owners().end())
+    return &it->second;
+  auto *at = static_cast<const char *>(data);
+  for (const SourceFile &file : sourceFiles())
+    if (file.begin <= at && at < file.end && !file.owner.owner.expired())
+      return &file.owner;
+  return nullptr;
+}
 } // namespace
 
 AsmResourceBlob sharedBlob(llvm::ArrayRef<char> data, size_t alignment,
@@ -76,17 +97,25 @@ AsmResourceBlob sharedBlob(llvm::ArrayRef<char> data, size_t alignment,
       });
 }
 
+void shareSourceBytes(llvm::ArrayRef<char> file, std::shared_ptr<const void> owner,
+                      bool fileMapped) {
+  std::lock_guard<std::mutex> lock(ownersMutex);
+  // Files whose owner is gone are dropped: their bytes may be memory again for anything.
+  std::erase_if(sourceFiles(), [](const SourceFile &f) { return f.owner.owner.expired(); });
+  sourceFiles().push_back({file.data(), file.data() + file.size(), Owner{owner, fileMapped}});
+}
+
 std::shared_ptr<const void> sharedOwnerOf(const void *data) {
   std::lock_guard<std::mutex> lock(ownersMutex);
-  auto it = owners().find(data);
-  return it == owners().end() ? nullptr : it->second.owner.lock();
+  const Owner *record = ownerRecord(data);
+  return record ? record->owner.lock() : nullptr;
 }
 
 void releaseMappedPages(llvm::ArrayRef<char> bytes) {
   {
     std::lock_guard<std::mutex> lock(ownersMutex);
-    auto it = owners().find(bytes.data());
-    if (it == owners().end() || !it->second.fileMapped)
+    const Owner *record = ownerRecord(bytes.data());
+    if (!record || !record->fileMapped)
       return; // heap memory: MADV_DONTNEED would zero it
   }
   releaseFilePages(bytes);

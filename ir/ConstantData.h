@@ -34,10 +34,18 @@ constexpr size_t kResourceBytes = size_t(1) << 16;
 /// `fileMapped`: the bytes are a read-only mapping of a file (a model's external weights).
 mlir::AsmResourceBlob sharedBlob(llvm::ArrayRef<char> data, size_t alignment,
                                  std::shared_ptr<const void> owner, bool fileMapped = false);
-/// The owner of a sharedBlob's bytes starting at `data`, or null (the bytes of a parsed module
-/// or of a dense attribute belong to MLIR: they are copied).
+/// Records that `file`, the bytes a module was parsed from, stays alive and unchanged while
+/// `owner` lives: a bytecode file's dense_resource blobs point into it (MLIR's reader does not
+/// copy them), and codegen then shares a constant there as it shares a sharedBlob's.
+/// `fileMapped`: the bytes are a read-only mapping of the file.
+void shareSourceBytes(llvm::ArrayRef<char> file, std::shared_ptr<const void> owner,
+                      bool fileMapped);
+/// The owner of a sharedBlob's bytes starting at `data`, or of a shared source file's bytes
+/// holding `data`; else null (the bytes of a dense attribute, or of a module parsed from
+/// text, belong to MLIR: they are copied).
 std::shared_ptr<const void> sharedOwnerOf(const void *data);
-/// Lets the whole pages of `bytes` leave memory when they are a sharedBlob's file mapping
+/// Lets the whole pages of `bytes` leave memory when they are a sharedBlob's or a shared source
+/// file's mapping
 /// (read again, they come back from the file); a no-op for any other bytes. For the source of
 /// a fold (a Conv's OIHW filter transposed to HWIO), which nothing reads afterwards: without
 /// it a model's weights are resident twice while it compiles.
