@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""How fast `smelt run` gets an ONNX model with large weights running, and with how much memory:
-through the JIT cache cold (an empty cache folder: compile, then write the entry) and warm (an
-entry on disk: map and check it instead of compiling), with --no-cache (compile), and from an AOT
-artifact (`smelt compile`, then `smelt run model.smelt`), for this build and a baseline build, in
-the same run.
+"""How fast `smelt run` gets a model with large weights running, and with how much memory: the
+ONNX file through the JIT cache cold (an empty cache folder: compile, then write the entry) and
+warm (an entry on disk: map and check it instead of compiling), and with --no-cache (compile);
+an AOT artifact (`smelt compile`, then `smelt run model.smelt`); the module `smelt import` wrote
+as bytecode with the weights as constants, and as text with the weights in a safetensors file
+(`--params`), both with --no-cache; for this build and a baseline build, in the same run.
 
 The model is an MLP of LAYERS square MatMul+Relu layers of WIDTH (f32 weights in external
 data: 16 x 2048 is 256 MiB), batch 8, written with the `onnx` package (bench/peers/setup.sh's
@@ -24,7 +25,7 @@ import tempfile
 
 from onnx_paths import timed  # this script's folder is on the path
 
-MODES = ["cold", "warm", "no-cache", "aot"]
+MODES = ["cold", "warm", "no-cache", "aot", "bytecode", "params"]
 
 
 def write_model(path, layers, width):
@@ -68,6 +69,9 @@ def main():
     results = {(b, m): [] for b in builds for m in MODES}
     subprocess.run([f"{args.smelt}/smelt", "import", model, "-o", f"{work}/mlp.mlirbc",
                     "--initializers-as-constants"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([f"{args.smelt}/smelt", "import", model, "-o", f"{work}/mlp.mlir",
+                    "--weights-out", f"{work}/mlp.safetensors"], check=True,
+                   stdout=subprocess.DEVNULL)
     for build, tools in builds.items():
         subprocess.run([f"{tools}/smelt", "compile", f"{work}/mlp.mlirbc", "--no-cache", "-o",
                         f"{work}/{build}.smelt"], check=True, stdout=subprocess.DEVNULL)
@@ -81,9 +85,14 @@ def main():
             results[build, "cold"].append(timed(run, env))
             results[build, "warm"].append(timed(run, env))
             results[build, "no-cache"].append(timed(run + ["--no-cache"], env))
+            inputs = ["--input", f"x={model}.x.npy", "--output-dir", f"{work}/out-{build}"]
             results[build, "aot"].append(timed(
-                [f"{tools}/smelt", "run", f"{work}/{build}.smelt", "--input",
-                 f"x={model}.x.npy", "--output-dir", f"{work}/out-{build}"], env))
+                [f"{tools}/smelt", "run", f"{work}/{build}.smelt", *inputs], env))
+            results[build, "bytecode"].append(timed(
+                [f"{tools}/smelt", "run", f"{work}/mlp.mlirbc", "--no-cache", *inputs], env))
+            results[build, "params"].append(timed(
+                [f"{tools}/smelt", "run", f"{work}/mlp.mlir", "--params",
+                 f"{work}/mlp.safetensors", "--no-cache", *inputs], env))
     shutil.rmtree(work, ignore_errors=True)
     mib = args.layers * args.width * args.width * 4 / 2**20
     print(f"MLP {args.layers} x {args.width}, {mib:.0f} MiB of weights, "

@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <numeric>
+#include <memory>
 #include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace smelt::data {
 
@@ -92,32 +95,44 @@ Status writeSafetensors(const std::string &path, const Checkpoint &checkpoint) {
 }
 
 Expected<Checkpoint> readSafetensors(const std::string &path) {
-  Expected<std::vector<uint8_t>> file = readFileBytes(path);
-  if (!file)
-    return file.status();
-  const std::vector<uint8_t> &bytes = *file;
+  // Each tensor is read from the file straight into its own memory: the file is never held
+  // whole, so a model's weights are in memory once.
+  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path));
+  std::unique_ptr<int, void (*)(int *)> closer(&fd, [](int *f) { ::close(*f); });
   auto error = [&](const std::string &what) { return Status::error(path + ": " + what); };
-  if (bytes.size() < 8)
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return error(fmt::format("cannot stat: {}", std::strerror(errno)));
+  size_t fileSize = size_t(st.st_size);
+  if (fileSize < 8)
     return error("truncated: the 8-byte header length is missing");
+  uint8_t lengthBytes[8];
+  SMELT_RETURN_IF_ERROR(readAll(fd, lengthBytes, 8, 0, path));
   uint64_t length = 0;
   for (int i = 0; i < 8; ++i)
-    length |= uint64_t(bytes[i]) << (8 * i);
-  if (length > bytes.size() - 8)
+    length |= uint64_t(lengthBytes[i]) << (8 * i);
+  if (length > fileSize - 8)
     return error(fmt::format("header length {} at offset 0 runs past the end of the file "
                              "({} bytes)",
-                             length, bytes.size()));
-  if (std::optional<std::string> shape = headerShapeError(bytes.data() + 8, size_t(length)))
+                             length, fileSize));
+  std::vector<uint8_t> headerBytes(length);
+  SMELT_RETURN_IF_ERROR(readAll(fd, headerBytes.data(), headerBytes.size(), 8, path));
+  if (std::optional<std::string> shape = headerShapeError(headerBytes.data(), size_t(length)))
     return error(*shape);
   // Unordered: the tensors are put in the order of their data below, and an ordered_json
   // checks each new key against all before it (quadratic in the number of tensors).
-  nlohmann::json header = nlohmann::json::parse(
-      bytes.begin() + 8, bytes.begin() + 8 + std::ptrdiff_t(length), nullptr, false);
+  nlohmann::json header = nlohmann::json::parse(headerBytes, nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return error("the header at offset 8 is not a JSON object");
-  size_t dataStart = 8 + length, dataSize = bytes.size() - dataStart;
+  size_t dataStart = 8 + length, dataSize = fileSize - dataStart;
 
   Checkpoint checkpoint;
-  std::vector<std::pair<size_t, size_t>> ranges;
+  struct Entry {
+    std::string name;
+    TensorType type;
+    size_t begin, end;
+  };
+  std::vector<Entry> entries;
   for (auto &[name, entry] : header.items()) {
     if (name == "__metadata__") {
       // The format's metadata maps strings to strings; a number there is a damaged or
@@ -169,35 +184,34 @@ Expected<Checkpoint> readSafetensors(const std::string &path) {
     if (end - begin != *typeBytes)
       return bad(fmt::format("{} needs {} bytes but data_offsets hold {}", type.str(),
                              *typeBytes, end - begin));
-    HostTensor tensor = HostTensor::zeros(type);
-    std::memcpy(tensor.raw(), bytes.data() + dataStart + begin, end - begin);
-    checkpoint.tensors.push_back({name, std::move(tensor)});
-    ranges.push_back({begin, end});
+    entries.push_back({name, std::move(type), begin, end});
   }
-  std::vector<size_t> order(checkpoint.tensors.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
+  });
   // The tensors must tile the data exactly, as the safetensors library requires: a gap or
   // bytes left over mean the header length or an offset is wrong, and tensors would be read
-  // shifted.
+  // shifted. Checked before any tensor is read.
   size_t covered = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    auto [begin, end] = ranges[order[i]];
-    if (begin < covered)
-      return error("tensors '" + checkpoint.tensors[order[i - 1]].name + "' and '" +
-                   checkpoint.tensors[order[i]].name + "' overlap");
-    if (begin > covered)
-      return error(fmt::format("data bytes [{}, {}) belong to no tensor", covered, begin));
-    covered = end;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].begin < covered)
+      return error("tensors '" + entries[i - 1].name + "' and '" + entries[i].name + "' overlap");
+    if (entries[i].begin > covered)
+      return error(
+          fmt::format("data bytes [{}, {}) belong to no tensor", covered, entries[i].begin));
+    covered = entries[i].end;
   }
   if (covered != dataSize)
     return error(fmt::format("the tensors hold {} bytes but the data after the header at offset "
                              "{} has {}",
                              covered, dataStart, dataSize));
-  std::vector<NamedTensor> sorted;
-  for (size_t i : order)
-    sorted.push_back(std::move(checkpoint.tensors[i]));
-  checkpoint.tensors = std::move(sorted);
+  for (Entry &entry : entries) {
+    std::string what = path + ": tensor '" + entry.name + "'";
+    SMELT_ASSIGN_OR_RETURN(HostTensor tensor, HostTensor::allocate(entry.type, what));
+    SMELT_RETURN_IF_ERROR(
+        readAll(fd, tensor.raw(), entry.end - entry.begin, dataStart + entry.begin, what));
+    checkpoint.tensors.push_back({std::move(entry.name), std::move(tensor)});
+  }
   return checkpoint;
 }
 

@@ -208,6 +208,18 @@ Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &wh
   return writeAll(fd, bytes.data(), bytes.size(), what);
 }
 
+Status readAll(int fd, void *data, size_t size, uint64_t offset, const std::string &what) {
+  char *bytes = static_cast<char *>(data);
+  size_t done = 0;
+  std::string why = transfer(size, done, [&](size_t at) {
+    return ::pread(fd, bytes + at, size - at, off_t(offset + at));
+  });
+  if (why.empty())
+    return Status();
+  return Status::error(
+      fmt::format("{}: cannot read byte {} of the file: {}", what, offset + done, why));
+}
+
 /// What makes two paths the same file: its device and inode where it exists, else the real
 /// path of its folder and its name.
 static std::string fileIdentity(const std::string &path) {

@@ -17,6 +17,9 @@ namespace smelt::rt {
 /// `what`.
 Status writeAll(int fd, const void *data, size_t size, const std::string &what);
 Status writeAll(int fd, const std::vector<uint8_t> &bytes, const std::string &what);
+/// Reads `size` bytes at file offset `offset` of descriptor `fd` into `data`, retrying short
+/// reads; errors name `what` and the byte, and the end of the file is one.
+Status readAll(int fd, void *data, size_t size, uint64_t offset, const std::string &what);
 
 /// Success when `path` names a regular file (after symbolic links); otherwise an error naming
 /// it and what it is instead ("is a directory", "is a FIFO" ...). Asks stat(), so a FIFO with

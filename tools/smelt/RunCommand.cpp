@@ -95,7 +95,8 @@ static data::Checkpoint params;
 /// Where an argument's value comes from: a .npy file (--input) or a tensor of --params.
 struct InputSource {
   std::string file;
-  const rt::HostTensor *param = nullptr;
+  /// Moved into the run's inputs: each feeds one argument.
+  rt::HostTensor *param = nullptr;
   /// For messages: the file, or "<params file>: tensor 'w'".
   std::string what;
 };
@@ -119,7 +120,7 @@ static rt::Expected<std::vector<InputSource>> inputSources(const std::string &fu
   size_t count = args.size();
   std::vector<InputSource> sources(count);
   std::vector<std::string> unknown;
-  for (const data::NamedTensor &t : params.tensors) {
+  for (data::NamedTensor &t : params.tensors) {
     auto it = std::find(args.begin(), args.end(), t.name);
     if (it == args.end())
       unknown.push_back("'" + t.name + "'");
@@ -323,7 +324,7 @@ int runCommand() {
   std::vector<rt::HostTensor> inputs;
   for (const InputSource &source : *sources) {
     if (source.param) {
-      inputs.push_back(*source.param);
+      inputs.push_back(std::move(*source.param)); // not a second copy of the weights
       continue;
     }
     rt::Expected<rt::HostTensor> tensor = data::readNpy(source.file);
