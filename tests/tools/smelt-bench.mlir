@@ -1,6 +1,7 @@
 // `smelt bench`: the roofs it measured, then per step its median time, bytes, GB/s, GFLOP/s,
 // share of the roofline and the fusion or op it came from, then the steps' sum beside the whole
-// run's wall time and what lies between; --json the same for scripts.
+// run's wall time and what lies between; --json the same for scripts, with the peak resident
+// memory of the model (the roofs' buffers left out).
 // RUN: smelt bench %s --repeat 3 --warmup 1 | FileCheck %s
 // The bias add and relu run inside the matmul (an epilogue smelt-fuse folds), the reduce as a kernel.
 // CHECK: @main: 2 steps, median of 3 runs after 1 warm-up (seed 0)
@@ -17,6 +18,7 @@
 // JSON-NEXT: step 0 library matmul: matmul+bias+relu
 // JSON-NEXT: step 1 kernel main_fusion0: reduce
 // JSON-NEXT: steps_sum_us is the sum of the steps; wall_median_us and between_steps_us agree
+// JSON-NEXT: peak resident memory below 200 MiB
 
 // RUN: not smelt bench %s --repeat 0 2>&1 | FileCheck %s --check-prefix=REPEAT
 // REPEAT: error: --repeat must be at least 1 and --warmup at least 0

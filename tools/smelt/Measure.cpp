@@ -17,7 +17,10 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-size_t peakResidentBytes() {
+namespace {
+size_t floorOfPeak = 0;
+
+size_t highWaterMark() {
   // VmHWM is this program's own peak. getrusage's ru_maxrss is not: Linux carries it across
   // exec, so a smelt started by a large process (a Python benchmark) would report that
   // process's peak.
@@ -28,6 +31,16 @@ size_t peakResidentBytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   return size_t(usage.ru_maxrss) * 1024; // kilobytes on Linux
+}
+} // namespace
+
+size_t peakResidentBytes() { return std::max(floorOfPeak, highWaterMark()); }
+
+void leaveOutOfPeak(size_t peakBefore) {
+  // "5" resets the peak resident set to the present one (Linux 4.0, proc(5)).
+  std::ofstream clear("/proc/self/clear_refs");
+  if (clear << "5" << std::flush)
+    floorOfPeak = std::max(floorOfPeak, peakBefore);
 }
 
 } // namespace smelt::tools
