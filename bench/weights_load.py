@@ -4,7 +4,8 @@ ONNX file through the JIT cache cold (an empty cache folder: compile, then write
 warm (an entry on disk: map and check it instead of compiling), and with --no-cache (compile);
 an AOT artifact (`smelt compile`, then `smelt run model.smelt`); the module `smelt import` wrote
 as bytecode with the weights as constants, and as text with the weights in a safetensors file
-(`--params`), both with --no-cache; for this build and a baseline build, in the same run.
+(`--params`), both with --no-cache; and `smelt import --weights-out` writing that module and
+file; for this build and a baseline build, in the same run.
 
 The model is an MLP of LAYERS square MatMul+Relu layers of WIDTH (f32 weights in external
 data: 16 x 2048 is 256 MiB), batch 8, written with the `onnx` package (bench/peers/setup.sh's
@@ -25,7 +26,7 @@ import tempfile
 
 from onnx_paths import timed  # this script's folder is on the path
 
-MODES = ["cold", "warm", "no-cache", "aot", "bytecode", "params"]
+MODES = ["cold", "warm", "no-cache", "aot", "bytecode", "params", "import-params"]
 
 
 def write_model(path, layers, width):
@@ -90,6 +91,9 @@ def main():
                 [f"{tools}/smelt", "run", f"{work}/{build}.smelt", *inputs], env))
             results[build, "bytecode"].append(timed(
                 [f"{tools}/smelt", "run", f"{work}/mlp.mlirbc", "--no-cache", *inputs], env))
+            results[build, "import-params"].append(timed(
+                [f"{tools}/smelt", "import", model, "-o", f"{work}/{build}.mlir",
+                 "--weights-out", f"{work}/{build}.safetensors"], env))
             results[build, "params"].append(timed(
                 [f"{tools}/smelt", "run", f"{work}/mlp.mlir", "--params",
                  f"{work}/mlp.safetensors", "--no-cache", *inputs], env))

@@ -256,6 +256,10 @@ Tensor weightConstant(Graph &g, const std::string &name, const Weight &w) {
 rt::HostTensor weightTensor(const Weight &w) {
   rt::HostTensor t = rt::HostTensor::zeros({w.dtype, w.shape});
   std::memcpy(t.raw(), w.bytes.data.data(), w.bytes.data.size());
+  // The copy is the parameter's value now: the mapped pages it came from may go, or a model's
+  // weights would be resident twice (`smelt import --weights-out`).
+  if (w.bytes.fileMapped)
+    releaseFilePages(llvm::ArrayRef<char>(w.bytes.data.data(), w.bytes.data.size()));
   return t;
 }
 
