@@ -697,16 +697,18 @@ std::vector<rt::HostTensor> Trainer::averagedParameters() const {
 static rt::Status takeByName(std::map<std::string, rt::HostTensor *> &byName,
                              const std::string &path, const std::string &model, const char *what,
                              const std::vector<std::string> &names,
+                             const std::vector<rt::Value> &current,
                              std::vector<rt::HostTensor> &into) {
+  into.resize(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     auto it = byName.find(names[i]);
     if (it == byName.end())
       return rt::Status::error(
           fmt::format("{}: {} '{}' of model '{}' is missing", path, what, names[i], model));
-    if (it->second->type() != into[i].type())
+    if (it->second->type() != current[i].type())
       return rt::Status::error(fmt::format("{}: tensor '{}' is {}, the {} is {}", path, names[i],
                                            it->second->type().str(), what,
-                                           into[i].type().str()));
+                                           current[i].type().str()));
     into[i] = std::move(*it->second);
     byName.erase(it);
   }
@@ -742,15 +744,14 @@ rt::Status Trainer::initParameters(std::map<std::string, rt::HostTensor> values,
 
 rt::Status Trainer::initFrom(std::map<std::string, rt::HostTensor *> &tensors,
                              const std::string &source, bool extraAllowed) {
-  rt::Expected<std::vector<rt::HostTensor>> current = hostCopies(replicas_[0].params),
-                                            currentVariables = hostCopies(replicas_[0].variables);
-  if (!current)
-    return current.status();
+  // Every parameter comes from the source: the run's are read for their types only. Variables
+  // the source lacks keep their values, so those start from copies.
+  rt::Expected<std::vector<rt::HostTensor>> currentVariables = hostCopies(replicas_[0].variables);
   if (!currentVariables)
     return currentVariables.status();
-  std::vector<rt::HostTensor> &params = *current, &variables = *currentVariables;
-  if (rt::Status s =
-          takeByName(tensors, source, config_.model.name, "parameter", paramNames_, params);
+  std::vector<rt::HostTensor> params, &variables = *currentVariables;
+  if (rt::Status s = takeByName(tensors, source, config_.model.name, "parameter", paramNames_,
+                                replicas_[0].params, params);
       !s.ok())
     return s;
   // Variables the source holds start from it (an imported model's moving averages); the
@@ -784,28 +785,34 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
     return rt::Status::error(fmt::format("{}: a checkpoint of model '{}', this run trains '{}'",
                                          path, checkpoint->info.model, config_.model.name));
   std::map<std::string, rt::HostTensor *> tensors = byName(checkpoint->tensors);
-  // Restored into copies, so a checkpoint that fails half way leaves the run as it was.
-  rt::Expected<std::vector<rt::HostTensor>> currentParams = hostCopies(replicas_[0].params),
-                                            currentState = hostCopies(replicas_[0].state),
-                                            currentVariables = hostCopies(replicas_[0].variables);
-  for (auto *current : {&currentParams, &currentState, &currentVariables})
-    if (!*current)
-      return current->status();
-  std::vector<rt::HostTensor> &params = *currentParams, &state = *currentState,
-                              &variables = *currentVariables;
+  // Every tensor is found and checked against the run's before any is restored, so a
+  // checkpoint that fails half way leaves the run as it was. The checkpoint's tensors become the
+  // last replica's values (the others get copies): a model's state is not held twice more.
+  std::vector<rt::HostTensor> params, state, variables;
+  const Replica &first = replicas_[0];
   const std::string &model = config_.model.name;
-  if (rt::Status s = takeByName(tensors, path, model, "parameter", paramNames_, params); !s.ok())
-    return s;
-  if (rt::Status s = takeByName(tensors, path, model, "variable", variableNames_, variables);
+  if (rt::Status s =
+          takeByName(tensors, path, model, "parameter", paramNames_, first.params, params);
       !s.ok())
     return s;
-  if (rt::Status s = takeByName(tensors, path, model, "optimizer state", stateNames_, state);
+  if (rt::Status s =
+          takeByName(tensors, path, model, "variable", variableNames_, first.variables, variables);
       !s.ok())
     return s;
-  for (Replica &replica : replicas_) {
-    replica.params = hostValues(params);
-    replica.variables = hostValues(variables);
-    replica.state = hostValues(state);
+  if (rt::Status s =
+          takeByName(tensors, path, model, "optimizer state", stateNames_, first.state, state);
+      !s.ok())
+    return s;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    bool last = r + 1 == replicas_.size();
+    auto values = [&](std::vector<rt::HostTensor> &tensors) {
+      return last ? std::vector<rt::Value>(std::make_move_iterator(tensors.begin()),
+                                           std::make_move_iterator(tensors.end()))
+                  : hostValues(tensors);
+    };
+    replicas_[r].params = values(params);
+    replicas_[r].variables = values(variables);
+    replicas_[r].state = values(state);
   }
   step_ = checkpoint->info.globalStep;
   return checkpoint->info.epochsDone;
