@@ -24,9 +24,13 @@
 //      most bytes live at once is a lower bound the greedy placement usually meets (a chain of
 //      steps, say); when it does not, the arena wastes the difference for a run's memory being
 //      one block, placed once.
-//   Only a function on one device without copies gets an arena: across devices the executor
-//   cuts the steps into segments at the copies, which changes lifetimes, and allocates each
-//   buffer as its step comes; its peak is held bytes + the most bytes live at once.
+//   Across devices the executor runs the compiler's schedule (codegen/PlanSchedule.h): the
+//   steps cut into segments where a step that is not a copy runs on another device than the one
+//   before, each run by a runner of its device as a function of its own. So each segment gets
+//   an arena of its own, placed as above over its steps: a value lives to the segment's end
+//   when a later segment, a copy or the caller reads it (it is what the segment hands on), and
+//   a GPU segment's such values are blocks of their own. A multi-device function's peak is held
+//   bytes + the most bytes live at once, which the segments' arenas meet or exceed a little.
 // The results are attributes: `smelt.arena_offsets = array<i64: ...>` on each step (one per
 // result) and `smelt.peak_bytes = {"cpu:0" = N : i64, ...}` on the function.
 #include "passes/Passes.h"
@@ -107,6 +111,51 @@ uint64_t assignOffsets(ArrayRef<Operation *> steps, const llvm::DenseMap<Value, 
   }
   for (auto &[device, use] : devices)
     use.peak = std::max(use.peak, use.held);
+  return work;
+}
+
+/// 3 for a function on several devices: an arena per segment of the executor's schedule (cut
+/// as codegen/PlanSchedule.cpp cuts it), each placed by assignOffsets over the segment's steps.
+/// Returns the placement's work.
+uint64_t assignSegmentOffsets(ArrayRef<Operation *> steps,
+                              llvm::DenseMap<Value, int64_t> &offsetOf) {
+  SmallVector<SmallVector<Operation *>> segments;
+  StringRef device;
+  for (Operation *op : steps) {
+    if (isa<CopyOp>(op))
+      continue; // a move between segments, not a step of one
+    if (segments.empty() || deviceOf(op) != device)
+      segments.emplace_back();
+    device = deviceOf(op);
+    segments.back().push_back(op);
+  }
+  uint64_t work = 0;
+  for (ArrayRef<Operation *> segment : segments) {
+    llvm::DenseMap<Operation *, int64_t> indexOf;
+    for (auto [index, op] : llvm::enumerate(segment))
+      indexOf[op] = int64_t(index);
+    int64_t end = int64_t(segment.size());
+    llvm::DenseMap<Value, int64_t> lastRead;
+    llvm::DenseSet<Value> handedOn;
+    for (auto [index, op] : llvm::enumerate(segment))
+      for (Value result : op->getResults()) {
+        // An all_reduce's results (and operands, below) live to the end: the executor may
+        // wait for the reduction several steps later.
+        int64_t last = isa<AllReduceOp>(op) ? end : int64_t(index);
+        for (Operation *user : result.getUsers()) {
+          auto it = indexOf.find(user);
+          if (it == indexOf.end()) {
+            handedOn.insert(result);
+            last = end;
+          } else {
+            last = std::max(last, isa<AllReduceOp>(user) ? end : it->second);
+          }
+        }
+        lastRead[result] = last;
+      }
+    llvm::MapVector<StringRef, DeviceUse> scratch; // the peak is the function's, walked apart
+    work += assignOffsets(segment, lastRead, handedOn, scratch, offsetOf);
+  }
   return work;
 }
 
@@ -197,23 +246,27 @@ struct AssignBuffersPass : impl::AssignBuffersBase<AssignBuffersPass> {
     }
 
     // One device and no copies: the executor runs the steps in this order and one arena holds
-    // every value. Across devices it cuts the steps into segments at the copies and allocates
-    // each buffer as its step comes (an arena would need the same cut here).
+    // every value. Across devices, one arena per segment of its schedule.
     bool oneArena = llvm::all_of(steps, [&](Operation *op) {
       return !isa<CopyOp>(op) && deviceOf(op) == deviceOf(steps.front());
     });
     llvm::DenseMap<Value, int64_t> offsetOf;
-    if (oneArena)
+    if (oneArena) {
       numPlacementWork += assignOffsets(steps, lastRead, returned, devices, offsetOf);
-    else
+    } else {
+      numPlacementWork += assignSegmentOffsets(steps, offsetOf);
       walkLiveBytes(steps, lastRead, devices);
+    }
     Builder builder(&getContext());
     for (Operation *op : steps) {
-      if (!oneArena || op->getNumResults() == 0)
+      if (op->getNumResults() == 0)
         continue;
+      // A copy's result is the next segment's input, which the executor places: no offset.
       SmallVector<int64_t> offsets;
-      for (Value result : op->getResults())
-        offsets.push_back(offsetOf.lookup(result));
+      for (Value result : op->getResults()) {
+        auto it = offsetOf.find(result);
+        offsets.push_back(it == offsetOf.end() ? -1 : it->second);
+      }
       op->setAttr("smelt.arena_offsets", builder.getDenseI64ArrayAttr(offsets));
     }
     SmallVector<NamedAttribute> peaks;

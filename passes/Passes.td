@@ -301,7 +301,10 @@ def AssignBuffers : Pass<"smelt-assign-buffers", "mlir::func::FuncOp"> {
     plus the arena. Writes the offsets on each step as `smelt.arena_offsets` and the peaks on
     the function as `smelt.peak_bytes`; `smelt compile` prints them, the dump's manifest
     carries them, and the executors, which take one arena block per run, measure exactly
-    them. Run it last.
+    them. A function on several devices gets one arena per segment of the executor's schedule
+    (the steps cut where one that is not a copy runs on another device), a value the segment
+    hands on living to its end; its peak is held bytes plus the most bytes live at once. Run it
+    last.
 
     ```mlir
     func.func @main(%x: tensor<256xf32>) -> tensor<f32> {

@@ -35,17 +35,45 @@ func.func @held(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<f32>) {
 
 // -----
 
-// Each device separately, and no arena: the executor cuts the steps at copies. The GPU holds
-// the argument it reads (copied in: 2048) and exp's result (2048) until the copy read it: 4096.
-// The CPU takes the copy (2048) and the sum (4): 2052.
+// Two devices: the executor runs the schedule's segments, gpu:0 then cpu:0, each with an arena
+// of its own. exp's result is what the GPU segment hands on (the copy reads it): a block of its
+// own. The copy's result is the CPU segment's input, which the executor places; the sum is the
+// CPU segment's (offset 0). The peak walks the whole function: the GPU holds the argument it
+// reads (copied in: 2048) and exp's result (2048) until the copy read it: 4096. The CPU takes
+// the copy (2048) and the sum (4): 2052.
 // CHECK-LABEL: func.func @two_devices
 // CHECK-SAME: smelt.peak_bytes = {"cpu:0" = 2052 : i64, "gpu:0" = 4096 : i64}
-// CHECK-NOT: smelt.arena_offsets
+// CHECK: smelt.exp {{.*}}smelt.arena_offsets = array<i64: -1>
+// CHECK: smelt.copy {{.*}}smelt.arena_offsets = array<i64: -1>
+// CHECK: smelt.reduce {{.*}}smelt.arena_offsets = array<i64: 0>
 func.func @two_devices(%x: tensor<512xf32>) -> tensor<f32> {
   %0 = smelt.exp %x {smelt.device = "gpu:0"} : tensor<512xf32>
   %1 = smelt.copy %0 : tensor<512xf32>
   %2 = smelt.reduce sum %1 axes = [0] : tensor<512xf32>
   return %2 : tensor<f32>
+}
+
+// -----
+
+// Each segment places its own values from offset 0. The GPU segment: exp's result dies at tanh
+// (offset 0 of its arena); tanh's is handed on to the copy (a block of its own). The CPU
+// segment: neg's result (offset 0) is live with exp's (1024); the sum comes after neg's result
+// died, at 0.
+// CHECK-LABEL: func.func @segments
+// CHECK: smelt.exp {{.*}}smelt.arena_offsets = array<i64: 0>{{.*}}"gpu:0"
+// CHECK: smelt.tanh {{.*}}smelt.arena_offsets = array<i64: -1>
+// CHECK: smelt.copy {{.*}}smelt.arena_offsets = array<i64: -1>
+// CHECK: smelt.neg {{.*}}smelt.arena_offsets = array<i64: 0>
+// CHECK: smelt.exp {{.*}}smelt.arena_offsets = array<i64: 1024>
+// CHECK: smelt.reduce {{.*}}smelt.arena_offsets = array<i64: 0>
+func.func @segments(%x: tensor<256xf32>) -> tensor<f32> {
+  %0 = smelt.exp %x {smelt.device = "gpu:0"} : tensor<256xf32>
+  %1 = smelt.tanh %0 {smelt.device = "gpu:0"} : tensor<256xf32>
+  %2 = smelt.copy %1 : tensor<256xf32>
+  %3 = smelt.neg %2 : tensor<256xf32>
+  %4 = smelt.exp %3 : tensor<256xf32>
+  %5 = smelt.reduce sum %4 axes = [0] : tensor<256xf32>
+  return %5 : tensor<f32>
 }
 
 // -----
