@@ -96,6 +96,14 @@ std::vector<rt::Value> hostValues(const std::vector<rt::HostTensor> &tensors) {
   return {tensors.begin(), tensors.end()};
 }
 
+/// The values of one of several replicas from `tensors`: copies, but the last replica takes the
+/// tensors themselves, so a model's state is not held once more than there are replicas.
+std::vector<rt::Value> replicaValues(std::vector<rt::HostTensor> &tensors, bool last) {
+  if (!last)
+    return hostValues(tensors);
+  return {std::make_move_iterator(tensors.begin()), std::make_move_iterator(tensors.end())};
+}
+
 /// Host copies of `values`, wherever they are.
 rt::Expected<std::vector<rt::HostTensor>> hostCopies(const std::vector<rt::Value> &values) {
   std::vector<rt::HostTensor> host;
@@ -621,7 +629,7 @@ rt::Status Trainer::save(const std::string &path, int64_t epochsDone) const {
 }
 
 rt::Status Trainer::replaceInReplicas(std::vector<rt::Value> Replica::*member,
-                                      const std::vector<rt::HostTensor> &values,
+                                      std::vector<rt::HostTensor> values,
                                       const std::vector<std::string> &names, const char *what) {
   const std::vector<rt::Value> &current = replicas_[0].*member;
   if (values.size() != current.size())
@@ -631,8 +639,8 @@ rt::Status Trainer::replaceInReplicas(std::vector<rt::Value> Replica::*member,
     if (values[i].type() != current[i].type())
       return rt::Status::error(fmt::format("{} '{}' is {}, the value given is {}", what, names[i],
                                            current[i].type().str(), values[i].type().str()));
-  for (Replica &replica : replicas_)
-    replica.*member = hostValues(values);
+  for (size_t r = 0; r < replicas_.size(); ++r)
+    replicas_[r].*member = replicaValues(values, r + 1 == replicas_.size());
   return rt::Status();
 }
 
@@ -772,9 +780,12 @@ rt::Status Trainer::initFrom(std::map<std::string, rt::HostTensor *> &tensors,
                                          "parameters: {})",
                                          source, tensors.begin()->first, config_.model.name,
                                          fmt::join(paramNames_, ", ")));
-  if (rt::Status s = setParameters(params); !s.ok())
+  // Moved in: the last replica takes the source's tensors.
+  if (rt::Status s =
+          replaceInReplicas(&Replica::params, std::move(params), paramNames_, "parameter");
+      !s.ok())
     return s;
-  return setVariables(variables);
+  return replaceInReplicas(&Replica::variables, std::move(variables), variableNames_, "variable");
 }
 
 rt::Expected<int64_t> Trainer::load(const std::string &path) {
@@ -805,14 +816,9 @@ rt::Expected<int64_t> Trainer::load(const std::string &path) {
     return s;
   for (size_t r = 0; r < replicas_.size(); ++r) {
     bool last = r + 1 == replicas_.size();
-    auto values = [&](std::vector<rt::HostTensor> &tensors) {
-      return last ? std::vector<rt::Value>(std::make_move_iterator(tensors.begin()),
-                                           std::make_move_iterator(tensors.end()))
-                  : hostValues(tensors);
-    };
-    replicas_[r].params = values(params);
-    replicas_[r].variables = values(variables);
-    replicas_[r].state = values(state);
+    replicas_[r].params = replicaValues(params, last);
+    replicas_[r].variables = replicaValues(variables, last);
+    replicas_[r].state = replicaValues(state, last);
   }
   step_ = checkpoint->info.globalStep;
   return checkpoint->info.epochsDone;

@@ -255,9 +255,10 @@ private:
   rt::Expected<rt::Executor *> evalExecutor(int64_t batch);
   std::string modelArgName(const ModelArg &arg) const;
   /// Replaces every replica's parameters or variables (`member`) with `values` after checking
-  /// their count and types; `what` ("parameter", "variable") and `names` make the errors.
+  /// their count and types (the last replica takes `values`, the others copies); `what`
+  /// ("parameter", "variable") and `names` make the errors.
   rt::Status replaceInReplicas(std::vector<rt::Value> Replica::*member,
-                               const std::vector<rt::HostTensor> &values,
+                               std::vector<rt::HostTensor> values,
                                const std::vector<std::string> &names, const char *what);
   /// Appends `r`'s parameters (their moving averages with `averaged`) and variables in the
   /// steps' argument order.

@@ -238,10 +238,12 @@ TEST(BatchNorm, TrainerCarriesMovingAveragesThroughStepsReplicasAndEvaluation) {
   }
 }
 
-TEST(BatchNorm, CheckpointsHoldTheVariablesAndResumeBitForBit) {
+/// Trains one epoch, saves, trains another; a new trainer loads the save and trains the second
+/// epoch: its parameters and moving averages must equal the uninterrupted run's, bit for bit.
+void checkResumeBitForBit(int replicas) {
   SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
   data::Dataset data = shiftedData(100, rngSeed()).dataset();
-  train::TrainConfig config = batchNormConfig(16, 1);
+  train::TrainConfig config = batchNormConfig(16, replicas);
   std::string path = (std::filesystem::temp_directory_path() /
                       ("smelt-bn-resume-" + std::to_string(::getpid()) + ".safetensors"))
                          .string();
@@ -267,10 +269,23 @@ TEST(BatchNorm, CheckpointsHoldTheVariablesAndResumeBitForBit) {
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].byteSize()), 0)
         << (*resumed)->variableNames()[i];
+  std::vector<rt::HostTensor> pa = (*uninterrupted)->parameters(), pb = (*resumed)->parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(std::memcmp(pa[i].raw(), pb[i].raw(), pa[i].byteSize()), 0) << "parameter " << i;
   // The moving averages moved: a run that never updated them would also resume
   // equal.
   EXPECT_NE(a[0].toDoubles()[0], 0.0);
   std::filesystem::remove(path);
+}
+
+// With two replicas too: the restored values are each replica's (the last one takes the
+// checkpoint's tensors, the others copies), or the resumed run's gradients would differ.
+TEST(BatchNorm, CheckpointsHoldTheVariablesAndResumeBitForBit) {
+  for (int replicas : {1, 2}) {
+    SCOPED_TRACE("replicas " + std::to_string(replicas));
+    checkResumeBitForBit(replicas);
+  }
 }
 
 TEST(BatchNorm, ModelsThatBreakTheVariableContractAreRefusedByName) {
