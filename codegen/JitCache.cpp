@@ -106,20 +106,18 @@ std::optional<std::string> untrustedReason(const std::string &dir) {
   return notOnlyOurs(st);
 }
 
-/// A cache entry file's bytes, mapped: a warm hit's artifact is not copied into memory, its
-/// constants stay views of the mapping. Entries are replaced by rename, never rewritten in place.
-struct EntryBytes : rt::MappedBytes {
-  llvm::StringRef text() const {
-    return {reinterpret_cast<const char *>(bytes.data()), bytes.size()};
-  }
-};
+/// A mapped file's bytes as text (a .key file).
+llvm::StringRef textOf(const rt::MappedBytes &file) {
+  return {reinterpret_cast<const char *>(file.bytes.data()), file.bytes.size()};
+}
 
-/// The bytes of the cache entry file `path`, mapped only when it is a regular file of this
-/// user's that no one else may write: opened without following a symbolic link (one planted in
-/// the folder would lead anywhere) and without waiting on a FIFO, then checked and mapped through
-/// the same descriptor, so what is checked is what is read. None with `why` empty: there is no
-/// such file.
-std::optional<EntryBytes> readEntryFile(const std::string &path, std::string &why) {
+/// The bytes of the cache entry file `path`, mapped (a warm hit's artifact is not copied into
+/// memory: its constants stay views of the mapping; entries are replaced by rename, never
+/// rewritten in place) only when it is a regular file of this user's that no one else may write:
+/// opened without following a symbolic link (one planted in the folder would lead anywhere) and
+/// without waiting on a FIFO, then checked and mapped through the same descriptor, so what is
+/// checked is what is read. None with `why` empty: there is no such file.
+std::optional<rt::MappedBytes> readEntryFile(const std::string &path, std::string &why) {
   why.clear();
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -127,7 +125,7 @@ std::optional<EntryBytes> readEntryFile(const std::string &path, std::string &wh
       why = errno == ELOOP ? "it is a symbolic link" : "cannot open it: " + llvm::sys::StrError();
     return std::nullopt;
   }
-  EntryBytes entry;
+  rt::MappedBytes entry;
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     why = "cannot stat it: " + llvm::sys::StrError();
@@ -139,7 +137,7 @@ std::optional<EntryBytes> readEntryFile(const std::string &path, std::string &wh
              !mapped) {
     why = mapped.message();
   } else {
-    static_cast<rt::MappedBytes &>(entry) = std::move(*mapped);
+    entry = std::move(*mapped);
   }
   ::close(fd);
   if (!why.empty())
@@ -460,15 +458,15 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
   };
   // The .key is written second (store): without it the entry is absent or still being written.
   std::string keyPath = pathOf(key, ".key"), why;
-  std::optional<EntryBytes> keyBytes = readEntryFile(keyPath, why);
+  std::optional<rt::MappedBytes> keyBytes = readEntryFile(keyPath, why);
   if (!keyBytes)
     return why.empty() ? nullptr : ignore(keyPath + ": " + why);
-  std::optional<Sidecar> sidecar = parseSidecar(keyBytes->text());
+  std::optional<Sidecar> sidecar = parseSidecar(textOf(*keyBytes));
   if (!sidecar)
     return ignore(keyPath + " does not read back as a key");
   if (keyText(sidecar->key) != keyText(key))
     return ignore(keyPath + " holds another key (" + key.differences(sidecar->key) + ")");
-  std::optional<EntryBytes> file = readEntryFile(path, why);
+  std::optional<rt::MappedBytes> file = readEntryFile(path, why);
   if (!file)
     return why.empty() ? nullptr : ignore(why);
   // Its bytes must be the ones the .key recorded: another entry's artifact copied over it, or
@@ -557,8 +555,8 @@ std::string JitCache::explainMiss(const JitKey &key) const {
       if (!name.starts_with(prefix) || !name.ends_with(".key"))
         continue;
       std::string why;
-      std::optional<EntryBytes> file = readEntryFile(it->path(), why);
-      if (std::optional<Sidecar> parsed = file ? parseSidecar(file->text()) : std::nullopt;
+      std::optional<rt::MappedBytes> file = readEntryFile(it->path(), why);
+      if (std::optional<Sidecar> parsed = file ? parseSidecar(textOf(*file)) : std::nullopt;
           parsed && parsed->key.function == key.function)
         earlier.push_back(std::move(parsed->key));
     }

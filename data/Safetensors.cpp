@@ -7,11 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace smelt::data {
@@ -97,13 +95,11 @@ Status writeSafetensors(const std::string &path, const Checkpoint &checkpoint) {
 Expected<Checkpoint> readSafetensors(const std::string &path) {
   // Each tensor is read from the file straight into its own memory: the file is never held
   // whole, so a model's weights are in memory once.
-  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path));
+  uint64_t size = 0;
+  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path, &size));
   std::unique_ptr<int, void (*)(int *)> closer(&fd, [](int *f) { ::close(*f); });
   auto error = [&](const std::string &what) { return Status::error(path + ": " + what); };
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return error(fmt::format("cannot stat: {}", std::strerror(errno)));
-  size_t fileSize = size_t(st.st_size);
+  size_t fileSize = size_t(size);
   if (fileSize < 8)
     return error("truncated: the 8-byte header length is missing");
   uint8_t lengthBytes[8];

@@ -207,8 +207,8 @@ public:
   /// With an `owner` of `bytes`, the blobs kept are views of them; without, copies. Without
   /// `keep`, the encoder's check of its own output: `bytes` are the header and the plan up to the
   /// data, which is the encoder's pieces (their CRC its own), and nothing is kept.
-  /// Without `checkDataCrc`, the caller has checked the bytes against a SHA-256 taken of the
-  /// encoder's output.
+  /// Without `checkDataCrc`, the caller has checked the bytes against a cryptographic digest of
+  /// the encoder's output.
   Decoder(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner, std::string name,
           bool keep, bool checkDataCrc)
       : bytes_(bytes), owner_(std::move(owner)), name_(std::move(name)), keep_(keep),
@@ -725,8 +725,12 @@ Status writeArtifact(const std::string &path, const Executable &exe, const Artif
   Expected<EncodedArtifact> encoded = encodeArtifactParts(exe, extras);
   if (!encoded)
     return Status::error(path + ": " + encoded.message());
+  return writeArtifact(path, *encoded);
+}
+
+Status writeArtifact(const std::string &path, const EncodedArtifact &encoded) {
   return writeFileAtomically(
-      path, [&](int fd, const std::string &tmp) { return encoded->write(fd, tmp); });
+      path, [&](int fd, const std::string &tmp) { return encoded.write(fd, tmp); });
 }
 
 Expected<LoadedArtifact> readArtifact(const std::string &path,

@@ -125,6 +125,8 @@ Expected<LoadedArtifact> decodeArtifact(std::shared_ptr<const void> owner,
 /// Writes atomically, piece by piece: a temporary file beside `path`, fsync, rename, fsync of the
 /// directory; a crash leaves the old file or the new one, never a torn one.
 Status writeArtifact(const std::string &path, const Executable &exe, const ArtifactExtras &extras);
+/// The same for an artifact already encoded (whose SHA-256 the caller also wants, say).
+Status writeArtifact(const std::string &path, const EncodedArtifact &encoded);
 
 struct ArtifactReadOptions {
   /// The file's SHA-256 as 64 hex digits (`smelt compile` prints it, as would sha256sum); when

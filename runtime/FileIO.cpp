@@ -246,7 +246,7 @@ Status checkDistinctFiles(const std::vector<NamedFile> &files) {
   return Status();
 }
 
-Expected<int> openRegularFile(const std::string &path) {
+Expected<int> openRegularFile(const std::string &path, uint64_t *size) {
   // O_NONBLOCK: opening a FIFO that has no writer returns at once instead of waiting; fstat
   // then refuses it (regular files ignore the flag).
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -262,27 +262,25 @@ Expected<int> openRegularFile(const std::string &path) {
     ::close(fd);
     return Status::error(notRegular(path, st.st_mode));
   }
+  if (size)
+    *size = uint64_t(st.st_size);
   return fd;
 }
 
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path) {
-  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path));
+  uint64_t size = 0;
+  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path, &size));
   std::vector<uint8_t> bytes;
   std::string why;
   size_t done = 0;
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    why = fmt::format("cannot stat: {}", std::strerror(errno));
-  } else {
-    try {
-      bytes.resize(size_t(st.st_size));
-      why = transfer(bytes.size(), done,
-                     [&](size_t at) { return ::read(fd, bytes.data() + at, bytes.size() - at); });
-      if (!why.empty())
-        why = fmt::format("cannot read byte {} of {}: {}", done, bytes.size(), why);
-    } catch (const std::exception &e) {
-      why = fmt::format("cannot hold its {} bytes: {}", st.st_size, e.what());
-    }
+  try {
+    bytes.resize(size_t(size));
+    why = transfer(bytes.size(), done,
+                   [&](size_t at) { return ::read(fd, bytes.data() + at, bytes.size() - at); });
+    if (!why.empty())
+      why = fmt::format("cannot read byte {} of {}: {}", done, bytes.size(), why);
+  } catch (const std::exception &e) {
+    why = fmt::format("cannot hold its {} bytes: {}", size, e.what());
   }
   ::close(fd);
   if (!why.empty())
@@ -305,14 +303,9 @@ Expected<MappedBytes> mapDescriptor(int fd, size_t size, const std::string &what
 }
 
 Expected<MappedBytes> mapFile(const std::string &path) {
-  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    std::string why = std::strerror(errno);
-    ::close(fd);
-    return Status::error(fmt::format("{}: cannot stat: {}", path, why));
-  }
-  Expected<MappedBytes> mapped = mapDescriptor(fd, size_t(st.st_size), path);
+  uint64_t size = 0;
+  SMELT_ASSIGN_OR_RETURN(int fd, openRegularFile(path, &size));
+  Expected<MappedBytes> mapped = mapDescriptor(fd, size_t(size), path);
   ::close(fd);
   return mapped;
 }

@@ -43,8 +43,9 @@ Status checkDistinctFiles(const std::vector<NamedFile> &files);
 
 /// A read-only descriptor (the caller closes it) of the regular file at `path`; anything else
 /// is an error naming the file, found without blocking on a FIFO or reading a device. Readers
-/// that stream (the IDX reader through zlib) start here.
-Expected<int> openRegularFile(const std::string &path);
+/// that stream (the IDX reader through zlib) start here. `size`, when given, gets the file's size
+/// from the same check.
+Expected<int> openRegularFile(const std::string &path, uint64_t *size = nullptr);
 
 /// The bytes of the regular file at `path`. Anything else (a directory, a FIFO, /dev/zero) is
 /// an error naming the file, never a hang or an endless read.

@@ -105,9 +105,7 @@ int compileCommand() {
       rt::encodeArtifactParts((*artifact)->executable, (*artifact)->extras);
   if (!encoded)
     return fail(outputPath + ": " + encoded.message());
-  if (rt::Status s = rt::writeFileAtomically(
-          outputPath, [&](int fd, const std::string &tmp) { return encoded->write(fd, tmp); });
-      !s.ok())
+  if (rt::Status s = rt::writeArtifact(outputPath, *encoded); !s.ok())
     return fail(s.message());
   const rt::Executable &exe = (*artifact)->executable;
   llvm::outs() << "wrote " << outputPath << ": @" << exe.name << " for " << target << ", "
