@@ -2,6 +2,7 @@
 // explanation of a miss.
 #include "codegen/JitCache.h"
 
+#include "codegen/CacheFolder.h"
 #include "codegen/CompileArtifact.h"
 #include "codegen/CudaSources.h"
 #include "ir/ConstantData.h"
@@ -298,10 +299,6 @@ std::optional<Sidecar> parseSidecar(llvm::StringRef text) {
   return sidecar;
 }
 
-std::optional<Sidecar> parseSidecar(const std::vector<uint8_t> &bytes) {
-  return parseSidecar(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
-}
-
 /// Constants past this many elements are printed elided and hashed by their bytes instead.
 constexpr int64_t kPrintedElements = 64;
 
@@ -375,6 +372,14 @@ JitCache::JitCache(JitOptions options) : options_(std::move(options)) {
   if (!options_.diskCache)
     return;
   dir_ = options_.cacheDir.empty() ? defaultCacheDir() : options_.cacheDir;
+  if (!options_.maxDiskBytes) {
+    rt::Expected<uint64_t> bound = cacheBoundFromEnvironment();
+    if (!bound)
+      sayOnce(log(), bound.message(),
+              "smelt: " + bound.message() + "; keeping the kernel cache within " +
+                  rt::formatBytes(kDefaultCacheBytes) + "\n");
+    options_.maxDiskBytes = bound ? *bound : kDefaultCacheBytes;
+  }
   if (dir_.empty())
     sayOnce(log(), "no home",
             "smelt: no kernel cache on disk: no home folder to keep it in (set "
@@ -441,9 +446,13 @@ FailureOr<JitKey> JitCache::keyOf(ModuleOp module, llvm::StringRef entry) const 
   return key;
 }
 
+std::string JitCache::stemOf(const JitKey &key) {
+  return fileStem(key.function) + "-" + key.hash();
+}
+
 std::string JitCache::pathOf(const JitKey &key, const char *extension) const {
   llvm::SmallString<256> path(dir_);
-  llvm::sys::path::append(path, fileStem(key.function) + "-" + key.hash() + extension);
+  llvm::sys::path::append(path, stemOf(key) + extension);
   return std::string(path);
 }
 
@@ -498,6 +507,7 @@ std::shared_ptr<const CompiledArtifact> JitCache::loadFromDisk(const JitKey &key
   loaded->executable = std::move(artifact->executable);
   loaded->executable.placement = std::move(sidecar->placement);
   loaded->extras = std::move(artifact->extras);
+  markCacheEntryUsed(keyPath);
   return loaded;
 }
 
@@ -528,6 +538,17 @@ void JitCache::store(const JitKey &key, const CompiledArtifact &artifact) {
   // written piece by piece: the weights go from the Executable to the file without a copy.
   rt::Expected<rt::EncodedArtifact> encoded =
       rt::encodeArtifactParts(artifact.executable, artifact.extras);
+  uint64_t bound = *options_.maxDiskBytes, size = 0;
+  if (encoded)
+    for (std::span<const uint8_t> part : encoded->parts())
+      size += part.size();
+  if (bound != 0 && size > bound) {
+    sayOnce(log(), "too large " + stemOf(key),
+            "smelt: not keeping @" + key.function + " in the kernel cache: its artifact (" +
+                rt::formatBytes(size) + ") is larger than the cache's bound (" +
+                rt::formatBytes(bound) + ", SMELT_CACHE_MAX_SIZE)\n");
+    return;
+  }
   rt::Status status =
       encoded ? write(pathOf(key, ".smelt"),
                       [&](int fd, const std::string &tmp) { return encoded->write(fd, tmp); })
@@ -538,8 +559,17 @@ void JitCache::store(const JitKey &key, const CompiledArtifact &artifact) {
       return rt::writeAll(fd, text.data(), text.size(), tmp);
     });
   }
-  if (!status.ok())
+  if (!status.ok()) {
     log() << "smelt: cannot write to the kernel cache: " << status.message() << "\n";
+    return;
+  }
+  if (bound == 0)
+    return;
+  CacheTrim trimmed = trimCacheFolder(dir_, bound, stemOf(key));
+  if (options_.verbose && trimmed.entries > 0)
+    log() << "smelt: jit cache: removed " << trimmed.entries << " least recently used "
+          << (trimmed.entries == 1 ? "entry" : "entries") << " (" << rt::formatBytes(trimmed.bytes)
+          << ") to keep " << dir_ << " within " << rt::formatBytes(bound) << "\n";
 }
 
 std::string JitCache::explainMiss(const JitKey &key) const {

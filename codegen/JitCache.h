@@ -27,6 +27,9 @@
 // only when it is a regular file of this user's that no one else may write, never through a
 // symbolic link, and the artifact only when it has the BLAKE3 digest its .key records. An entry
 // refused for any of these is compiled again and replaced (written 0600), never run.
+//
+// The folder is bounded (JitOptions::maxDiskBytes, 5 GiB unless set): each write removes the
+// least recently used entries until the rest fit (CacheFolder.h).
 #pragma once
 
 #include "codegen/Compile.h"
@@ -39,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace smelt::codegen {
@@ -50,6 +54,11 @@ struct JitOptions {
   std::string cacheDir;
   /// Off: memory only.
   bool diskCache = true;
+  /// The most the folder's entries may hold on disk, in bytes: after an entry is written, the
+  /// least recently used ones (by their last write or disk hit) are removed until the rest fit,
+  /// and an artifact larger than the bound is not written (a note says so). 0: no bound.
+  /// Unset: $SMELT_CACHE_MAX_SIZE ("512MiB", "20GiB", "0"), else 5 GiB (CacheFolder.h).
+  std::optional<uint64_t> maxDiskBytes;
   /// Say on `log` what each request found and, for a miss, which key parts changed.
   bool verbose = false;
   /// Where messages go (verbose ones, and unreadable cache files); null: stderr.
@@ -113,6 +122,8 @@ private:
   void store(const JitKey &key, const CompiledArtifact &artifact);
   /// Why `key` missed: the parts that changed against the closest earlier entry.
   std::string explainMiss(const JitKey &key) const;
+  /// "<function>-<hash>": an entry's file names without their extension.
+  static std::string stemOf(const JitKey &key);
   std::string pathOf(const JitKey &key, const char *extension) const;
   llvm::raw_ostream &log() const { return options_.log ? *options_.log : llvm::errs(); }
 

@@ -5,7 +5,9 @@
 // What the cache trusts: another model's artifact copied into an entry, an entry that fails to
 // load, entries others could write or reach through a symbolic link are refused, compiled again
 // (checked against a float64 reference) and replaced; a folder others can write or own is not
-// used; without a home folder there is no disk cache.
+// used; without a home folder there is no disk cache. The folder's bound: the least recently
+// used entries go first (a disk hit counts as a use), files that are not entries stay, an
+// artifact larger than the bound is not written, SMELT_CACHE_MAX_SIZE sets it.
 #include "codegen/JitCache.h"
 
 #include "runtime/FileIO.h"
@@ -17,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -354,6 +357,137 @@ TEST_F(JitCacheTest, ConcurrentWritersOfOneKey) {
   JitCache reader(options());
   EXPECT_EQ(runBytes(reader, *parsed.module, 16), results[0]);
   EXPECT_EQ(reader.stats().diskHits, 1);
+}
+
+/// The bytes an entry's files hold, by the entry's stem.
+std::map<std::string, uintmax_t> entrySizes(const std::string &dir) {
+  std::map<std::string, uintmax_t> sizes;
+  for (const auto &file : fs::directory_iterator(dir))
+    if (file.path().extension() == ".key" || file.path().extension() == ".smelt")
+      sizes[file.path().stem().string()] += file.file_size();
+  return sizes;
+}
+
+/// Sets the modification time of `path` to `seconds` ago.
+void makeOlder(const fs::path &path, int seconds) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
+}
+
+TEST_F(JitCacheTest, FolderStaysWithinItsBoundLeastRecentlyUsedFirst) {
+  // Three entries of different shapes; the oldest written is hit last, so the one in between
+  // is the least recently used and the one that goes.
+  JitOptions unbounded = options();
+  unbounded.maxDiskBytes = 0;
+  for (int rows : {16, 32}) {
+    Parsed parsed(rows);
+    JitCache cache(unbounded);
+    ASSERT_TRUE(isTanhModel(runBytes(cache, *parsed.module, rows), rows));
+  }
+  std::map<std::string, uintmax_t> two = entrySizes(dir);
+  ASSERT_EQ(two.size(), 2u);
+  Parsed sixteen(16);
+  mlir::FailureOr<JitKey> firstKey = JitCache(unbounded).keyOf(*sixteen.module, "step");
+  ASSERT_TRUE(mlir::succeeded(firstKey));
+  std::string first, second;
+  for (const auto &[stem, bytes] : two)
+    (stem.find(firstKey->hash()) != std::string::npos ? first : second) = stem;
+  makeOlder(fs::path(dir) / (first + ".key"), 200);
+  makeOlder(fs::path(dir) / (second + ".key"), 100);
+  {
+    Parsed parsed(16);
+    JitCache hit(unbounded);
+    ASSERT_TRUE(isTanhModel(runBytes(hit, *parsed.module, 16), 16));
+    ASSERT_EQ(hit.stats().diskHits, 1);
+  }
+  // Files that are not entries are the user's, whatever their names: never removed.
+  std::ofstream(fs::path(dir) / "notes.txt") << "kept\n";
+  std::ofstream(fs::path(dir) / "step-not-a-hash.key") << "kept\n";
+  makeOlder(fs::path(dir) / "notes.txt", 1000);
+  makeOlder(fs::path(dir) / "step-not-a-hash.key", 1000);
+
+  // Room for two entries of about this size, not three.
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  JitOptions bounded = options(&os);
+  bounded.maxDiskBytes = two[first] + two[second] + two[first] / 2;
+  Parsed third(64);
+  JitCache cache(bounded);
+  ASSERT_TRUE(isTanhModel(runBytes(cache, *third.module, 64), 64));
+  std::map<std::string, uintmax_t> left = entrySizes(dir);
+  EXPECT_EQ(left.size(), 3u) << log; // two entries and the user's step-not-a-hash.key
+  EXPECT_TRUE(left.count(first)) << "the entry hit last is kept\n" << log;
+  EXPECT_FALSE(left.count(second)) << "the least recently used entry goes\n" << log;
+  uintmax_t entryBytes = 0;
+  for (const auto &[stem, bytes] : left)
+    if (stem != "step-not-a-hash")
+      entryBytes += bytes;
+  EXPECT_LE(entryBytes, *bounded.maxDiskBytes);
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "notes.txt"));
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "step-not-a-hash.key"));
+  EXPECT_NE(log.find("removed 1 least recently used entry"), std::string::npos) << log;
+
+  // What is left still hits, and the evicted shape compiles again and is right.
+  for (int rows : {16, 32, 64}) {
+    Parsed parsed(rows);
+    JitCache after(unbounded);
+    EXPECT_TRUE(isTanhModel(runBytes(after, *parsed.module, rows), rows)) << rows << " rows";
+    EXPECT_EQ(after.stats().diskHits, rows == 32 ? 0 : 1) << rows << " rows";
+  }
+}
+
+TEST_F(JitCacheTest, ArtifactLargerThanTheBoundIsNotWritten) {
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  JitOptions tiny = loggedOptions(dir, os);
+  tiny.maxDiskBytes = 512;
+  Parsed parsed(16);
+  JitCache cache(tiny);
+  EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+  EXPECT_TRUE(files(".smelt").empty());
+  EXPECT_TRUE(files(".key").empty());
+  EXPECT_NE(log.find("smelt: not keeping @step in the kernel cache: its artifact ("),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("is larger than the cache's bound (512 B"), std::string::npos) << log;
+}
+
+TEST_F(JitCacheTest, BoundFromEnvironment) {
+  ScopedEnv env;
+  Parsed parsed(16);
+  // A bound smaller than the artifact: nothing written.
+  env.set("SMELT_CACHE_MAX_SIZE", "1KiB");
+  {
+    JitCache cache(options());
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+    EXPECT_TRUE(files(".smelt").empty());
+  }
+  // Not a size: said, naming the variable, and the default bound kept (the entry is written).
+  env.set("SMELT_CACHE_MAX_SIZE", "lots");
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  {
+    JitCache cache(loggedOptions(dir, os));
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *parsed.module, 16), 16));
+  }
+  EXPECT_NE(log.find("smelt: SMELT_CACHE_MAX_SIZE: 'lots' is not a size"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("keeping the kernel cache within 5"), std::string::npos) << log;
+  EXPECT_EQ(files(".smelt").size(), 1u);
+  // "0": no bound; an explicit option wins over the variable.
+  env.set("SMELT_CACHE_MAX_SIZE", "0");
+  JitOptions explicitBound = options();
+  explicitBound.maxDiskBytes = 1;
+  Parsed other(32);
+  {
+    JitCache cache(explicitBound);
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *other.module, 32), 32));
+  }
+  EXPECT_EQ(files(".smelt").size(), 1u);
+  {
+    JitCache cache(options());
+    EXPECT_TRUE(isTanhModel(runBytes(cache, *other.module, 32), 32));
+  }
+  EXPECT_EQ(files(".smelt").size(), 2u);
 }
 
 TEST_F(JitCacheTest, CorruptEntryIsReportedAndRebuilt) {
