@@ -1,15 +1,33 @@
-// Converters of ONNX's windowed ops: Conv, ConvTranspose, MaxPool, AveragePool (1-D and 2-D;
-// 1-D as 2-D with a height of 1) and the global pools. ONNX is NCHW, Smelt's conv2d and pools NHWC: the input
-// is transposed in and the result back out with foldingTranspose, so between two consecutive
-// windowed ops the pair cancels and no transpose is left.
+// Converters of ONNX's windowed ops: Conv, ConvTranspose, MaxPool, AveragePool (1-D, 2-D and 3-D)
+// and the global pools. ONNX is NCHW, Smelt's conv2d and pools NHWC: the
+// input is transposed in and the result back out with foldingTranspose, so between two
+// consecutive windowed ops the pair cancels and no transpose is left. 1-D runs as 2-D with a
+// height of 1. 3-D runs as 2-D over H and W with the depth folded into the batch
+// ([N, D, H, W, C] as [N*D, H, W, C]), and the depth window as one slice per kernel tap along D
+// (depthTaps): a max pool takes the largest of its taps of a 2-D pool, an average pool sums
+// them and divides by how many lie inside the input (a 3-D window's count is the product of its
+// depth and planar counts). A convolution is one conv2d over the taps side by side along the
+// channels (its filter reshaped to match): the work is the 3-D op's, and what it adds is one
+// copy of the input per depth tap when the kernel's depth is above 1. A ConvTranspose is one
+// transposed 2-D convolution with a column of output channels per depth tap, each spread along
+// the depth to where it writes (convTranspose3d).
 #include "frontend/onnx/NodeImporter.h"
 
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace smelt::onnx {
 namespace {
 
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1}, kToNchw = {0, 3, 1, 2};
+const std::vector<int64_t> kToNdhwc = {0, 2, 3, 4, 1}, kToNcdhw = {0, 4, 1, 2, 3};
+
+/// A window axis by axis over the spatial dims (1 to 3), with the padding at each end; `extra`
+/// is the part of `high` that ceil_mode adds (padding no declared pad asked for).
+struct Axes {
+  std::vector<int64_t> kernel, strides, dilation, low, high, extra;
+};
 
 /// A window in 2-D, as Smelt's ops take it.
 struct Window {
@@ -17,10 +35,10 @@ struct Window {
   Quad padding; // top, bottom, left, right
 };
 
-/// The node's window over the spatial dims `input` (1 or 2 of them) for a kernel of `kernel`,
-/// lifted to 2-D; `ceilMode` pads the end so the last partial window counts.
-Window windowOf(const NodeImporter &n, const std::vector<int64_t> &input,
-                const std::vector<int64_t> &kernel, bool ceilMode) {
+/// The node's window over the spatial dims `input` for a kernel of `kernel`; `ceilMode` pads
+/// the end so the last partial window counts.
+Axes axesOf(const NodeImporter &n, const std::vector<int64_t> &input,
+            const std::vector<int64_t> &kernel, bool ceilMode) {
   size_t rank = input.size();
   std::vector<int64_t> ones(rank, 1);
   std::vector<int64_t> strides = n.attrInts("strides", ones);
@@ -31,6 +49,7 @@ Window windowOf(const NodeImporter &n, const std::vector<int64_t> &input,
     fail(ImportErrorKind::BadFile, "strides, dilations, pads or kernel_shape do not match the "
                                    "input's spatial rank");
   std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  Axes axes{kernel, strides, dilation, {}, {}, std::vector<int64_t>(rank, 0)};
   for (size_t i = 0; i < rank; ++i) {
     int64_t extent = (kernel[i] - 1) * dilation[i] + 1;
     if (strides[i] < 1 || dilation[i] < 1 || pads[i] < 0 || pads[i + rank] < 0)
@@ -49,26 +68,33 @@ Window windowOf(const NodeImporter &n, const std::vector<int64_t> &input,
     if (ceilMode) {
       int64_t span = input[i] + pads[i] + pads[i + rank] - extent;
       int64_t out = (span + strides[i] - 1) / strides[i] + 1;
-      pads[i + rank] += std::max<int64_t>(0, (out - 1) * strides[i] + extent -
-                                                 (input[i] + pads[i] + pads[i + rank]));
+      axes.extra[i] = std::max<int64_t>(0, (out - 1) * strides[i] + extent -
+                                               (input[i] + pads[i] + pads[i + rank]));
     }
+    axes.low.push_back(pads[i]);
+    axes.high.push_back(pads[i + rank] + axes.extra[i]);
   }
-  // 1-D: a height of 1 in front.
-  auto at = [&](const std::vector<int64_t> &v, size_t i, int64_t lifted) {
-    return rank == 1 ? (i == 0 ? lifted : v[0]) : v[i];
-  };
-  return {{at(kernel, 0, 1), at(kernel, 1, 1)},
-          {at(strides, 0, 1), at(strides, 1, 1)},
-          {at(dilation, 0, 1), at(dilation, 1, 1)},
-          {rank == 1 ? 0 : pads[0], rank == 1 ? 0 : pads[2], rank == 1 ? pads[0] : pads[1],
-           rank == 1 ? pads[1] : pads[3]}};
+  return axes;
 }
 
-/// The spatial dims of NC... tensor `x`, which must have one or two.
+/// The 2-D window of the last two axes (1-D: a height of 1 in front).
+Window planar(const Axes &a) {
+  size_t rank = a.kernel.size();
+  // The value of `v` on the axis `fromEnd` places before the last, or `lifted` for 1-D's height.
+  auto at = [&](const std::vector<int64_t> &v, size_t fromEnd, int64_t lifted) {
+    return fromEnd < rank ? v[rank - 1 - fromEnd] : lifted;
+  };
+  return {{at(a.kernel, 1, 1), at(a.kernel, 0, 1)},
+          {at(a.strides, 1, 1), at(a.strides, 0, 1)},
+          {at(a.dilation, 1, 1), at(a.dilation, 0, 1)},
+          {at(a.low, 1, 0), at(a.high, 1, 0), at(a.low, 0, 0), at(a.high, 0, 0)}};
+}
+
+/// The spatial dims of NC... tensor `x`, which must have one, two or three.
 std::vector<int64_t> spatialDims(const NodeImporter &n, Tensor x) {
-  if (x.rank() != 3 && x.rank() != 4)
+  if (x.rank() < 3 || x.rank() > 5)
     n.unsupported("a " + std::to_string(x.rank() - 2) +
-                  "-D window (Smelt's convolutions and pools are 1-D or 2-D)");
+                  "-D window (Smelt's convolutions and pools are 1-D, 2-D or 3-D)");
   std::vector<int64_t> s = x.shape();
   return {s.begin() + 2, s.end()};
 }
@@ -81,6 +107,46 @@ Tensor lift(Tensor x) {
 Tensor lower(Tensor y, bool oneD) {
   Tensor nchw = foldingTranspose(y, kToNchw);
   return oneD ? reshape(nchw, {nchw.dim(0), nchw.dim(1), nchw.dim(3)}) : nchw;
+}
+
+/// [N, D, H, W, C] as [N*D, H, W, C], and back with `batch` N.
+Tensor foldDepth(Tensor t) {
+  return reshape(t, {t.dim(0) * t.dim(1), t.dim(2), t.dim(3), t.dim(4)});
+}
+Tensor unfoldDepth(Tensor t, int64_t batch) {
+  return reshape(t, {batch, t.dim(0) / batch, t.dim(1), t.dim(2), t.dim(3)});
+}
+
+/// The depth window of `a` (its first axis) over y [N, D, ...], padded at both ends with
+/// `fill`: per kernel tap k, the depths tap k reads for each output depth, each [N, OD, ...].
+std::vector<Tensor> depthTaps(const NodeImporter &n, Tensor y, const Axes &a, double fill) {
+  if (a.low[0] > 0 || a.high[0] > 0) {
+    std::vector<int64_t> low(size_t(y.rank()), 0), high(size_t(y.rank()), 0);
+    low[1] = a.low[0];
+    high[1] = a.high[0];
+    y = pad(y, low, high, fill);
+  }
+  int64_t depth = y.dim(1), stride = a.strides[0], dilation = a.dilation[0];
+  int64_t extent = (a.kernel[0] - 1) * dilation + 1;
+  if (a.kernel[0] < 1 || depth < extent)
+    fail(ImportErrorKind::BadFile, "the window's depth " + std::to_string(extent) +
+                                       " is more than the padded input's " + std::to_string(depth));
+  int64_t out = (depth - extent) / stride + 1;
+  std::vector<Tensor> taps;
+  for (int64_t k = 0; k < a.kernel[0]; ++k) {
+    int64_t first = k * dilation;
+    if (first == 0 && out == depth) {
+      taps.push_back(y); // every depth, in order: no copy
+      continue;
+    }
+    std::vector<int64_t> start(size_t(y.rank()), 0), limit = y.shape(),
+                                                     strides(size_t(y.rank()), 1);
+    start[1] = first;
+    limit[1] = first + (out - 1) * stride + 1;
+    strides[1] = stride;
+    taps.push_back(slice(y, start, limit, strides));
+  }
+  return taps;
 }
 
 void conv(NodeImporter &n) {
@@ -102,13 +168,101 @@ void conv(NodeImporter &n) {
   std::vector<int64_t> kernel(filterShape.begin() + 2, filterShape.end());
   if (std::vector<int64_t> given = n.attrInts("kernel_shape", kernel); given != kernel)
     fail(ImportErrorKind::BadFile, "kernel_shape disagrees with the filter");
-  Window win = windowOf(n, spatial, kernel, false);
+  Axes axes = axesOf(n, spatial, kernel, false);
+  Window win = planar(axes);
+  std::optional<Tensor> bias = n.optionalInput(2);
+  if (spatial.size() == 3) {
+    // One 2-D convolution whose input channels are the depth taps side by side: in group j,
+    // tap k's channel c at k*C/g + c (groups stay contiguous, and each tap's channels a
+    // contiguous run that its slice copies whole), and the filter [F, C/g, KD, KH, KW] as HWIO
+    // [KH, KW, KD*C/g, F] in the same order. The taps are slices of the input, their
+    // concatenation one kernel.
+    std::vector<Tensor> taps = depthTaps(n, foldingTranspose(x, kToNdhwc), axes, 0.0);
+    int64_t perGroup = w.dim(1), depthTapCount = int64_t(taps.size());
+    std::vector<Tensor> grouped;
+    for (Tensor tap : taps) {
+      std::vector<int64_t> shape = tap.shape();
+      shape.back() = groups;
+      shape.push_back(1);
+      shape.push_back(perGroup);
+      grouped.push_back(reshape(tap, shape));
+    }
+    Tensor stacked = grouped.size() == 1 ? grouped[0] : concat(grouped, 5);
+    Tensor input = reshape(stacked, {stacked.dim(0) * stacked.dim(1), stacked.dim(2),
+                                     stacked.dim(3), groups * depthTapCount * perGroup});
+    Tensor filter = reshape(transpose(w, {3, 4, 2, 1, 0}),
+                            {w.dim(3), w.dim(4), depthTapCount * perGroup, w.dim(0)});
+    Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
+    if (bias)
+      y = add(y, *bias);
+    n.setOutput(0, foldingTranspose(unfoldDepth(y, x.dim(0)), kToNcdhw));
+    return;
+  }
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [F, C, KH, KW] -> HWIO
   Tensor input = foldingTranspose(lift(x), kToNhwc);
   Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
-  if (std::optional<Tensor> bias = n.optionalInput(2))
+  if (bias)
     y = add(y, *bias); // [F] along NHWC's last dimension: conv2d's epilogue
   n.setOutput(0, lower(y, spatial.size() == 1));
+}
+
+/// The values of z [N, D, ...] spread along D at every `stride`-th place from `offset` on, zeros
+/// between and around them, `length` places in all.
+Tensor spreadDepth(Tensor z, int64_t stride, int64_t offset, int64_t length) {
+  std::vector<int64_t> shape = z.shape(), low(shape.size(), 0), high(shape.size(), 0);
+  if (stride > 1) {
+    // [N, D, ...] -> [N, D, 1, ...] padded to [N, D, stride, ...] -> [N, D*stride, ...], cut
+    // after the last value.
+    std::vector<int64_t> split = shape;
+    split.insert(split.begin() + 2, 1);
+    std::vector<int64_t> splitLow(split.size(), 0), splitHigh(split.size(), 0);
+    splitHigh[2] = stride - 1;
+    Tensor spaced = pad(reshape(z, split), splitLow, splitHigh);
+    std::vector<int64_t> merged = shape;
+    merged[1] = shape[1] * stride;
+    std::vector<int64_t> start(shape.size(), 0), limit = merged;
+    limit[1] = (shape[1] - 1) * stride + 1;
+    z = slice(reshape(spaced, merged), start, limit);
+  }
+  low[1] = offset;
+  high[1] = length - offset - z.dim(1);
+  return pad(z, low, high);
+}
+
+/// A 3-D ConvTranspose (per axis: `pads` at each end, `outputPadding`, `out` the result's
+/// size) as one 2-D one over H and W with the depth folded into the batch, whose filter has a
+/// column of output channels per depth tap ([C_in, C_out/g, KD, KH, KW] as [KH, KW,
+/// KD*C_out/g, C_in], tap-major in each group), each tap's channels then spread along the
+/// depth to where the tap writes (input depth i, tap k: i*stride + k*dilation), summed and cut
+/// by the pads.
+Tensor convTranspose3d(const NodeImporter &n, Tensor x, Tensor w, int64_t groups,
+                       const std::vector<int64_t> &strides, const std::vector<int64_t> &dilation,
+                       const std::vector<int64_t> &pads, const std::vector<int64_t> &outputPadding,
+                       const std::vector<int64_t> &out) {
+  int64_t batch = x.dim(0), depth = x.dim(2), taps = w.dim(2), perGroup = w.dim(1);
+  Pair planarStrides = {strides[1], strides[2]}, planarDilation = {dilation[1], dilation[2]};
+  Quad padding = {pads[1], pads[4], pads[2], pads[5]};
+  Tensor filter =
+      reshape(transpose(w, {3, 4, 2, 1, 0}), {w.dim(3), w.dim(4), taps * perGroup, w.dim(0)});
+  Tensor planar = conv2dBackwardInput(foldDepth(foldingTranspose(x, kToNdhwc)), filter,
+                                      {batch * depth, out[1], out[2], groups * taps * perGroup},
+                                      planarStrides, padding, planarDilation, groups);
+  // [N, D, OH, OW, g, KD, C_out/g]: tap k's channels, spread along the depth and summed.
+  Tensor byTap = reshape(planar, {batch, depth, out[1], out[2], groups, taps, perGroup});
+  int64_t full = strides[0] * (depth - 1) + outputPadding[0] + (taps - 1) * dilation[0] + 1;
+  Tensor sum;
+  for (int64_t k = 0; k < taps; ++k) {
+    Tensor tap = slice(byTap, {0, 0, 0, 0, 0, k, 0},
+                       {batch, depth, out[1], out[2], groups, k + 1, perGroup});
+    Tensor placed = spreadDepth(reshape(tap, {batch, depth, out[1], out[2], groups * perGroup}),
+                                strides[0], k * dilation[0], full);
+    sum = k == 0 ? placed : add(sum, placed);
+  }
+  Tensor y = slice(sum, {0, pads[0], 0, 0, 0},
+                   {batch, pads[0] + out[0], out[1], out[2], groups * perGroup});
+  if (std::optional<Tensor> bias = n.optionalInput(2))
+    y = add(y, *bias);
+  return foldingTranspose(y, kToNcdhw);
 }
 
 /// ConvTranspose is the gradient of a convolution with respect to its input: conv2d's
@@ -161,6 +315,10 @@ void convTranspose(NodeImporter &n) {
         outputPadding[i] >= strides[i])
       n.unsupported("negative pads, or output_padding not below the stride");
   }
+  if (rank == 3) {
+    n.setOutput(0, convTranspose3d(n, x, w, groups, strides, dilation, pads, outputPadding, out));
+    return;
+  }
   bool oneD = rank == 1;
   Pair strides2 = {oneD ? 1 : strides[0], strides.back()};
   Pair dilation2 = {oneD ? 1 : dilation[0], dilation.back()};
@@ -181,32 +339,56 @@ void pool(NodeImporter &n, bool isMax) {
     n.unsupported("the Indices output");
   Tensor x = n.input(0);
   std::vector<int64_t> spatial = spatialDims(n, x);
+  size_t rank = spatial.size();
   std::vector<int64_t> kernel = n.attrInts("kernel_shape", {});
-  Window win = windowOf(n, spatial, kernel, n.attrInt("ceil_mode", 0) != 0);
-  if (win.dilation != Pair{1, 1})
+  Axes axes = axesOf(n, spatial, kernel, n.attrInt("ceil_mode", 0) != 0);
+  if (llvm::any_of(axes.dilation, [](int64_t d) { return d != 1; }))
     n.unsupported("dilations other than 1 on a pool");
-  Tensor nhwc = foldingTranspose(lift(x), kToNhwc);
-  Tensor y;
-  if (isMax) {
-    y = maxPool2d(nhwc, win.kernel, win.strides, win.padding);
-  } else {
-    if (n.attrInt("count_include_pad", 0)) {
-      // Zeros that count: pad explicitly by the declared pads; only ceil_mode's extra end
-      // padding stays uncounted, as in ONNX's reference.
-      std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * spatial.size(), 0));
-      if (n.attrString("auto_pad", "NOTSET") != "NOTSET")
-        pads = spatial.size() == 1
-                   ? std::vector<int64_t>{win.padding[2], win.padding[3]}
-                   : std::vector<int64_t>{win.padding[0], win.padding[2], win.padding[1],
-                                          win.padding[3]};
-      int64_t top = spatial.size() == 1 ? 0 : pads[0], left = pads[spatial.size() - 1];
-      int64_t bottom = spatial.size() == 1 ? 0 : pads[2], right = pads.back();
-      nhwc = pad(nhwc, {0, top, left, 0}, {0, bottom, right, 0});
-      win.padding = {0, win.padding[1] - bottom, 0, win.padding[3] - right};
+  std::vector<int64_t> toChannelsLast = rank == 3 ? kToNdhwc : kToNhwc;
+  Tensor last = foldingTranspose(rank == 3 ? x : lift(x), toChannelsLast);
+  if (!isMax && n.attrInt("count_include_pad", 0)) {
+    // Zeros that count: pad explicitly by the declared pads; only ceil_mode's extra end
+    // padding stays uncounted, as in ONNX's reference.
+    std::vector<int64_t> low(size_t(last.rank()), 0), high(size_t(last.rank()), 0);
+    for (size_t i = 0; i < rank; ++i) {
+      size_t dim = size_t(last.rank()) - 1 - rank + i; // the channels are last
+      low[dim] = axes.low[i];
+      high[dim] = axes.high[i] - axes.extra[i];
+      axes.low[i] = 0;
+      axes.high[i] = axes.extra[i];
     }
-    y = avgPool2d(nhwc, win.kernel, win.strides, win.padding);
+    last = pad(last, low, high);
   }
-  n.setOutput(0, lower(y, spatial.size() == 1));
+  Window win = planar(axes);
+  auto pool2d = [&](Tensor nhwc) {
+    return isMax ? maxPool2d(nhwc, win.kernel, win.strides, win.padding)
+                 : avgPool2d(nhwc, win.kernel, win.strides, win.padding);
+  };
+  if (rank < 3) {
+    n.setOutput(0, lower(pool2d(last), rank == 1));
+    return;
+  }
+  // Over H and W, then along the depth: the largest tap, or the taps' sum over how many of
+  // them lie in the input (a window's count is its depth count times its planar one, which
+  // avgPool2d divided by).
+  int64_t depth = last.dim(1);
+  std::vector<Tensor> taps = depthTaps(n, unfoldDepth(pool2d(foldDepth(last)), x.dim(0)), axes,
+                                       isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  Tensor y = taps[0];
+  for (size_t k = 1; k < taps.size(); ++k)
+    y = isMax ? maximum(y, taps[k]) : add(y, taps[k]);
+  if (!isMax) {
+    std::vector<double> inverseCounts;
+    for (int64_t o = 0; o < y.dim(1); ++o) {
+      int64_t first = o * axes.strides[0] - axes.low[0], count = 0;
+      for (int64_t k = 0; k < axes.kernel[0]; ++k)
+        count += first + k >= 0 && first + k < depth;
+      inverseCounts.push_back(1.0 / double(std::max<int64_t>(count, 1)));
+    }
+    Tensor scale = constant(n.g, inverseCounts, {y.dim(1)}, y.dtype());
+    y = mul(y, broadcastInDim(scale, y.shape(), {1}));
+  }
+  n.setOutput(0, foldingTranspose(y, kToNcdhw));
 }
 void maxPool(NodeImporter &n) { pool(n, true); }
 void averagePool(NodeImporter &n) { pool(n, false); }
