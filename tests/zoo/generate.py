@@ -118,14 +118,47 @@ def hf_model(name, exporter):
                                   vocab_size=100, pad_token_id=1, bos_token_id=2,
                                   eos_token_id=3, decoder_start_token_id=2)
         return hf.WhisperModel(config).get_encoder(), "features"
+    if name == "videomae":  # tubelets of 2 frames x 8 x 8 pixels: a strided Conv3d
+        return hf.VideoMAEModel(hf.VideoMAEConfig(
+            **{k: v for k, v in common.items() if k not in ("vocab_size", "max_position_embeddings")},
+            image_size=32, patch_size=8, num_frames=4, tubelet_size=2)), "video"
     raise KeyError(name)
+
+
+def tiny_video():
+    """The layer kinds of torchvision's video ResNets (r3d, mc3, r2plus1d) and of 3-D U-Nets at
+    widths 4-16: a (3, 7, 7) stem strided in space, BatchNorm3d, MaxPool3d, a 3x3x3 residual
+    block, a (2+1)-D block (spatial 1x3x3 then temporal 3x1x1), a grouped convolution, an
+    average pool that counts no padding, a strided ConvTranspose3d, the global pool and a
+    classifier."""
+    from torchvision.models.video.resnet import BasicBlock, Conv2Plus1D, Conv3DSimple
+
+    class Video(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv3d(3, 8, (3, 7, 7), (1, 2, 2), (1, 3, 3), bias=False),
+                                      nn.BatchNorm3d(8), nn.ReLU(),
+                                      nn.MaxPool3d((1, 3, 3), (1, 2, 2), (0, 1, 1)))
+            self.block = BasicBlock(8, 8, Conv3DSimple)
+            self.factored = BasicBlock(8, 8, Conv2Plus1D)
+            self.grouped = nn.Sequential(nn.Conv3d(8, 16, 3, 2, 1, groups=4), nn.ReLU(),
+                                         nn.AvgPool3d(2, 1, 1, ceil_mode=True,
+                                                      count_include_pad=False))
+            self.up = nn.ConvTranspose3d(16, 8, 3, 2, 1, output_padding=1)
+            self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(8, 10))
+
+        def forward(self, x):
+            return self.head(self.up(self.grouped(self.factored(self.block(self.stem(x))))))
+
+    return Video(), (1, 3, 4, 32, 32)
 
 
 TORCHVISION = ["resnet", "mobilenet_v2", "mobilenet_v3", "efficientnet", "densenet",
                "shufflenet", "regnet", "convnext", "vit", "swin"]
 HF = ["bert", "bert_masked", "distilbert", "roberta", "gpt2", "llama", "llama_masked",
       "t5_encoder", "vit_hf", "whisper_encoder"]
-MODELS = TORCHVISION + HF
+VIDEO = ["video3d", "videomae"]  # last, so the seeds of the models above stay as they were
+MODELS = TORCHVISION + HF + VIDEO
 EXPORTERS = ["torchscript", "dynamo"]
 
 
@@ -157,6 +190,8 @@ def build(name, exporter, rng):
 def build_model(name, exporter, rng):
     if name == "resnet":
         model, shape = tiny_resnet()
+    elif name == "video3d":
+        model, shape = tiny_video()
     elif name in TORCHVISION:
         model, shape = torchvision_model(name)
     else:
@@ -171,10 +206,12 @@ def build_model(name, exporter, rng):
                                   "attention_mask": mask}
         if kind == "image":
             return model.eval(), {"pixel_values": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+        if kind == "video":  # [batch, frames, channels, height, width]
+            return model.eval(), {"pixel_values": rng.standard_normal((1, 4, 3, 32, 32)).astype(np.float32)}
         return model.eval(), {"input_features": rng.standard_normal((1, 16, 64)).astype(np.float32)}
     # BatchNorm statistics that are not 0 and 1, as after training.
     for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
+        if isinstance(m, (nn.BatchNorm2d, nn.BatchNorm3d)):
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 1.5)
     return model.eval(), {"image": rng.standard_normal(shape).astype(np.float32)}
