@@ -536,7 +536,7 @@ def Smelt_Conv2DOp : Smelt_InferredOp<"conv2d", [Smelt_Differentiable, Smelt_Pre
   let hasVerifier = 1;
 }
 
-def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input", [Smelt_Precision<"Allow">,
+def Smelt_Conv2DBackwardInputOp : Smelt_Op<"conv2d_backward_input", [Smelt_Differentiable, Smelt_Precision<"Allow">,
     Smelt_GpuKernel<"::smelt::kF32 | ::smelt::kF16 | ::smelt::kBF16">]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{

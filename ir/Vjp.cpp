@@ -424,6 +424,21 @@ LogicalResult Conv2DOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads
   return success();
 }
 
+// conv2d_backward_input (ONNX's ConvTranspose) is the adjoint of conv2d's map from input to
+// result, so its own adjoint is that conv2d; and as <dL/dr, conv2d(x, w)^T g> equals
+// <conv2d(dL/dr, w), g>, its filter gradient is conv2d's with the roles of input and result
+// gradient swapped.
+LogicalResult Conv2DBackwardInputOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  grads.push_back(Conv2DOp::create(b, loc, getGradOutput().getType(), g, getFilter(),
+                                   /*bias=*/Value(), getStrides(), getPadding(), getDilation(),
+                                   getFeatureGroupCount(), EpilogueAttr(), getFilterLayout()));
+  grads.push_back(Conv2DBackwardFilterOp::create(b, loc, getFilter().getType(), g, getGradOutput(),
+                                                 getStrides(), getPadding(), getDilation(),
+                                                 getFeatureGroupCount(), getFilterLayout()));
+  return success();
+}
+
 LogicalResult MaxPool2DOp::vjp(OpBuilder &b, Value g, SmallVectorImpl<Value> &grads) {
   grads.push_back(MaxPool2DBackwardOp::create(b, getLoc(), getInput(), g, getWindow(),
                                               getStrides(), getPadding()));

@@ -272,6 +272,12 @@ TEST(Gradients, ConvolutionAndPooling) {
                  [](Graph &, std::vector<Tensor> &x) {
                    return conv2d(x[0], x[1], {1, 1}, {1, 1, 1, 1}, {1, 1}, 3);
                  });
+  // The transposed convolution (ONNX's ConvTranspose): strided, padded, dilated, grouped.
+  checkGradients(
+      "conv2d_backward_input", {{{2, 3, 3, 4}}, {{2, 3, 3, 4}}},
+      [](Graph &, std::vector<Tensor> &x) {
+        return conv2dBackwardInput(x[0], x[1], {2, 6, 9, 6}, {2, 2}, {0, 1, 1, 0}, {1, 2}, 2);
+      });
   checkGradients("max_pool2d", {{{2, 6, 6, 2}}}, [](Graph &, std::vector<Tensor> &x) {
     return maxPool2d(x[0], {2, 3}, {2, 2}, {0, 1, 1, 1});
   });

@@ -2,11 +2,13 @@
 // WindowOps.cpp runs them as 2-D ops over the depth's taps): one node models written with ONNX's
 // protobuf classes, imported, compiled and run on the CPU, against direct float64 loops over
 // the 3-D window on fresh random inputs; strides, asymmetric pads, dilations, groups (depthwise
-// too), auto_pad, output_padding, ceil_mode and count_include_pad each in some case.
+// too), auto_pad, output_padding, ceil_mode and count_include_pad each in some case; and the
+// gradients through them (imported for training, in float64) against central differences.
 #include "TestUtil.h"
 
 #include "codegen/Compile.h"
-#include "frontend/onnx/OnnxImport.h"
+#include "frontend/Ops.h"
+#include "frontend/onnx/ImportInto.h"
 #include "runtime/CpuExecutor.h"
 
 #include "onnx/onnx_pb.h"
@@ -63,14 +65,17 @@ struct Case {
 };
 
 void addTensor(::onnx::GraphProto &graph, const std::string &name, const Ints &dims,
-               const std::vector<double> &values) {
+               const std::vector<double> &values, int elemType) {
   ::onnx::TensorProto *t = graph.add_initializer();
   t->set_name(name);
-  t->set_data_type(::onnx::TensorProto::FLOAT);
+  t->set_data_type(elemType);
   for (int64_t d : dims)
     t->add_dims(d);
   for (double v : values)
-    t->add_float_data(float(v));
+    if (elemType == ::onnx::TensorProto::DOUBLE)
+      t->add_double_data(v);
+    else
+      t->add_float_data(float(v));
 }
 
 void addInts(::onnx::NodeProto &node, const std::string &name, const Ints &values) {
@@ -88,65 +93,71 @@ void addInt(::onnx::NodeProto &node, const std::string &name, int64_t value) {
   a->set_i(value);
 }
 
-/// The case's node as a model file, its output imported, compiled and run on `c.x`.
-Volume runImported(const Case &c) {
-  ::onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(19);
-  ::onnx::GraphProto &graph = *model.mutable_graph();
-  graph.set_name("window3d");
-  ::onnx::ValueInfoProto *input = graph.add_input();
-  input->set_name("x");
-  input->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
-  for (int64_t d : c.x.shape)
-    input->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  graph.add_output()->set_name("y");
-  ::onnx::NodeProto *node = graph.add_node();
-  node->set_op_type(c.op);
-  node->add_input("x");
-  node->add_output("y");
-  bool windowedByFilter = c.op == "Conv" || c.op == "ConvTranspose";
-  if (windowedByFilter) {
-    addTensor(graph, "w", c.w.shape, c.w.values);
-    node->add_input("w");
-    if (!c.bias.empty()) {
-      addTensor(graph, "b", {int64_t(c.bias.size())}, c.bias);
-      node->add_input("b");
+/// The case's node as a model file of `elemType` (FLOAT or DOUBLE), removed with the object.
+struct ModelFile {
+  std::string path;
+  ModelFile(const Case &c, int elemType) {
+    ::onnx::ModelProto model;
+    model.set_ir_version(8);
+    model.add_opset_import()->set_version(19);
+    ::onnx::GraphProto &graph = *model.mutable_graph();
+    graph.set_name("window3d");
+    ::onnx::ValueInfoProto *input = graph.add_input();
+    input->set_name("x");
+    input->mutable_type()->mutable_tensor_type()->set_elem_type(elemType);
+    for (int64_t d : c.x.shape)
+      input->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    graph.add_output()->set_name("y");
+    ::onnx::NodeProto *node = graph.add_node();
+    node->set_op_type(c.op);
+    node->add_input("x");
+    node->add_output("y");
+    bool windowedByFilter = c.op == "Conv" || c.op == "ConvTranspose";
+    if (windowedByFilter) {
+      addTensor(graph, "w", c.w.shape, c.w.values, elemType);
+      node->add_input("w");
+      if (!c.bias.empty()) {
+        addTensor(graph, "b", {int64_t(c.bias.size())}, c.bias, elemType);
+        node->add_input("b");
+      }
+      addInt(*node, "group", c.groups);
+      addInts(*node, "dilations", c.dilations);
+      if (c.op == "ConvTranspose")
+        addInts(*node, "output_padding", c.outputPadding);
+    } else {
+      addInts(*node, "kernel_shape", c.kernel);
+      addInt(*node, "ceil_mode", c.ceilMode);
+      if (c.op == "AveragePool")
+        addInt(*node, "count_include_pad", c.countIncludePad);
     }
-    addInt(*node, "group", c.groups);
-    addInts(*node, "dilations", c.dilations);
-    if (c.op == "ConvTranspose")
-      addInts(*node, "output_padding", c.outputPadding);
-  } else {
-    addInts(*node, "kernel_shape", c.kernel);
-    addInt(*node, "ceil_mode", c.ceilMode);
-    if (c.op == "AveragePool")
-      addInt(*node, "count_include_pad", c.countIncludePad);
-  }
-  addInts(*node, "strides", c.strides);
-  if (c.autoPad.empty()) {
-    addInts(*node, "pads", c.pads);
-  } else {
-    ::onnx::AttributeProto *autoPad = node->add_attribute();
-    autoPad->set_name("auto_pad");
-    autoPad->set_type(::onnx::AttributeProto::STRING);
-    autoPad->set_s(c.autoPad);
-  }
+    addInts(*node, "strides", c.strides);
+    if (c.autoPad.empty()) {
+      addInts(*node, "pads", c.pads);
+    } else {
+      ::onnx::AttributeProto *autoPad = node->add_attribute();
+      autoPad->set_name("auto_pad");
+      autoPad->set_type(::onnx::AttributeProto::STRING);
+      autoPad->set_s(c.autoPad);
+    }
 
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("smelt-window3d-" + std::to_string(::getpid()) + ".onnx"))
-                         .string();
-  {
+    path = (std::filesystem::temp_directory_path() /
+            ("smelt-window3d-" + std::to_string(::getpid()) + ".onnx"))
+               .string();
     std::ofstream out(path, std::ios::binary);
     model.SerializeToOstream(&out);
   }
+  ~ModelFile() { std::filesystem::remove(path); }
+};
+
+/// The case's node imported, compiled and run on `c.x` in float32.
+Volume runImported(const Case &c) {
+  ModelFile file(c, ::onnx::TensorProto::FLOAT);
   mlir::MLIRContext context;
   codegen::loadDialects(context);
   onnx::ImportOptions options;
   options.initializersAsConstants = true; // the weights as `smelt run` takes them
   llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-      onnx::importModel(path, options, context);
-  std::filesystem::remove(path);
+      onnx::importModel(file.path, options, context);
   EXPECT_TRUE(bool(module)) << (module ? "" : llvm::toString(module.takeError()));
   if (!module)
     return {};
@@ -293,11 +304,16 @@ Volume referencePool(const Case &c) {
   return y;
 }
 
+/// The float64 reference of the case.
+Volume reference(const Case &c) {
+  return c.op == "Conv"            ? referenceConv(c)
+         : c.op == "ConvTranspose" ? referenceConvTranspose(c)
+                                   : referencePool(c);
+}
+
 void expectMatches(const Case &c, const std::string &what) {
   SCOPED_TRACE(what + " (SMELT_TEST_SEED=" + std::to_string(rngSeed()) + ")");
-  Volume want = c.op == "Conv"            ? referenceConv(c)
-                : c.op == "ConvTranspose" ? referenceConvTranspose(c)
-                                          : referencePool(c);
+  Volume want = reference(c);
   Volume got = runImported(c);
   ASSERT_EQ(got.shape, want.shape);
   EXPECT_LE(relError(got.values, want.values), 1e-5);
@@ -379,6 +395,62 @@ TEST(OnnxWindow3d, PoolsMatchFloat64Loops) {
   counted.ceilMode = 1;
   counted.x = random({1, 2, 6, 6, 6});
   expectMatches(counted, "count_include_pad and ceil_mode");
+}
+
+// Through the importer's decomposition (slices, a concatenation, reshapes, 2-D ops, pads, adds),
+// in float64 as a fine-tuned model trains: the gradients of the input and of the weights
+// against central differences of the loss sum(y * r).
+TEST(OnnxWindow3d, GradientsMatchCentralDifferences) {
+  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
+  Case conv{"Conv", {}};
+  conv.x = random({2, 4, 5, 4, 3});
+  conv.w = random({4, 2, 3, 2, 2});
+  conv.groups = 2;
+  conv.strides = {2, 1, 1};
+  conv.pads = {1, 0, 1, 0, 1, 0};
+  conv.bias = random({1, 1, 1, 1, 4}).values;
+  Case transposed{"ConvTranspose", {}};
+  transposed.x = random({1, 2, 3, 3, 2});
+  transposed.w = random({2, 3, 2, 2, 3});
+  transposed.strides = {2, 1, 2};
+  transposed.pads = {1, 0, 0, 0, 1, 1};
+  transposed.outputPadding = {1, 0, 0};
+  Case maxPool{"MaxPool", {2, 2, 3}};
+  maxPool.x = random({1, 2, 5, 4, 5});
+  maxPool.strides = {2, 1, 2};
+  maxPool.pads = {1, 0, 1, 0, 1, 1};
+  Case avgPool = maxPool;
+  avgPool.op = "AveragePool";
+  avgPool.ceilMode = 1;
+  for (const Case &c : {conv, transposed, maxPool, avgPool}) {
+    SCOPED_TRACE(c.op);
+    ModelFile file(c, ::onnx::TensorProto::DOUBLE);
+    mlir::MLIRContext context;
+    Graph g(context, "f");
+    Volume probe = reference(c);
+    Tensor x = g.input("x", c.x.shape, DType::f64), r = g.input("r", probe.shape, DType::f64);
+    std::map<std::string, rt::HostTensor> values;
+    onnx::ImportOptions options;
+    options.parameterValues = &values;
+    onnx::ImportedGraph model = onnx::importInto(g, file.path, {{{"x", x}}, true}, options);
+    std::vector<Tensor> wrt = {x};
+    for (Tensor p : g.parameterTensors())
+      wrt.push_back(p);
+    std::optional<rt::CpuExecutor> cpu =
+        compileLossAndGradients(g, reduceSum(mul(model.output("y"), r), {0, 1, 2, 3, 4}), wrt);
+    ASSERT_TRUE(cpu);
+    std::vector<rt::HostTensor> args = {rt::HostTensor::fromVector<double>(c.x.shape, c.x.values),
+                                        randomTensor(probe.shape, DType::f64)};
+    std::vector<std::string> names = {"x"};
+    std::vector<size_t> checked = {0};
+    for (const char *name : {"w", "b"})
+      if (values.count(name)) {
+        checked.push_back(args.size());
+        names.push_back(name);
+        args.push_back(values.at(name));
+      }
+    expectGradientsMatchDifferences(*cpu, args, checked, 1e-6, names);
+  }
 }
 
 } // namespace
