@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Models outside the zoo, exported as their users export them (torch.onnx.export, dynamo=True),
+each run by `smelt run --no-cache` and by ONNX Runtime on the same file and input, and compared
+(relative L2 of the first output): Hugging Face decoders, encoders, vision, audio and video
+models at small widths, torchvision's classification, segmentation and video models at full
+size, and a 3-D U-Net. A sweep for what a user would hit (bench/RESULTS.md, thirty-first
+session), not a benchmark (bench/peers/zoo.py times models) and not run in CI (it needs
+bench/peers/setup.sh's venv):
+
+  python bench/peers/exports.py [--smelt build/bin/smelt] [--out /tmp/smelt-exports] NAME...
+
+Each line says `NAME: ok rel.L2 ...`, `WRONG ...`, or where it stopped (the export, ONNX
+Runtime, Smelt's error). NAME is one of build()'s; `all` runs them all.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "zoo"))
+from generate import Logits  # noqa: E402
+
+SMELT = "build/bin/smelt"
+OUT = "/tmp/smelt-exports"
+
+NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falcon", "albert",
+         "electra", "deberta_v2", "xlm_roberta", "mobilebert", "clip_text", "clip_vision", "beit",
+         "deit", "dinov2", "bart", "t5", "googlenet", "inception_v3", "squeezenet", "alexnet",
+         "vgg11", "mnasnet", "efficientnet_v2_s", "maxvit_t", "resnext50", "mobilenet_v3_large",
+         "swin_v2_t", "vit_b_32", "regnet_x_400mf", "deeplabv3_mnv3", "lraspp", "segformer",
+         "mobilevit", "wav2vec2", "hubert", "convnext_hf", "swin_hf", "resnet_hf", "yolos",
+         "r3d_18", "mc3_18", "r2plus1d_18", "s3d", "swin3d_t", "mvit_v2_s", "videomae", "unet3d"]
+
+
+def build(name, rng):
+    """(module, {input name: array}) for `name`, random weights."""
+    import torchvision.models as tv
+    import transformers as hf
+    img = lambda s=224: {"image": rng.standard_normal((1, 3, s, s)).astype(np.float32)}
+    ids = lambda n=32, v=1000: {"input_ids": rng.integers(0, v, (1, n)).astype(np.int64)}
+    TV = {"googlenet": lambda: tv.googlenet(aux_logits=False, init_weights=True),
+          "inception_v3": lambda: tv.inception_v3(aux_logits=False, init_weights=True),
+          "squeezenet": tv.squeezenet1_0, "alexnet": tv.alexnet, "vgg11": tv.vgg11,
+          "mnasnet": tv.mnasnet0_5, "efficientnet_v2_s": tv.efficientnet_v2_s,
+          "maxvit_t": tv.maxvit_t, "resnext50": tv.resnext50_32x4d,
+          "mobilenet_v3_large": tv.mobilenet_v3_large, "swin_v2_t": tv.swin_v2_t,
+          "vit_b_32": tv.vit_b_32, "regnet_x_400mf": tv.regnet_x_400mf,
+          "deeplabv3_mnv3": lambda: tv.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None),
+          "lraspp": lambda: tv.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None),
+          "r3d_18": tv.video.r3d_18, "mc3_18": tv.video.mc3_18, "r2plus1d_18": tv.video.r2plus1d_18,
+          "s3d": tv.video.s3d, "swin3d_t": tv.video.swin3d_t, "mvit_v2_s": tv.video.mvit_v2_s}
+    if name in TV:
+        if name in ("r3d_18", "mc3_18", "r2plus1d_18", "s3d", "swin3d_t", "mvit_v2_s"):
+            size = {"s3d": 224, "swin3d_t": 224, "mvit_v2_s": 224}.get(name, 112)
+            frames = {"mvit_v2_s": 16}.get(name, 8)
+            return TV[name](), {"video": rng.standard_normal((1, 3, frames, size, size)).astype(np.float32)}
+        return TV[name](), img(299 if name == "inception_v3" else 224)
+    tiny = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4)
+    if name == "mistral":
+        return Logits(hf.MistralForCausalLM(hf.MistralConfig(num_key_value_heads=2, vocab_size=1000, sliding_window=16, **tiny))), ids()
+    if name == "qwen2":
+        return Logits(hf.Qwen2ForCausalLM(hf.Qwen2Config(num_key_value_heads=2, vocab_size=1000, **tiny))), ids()
+    if name == "phi3":
+        return Logits(hf.Phi3ForCausalLM(hf.Phi3Config(num_key_value_heads=2, vocab_size=1000, pad_token_id=0, **tiny))), ids()
+    if name == "gemma":
+        return Logits(hf.GemmaForCausalLM(hf.GemmaConfig(num_key_value_heads=1, head_dim=32, vocab_size=1000, **tiny))), ids()
+    if name == "gpt_neox":
+        return Logits(hf.GPTNeoXForCausalLM(hf.GPTNeoXConfig(vocab_size=1000, rotary_pct=0.25, **tiny))), ids()
+    if name == "opt":
+        return Logits(hf.OPTForCausalLM(hf.OPTConfig(vocab_size=1000, hidden_size=128, ffn_dim=256, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=128))), ids()
+    if name == "bloom":
+        return Logits(hf.BloomForCausalLM(hf.BloomConfig(vocab_size=1000, hidden_size=128, n_layer=2, n_head=4))), ids()
+    if name == "falcon":
+        return Logits(hf.FalconForCausalLM(hf.FalconConfig(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_attention_heads=4))), ids()
+    if name == "albert":
+        return Logits(hf.AlbertModel(hf.AlbertConfig(vocab_size=1000, embedding_size=64, **tiny))), ids()
+    if name == "electra":
+        return Logits(hf.ElectraModel(hf.ElectraConfig(vocab_size=1000, embedding_size=64, **tiny))), ids()
+    if name == "deberta_v2":
+        return Logits(hf.DebertaV2Model(hf.DebertaV2Config(vocab_size=1000, **tiny))), ids()
+    if name == "xlm_roberta":
+        return Logits(hf.XLMRobertaModel(hf.XLMRobertaConfig(vocab_size=1000, **tiny))), ids()
+    if name == "mobilebert":
+        return Logits(hf.MobileBertModel(hf.MobileBertConfig(vocab_size=1000))), ids()
+    if name == "clip_text":
+        return Logits(hf.CLIPTextModel(hf.CLIPTextConfig(vocab_size=1000, **tiny))), ids()
+    if name == "clip_vision":
+        return Logits(hf.CLIPVisionModel(hf.CLIPVisionConfig(**tiny))), {"pixel_values": img()["image"]}
+    if name == "beit":
+        return Logits(hf.BeitModel(hf.BeitConfig(**tiny))), {"pixel_values": img()["image"]}
+    if name == "deit":
+        return Logits(hf.DeiTModel(hf.DeiTConfig(**tiny))), {"pixel_values": img()["image"]}
+    if name == "segformer":
+        return Logits(hf.SegformerForSemanticSegmentation(hf.SegformerConfig())), {"pixel_values": img(128)["image"]}
+    if name == "mobilevit":
+        return Logits(hf.MobileViTModel(hf.MobileViTConfig())), {"pixel_values": img(256)["image"]}
+    if name == "dinov2":
+        return Logits(hf.Dinov2Model(hf.Dinov2Config(**tiny))), {"pixel_values": img()["image"]}
+    if name == "wav2vec2":
+        return Logits(hf.Wav2Vec2Model(hf.Wav2Vec2Config(**tiny))), {"input_values": rng.standard_normal((1, 16000)).astype(np.float32)}
+    if name == "hubert":
+        return Logits(hf.HubertModel(hf.HubertConfig(**tiny))), {"input_values": rng.standard_normal((1, 16000)).astype(np.float32)}
+    if name == "bart":
+        return Logits(hf.BartModel(hf.BartConfig(vocab_size=1000, d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256))), {**ids(), "decoder_input_ids": rng.integers(0, 1000, (1, 16)).astype(np.int64)}
+    if name == "t5":
+        return Logits(hf.T5Model(hf.T5Config(vocab_size=1000, d_model=128, d_kv=32, d_ff=256, num_layers=2, num_heads=4))), {**ids(), "decoder_input_ids": rng.integers(0, 1000, (1, 16)).astype(np.int64)}
+    if name == "convnext_hf":
+        return Logits(hf.ConvNextModel(hf.ConvNextConfig())), {"pixel_values": img()["image"]}
+    if name == "swin_hf":
+        return Logits(hf.SwinModel(hf.SwinConfig())), {"pixel_values": img()["image"]}
+    if name == "resnet_hf":
+        return Logits(hf.ResNetModel(hf.ResNetConfig())), {"pixel_values": img()["image"]}
+    if name == "unet3d":
+        class UNet3d(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.down = nn.Sequential(nn.Conv3d(2, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU())
+                self.pool = nn.MaxPool3d(2, ceil_mode=True)
+                self.mid = nn.Sequential(nn.Conv3d(8, 16, (3, 3, 3), padding=(1, 1, 1), groups=2), nn.ReLU(),
+                                         nn.AvgPool3d(3, stride=1, padding=1, count_include_pad=False))
+                self.up = nn.ConvTranspose3d(16, 8, 2, stride=2, output_padding=(1, 0, 1))
+                self.head = nn.Conv3d(16, 3, 1)
+            def forward(self, x):
+                a = self.down(x)
+                b = self.up(self.mid(self.pool(a)))
+                b = b[:, :, :a.shape[2], :a.shape[3], :a.shape[4]]
+                return self.head(torch.cat([a, b], 1))
+        return UNet3d(), {"volume": rng.standard_normal((1, 2, 9, 16, 15)).astype(np.float32)}
+    if name == "videomae":
+        return Logits(hf.VideoMAEModel(hf.VideoMAEConfig(num_frames=8, **tiny))), {"pixel_values": rng.standard_normal((1, 8, 3, 224, 224)).astype(np.float32)}
+    if name == "yolos":
+        return Logits(hf.YolosModel(hf.YolosConfig(**tiny, image_size=[256, 256]))), {"pixel_values": img(256)["image"]}
+    raise KeyError(name)
+
+def run(name):
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    folder = f"{OUT}/{name}"
+    os.makedirs(folder, exist_ok=True)
+    if not os.path.exists(f"{folder}/model.onnx"):
+        model, inputs = build(name, rng)
+        model.eval()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.05 * torch.randn_like(p))
+        for k, v in inputs.items():
+            np.save(f"{folder}/input_{k}.npy", v)
+        args = tuple(torch.from_numpy(v) for v in inputs.values())
+        try:
+            torch.onnx.export(model, args, f"{folder}/model.onnx", input_names=list(inputs),
+                              output_names=["output"], dynamo=True)
+        except Exception as e:
+            return f"export failed: {str(e).splitlines()[0][:200]}"
+    import onnxruntime as ort
+    inputs = {f[6:-4]: np.load(f"{folder}/{f}") for f in sorted(os.listdir(folder)) if f.startswith("input_")}
+    try:
+        want = ort.InferenceSession(f"{folder}/model.onnx", providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    except Exception as e:
+        return f"ort failed: {str(e)[:200]}"
+    args = [f"--input={k}={folder}/input_{k}.npy" for k in inputs]
+    p = subprocess.run([SMELT, "run", f"{folder}/model.onnx", *args, "--no-cache", "--output-dir", f"{folder}/smelt"],
+                       capture_output=True, text=True)
+    if p.returncode:
+        return "smelt failed: " + " | ".join(p.stderr.strip().splitlines()[-3:])[:600]
+    got = np.load(f"{folder}/smelt/output.npy")
+    if got.shape != want.shape:
+        return f"shape {got.shape} vs ort {want.shape}"
+    rel = np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-30)
+    return f"ok rel.L2 {rel:.2e}" if rel < 1e-4 else f"WRONG rel.L2 {rel:.2e}"
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smelt", default=SMELT)
+    parser.add_argument("--out", default=OUT)
+    parser.add_argument("names", nargs="+")
+    a = parser.parse_args()
+    SMELT, OUT = os.path.abspath(a.smelt), a.out
+    for name in (NAMES if a.names == ["all"] else a.names):
+        t = time.time()
+        try:
+            r = run(name)
+        except Exception as e:
+            r = "script error: " + repr(e)[:300]
+        print(f"{name}: {r} ({time.time()-t:.0f} s)", flush=True)
