@@ -262,17 +262,20 @@ private:
   }
 
   /// An op every reader computes for itself: each user is in a group that holds a copy of
-  /// it, or is itself such an op whose copies all hold a copy of it too.
+  /// it, or is itself such an op whose copies all hold a copy of it too. A user in a group of
+  /// its own may also have been copied into others (a batch norm's scale, cheap to recompute
+  /// in a slice of the activations but not in a larger one): those copies read `op` too, so
+  /// they must hold it as well, or `op` is left behind outside every kernel.
   bool diesAfterDuplication(Operation *op) {
     if (op->use_empty())
       return false;
     for (Operation *user : op->getUsers()) {
-      if (dead_.contains(user)) {
-        for (unsigned holder : copiedInto_[user])
+      if (auto copies = copiedInto_.find(user); copies != copiedInto_.end())
+        for (unsigned holder : copies->second)
           if (!holds(holder, op))
             return false;
+      if (dead_.contains(user))
         continue;
-      }
       auto it = groupOf_.find(user);
       if (it == groupOf_.end() || !groups_[it->second].duplicated.contains(op))
         return false;

@@ -35,7 +35,12 @@ NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falco
          "vgg11", "mnasnet", "efficientnet_v2_s", "maxvit_t", "resnext50", "mobilenet_v3_large",
          "swin_v2_t", "vit_b_32", "regnet_x_400mf", "deeplabv3_mnv3", "lraspp", "segformer",
          "mobilevit", "wav2vec2", "hubert", "convnext_hf", "swin_hf", "resnet_hf", "yolos",
-         "r3d_18", "mc3_18", "r2plus1d_18", "s3d", "swin3d_t", "mvit_v2_s", "videomae", "unet3d"]
+         "r3d_18", "mc3_18", "r2plus1d_18", "s3d", "swin3d_t", "mvit_v2_s", "videomae", "unet3d",
+         "squeezebert", "convbert", "roformer", "mpnet", "nystromformer", "funnel", "layoutlm",
+         "data2vec_text", "canine", "megatron_bert", "levit", "poolformer", "convnextv2", "pvt",
+         "cvt", "bit", "mobilenet_v2_hf", "regnet_hf", "data2vec_vision", "swiftformer",
+         "focalnet", "siglip_vision", "vitmae", "hiera", "dpt", "glpn", "timesformer", "sew",
+         "data2vec_audio", "encodec"]
 
 
 def build(name, rng):
@@ -134,6 +139,59 @@ def build(name, rng):
         return UNet3d(), {"volume": rng.standard_normal((1, 2, 9, 16, 15)).astype(np.float32)}
     if name == "videomae":
         return Logits(hf.VideoMAEModel(hf.VideoMAEConfig(num_frames=8, **tiny))), {"pixel_values": rng.standard_normal((1, 8, 3, 224, 224)).astype(np.float32)}
+    pixels = lambda s=224: {"pixel_values": img(s)["image"]}
+    audio = {"input_values": rng.standard_normal((1, 16000)).astype(np.float32)}
+    text = {"squeezebert": (hf.SqueezeBertModel, hf.SqueezeBertConfig),
+            "convbert": (hf.ConvBertModel, hf.ConvBertConfig),
+            "roformer": (hf.RoFormerModel, hf.RoFormerConfig),
+            "mpnet": (hf.MPNetModel, hf.MPNetConfig),
+            "nystromformer": (hf.NystromformerModel, hf.NystromformerConfig),
+            "funnel": (hf.FunnelModel, hf.FunnelConfig),
+            "layoutlm": (hf.LayoutLMModel, hf.LayoutLMConfig),
+            "data2vec_text": (hf.Data2VecTextModel, hf.Data2VecTextConfig),
+            "canine": (hf.CanineModel, hf.CanineConfig),
+            "megatron_bert": (hf.MegatronBertModel, hf.MegatronBertConfig)}
+    if name in text:
+        model_cls, config_cls = text[name]
+        extra = {} if name in ("funnel", "canine") else {"vocab_size": 1000}
+        if name == "funnel":
+            config = config_cls(vocab_size=1000, d_model=128, n_head=4, d_head=32, d_inner=256,
+                                block_sizes=[1, 1])
+        elif name == "canine":
+            config = config_cls(**tiny)
+            return Logits(model_cls(config)), ids(32, 1000)
+        else:
+            config = config_cls(**extra, **dict(tiny, embedding_size=128)) if name == "squeezebert" \
+                else config_cls(**extra, **tiny)
+        return Logits(model_cls(config)), ids()
+    vision = {"levit": (hf.LevitModel, hf.LevitConfig, {}),
+              "poolformer": (hf.PoolFormerModel, hf.PoolFormerConfig, {}),
+              "convnextv2": (hf.ConvNextV2Model, hf.ConvNextV2Config, {}),
+              "pvt": (hf.PvtModel, hf.PvtConfig, {}),
+              "cvt": (hf.CvtModel, hf.CvtConfig, {}),
+              "bit": (hf.BitModel, hf.BitConfig, {}),
+              "mobilenet_v2_hf": (hf.MobileNetV2Model, hf.MobileNetV2Config, {}),
+              "regnet_hf": (hf.RegNetModel, hf.RegNetConfig, {}),
+              "data2vec_vision": (hf.Data2VecVisionModel, hf.Data2VecVisionConfig, tiny),
+              "swiftformer": (hf.SwiftFormerModel, hf.SwiftFormerConfig, {}),
+              "focalnet": (hf.FocalNetModel, hf.FocalNetConfig, {}),
+              "siglip_vision": (hf.SiglipVisionModel, hf.SiglipVisionConfig, tiny),
+              "vitmae": (hf.ViTMAEModel, hf.ViTMAEConfig, dict(tiny, mask_ratio=0.0)),
+              "hiera": (hf.HieraModel, hf.HieraConfig, {}),
+              "dpt": (hf.DPTForDepthEstimation, hf.DPTConfig, dict(tiny, num_hidden_layers=4)),
+              "glpn": (hf.GLPNForDepthEstimation, hf.GLPNConfig, {}),
+              "timesformer": (hf.TimesformerModel, hf.TimesformerConfig, dict(tiny, num_frames=4))}
+    if name in vision:
+        model_cls, config_cls, kw = vision[name]
+        if name == "timesformer":
+            return Logits(model_cls(config_cls(**kw))), {"pixel_values": rng.standard_normal((1, 4, 3, 224, 224)).astype(np.float32)}
+        return Logits(model_cls(config_cls(**kw))), pixels()
+    if name == "sew":
+        return Logits(hf.SEWModel(hf.SEWConfig(**tiny))), audio
+    if name == "data2vec_audio":
+        return Logits(hf.Data2VecAudioModel(hf.Data2VecAudioConfig(**tiny))), audio
+    if name == "encodec":
+        return Logits(hf.EncodecModel(hf.EncodecConfig())), {"input_values": rng.standard_normal((1, 1, 8000)).astype(np.float32)}
     if name == "yolos":
         return Logits(hf.YolosModel(hf.YolosConfig(**tiny, image_size=[256, 256]))), {"pixel_values": img(256)["image"]}
     raise KeyError(name)

@@ -334,3 +334,53 @@ func.func @initial_weights() -> tensor<8x16xf32> {
   %w = smelt.mul %n, %s : tensor<8x16xf32>
   return %w : tensor<8x16xf32>
 }
+
+// -----
+
+// A batch norm's scale (gamma / sqrt(var + eps)) of three layers, with sqrt(var + eps) shared
+// (CSE'd: the same statistics and epsilon): each scale is copied into the small kernel that
+// reads a slice of its layer's activations, but not into the larger one, so it is also
+// computed by a kernel of its own, which copies the sqrt. The small kernels' copies of the
+// scale read the sqrt too, and (recomputing it costs them more than reading it) hold no copy
+// of it: so the sqrt needs a kernel of its own, which it once lacked (Hugging Face's LeViT left
+// it outside every kernel: "'smelt.add' op runs only inside a smelt.fusion kernel").
+// CHECK-LABEL: func.func @scale_read_by_copies
+// CHECK-NEXT: %[[SQRT:.+]] = smelt.fusion loop() {{.*}} : () -> tensor<64xf32> {
+// CHECK: smelt.add
+// CHECK-NEXT: smelt.sqrt
+// CHECK-NEXT: smelt.yield
+// CHECK: smelt.fusion loop(%[[SQRT]]) {{.*}} -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+func.func @scale_read_by_copies(%x: tensor<64x64xf32>, %w: tensor<12x64xf32>) -> (tensor<64x24xf32>, tensor<64x24xf32>, tensor<64x24xf32>, tensor<64x64xf32>) {
+  %one = smelt.constant dense<1.0> : tensor<64xf32>
+  %eps = smelt.constant dense<1.0e-5> : tensor<64xf32>
+  %a = smelt.add %one, %eps : tensor<64xf32>
+  %s = smelt.sqrt %a : tensor<64xf32>
+  %g0 = smelt.constant dense<2.0> : tensor<64xf32>
+  %d0 = smelt.div %g0, %s : tensor<64xf32>
+  %b0 = smelt.broadcast_in_dim %d0, dims = [1] : tensor<64xf32> -> tensor<64x64xf32>
+  %y0 = smelt.mul %x, %b0 : tensor<64x64xf32>
+  %sa0 = smelt.slice %y0 [0:12:1, 0:64:1] : tensor<64x64xf32>
+  %ta0 = smelt.transpose %sa0, permutation = [1, 0] : tensor<12x64xf32>
+  %sb0 = smelt.slice %y0 [12:36:1, 0:64:1] : tensor<64x64xf32>
+  %tb0 = smelt.transpose %sb0, permutation = [1, 0] : tensor<24x64xf32>
+  %m0 = smelt.matmul %ta0, %w : tensor<64x12xf32>, tensor<12x64xf32>
+  %g1 = smelt.constant dense<3.0> : tensor<64xf32>
+  %d1 = smelt.div %g1, %s : tensor<64xf32>
+  %b1 = smelt.broadcast_in_dim %d1, dims = [1] : tensor<64xf32> -> tensor<64x64xf32>
+  %y1 = smelt.mul %m0, %b1 : tensor<64x64xf32>
+  %sa1 = smelt.slice %y1 [0:12:1, 0:64:1] : tensor<64x64xf32>
+  %ta1 = smelt.transpose %sa1, permutation = [1, 0] : tensor<12x64xf32>
+  %sb1 = smelt.slice %y1 [12:36:1, 0:64:1] : tensor<64x64xf32>
+  %tb1 = smelt.transpose %sb1, permutation = [1, 0] : tensor<24x64xf32>
+  %m1 = smelt.matmul %ta1, %w : tensor<64x12xf32>, tensor<12x64xf32>
+  %g2 = smelt.constant dense<4.0> : tensor<64xf32>
+  %d2 = smelt.div %g2, %s : tensor<64xf32>
+  %b2 = smelt.broadcast_in_dim %d2, dims = [1] : tensor<64xf32> -> tensor<64x64xf32>
+  %y2 = smelt.mul %m1, %b2 : tensor<64x64xf32>
+  %sa2 = smelt.slice %y2 [0:12:1, 0:64:1] : tensor<64x64xf32>
+  %ta2 = smelt.transpose %sa2, permutation = [1, 0] : tensor<12x64xf32>
+  %sb2 = smelt.slice %y2 [12:36:1, 0:64:1] : tensor<64x64xf32>
+  %tb2 = smelt.transpose %sb2, permutation = [1, 0] : tensor<24x64xf32>
+  %m2 = smelt.matmul %ta2, %w : tensor<64x12xf32>, tensor<12x64xf32>
+  return %tb0, %tb1, %tb2, %m2 : tensor<64x24xf32>, tensor<64x24xf32>, tensor<64x24xf32>, tensor<64x64xf32>
+}
