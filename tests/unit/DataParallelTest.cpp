@@ -152,16 +152,17 @@ TEST(DataParallel, TwoReplicasWithHalfBatchesMatchOneWithTheFullBatch) {
   config.optimizer.kind = OptimizerKind::SGD;
   config.optimizer.learningRate = 0.1;
   train::Metrics one, two, four;
-  std::vector<rt::HostTensor> single = trainedParameters(config, 2, &one);
+  std::vector<rt::HostTensor> single = trainedParameters(config, 1, &one);
   config.replicas = 2;
-  std::vector<rt::HostTensor> pair = trainedParameters(config, 2, &two);
+  std::vector<rt::HostTensor> pair = trainedParameters(config, 1, &two);
   config.replicas = 4;
   config.collectives.deterministic = true;
-  std::vector<rt::HostTensor> quad = trainedParameters(config, 2, &four);
+  std::vector<rt::HostTensor> quad = trainedParameters(config, 1, &four);
   ASSERT_EQ(single.size(), pair.size());
   ASSERT_EQ(single.size(), quad.size());
-  // 4 steps: float32 reduction-order differences only (sums over 128 and 64 rows instead
-  // of 256, then over replicas).
+  // 2 steps: float32 reduction-order differences only (sums over 128 and 64 rows instead
+  // of 256, then over replicas). With 4 steps a difference flipped a ReLU for about one seed
+  // in 26 (seed 99: 1.7e-3 on four replicas' weights); with 2, none of 52 seeds did.
   for (size_t i = 0; i < single.size(); ++i) {
     EXPECT_LT(relError(pair[i].toDoubles(), single[i].toDoubles()), 1e-5) << i;
     EXPECT_LT(relError(quad[i].toDoubles(), single[i].toDoubles()), 1e-5) << i;
