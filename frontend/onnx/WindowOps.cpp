@@ -100,9 +100,7 @@ std::vector<int64_t> spatialDims(const NodeImporter &n, Tensor x) {
 }
 
 /// x [N, C, W] as [N, C, 1, W]; x itself when 2-D.
-Tensor lift(Tensor x) {
-  return x.rank() == 3 ? reshape(x, {x.dim(0), x.dim(1), 1, x.dim(2)}) : x;
-}
+Tensor lift(Tensor x) { return x.rank() == 3 ? reshape(x, {x.dim(0), x.dim(1), 1, x.dim(2)}) : x; }
 /// The NHWC result of a window op back to NCHW (or NCW for a 1-D input).
 Tensor lower(Tensor y, bool oneD) {
   Tensor nchw = foldingTranspose(y, kToNchw);
@@ -149,6 +147,35 @@ std::vector<Tensor> depthTaps(const NodeImporter &n, Tensor y, const Axes &a, do
   return taps;
 }
 
+/// A 3-D Conv as one 2-D convolution over H and W with the depth folded into the batch, whose
+/// input channels are the depth taps side by side: in group j, tap k's channel c at k*C/g + c
+/// (groups stay contiguous, and each tap's channels a contiguous run that its slice copies
+/// whole), and the filter [F, C/g, KD, KH, KW] as HWIO [KH, KW, KD*C/g, F] in the same order.
+/// The taps are slices of the input, their concatenation one kernel.
+Tensor conv3d(const NodeImporter &n, Tensor x, Tensor w, const Axes &axes, int64_t groups,
+              std::optional<Tensor> bias) {
+  Window win = planar(axes);
+  std::vector<Tensor> taps = depthTaps(n, foldingTranspose(x, kToNdhwc), axes, 0.0);
+  int64_t perGroup = w.dim(1), depthTapCount = int64_t(taps.size());
+  std::vector<Tensor> grouped;
+  for (Tensor tap : taps) {
+    std::vector<int64_t> shape = tap.shape();
+    shape.back() = groups;
+    shape.push_back(1);
+    shape.push_back(perGroup);
+    grouped.push_back(reshape(tap, shape));
+  }
+  Tensor stacked = grouped.size() == 1 ? grouped[0] : concat(grouped, 5);
+  Tensor input = reshape(stacked, {stacked.dim(0) * stacked.dim(1), stacked.dim(2), stacked.dim(3),
+                                   groups * depthTapCount * perGroup});
+  Tensor filter = reshape(transpose(w, {3, 4, 2, 1, 0}),
+                          {w.dim(3), w.dim(4), depthTapCount * perGroup, w.dim(0)});
+  Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
+  if (bias)
+    y = add(y, *bias); // conv2d's epilogue
+  return foldingTranspose(unfoldDepth(y, x.dim(0)), kToNcdhw);
+}
+
 void conv(NodeImporter &n) {
   Tensor x = n.input(0), w = n.input(1);
   std::vector<int64_t> spatial = spatialDims(n, x);
@@ -172,30 +199,7 @@ void conv(NodeImporter &n) {
   Window win = planar(axes);
   std::optional<Tensor> bias = n.optionalInput(2);
   if (spatial.size() == 3) {
-    // One 2-D convolution whose input channels are the depth taps side by side: in group j,
-    // tap k's channel c at k*C/g + c (groups stay contiguous, and each tap's channels a
-    // contiguous run that its slice copies whole), and the filter [F, C/g, KD, KH, KW] as HWIO
-    // [KH, KW, KD*C/g, F] in the same order. The taps are slices of the input, their
-    // concatenation one kernel.
-    std::vector<Tensor> taps = depthTaps(n, foldingTranspose(x, kToNdhwc), axes, 0.0);
-    int64_t perGroup = w.dim(1), depthTapCount = int64_t(taps.size());
-    std::vector<Tensor> grouped;
-    for (Tensor tap : taps) {
-      std::vector<int64_t> shape = tap.shape();
-      shape.back() = groups;
-      shape.push_back(1);
-      shape.push_back(perGroup);
-      grouped.push_back(reshape(tap, shape));
-    }
-    Tensor stacked = grouped.size() == 1 ? grouped[0] : concat(grouped, 5);
-    Tensor input = reshape(stacked, {stacked.dim(0) * stacked.dim(1), stacked.dim(2),
-                                     stacked.dim(3), groups * depthTapCount * perGroup});
-    Tensor filter = reshape(transpose(w, {3, 4, 2, 1, 0}),
-                            {w.dim(3), w.dim(4), depthTapCount * perGroup, w.dim(0)});
-    Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
-    if (bias)
-      y = add(y, *bias);
-    n.setOutput(0, foldingTranspose(unfoldDepth(y, x.dim(0)), kToNcdhw));
+    n.setOutput(0, conv3d(n, x, w, axes, groups, bias));
     return;
   }
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [F, C, KH, KW] -> HWIO
@@ -278,11 +282,13 @@ void convTranspose(NodeImporter &n) {
   int64_t groups = n.attrInt("group", 1);
   if (groups < 1 || x.dim(1) % groups != 0 || w.dim(0) != x.dim(1))
     fail(ImportErrorKind::BadFile, "group=" + std::to_string(groups) + " does not divide " +
-                                       std::to_string(x.dim(1)) + " input channels, or the "
-                                       "filter's first dimension " + std::to_string(w.dim(0)) +
-                                       " is not their count");
+                                       std::to_string(x.dim(1)) +
+                                       " input channels, or the "
+                                       "filter's first dimension " +
+                                       std::to_string(w.dim(0)) + " is not their count");
   std::vector<int64_t> kernel(filterShape.begin() + 2, filterShape.end()), ones(rank, 1);
-  std::vector<int64_t> strides = n.attrInts("strides", ones), dilation = n.attrInts("dilations", ones);
+  std::vector<int64_t> strides = n.attrInts("strides", ones),
+                       dilation = n.attrInts("dilations", ones);
   std::vector<int64_t> outputPadding = n.attrInts("output_padding", std::vector<int64_t>(rank, 0));
   std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * rank, 0));
   std::vector<int64_t> outputShape = n.attrInts("output_shape", {});
@@ -295,7 +301,8 @@ void convTranspose(NodeImporter &n) {
                                    "not match the input's spatial rank");
   std::vector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
-    int64_t full = strides[i] * (spatial[i] - 1) + outputPadding[i] + (kernel[i] - 1) * dilation[i] + 1;
+    int64_t full =
+        strides[i] * (spatial[i] - 1) + outputPadding[i] + (kernel[i] - 1) * dilation[i] + 1;
     if (!outputShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       // ONNX's rule: the padding that gives the requested size, its smaller half first for
       // SAME_UPPER and its larger half first otherwise.
@@ -325,10 +332,11 @@ void convTranspose(NodeImporter &n) {
   Quad padding = {oneD ? 0 : pads[0], oneD ? 0 : pads[2], oneD ? pads[0] : pads[1],
                   oneD ? pads[1] : pads[3]};
   std::vector<int64_t> resultShape = {x.dim(0), oneD ? 1 : out[0], out.back(),
-                                     filterShape[1] * groups};
-  Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [C_in, C_out, KH, KW] -> [KH, KW, C_out, C_in]
-  Tensor y = conv2dBackwardInput(foldingTranspose(lift(x), kToNhwc), filter, resultShape,
-                                 strides2, padding, dilation2, groups);
+                                      filterShape[1] * groups};
+  Tensor filter =
+      transpose(lift(w), {2, 3, 1, 0}); // [C_in, C_out, KH, KW] -> [KH, KW, C_out, C_in]
+  Tensor y = conv2dBackwardInput(foldingTranspose(lift(x), kToNhwc), filter, resultShape, strides2,
+                                 padding, dilation2, groups);
   if (std::optional<Tensor> bias = n.optionalInput(2))
     y = add(y, *bias);
   n.setOutput(0, lower(y, oneD));
