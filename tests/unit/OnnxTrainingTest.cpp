@@ -3,6 +3,7 @@
 // the training step assigns and evaluation reads, Dropout's masks, the Trainer fine-tuning from
 // the file's weights, and the binding's mistakes. The models are written here with ONNX's
 // protobuf classes, as an exporter writes them.
+#include "OnnxTestGraph.h"
 #include "TestUtil.h"
 
 #include "frontend/onnx/ImportInto.h"
@@ -19,50 +20,6 @@ namespace smelt::test {
 namespace {
 
 const int64_t C = 3, H = 4, W = 2, K = 5; // channels, height, width, classes
-
-/// A float initializer of `elemType` (FLOAT or DOUBLE).
-void addInitializer(::onnx::GraphProto &graph, const std::string &name,
-                    const std::vector<int64_t> &dims, const std::vector<double> &values,
-                    int elemType) {
-  ::onnx::TensorProto *t = graph.add_initializer();
-  t->set_name(name);
-  t->set_data_type(elemType);
-  for (int64_t d : dims)
-    t->add_dims(d);
-  for (double v : values)
-    if (elemType == ::onnx::TensorProto::DOUBLE)
-      t->add_double_data(v);
-    else
-      t->add_float_data(float(v));
-}
-
-/// A graph input or output; a dimension of -1 is the symbolic "batch".
-void addValueInfo(google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> &into,
-                  const std::string &name, const std::vector<int64_t> &dims, int elemType) {
-  ::onnx::ValueInfoProto *info = into.Add();
-  info->set_name(name);
-  ::onnx::TypeProto_Tensor *type = info->mutable_type()->mutable_tensor_type();
-  type->set_elem_type(elemType);
-  for (int64_t d : dims) {
-    ::onnx::TensorShapeProto_Dimension *dim = type->mutable_shape()->add_dim();
-    if (d < 0)
-      dim->set_dim_param("batch");
-    else
-      dim->set_dim_value(d);
-  }
-}
-
-::onnx::NodeProto *addNode(::onnx::GraphProto &graph, const std::string &op,
-                           const std::vector<std::string> &inputs,
-                           const std::vector<std::string> &outputs) {
-  ::onnx::NodeProto *node = graph.add_node();
-  node->set_op_type(op);
-  for (const std::string &in : inputs)
-    node->add_input(in);
-  for (const std::string &out : outputs)
-    node->add_output(out);
-  return node;
-}
 
 void setAttribute(::onnx::NodeProto &node, const std::string &name, double value) {
   ::onnx::AttributeProto *a = node.add_attribute();

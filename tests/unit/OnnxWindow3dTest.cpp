@@ -4,6 +4,7 @@
 // the 3-D window on fresh random inputs; strides, asymmetric pads, dilations, groups (depthwise
 // too), auto_pad, output_padding, ceil_mode and count_include_pad each in some case; and the
 // gradients through them (imported for training, in float64) against central differences.
+#include "OnnxTestGraph.h"
 #include "TestUtil.h"
 
 #include "codegen/Compile.h"
@@ -64,20 +65,6 @@ struct Case {
   std::vector<double> bias; // none when empty
 };
 
-void addTensor(::onnx::GraphProto &graph, const std::string &name, const Ints &dims,
-               const std::vector<double> &values, int elemType) {
-  ::onnx::TensorProto *t = graph.add_initializer();
-  t->set_name(name);
-  t->set_data_type(elemType);
-  for (int64_t d : dims)
-    t->add_dims(d);
-  for (double v : values)
-    if (elemType == ::onnx::TensorProto::DOUBLE)
-      t->add_double_data(v);
-    else
-      t->add_float_data(float(v));
-}
-
 void addInts(::onnx::NodeProto &node, const std::string &name, const Ints &values) {
   ::onnx::AttributeProto *a = node.add_attribute();
   a->set_name(name);
@@ -102,22 +89,15 @@ struct ModelFile {
     model.add_opset_import()->set_version(19);
     ::onnx::GraphProto &graph = *model.mutable_graph();
     graph.set_name("window3d");
-    ::onnx::ValueInfoProto *input = graph.add_input();
-    input->set_name("x");
-    input->mutable_type()->mutable_tensor_type()->set_elem_type(elemType);
-    for (int64_t d : c.x.shape)
-      input->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    addValueInfo(*graph.mutable_input(), "x", c.x.shape, elemType);
     graph.add_output()->set_name("y");
-    ::onnx::NodeProto *node = graph.add_node();
-    node->set_op_type(c.op);
-    node->add_input("x");
-    node->add_output("y");
+    ::onnx::NodeProto *node = addNode(graph, c.op, {"x"}, {"y"});
     bool windowedByFilter = c.op == "Conv" || c.op == "ConvTranspose";
     if (windowedByFilter) {
-      addTensor(graph, "w", c.w.shape, c.w.values, elemType);
+      addInitializer(graph, "w", c.w.shape, c.w.values, elemType);
       node->add_input("w");
       if (!c.bias.empty()) {
-        addTensor(graph, "b", {int64_t(c.bias.size())}, c.bias, elemType);
+        addInitializer(graph, "b", {int64_t(c.bias.size())}, c.bias, elemType);
         node->add_input("b");
       }
       addInt(*node, "group", c.groups);
