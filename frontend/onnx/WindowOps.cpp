@@ -196,12 +196,12 @@ void conv(NodeImporter &n) {
   if (std::vector<int64_t> given = n.attrInts("kernel_shape", kernel); given != kernel)
     fail(ImportErrorKind::BadFile, "kernel_shape disagrees with the filter");
   Axes axes = axesOf(n, spatial, kernel, false);
-  Window win = planar(axes);
   std::optional<Tensor> bias = n.optionalInput(2);
   if (spatial.size() == 3) {
     n.setOutput(0, conv3d(n, x, w, axes, groups, bias));
     return;
   }
+  Window win = planar(axes);
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [F, C, KH, KW] -> HWIO
   Tensor input = foldingTranspose(lift(x), kToNhwc);
   Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
