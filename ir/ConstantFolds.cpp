@@ -1,7 +1,8 @@
-// Folders of the layout and type changes of constants: transpose, reshape, broadcast_in_dim and
-// convert of a smelt.constant are computed at compile time, so that a model's constant weights
-// (an ONNX Conv's OIHW filter turned HWIO, GPT-2's tied LM head transposed) are stored in the
-// form the step reads instead of being recomputed by a kernel on every run.
+// Folders of the layout and type changes of constants: transpose, reshape, slice, concat,
+// broadcast_in_dim and convert of a smelt.constant are computed at compile time, so that a
+// model's constant weights (an ONNX Conv's OIHW filter turned HWIO, GPT-2's tied LM head
+// transposed, an LSTM's weights per direction) are stored in the form the step reads instead of
+// being recomputed by a kernel on every run.
 #include "ir/ConstantData.h"
 #include "ir/SmeltDialect.h"
 
@@ -85,37 +86,45 @@ OpFoldResult foldLayoutChange(Attribute operand, ShapedType type,
   return change(value);
 }
 
-/// `value` (of shape `inShape`) transposed by `permutation` into `type`, moving each element's
-/// bytes; null for i1 (packed bits), which the kernel keeps.
-OpFoldResult transposed(ElementsAttr value, ArrayRef<int64_t> inShape,
-                        ArrayRef<int64_t> permutation, ShapedType type) {
+/// The row-major strides, in elements, of a tensor of `shape`.
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// The elements of `value` that a result of `type` takes: result element `index` is the source
+/// element at `origin` + sum of index[d] * strides[d] (in elements). Each element's bytes move;
+/// null for i1 (packed bits), which the kernel keeps. A transpose and a slice are both this.
+OpFoldResult gathered(ElementsAttr value, int64_t origin, ArrayRef<int64_t> strides,
+                      ShapedType type) {
   std::optional<ArrayRef<char>> bytes = rawElementBytes(value);
   if (!bytes)
     return nullptr;
-  size_t width = *rawElementWidth(type.getElementType());
+  int64_t width = int64_t(*rawElementWidth(type.getElementType()));
   ArrayRef<int64_t> outShape = type.getShape();
   size_t rank = outShape.size();
-  // Byte strides of the source along each result dimension.
-  SmallVector<int64_t> inStrides(rank, int64_t(width)), strides(rank);
-  for (size_t d = rank; d-- > 1;)
-    inStrides[d - 1] = inStrides[d] * inShape[d];
-  for (size_t d = 0; d < rank; ++d)
-    strides[d] = inStrides[size_t(permutation[d])];
-  std::vector<char> out(bytes->size());
+  std::vector<char> out(size_t(type.getNumElements() * width));
   if (out.empty())
     return elementsFromBytes(type, std::move(out));
+  if (rank == 0) {
+    std::memcpy(out.data(), bytes->data() + origin * width, size_t(width));
+    return elementsFromBytes(type, std::move(out));
+  }
   // Row-major over the result, the source offset following an odometer of the indices.
   SmallVector<int64_t> index(rank, 0);
-  int64_t source = 0, inner = outShape[rank - 1], innerStride = strides[rank - 1];
+  int64_t source = origin * width, inner = outShape[rank - 1];
+  int64_t innerStride = strides[rank - 1] * width;
   for (char *to = out.data(), *end = out.data() + out.size(); to < end;) {
     const char *from = bytes->data() + source;
     for (int64_t i = 0; i < inner; ++i, to += width, from += innerStride)
-      std::memcpy(to, from, width);
+      std::memcpy(to, from, size_t(width));
     for (size_t d = rank - 1; d-- > 0;) {
-      source += strides[d];
+      source += strides[d] * width;
       if (++index[d] < outShape[d])
         break;
-      source -= strides[d] * outShape[d];
+      source -= strides[d] * width * outShape[d];
       index[d] = 0;
     }
   }
@@ -154,8 +163,73 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   if (identity)
     return getX();
   return foldLayoutChange(adaptor.getX(), getType(), [&](ElementsAttr value) {
-    return transposed(value, getX().getType().getShape(), permutation, getType());
+    SmallVector<int64_t> inStrides = rowMajorStrides(getX().getType().getShape()), strides;
+    for (int64_t d : permutation)
+      strides.push_back(inStrides[size_t(d)]);
+    return gathered(value, 0, strides, getType());
   });
+}
+
+// A slice of a constant is one too: an ONNX LSTM's per-direction weights, a Split of a fused
+// QKV projection's weights. The result is never larger than the operand, which dies once every
+// slice of it is folded.
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  return foldLayoutChange(adaptor.getX(), getType(), [&](ElementsAttr value) {
+    SmallVector<int64_t> inStrides = rowMajorStrides(getX().getType().getShape()), strides;
+    int64_t origin = 0;
+    for (size_t d = 0; d < inStrides.size(); ++d) {
+      origin += getStartIndices()[d] * inStrides[d];
+      strides.push_back(getStrides()[d] * inStrides[d]);
+    }
+    return gathered(value, origin, strides, getType());
+  });
+}
+
+// A concat of constants is one: the PyTorch exporter's LSTM and GRU weights are concats of
+// slices of the module's (its gate order is not ONNX's).
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (getInputs().size() == 1)
+    return getInputs()[0];
+  ShapedType type = getType();
+  std::optional<size_t> width = rawElementWidth(type.getElementType());
+  if (!width || type.getElementType().isInteger(1))
+    return nullptr;
+  // Each operand's row-major bytes; a splat's one element, repeated as it is copied.
+  SmallVector<ArrayRef<char>> parts;
+  SmallVector<bool> splats;
+  for (Attribute operand : adaptor.getInputs()) {
+    ElementsAttr value = constantOperand(operand);
+    if (!value)
+      return nullptr;
+    if (std::optional<ArrayRef<char>> bytes = rawElementBytes(value)) {
+      parts.push_back(*bytes);
+      splats.push_back(false);
+    } else if (auto dense = dyn_cast<DenseElementsAttr>(value); dense && dense.isSplat()) {
+      parts.push_back(dense.getRawData());
+      splats.push_back(true);
+    } else {
+      return nullptr;
+    }
+  }
+  int64_t axis = int64_t(getDimension()), outer = 1, inner = int64_t(*width);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    (d < axis ? outer : inner) *= d == axis ? 1 : type.getDimSize(d);
+  std::vector<char> out(size_t(type.getNumElements()) * *width);
+  char *to = out.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < parts.size(); ++i) {
+      int64_t block = cast<ShapedType>(getInputs()[i].getType()).getDimSize(axis) * inner;
+      if (splats[i]) {
+        for (int64_t b = 0; b < block; b += int64_t(*width), to += *width)
+          std::memcpy(to, parts[i].data(), *width);
+      } else {
+        std::memcpy(to, parts[i].data() + o * block, size_t(block));
+        to += block;
+      }
+    }
+  return elementsFromBytes(type, std::move(out));
 }
 
 OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {

@@ -326,6 +326,7 @@ def Smelt_SliceOp : Smelt_InferredOp<"slice", [Smelt_Differentiable, Smelt_Fusio
   let assemblyFormat = [{
     $x custom<SliceRanges>($start_indices, $limit_indices, $strides) attr-dict `:` type($x)
   }];
+  let hasFolder = 1; // of a constant (ir/ConstantFolds.cpp)
 }
 
 def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,
@@ -341,6 +342,7 @@ def Smelt_ConcatOp : Smelt_InferredOp<"concat", [Smelt_Differentiable, Smelt_Fus
   let arguments = (ins Variadic<Smelt_Tensor>:$inputs, I64Attr:$dimension);
   let results = (outs Smelt_Tensor:$result);
   let assemblyFormat = "$inputs `dim` `=` $dimension attr-dict `:` type($inputs)";
+  let hasFolder = 1; // of constants (ir/ConstantFolds.cpp)
 }
 
 def Smelt_PadOp : Smelt_InferredOp<"pad", [Smelt_Differentiable, Smelt_FusionRole<"Remap">,

@@ -18,7 +18,8 @@
 //       where "elements evaluated" is the group's iteration count when P is read through a
 //       broadcast; fuse when saved >= recompute;
 //     - duplicate: P is a source, a broadcast (it reads its smaller operand instead), or a
-//       cheap op whose users all sit in fusions, so it is never written at all;
+//       cheap op whose users all sit in fusions, so it is never written at all, and which
+//       recomputes at most kMaxRecomputedOps ops with it (not a recurrence's carried state);
 //     - multi-output: P has the group's iteration shape in a loop group and none of its other
 //       users reaches the group (that would be a cycle): P moves in and is also a result;
 //     - otherwise reject, with the reason.
@@ -71,6 +72,8 @@ constexpr int64_t kFlopsPerByte = 8;
 constexpr size_t kMaxOpsPerFusion = 256;
 /// The most kernels a cheap op (not a source or broadcast) is copied into (Fuser::decide).
 constexpr size_t kMaxCopies = 16;
+/// The most ops a copy of a cheap op may recompute with it (Fuser::recomputesTooMuch).
+constexpr size_t kMaxRecomputedOps = 32;
 /// The most slices of one value from outside a kernel that fuse into their consumers. An
 /// unrolled recurrence slices its input projection once per step; fused, those slices would
 /// make every step's kernels differ by an offset and compile once per step (the char LSTM's
@@ -284,6 +287,34 @@ private:
     return true;
   }
 
+  /// Whether a copy of `op` would recompute more than kMaxRecomputedOps ops: the fusible ops
+  /// it reads, those they read, and so on, up to library ops, reduces, sources and arguments.
+  /// The cost model above prices `op` alone, reading its operands; but operands that are
+  /// never written must be recomputed too. An unrolled LSTM's cell state c_t = f c_{t-1} + i g
+  /// reads every step before it: copied into step t + 1's kernel, it took the steps before it
+  /// along (up to the fusion's cap), and the ops copied there could no longer fuse into their
+  /// own step's kernel, which fell apart into one kernel per op (9 per step).
+  bool recomputesTooMuch(Operation *op) {
+    SmallVector<Operation *> work{op};
+    SmallPtrSet<Operation *, 16> seen{op};
+    while (!work.empty()) {
+      Operation *consumer = work.pop_back_val();
+      for (Value operand : consumer->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if (!producer)
+          continue;
+        FusionRole role = fusionRole(producer);
+        if (role == FusionRole::None || role == FusionRole::Source || role == FusionRole::Reduce ||
+            !seen.insert(producer).second)
+          continue;
+        if (seen.size() > kMaxRecomputedOps)
+          return true;
+        work.push_back(producer);
+      }
+    }
+    return false;
+  }
+
   /// How many times the group evaluates `producer`'s elements, per element it has.
   int64_t evaluationsPerElement(const Group &g, Operation *producer) {
     int64_t evaluated = 1;
@@ -398,7 +429,8 @@ private:
     // whole chain in every kernel below it (an LSTM's cell state c_t = f c_{t-1} + i g, copied
     // into each step's kernel with all the steps before it: kernels of 6, 12, ... 186 ops,
     // quadratic in the steps).
-    if (everyUserFusible && saved >= cost && copiedInto_[producer].size() < kMaxCopies) {
+    if (everyUserFusible && saved >= cost && copiedInto_[producer].size() < kMaxCopies &&
+        !recomputesTooMuch(producer)) {
       g.duplicated.insert(producer);
       copied_.insert(producer);
       copiedInto_[producer].push_back(id);

@@ -28,6 +28,7 @@ from generate import Logits  # noqa: E402
 
 SMELT = "build/bin/smelt"
 OUT = "/tmp/smelt-exports"
+DYNAMO = True
 
 NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falcon", "albert",
          "electra", "deberta_v2", "xlm_roberta", "mobilebert", "clip_text", "clip_vision", "beit",
@@ -40,7 +41,7 @@ NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falco
          "data2vec_text", "canine", "megatron_bert", "levit", "poolformer", "convnextv2", "pvt",
          "cvt", "bit", "mobilenet_v2_hf", "regnet_hf", "data2vec_vision", "swiftformer",
          "focalnet", "siglip_vision", "vitmae", "hiera", "dpt", "glpn", "timesformer", "sew",
-         "data2vec_audio", "encodec"]
+         "data2vec_audio", "encodec", "lstm_tagger", "gru_encoder", "rnn_relu", "lstm_proj"]
 
 
 def build(name, rng):
@@ -192,6 +193,29 @@ def build(name, rng):
         return Logits(hf.Data2VecAudioModel(hf.Data2VecAudioConfig(**tiny))), audio
     if name == "encodec":
         return Logits(hf.EncodecModel(hf.EncodecConfig())), {"input_values": rng.standard_normal((1, 1, 8000)).astype(np.float32)}
+    if name in ("lstm_tagger", "gru_encoder", "rnn_relu", "lstm_proj"):
+        class Recurrent(nn.Module):
+            """Embedding, a recurrent stack, a linear head: a tagger or a sequence encoder."""
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(1000, 64)
+                self.rnn = {"lstm_tagger": lambda: nn.LSTM(64, 96, num_layers=2, bidirectional=True, batch_first=True),
+                            "gru_encoder": lambda: nn.GRU(64, 128, num_layers=2, batch_first=False),
+                            "rnn_relu": lambda: nn.RNN(64, 80, nonlinearity="relu", bidirectional=True, batch_first=True),
+                            "lstm_proj": lambda: nn.LSTM(64, 96, proj_size=48, batch_first=True)}[name]()
+                out = self.rnn.hidden_size * (2 if self.rnn.bidirectional else 1)
+                if name == "lstm_proj":
+                    out = 48
+                self.head = nn.Linear(out, 17)
+            def forward(self, ids):
+                x = self.embed(ids)
+                if not self.rnn.batch_first:
+                    x = x.transpose(0, 1)
+                y = self.rnn(x)[0]
+                if not self.rnn.batch_first:
+                    y = y.transpose(0, 1)
+                return self.head(y)
+        return Recurrent(), {"ids": rng.integers(0, 1000, (4, 40)).astype(np.int64)}
     if name == "yolos":
         return Logits(hf.YolosModel(hf.YolosConfig(**tiny, image_size=[256, 256]))), {"pixel_values": img(256)["image"]}
     raise KeyError(name)
@@ -212,7 +236,7 @@ def run(name):
         args = tuple(torch.from_numpy(v) for v in inputs.values())
         try:
             torch.onnx.export(model, args, f"{folder}/model.onnx", input_names=list(inputs),
-                              output_names=["output"], dynamo=True)
+                              output_names=["output"], dynamo=DYNAMO)
         except Exception as e:
             return f"export failed: {str(e).splitlines()[0][:200]}"
     import onnxruntime as ort
@@ -236,9 +260,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--smelt", default=SMELT)
     parser.add_argument("--out", default=OUT)
+    parser.add_argument("--torchscript", action="store_true",
+                        help="export with the TorchScript exporter (dynamo=False) instead")
     parser.add_argument("names", nargs="+")
     a = parser.parse_args()
-    SMELT, OUT = os.path.abspath(a.smelt), a.out
+    SMELT, OUT, DYNAMO = os.path.abspath(a.smelt), a.out, not a.torchscript
+    if a.torchscript:
+        OUT += "-torchscript"
     for name in (NAMES if a.names == ["all"] else a.names):
         t = time.time()
         try:

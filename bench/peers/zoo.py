@@ -45,6 +45,9 @@ TORCHVISION = {
     "vit_b_16": "vit_b_16", "swin_t": "swin_t",
 }
 HF = ["bert", "distilbert", "roberta", "gpt2", "llama", "t5_encoder", "vit_hf", "whisper_encoder"]
+# Sequence models built on torch.nn's recurrent layers (recurrent_models.py), exported as ONNX
+# LSTM and GRU nodes.
+RECURRENT = ["bilstm_tagger", "gru_encoder"]
 SEQ = 128
 NOT_DYNAMO = {"t5_encoder"}  # exported with dynamo=False (see export)
 
@@ -58,6 +61,10 @@ def build(name):
         import torchvision
         model = getattr(torchvision.models, TORCHVISION[name])()
         return model.eval(), {"image": lambda b: rng.standard_normal((b, 3, 224, 224)).astype(np.float32)}
+    ids = {"input_ids": lambda b: rng.integers(0, 1000, (b, SEQ)).astype(np.int64)}
+    if name in RECURRENT:
+        from recurrent_models import Recurrent
+        return Recurrent(name).eval(), ids
     import transformers as hf
     from generate import Logits
     ids = {"input_ids": lambda b: rng.integers(0, 1000, (b, SEQ)).astype(np.int64)}
@@ -198,7 +205,7 @@ def main():
         return engine_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     parser = argparse.ArgumentParser()
     parser.add_argument("--smelt", default="build/bin/smelt")
-    parser.add_argument("--models", default=",".join(list(TORCHVISION) + HF))
+    parser.add_argument("--models", default=",".join(list(TORCHVISION) + HF + RECURRENT))
     parser.add_argument("--batch", default="1")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)

@@ -1,7 +1,8 @@
 // Converters of ONNX's activations that Smelt has no op for, as compositions of the ops it has:
 // LeakyRelu and the ELUs are selects, HardSigmoid a clamp, Softplus log(e^x + 1), Gelu (opset
 // 20) erf or tanh as the builder's gelu, Mish (18) x tanh(softplus x), Swish (24) and SwiGLU
-// (28) a product with a sigmoid. Each computes in its input's float type, as ONNX does.
+// (28) a product with a sigmoid. Each computes in its input's float type, as ONNX does. The
+// recurrent layers' activations, named by a string attribute, are the same functions.
 #include "frontend/onnx/NodeImporter.h"
 
 #include "frontend/Layers.h"
@@ -98,7 +99,108 @@ void swiGlu(NodeImporter &n) {
   n.setOutput(0, mul(swishOf(gate, n.attrFloat("alpha", 1.0)), value));
 }
 
+/// One activation function the recurrent layers name: whether it takes alpha and beta, and their
+/// defaults (those of the ONNX op of that name; none for Affine and ScaledTanh, which have none).
+struct ActivationKind {
+  const char *name;
+  bool takesAlpha, takesBeta;
+  std::optional<double> alpha, beta;
+  Tensor (*apply)(Tensor x, double alpha, double beta);
+};
+
+const ActivationKind kRecurrentActivations[] = {
+    {"Relu", false, false, {}, {}, [](Tensor x, double, double) { return relu(x); }},
+    {"Tanh", false, false, {}, {}, [](Tensor x, double, double) { return tanh(x); }},
+    {"Sigmoid", false, false, {}, {}, [](Tensor x, double, double) { return logistic(x); }},
+    {"Affine",
+     true,
+     true,
+     {},
+     {},
+     [](Tensor x, double a, double b) { return add(mul(x, scalar(x, a)), scalar(x, b)); }},
+    {"LeakyRelu",
+     true,
+     false,
+     0.01,
+     {},
+     [](Tensor x, double a, double) { return select(isNegative(x), mul(x, scalar(x, a)), x); }},
+    {"ThresholdedRelu",
+     true,
+     false,
+     1.0,
+     {},
+     [](Tensor x, double a, double) {
+       return select(compare(x, scalar(x, a), CompareDirection::gt), x, scalar(x, 0));
+     }},
+    {"ScaledTanh",
+     true,
+     true,
+     {},
+     {},
+     [](Tensor x, double a, double b) { return mul(tanh(mul(x, scalar(x, b))), scalar(x, a)); }},
+    {"HardSigmoid", true, true, 0.2, 0.5, hardSigmoidOf},
+    {"Elu", true, false, 1.0, {}, [](Tensor x, double a, double) { return eluOf(x, a); }},
+    {"Softsign",
+     false,
+     false,
+     {},
+     {},
+     [](Tensor x, double, double) { return div(x, add(abs(x), scalar(x, 1))); }},
+    {"Softplus", false, false, {}, {}, [](Tensor x, double, double) { return softplusOf(x); }},
+};
+
 } // namespace
+
+std::vector<RecurrentActivation> recurrentActivations(const NodeImporter &n,
+                                                      const std::vector<std::string> &defaults,
+                                                      int64_t directions) {
+  std::vector<std::string> names;
+  if (const ::onnx::AttributeProto *given = n.attribute("activations"))
+    names.assign(given->strings().begin(), given->strings().end());
+  else
+    for (int64_t d = 0; d < directions; ++d)
+      names.insert(names.end(), defaults.begin(), defaults.end());
+  if (names.size() != defaults.size() * size_t(directions))
+    fail(ImportErrorKind::BadFile,
+         "activations lists " + std::to_string(names.size()) + " functions; " + n.node.op_type() +
+             " takes " + std::to_string(defaults.size()) + " per direction, " +
+             std::to_string(defaults.size() * size_t(directions)) + " here");
+  auto floats = [&](const char *name) {
+    const ::onnx::AttributeProto *a = n.attribute(name);
+    return a ? std::vector<double>(a->floats().begin(), a->floats().end()) : std::vector<double>{};
+  };
+  // Alphas and betas are consumed in the order of the functions that take them, as ONNX
+  // Runtime reads the spec's "in the order of activation functions".
+  std::vector<double> alphas = floats("activation_alpha"), betas = floats("activation_beta");
+  size_t nextAlpha = 0, nextBeta = 0;
+  auto take = [&](const std::string &name, const char *what, const std::vector<double> &values,
+                  size_t &next, std::optional<double> fallback) {
+    if (next < values.size())
+      return values[next++];
+    if (!fallback)
+      n.unsupported("activation " + name + " without a value in " + what + " (" + name +
+                    " has no default)");
+    return *fallback;
+  };
+  std::vector<RecurrentActivation> result;
+  for (const std::string &name : names) {
+    const ActivationKind *kind = nullptr;
+    for (const ActivationKind &k : kRecurrentActivations)
+      if (llvm::StringRef(name).equals_insensitive(k.name))
+        kind = &k;
+    if (!kind)
+      n.unsupported("activation '" + name +
+                    "' (ONNX's recurrent layers take Relu, Tanh, Sigmoid, Affine, LeakyRelu, "
+                    "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)");
+    RecurrentActivation activation{kind->apply, 0, 0};
+    if (kind->takesAlpha)
+      activation.alpha = take(kind->name, "activation_alpha", alphas, nextAlpha, kind->alpha);
+    if (kind->takesBeta)
+      activation.beta = take(kind->name, "activation_beta", betas, nextBeta, kind->beta);
+    result.push_back(activation);
+  }
+  return result;
+}
 
 void addActivationOps(ConverterTable &t) {
   t["Softplus"] = softplus;

@@ -222,6 +222,7 @@ static const ConverterTable &converters() {
     addLossOps(t);
     addGatherOps(t);
     addResizeOps(t);
+    addRecurrentOps(t);
     return t;
   }();
   return table;

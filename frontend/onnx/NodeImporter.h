@@ -176,8 +176,22 @@ void addMaskOps(ConverterTable &table);
 void addLossOps(ConverterTable &table);
 void addGatherOps(ConverterTable &table);
 void addResizeOps(ConverterTable &table);
+void addRecurrentOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
+/// An activation function of ONNX's RNN, GRU or LSTM, with the alpha and beta it takes.
+struct RecurrentActivation {
+  Tensor (*apply)(Tensor x, double alpha, double beta);
+  double alpha, beta;
+  Tensor operator()(Tensor x) const { return apply(x, alpha, beta); }
+};
+/// The functions the `activations` attribute of recurrent node `n` names (ActivationOps.cpp),
+/// `defaults` per direction when it is absent: `defaults.size()` per direction, forward first.
+/// Names match in any case; alphas and betas go to the functions that take them, in order, and
+/// a function left without one takes its ONNX op's default.
+std::vector<RecurrentActivation> recurrentActivations(const NodeImporter &n,
+                                                      const std::vector<std::string> &defaults,
+                                                      int64_t directions);
 /// One axis of an ONNX Slice as the spec resolves it (negative indices counted from the end,
 /// start and end clamped by the direction of the step): entries start, start + step, ...,
 /// `count` of them.

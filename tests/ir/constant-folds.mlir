@@ -1,5 +1,6 @@
 // The folders of layout and type changes of constants (ir/ConstantFolds.cpp): transpose,
-// reshape, broadcast_in_dim of a splat and convert of a smelt.constant become constants, with
+// reshape, slice, concat, broadcast_in_dim of a splat and convert of a smelt.constant become
+// constants, with
 // convert's rounding, saturation and NaN rules; what they do not fold stays an op.
 // RUN: smelt-opt %s -split-input-file -canonicalize | FileCheck %s
 
@@ -68,13 +69,55 @@ func.func @converts() -> (tensor<2x2xbf16>, tensor<4xi32>, tensor<4xi1>, tensor<
 
 // -----
 
-// A transpose of i1 (MLIR packs the bits) and of a function argument stay ops.
+// A strided slice: rows 1 and 3 of the last three, columns 0 and 2; and a whole one.
+// CHECK-LABEL: func.func @slices
+// CHECK-DAG: smelt.constant dense<{{\[}}[4, 6], [10, 12]]> : tensor<2x2xi32>
+// CHECK-DAG: smelt.constant dense<3.000000e+00> : tensor<1x2xf32>
+// CHECK-NOT: smelt.slice
+func.func @slices() -> (tensor<2x2xi32>, tensor<1x2xf32>, tensor<4x3xi32>) {
+  %c = smelt.constant dense<[[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11, 12]]> : tensor<4x3xi32>
+  %s = smelt.slice %c [1:4:2, 0:3:2] : tensor<4x3xi32>
+  %splat = smelt.constant dense<3.0> : tensor<4x5xf32>
+  %t = smelt.slice %splat [2:3:1, 1:3:1] : tensor<4x5xf32>
+  %all = smelt.slice %c [0:4:1, 0:3:1] : tensor<4x3xi32>
+  return %s, %t, %all : tensor<2x2xi32>, tensor<1x2xf32>, tensor<4x3xi32>
+}
+
+// -----
+
+// Along the last dimension (operand blocks interleave per row), with a splat among them; along
+// the first.
+// CHECK-LABEL: func.func @concats
+// CHECK-DAG: smelt.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 7.000000e+00, 5.000000e+00], [3.000000e+00, 4.000000e+00, 7.000000e+00, 6.000000e+00]]> : tensor<2x4xf32>
+// CHECK-DAG: smelt.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00], [7.000000e+00, 7.000000e+00]]> : tensor<3x2xf32>
+// CHECK-NOT: smelt.concat
+func.func @concats() -> (tensor<2x4xf32>, tensor<3x2xf32>) {
+  %a = smelt.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %b = smelt.constant dense<7.0> : tensor<2x1xf32>
+  %c = smelt.constant dense<[[5.0], [6.0]]> : tensor<2x1xf32>
+  %x = smelt.concat %a, %b, %c dim = 1 : tensor<2x2xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+  %s = smelt.constant dense<7.0> : tensor<1x2xf32>
+  %y = smelt.concat %a, %s dim = 0 : tensor<2x2xf32>, tensor<1x2xf32>
+  return %x, %y : tensor<2x4xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A transpose of i1 (MLIR packs the bits) and of a function argument stay ops; so do a slice
+// and a concat of an argument, and a concat of i1 constants.
 // CHECK-LABEL: func.func @not_folded
 // CHECK: smelt.transpose
 // CHECK: smelt.transpose
-func.func @not_folded(%x: tensor<2x3xf32>) -> (tensor<3x2xi1>, tensor<3x2xf32>) {
+// CHECK: smelt.slice
+// CHECK: smelt.concat
+// CHECK: smelt.concat
+func.func @not_folded(%x: tensor<2x3xf32>) -> (tensor<3x2xi1>, tensor<3x2xf32>, tensor<1x3xf32>, tensor<4x3xf32>, tensor<4x3xi1>) {
   %c = smelt.constant dense<[[true, false, true], [false, false, true]]> : tensor<2x3xi1>
   %t = smelt.transpose %c, permutation = [1, 0] : tensor<2x3xi1>
   %u = smelt.transpose %x, permutation = [1, 0] : tensor<2x3xf32>
-  return %t, %u : tensor<3x2xi1>, tensor<3x2xf32>
+  %s = smelt.slice %x [1:2:1, 0:3:1] : tensor<2x3xf32>
+  %k = smelt.constant dense<1.0> : tensor<2x3xf32>
+  %j = smelt.concat %x, %k dim = 0 : tensor<2x3xf32>, tensor<2x3xf32>
+  %b = smelt.concat %c, %c dim = 0 : tensor<2x3xi1>, tensor<2x3xi1>
+  return %t, %u, %s, %j, %b : tensor<3x2xi1>, tensor<3x2xf32>, tensor<1x3xf32>, tensor<4x3xf32>, tensor<4x3xi1>
 }

@@ -384,3 +384,92 @@ func.func @scale_read_by_copies(%x: tensor<64x64xf32>, %w: tensor<12x64xf32>) ->
   %m2 = smelt.matmul %ta2, %w : tensor<64x12xf32>, tensor<12x64xf32>
   return %tb0, %tb1, %tb2, %m2 : tensor<64x24xf32>, tensor<64x24xf32>, tensor<64x24xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// An unrolled recurrence's carried state: c_t = f_t c_{t-1} + g_t, where f_t and g_t come from
+// a matmul of h_{t-1} = tanh(c_{t-1}). A copy of c_{t-1} in step t's kernel would recompute the
+// steps before it too (each copy copies the state before it); so no copy is made once that
+// chain passes 32 ops (8 steps here), and every later step is one kernel with two results,
+// h_t and c_t, that reads the step's matmul and c_{t-1} alone. (Copied, an ONNX LSTM's steps
+// fell apart into a kernel per op, 9 per step.)
+// CHECK-LABEL: func.func @carried_state_is_not_copied
+// CHECK: smelt.fusion_id = 8 : i64} : {{.*}} -> (tensor<4x16xf32>, tensor<4x16xf32>)
+// CHECK-COUNT-3: smelt.fusion loop(%{{[0-9]+}}, %{{[0-9]+}}#0) {{.*}} -> (tensor<4x16xf32>, tensor<4x16xf32>)
+// CHECK-NOT: smelt.fusion
+// CHECK: return
+func.func @carried_state_is_not_copied(%h0: tensor<4x16xf32>, %c0: tensor<4x16xf32>, %r: tensor<16x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %z1 = smelt.matmul %h0, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f1 = smelt.logistic %z1 : tensor<4x16xf32>
+  %m1 = smelt.mul %f1, %c0 : tensor<4x16xf32>
+  %g1 = smelt.tanh %z1 : tensor<4x16xf32>
+  %c1 = smelt.add %m1, %g1 : tensor<4x16xf32>
+  %h1 = smelt.tanh %c1 : tensor<4x16xf32>
+  %z2 = smelt.matmul %h1, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f2 = smelt.logistic %z2 : tensor<4x16xf32>
+  %m2 = smelt.mul %f2, %c1 : tensor<4x16xf32>
+  %g2 = smelt.tanh %z2 : tensor<4x16xf32>
+  %c2 = smelt.add %m2, %g2 : tensor<4x16xf32>
+  %h2 = smelt.tanh %c2 : tensor<4x16xf32>
+  %z3 = smelt.matmul %h2, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f3 = smelt.logistic %z3 : tensor<4x16xf32>
+  %m3 = smelt.mul %f3, %c2 : tensor<4x16xf32>
+  %g3 = smelt.tanh %z3 : tensor<4x16xf32>
+  %c3 = smelt.add %m3, %g3 : tensor<4x16xf32>
+  %h3 = smelt.tanh %c3 : tensor<4x16xf32>
+  %z4 = smelt.matmul %h3, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f4 = smelt.logistic %z4 : tensor<4x16xf32>
+  %m4 = smelt.mul %f4, %c3 : tensor<4x16xf32>
+  %g4 = smelt.tanh %z4 : tensor<4x16xf32>
+  %c4 = smelt.add %m4, %g4 : tensor<4x16xf32>
+  %h4 = smelt.tanh %c4 : tensor<4x16xf32>
+  %z5 = smelt.matmul %h4, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f5 = smelt.logistic %z5 : tensor<4x16xf32>
+  %m5 = smelt.mul %f5, %c4 : tensor<4x16xf32>
+  %g5 = smelt.tanh %z5 : tensor<4x16xf32>
+  %c5 = smelt.add %m5, %g5 : tensor<4x16xf32>
+  %h5 = smelt.tanh %c5 : tensor<4x16xf32>
+  %z6 = smelt.matmul %h5, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f6 = smelt.logistic %z6 : tensor<4x16xf32>
+  %m6 = smelt.mul %f6, %c5 : tensor<4x16xf32>
+  %g6 = smelt.tanh %z6 : tensor<4x16xf32>
+  %c6 = smelt.add %m6, %g6 : tensor<4x16xf32>
+  %h6 = smelt.tanh %c6 : tensor<4x16xf32>
+  %z7 = smelt.matmul %h6, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f7 = smelt.logistic %z7 : tensor<4x16xf32>
+  %m7 = smelt.mul %f7, %c6 : tensor<4x16xf32>
+  %g7 = smelt.tanh %z7 : tensor<4x16xf32>
+  %c7 = smelt.add %m7, %g7 : tensor<4x16xf32>
+  %h7 = smelt.tanh %c7 : tensor<4x16xf32>
+  %z8 = smelt.matmul %h7, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f8 = smelt.logistic %z8 : tensor<4x16xf32>
+  %m8 = smelt.mul %f8, %c7 : tensor<4x16xf32>
+  %g8 = smelt.tanh %z8 : tensor<4x16xf32>
+  %c8 = smelt.add %m8, %g8 : tensor<4x16xf32>
+  %h8 = smelt.tanh %c8 : tensor<4x16xf32>
+  %z9 = smelt.matmul %h8, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f9 = smelt.logistic %z9 : tensor<4x16xf32>
+  %m9 = smelt.mul %f9, %c8 : tensor<4x16xf32>
+  %g9 = smelt.tanh %z9 : tensor<4x16xf32>
+  %c9 = smelt.add %m9, %g9 : tensor<4x16xf32>
+  %h9 = smelt.tanh %c9 : tensor<4x16xf32>
+  %z10 = smelt.matmul %h9, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f10 = smelt.logistic %z10 : tensor<4x16xf32>
+  %m10 = smelt.mul %f10, %c9 : tensor<4x16xf32>
+  %g10 = smelt.tanh %z10 : tensor<4x16xf32>
+  %c10 = smelt.add %m10, %g10 : tensor<4x16xf32>
+  %h10 = smelt.tanh %c10 : tensor<4x16xf32>
+  %z11 = smelt.matmul %h10, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f11 = smelt.logistic %z11 : tensor<4x16xf32>
+  %m11 = smelt.mul %f11, %c10 : tensor<4x16xf32>
+  %g11 = smelt.tanh %z11 : tensor<4x16xf32>
+  %c11 = smelt.add %m11, %g11 : tensor<4x16xf32>
+  %h11 = smelt.tanh %c11 : tensor<4x16xf32>
+  %z12 = smelt.matmul %h11, %r : tensor<4x16xf32>, tensor<16x16xf32>
+  %f12 = smelt.logistic %z12 : tensor<4x16xf32>
+  %m12 = smelt.mul %f12, %c11 : tensor<4x16xf32>
+  %g12 = smelt.tanh %z12 : tensor<4x16xf32>
+  %c12 = smelt.add %m12, %g12 : tensor<4x16xf32>
+  %h12 = smelt.tanh %c12 : tensor<4x16xf32>
+  return %h12, %c12 : tensor<4x16xf32>, tensor<4x16xf32>
+}

@@ -1,9 +1,17 @@
 // Building ONNX graphs in tests with ONNX's protobuf classes, as an exporter writes them: float
-// initializers, typed graph inputs and outputs, nodes. OnnxTrainingTest and OnnxWindow3dTest
-// write their models with these.
+// initializers, typed graph inputs and outputs, nodes; and compiling such a file for the CPU.
+// OnnxTrainingTest, OnnxWindow3dTest and OnnxRecurrentTest write their models with these.
 #pragma once
 
+#include "codegen/Compile.h"
+#include "frontend/onnx/OnnxImport.h"
+#include "runtime/CpuExecutor.h"
+
 #include "onnx/onnx_pb.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
 
 #include <cstdint>
 #include <string>
@@ -53,6 +61,66 @@ inline ::onnx::NodeProto *addNode(::onnx::GraphProto &graph, const std::string &
   for (const std::string &out : outputs)
     node->add_output(out);
   return node;
+}
+
+/// Node attributes: an INT or INTS, a STRING or STRINGS, FLOATS (or one FLOAT with `single`).
+inline ::onnx::AttributeProto &addAttribute(::onnx::NodeProto &node, const std::string &name,
+                                            ::onnx::AttributeProto::AttributeType type) {
+  ::onnx::AttributeProto *a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(type);
+  return *a;
+}
+inline void addInt(::onnx::NodeProto &node, const std::string &name, int64_t value) {
+  addAttribute(node, name, ::onnx::AttributeProto::INT).set_i(value);
+}
+inline void addInts(::onnx::NodeProto &node, const std::string &name,
+                    const std::vector<int64_t> &values) {
+  ::onnx::AttributeProto &a = addAttribute(node, name, ::onnx::AttributeProto::INTS);
+  for (int64_t v : values)
+    a.add_ints(v);
+}
+inline void addString(::onnx::NodeProto &node, const std::string &name, const std::string &value) {
+  addAttribute(node, name, ::onnx::AttributeProto::STRING).set_s(value);
+}
+inline void addStrings(::onnx::NodeProto &node, const std::string &name,
+                       const std::vector<std::string> &values) {
+  ::onnx::AttributeProto &a = addAttribute(node, name, ::onnx::AttributeProto::STRINGS);
+  for (const std::string &v : values)
+    a.add_strings(v);
+}
+inline void addFloats(::onnx::NodeProto &node, const std::string &name,
+                      const std::vector<double> &values, bool single = false) {
+  ::onnx::AttributeProto &a = addAttribute(
+      node, name, single ? ::onnx::AttributeProto::FLOAT : ::onnx::AttributeProto::FLOATS);
+  for (double v : values)
+    if (single)
+      a.set_f(float(v));
+    else
+      a.add_floats(float(v));
+}
+
+/// The model file at `path` imported with its initializers as constants (as `smelt run` takes
+/// them) and compiled for the CPU; a failure is a test failure and gives none.
+inline std::optional<rt::CpuExecutor> compileOnnxFile(const std::string &path) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  onnx::ImportOptions options;
+  options.initializersAsConstants = true;
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      onnx::importModel(path, options, context);
+  EXPECT_TRUE(bool(module)) << (module ? "" : llvm::toString(module.takeError()));
+  if (!module)
+    return std::nullopt;
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(**module, "main");
+  EXPECT_TRUE(mlir::succeeded(exe));
+  if (mlir::failed(exe))
+    return std::nullopt;
+  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
+  EXPECT_TRUE(cpu.ok()) << cpu.message();
+  if (!cpu)
+    return std::nullopt;
+  return std::move(*cpu);
 }
 
 } // namespace smelt::test

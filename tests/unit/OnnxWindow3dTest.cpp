@@ -65,21 +65,6 @@ struct Case {
   std::vector<double> bias; // none when empty
 };
 
-void addInts(::onnx::NodeProto &node, const std::string &name, const Ints &values) {
-  ::onnx::AttributeProto *a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t v : values)
-    a->add_ints(v);
-}
-
-void addInt(::onnx::NodeProto &node, const std::string &name, int64_t value) {
-  ::onnx::AttributeProto *a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
 /// The case's node as a model file of `elemType` (FLOAT or DOUBLE), removed with the object.
 struct ModelFile {
   std::string path;
@@ -114,10 +99,7 @@ struct ModelFile {
     if (c.autoPad.empty()) {
       addInts(*node, "pads", c.pads);
     } else {
-      ::onnx::AttributeProto *autoPad = node->add_attribute();
-      autoPad->set_name("auto_pad");
-      autoPad->set_type(::onnx::AttributeProto::STRING);
-      autoPad->set_s(c.autoPad);
+      addString(*node, "auto_pad", c.autoPad);
     }
 
     path = (std::filesystem::temp_directory_path() /
@@ -132,21 +114,7 @@ struct ModelFile {
 /// The case's node imported, compiled and run on `c.x` in float32.
 Volume runImported(const Case &c) {
   ModelFile file(c, ::onnx::TensorProto::FLOAT);
-  mlir::MLIRContext context;
-  codegen::loadDialects(context);
-  onnx::ImportOptions options;
-  options.initializersAsConstants = true; // the weights as `smelt run` takes them
-  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-      onnx::importModel(file.path, options, context);
-  EXPECT_TRUE(bool(module)) << (module ? "" : llvm::toString(module.takeError()));
-  if (!module)
-    return {};
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(**module, "main");
-  EXPECT_TRUE(mlir::succeeded(exe));
-  if (mlir::failed(exe))
-    return {};
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
-  EXPECT_TRUE(cpu.ok()) << cpu.message();
+  std::optional<rt::CpuExecutor> cpu = compileOnnxFile(file.path);
   if (!cpu)
     return {};
   std::vector<float> x(c.x.values.begin(), c.x.values.end());
