@@ -67,7 +67,6 @@ def build(name):
         return Recurrent(name).eval(), ids
     import transformers as hf
     from generate import Logits
-    ids = {"input_ids": lambda b: rng.integers(0, 1000, (b, SEQ)).astype(np.int64)}
     if name == "bert":
         return Logits(hf.BertModel(hf.BertConfig())).eval(), ids
     if name == "distilbert":
