@@ -13,18 +13,22 @@ namespace {
 Tensor scalar(Tensor like, double v) { return scalarLike(like, v); }
 Tensor isNegative(Tensor x) { return compare(x, scalar(x, 0), CompareDirection::lt); }
 
+// The ops' default attributes, which the recurrent layers' functions of the same name share.
+constexpr double kLeakyReluAlpha = 0.01, kEluAlpha = 1.0, kThresholdedReluAlpha = 1.0;
+constexpr double kHardSigmoidAlpha = 0.2, kHardSigmoidBeta = 0.5;
+
 /// log(e^x + 1): e^x overflows to inf above ~88 in f32, and so does the result, which Mish's
 /// tanh then takes to 1 (x itself, as it should be).
 Tensor softplusOf(Tensor x) { return log(add(exp(x), scalar(x, 1))); }
 void softplus(NodeImporter &n) { n.setOutput(0, softplusOf(floatInput(n, 0))); }
-void softsign(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, div(x, add(abs(x), scalar(x, 1))));
-}
+Tensor softsignOf(Tensor x) { return div(x, add(abs(x), scalar(x, 1))); }
+void softsign(NodeImporter &n) { n.setOutput(0, softsignOf(floatInput(n, 0))); }
 
+Tensor leakyReluOf(Tensor x, double alpha) {
+  return select(isNegative(x), mul(x, scalar(x, alpha)), x);
+}
 void leakyRelu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, select(isNegative(x), mul(x, scalar(x, n.attrFloat("alpha", 0.01))), x));
+  n.setOutput(0, leakyReluOf(floatInput(n, 0), n.attrFloat("alpha", kLeakyReluAlpha)));
 }
 void prelu(NodeImporter &n) {
   Tensor x = floatInput(n, 0), slope = n.input(1);
@@ -34,7 +38,9 @@ void prelu(NodeImporter &n) {
 Tensor eluOf(Tensor x, double alpha) {
   return select(isNegative(x), mul(sub(exp(x), scalar(x, 1)), scalar(x, alpha)), x);
 }
-void elu(NodeImporter &n) { n.setOutput(0, eluOf(floatInput(n, 0), n.attrFloat("alpha", 1.0))); }
+void elu(NodeImporter &n) {
+  n.setOutput(0, eluOf(floatInput(n, 0), n.attrFloat("alpha", kEluAlpha)));
+}
 void selu(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   double alpha = n.attrFloat("alpha", 1.67326319217681884765625);
@@ -47,17 +53,18 @@ void celu(NodeImporter &n) {
   Tensor e = mul(sub(exp(div(x, scalar(x, alpha))), scalar(x, 1)), scalar(x, alpha));
   n.setOutput(0, add(relu(x), minimum(e, scalar(x, 0))));
 }
+Tensor thresholdedReluOf(Tensor x, double alpha) {
+  return select(compare(x, scalar(x, alpha), CompareDirection::gt), x, scalar(x, 0));
+}
 void thresholdedRelu(NodeImporter &n) {
-  Tensor x = floatInput(n, 0);
-  n.setOutput(0, select(compare(x, scalar(x, n.attrFloat("alpha", 1.0)), CompareDirection::gt),
-                        x, scalar(x, 0)));
+  n.setOutput(0, thresholdedReluOf(floatInput(n, 0), n.attrFloat("alpha", kThresholdedReluAlpha)));
 }
 Tensor hardSigmoidOf(Tensor x, double alpha, double beta) {
   return clamp(add(mul(x, scalar(x, alpha)), scalar(x, beta)), 0, 1);
 }
 void hardSigmoid(NodeImporter &n) {
-  n.setOutput(0, hardSigmoidOf(floatInput(n, 0), n.attrFloat("alpha", 0.2),
-                               n.attrFloat("beta", 0.5)));
+  n.setOutput(0, hardSigmoidOf(floatInput(n, 0), n.attrFloat("alpha", kHardSigmoidAlpha),
+                               n.attrFloat("beta", kHardSigmoidBeta)));
 }
 void hardSwish(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
@@ -66,10 +73,10 @@ void hardSwish(NodeImporter &n) {
 void shrink(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   double bias = n.attrFloat("bias", 0), lambd = n.attrFloat("lambd", 0.5);
-  n.setOutput(0, select(compare(x, scalar(x, -lambd), CompareDirection::lt),
-                        add(x, scalar(x, bias)),
-                        select(compare(x, scalar(x, lambd), CompareDirection::gt),
-                               sub(x, scalar(x, bias)), scalar(x, 0))));
+  n.setOutput(0,
+              select(compare(x, scalar(x, -lambd), CompareDirection::lt), add(x, scalar(x, bias)),
+                     select(compare(x, scalar(x, lambd), CompareDirection::gt),
+                            sub(x, scalar(x, bias)), scalar(x, 0))));
 }
 
 /// approximate "none": x/2 (1 + erf(x / sqrt 2)); "tanh": PyTorch's gelu(approximate="tanh").
@@ -87,7 +94,9 @@ void mish(NodeImporter &n) {
 Tensor swishOf(Tensor x, double alpha) {
   return mul(x, logistic(alpha == 1.0 ? x : mul(x, scalar(x, alpha))));
 }
-void swish(NodeImporter &n) { n.setOutput(0, swishOf(floatInput(n, 0), n.attrFloat("alpha", 1.0))); }
+void swish(NodeImporter &n) {
+  n.setOutput(0, swishOf(floatInput(n, 0), n.attrFloat("alpha", 1.0)));
+}
 /// Swish(A) * B, of one shape: ONNX does not broadcast them.
 void swiGlu(NodeImporter &n) {
   Tensor gate = floatInput(n, 0), value = floatInput(n, 1);
@@ -108,44 +117,34 @@ struct ActivationKind {
   Tensor (*apply)(Tensor x, double alpha, double beta);
 };
 
+Tensor affineOf(Tensor x, double alpha, double beta) {
+  return add(mul(x, scalar(x, alpha)), scalar(x, beta));
+}
+Tensor scaledTanhOf(Tensor x, double alpha, double beta) {
+  return mul(tanh(mul(x, scalar(x, beta))), scalar(x, alpha));
+}
+
 const ActivationKind kRecurrentActivations[] = {
     {"Relu", false, false, {}, {}, [](Tensor x, double, double) { return relu(x); }},
     {"Tanh", false, false, {}, {}, [](Tensor x, double, double) { return tanh(x); }},
     {"Sigmoid", false, false, {}, {}, [](Tensor x, double, double) { return logistic(x); }},
-    {"Affine",
-     true,
-     true,
-     {},
-     {},
-     [](Tensor x, double a, double b) { return add(mul(x, scalar(x, a)), scalar(x, b)); }},
+    {"Affine", true, true, {}, {}, affineOf},
     {"LeakyRelu",
      true,
      false,
-     0.01,
+     kLeakyReluAlpha,
      {},
-     [](Tensor x, double a, double) { return select(isNegative(x), mul(x, scalar(x, a)), x); }},
+     [](Tensor x, double a, double) { return leakyReluOf(x, a); }},
     {"ThresholdedRelu",
      true,
      false,
-     1.0,
+     kThresholdedReluAlpha,
      {},
-     [](Tensor x, double a, double) {
-       return select(compare(x, scalar(x, a), CompareDirection::gt), x, scalar(x, 0));
-     }},
-    {"ScaledTanh",
-     true,
-     true,
-     {},
-     {},
-     [](Tensor x, double a, double b) { return mul(tanh(mul(x, scalar(x, b))), scalar(x, a)); }},
-    {"HardSigmoid", true, true, 0.2, 0.5, hardSigmoidOf},
-    {"Elu", true, false, 1.0, {}, [](Tensor x, double a, double) { return eluOf(x, a); }},
-    {"Softsign",
-     false,
-     false,
-     {},
-     {},
-     [](Tensor x, double, double) { return div(x, add(abs(x), scalar(x, 1))); }},
+     [](Tensor x, double a, double) { return thresholdedReluOf(x, a); }},
+    {"ScaledTanh", true, true, {}, {}, scaledTanhOf},
+    {"HardSigmoid", true, true, kHardSigmoidAlpha, kHardSigmoidBeta, hardSigmoidOf},
+    {"Elu", true, false, kEluAlpha, {}, [](Tensor x, double a, double) { return eluOf(x, a); }},
+    {"Softsign", false, false, {}, {}, [](Tensor x, double, double) { return softsignOf(x); }},
     {"Softplus", false, false, {}, {}, [](Tensor x, double, double) { return softplusOf(x); }},
 };
 

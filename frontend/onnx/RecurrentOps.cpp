@@ -105,11 +105,9 @@ Layer readLayer(const NodeImporter &n, int64_t gates, const std::vector<std::str
 
 /// Entry `i` of `t` along `axis`, without that axis: a direction's weights, a step's input.
 Tensor entryAlong(Tensor t, int64_t axis, int64_t i) {
-  std::vector<int64_t> start(size_t(t.rank()), 0), limit = t.shape(), shape = t.shape();
-  start[size_t(axis)] = i;
-  limit[size_t(axis)] = i + 1;
+  std::vector<int64_t> shape = t.shape();
   shape.erase(shape.begin() + axis);
-  return reshape(slice(t, start, limit), shape);
+  return reshape(pickAlong(t, axis, {i}), shape);
 }
 
 /// Columns [k * width, (k + 1) * width) of a [rows, ...] matrix or entries of a vector.

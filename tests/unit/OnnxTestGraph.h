@@ -3,9 +3,9 @@
 // OnnxTrainingTest, OnnxWindow3dTest and OnnxRecurrentTest write their models with these.
 #pragma once
 
-#include "codegen/Compile.h"
+#include "TestUtil.h"
+
 #include "frontend/onnx/OnnxImport.h"
-#include "runtime/CpuExecutor.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -112,15 +112,7 @@ inline std::optional<rt::CpuExecutor> compileOnnxFile(const std::string &path) {
   EXPECT_TRUE(bool(module)) << (module ? "" : llvm::toString(module.takeError()));
   if (!module)
     return std::nullopt;
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(**module, "main");
-  EXPECT_TRUE(mlir::succeeded(exe));
-  if (mlir::failed(exe))
-    return std::nullopt;
-  rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);
-  EXPECT_TRUE(cpu.ok()) << cpu.message();
-  if (!cpu)
-    return std::nullopt;
-  return std::move(*cpu);
+  return compileForCpu(**module, "main");
 }
 
 } // namespace smelt::test

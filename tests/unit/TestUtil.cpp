@@ -117,8 +117,12 @@ std::optional<rt::CpuExecutor> compileLossAndGradients(Graph &graph, Tensor loss
   outputs.insert(outputs.end(), grads.begin(), grads.end());
   outputs.insert(outputs.end(), extra.begin(), extra.end());
   graph.setOutputs(outputs);
-  mlir::FailureOr<rt::Executable> exe = codegen::compile(graph.module(), graph.name());
-  EXPECT_TRUE(mlir::succeeded(exe)) << "compiling @" << graph.name();
+  return compileForCpu(graph.module(), graph.name());
+}
+
+std::optional<rt::CpuExecutor> compileForCpu(mlir::ModuleOp module, const std::string &function) {
+  mlir::FailureOr<rt::Executable> exe = codegen::compile(module, function);
+  EXPECT_TRUE(mlir::succeeded(exe)) << "compiling @" << function;
   if (mlir::failed(exe))
     return std::nullopt;
   rt::Expected<rt::CpuExecutor> cpu = rt::CpuExecutor::create(*exe);

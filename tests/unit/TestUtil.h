@@ -46,6 +46,10 @@ data::Dataset fashion(const char *split, int64_t limit = 0);
 std::vector<double> centralDifferences(double *x, int64_t count,
                                        const std::function<double()> &loss);
 
+/// `function` of `module` compiled (default pipeline) for the CPU. A failure is a test failure
+/// and gives nullopt.
+std::optional<rt::CpuExecutor> compileForCpu(mlir::ModuleOp module, const std::string &function);
+
 /// Ends `graph` with (loss, the gradient of `loss` with respect to each of `wrt`, `extra`...)
 /// and compiles it for the CPU: the executor expectGradientsMatchDifferences runs. A failure
 /// is a test failure and gives nullopt.
