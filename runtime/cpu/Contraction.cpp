@@ -1,7 +1,8 @@
 // Contractions: matmul and conv2d (forward, backward input, backward filter; grouped and
-// depthwise too). f32 runs on oneDNN primitives built once per step, a convolution's filter and
-// a matmul's constant weights in the layout the primitive chose (constants reordered once, at
-// preparation); f16/bf16 stage through f32; f64, which oneDNN lacks, runs plain loops in
+// depthwise too). f32 runs on oneDNN primitives built once per step (a matmul of a few rows,
+// a matrix-vector product, on oneDNN's sgemm), a convolution's filter and a matmul's constant
+// weights in the layout the primitive chose (constants reordered once, at preparation);
+// f16/bf16 stage through f32; f64, which oneDNN lacks, runs plain loops in
 // double (it serves reference and gradient checks, not speed). A matmul's or conv2d's epilogue
 // (bias, then activation) is oneDNN's bias argument and an eltwise post-op, applied before the
 // primitive stores its result; the f64 loops apply it after.
@@ -47,6 +48,30 @@ void releaseResidentPages(const void *data, size_t size) {
 /// The fewest rows (batch x m) of a matmul whose constant weights take the layout its primitive
 /// chooses (below, they are read in place).
 constexpr int64_t kRowsForChosenLayout = 16;
+
+/// The most rows of a matmul that runs as oneDNN's sgemm rather than its matmul primitive.
+constexpr int64_t kRowsForSgemm = 8;
+
+/// A 2-D f32 matmul of at most kRowsForSgemm rows without an activation, through oneDNN's
+/// BLAS-style sgemm: a matrix-vector product, bound by reading the weights. oneDNN 2.7's sgemm
+/// has gemv kernels that its matmul primitive does not use: on this project's 2-core machine,
+/// [m, 256] x [256, 1024] took 9 us at m = 1 against the primitive's 27, 29 against 38 at
+/// m = 8, and 51 against 48 at m = 16 (an LSTM's step; bench/RESULTS.md, thirty-third
+/// session). A bias is copied into each row of the result first, which sgemm then adds to.
+Kernel fewRowsMatmul(MatmulShape shape, bool transposeLhs, bool transposeRhs, bool bias) {
+  return [=](const void *const *in, void *out) {
+    float *result = static_cast<float *>(out);
+    if (bias)
+      for (int64_t i = 0; i < shape.m; ++i)
+        std::copy_n(static_cast<const float *>(in[2]), shape.n, result + i * shape.n);
+    // Row-major, as Smelt's tensors; a leading dimension of at least 1 even for empty ones.
+    dnnl_sgemm(
+        transposeLhs ? 'T' : 'N', transposeRhs ? 'T' : 'N', shape.m, shape.n, shape.k, 1.f,
+        static_cast<const float *>(in[0]), std::max<int64_t>(1, transposeLhs ? shape.m : shape.k),
+        static_cast<const float *>(in[1]), std::max<int64_t>(1, transposeRhs ? shape.k : shape.n),
+        bias ? 1.f : 0.f, result, std::max<int64_t>(1, shape.n));
+  };
+}
 
 /// A convolution's filter or a matmul's constant weights in the layout the primitive chose.
 /// The primitive is made with that layout left to oneDNN (format `any`): its fast kernels,
@@ -237,6 +262,8 @@ Expected<Kernel> matmul(const Step &step, const StepTypes &types) {
                     batch * m * n, n);
     });
   }
+  if (batch == 1 && m <= kRowsForSgemm && epilogue.activation == Activation::none)
+    return stagedThrough(DType::f32, fewRowsMatmul(shape, tl, tr, epilogue.bias), types);
   // Transposes are strides, not copies.
   memory::desc lhs({batch, m, k}, memory::data_type::f32,
                    tl ? memory::dims{m * k, 1, m} : memory::dims{m * k, k, 1});

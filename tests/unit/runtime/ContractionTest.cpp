@@ -274,6 +274,34 @@ TEST(Contraction, MatmulEpilogueEachActivationAgainstLoops) {
       }
 }
 
+// Matmuls of at most 8 rows run as oneDNN's sgemm (a bias copied into the result first), 9
+// rows and up, and any activation, as its matmul primitive: both sides of the boundary, every
+// transpose flag, with and without a bias, in f32 and staged from bf16.
+TEST(Contraction, MatmulOfFewRowsAcrossTheSgemmBoundary) {
+  int64_t k = 300, n = 70;
+  for (int64_t m : {1, 2, 8, 9})
+    for (DType dtype : {DType::f32, DType::bf16})
+      for (int flags = 0; flags < 8; ++flags) {
+        bool tl = flags & 1, tr = flags & 2, bias = flags & 4;
+        HostTensor a = randomTensor(dtype, tl ? Ints{k, m} : Ints{m, k});
+        HostTensor b = randomTensor(dtype, tr ? Ints{n, k} : Ints{k, n});
+        HostTensor c = randomTensor(dtype, {n});
+        std::vector<HostTensor> operands{a, b};
+        if (bias)
+          operands.push_back(c);
+        std::vector<double> ref =
+            withEpilogue(naiveMatmul(a.toDoubles(), b.toDoubles(), 1, m, k, n, tl, tr),
+                         bias ? c.toDoubles() : std::vector<double>{}, 0);
+        expectClose(runOp("matmul", operands, {dtype, {m, n}},
+                          {{"transpose_lhs", int64_t(tl)},
+                           {"transpose_rhs", int64_t(tr)},
+                           {"bias", int64_t(bias)}}),
+                    ref,
+                    fmt::format("{} matmul {} x {}, bias {}", dtypeName(dtype), a.type().str(),
+                                b.type().str(), bias));
+      }
+}
+
 TEST(Contraction, Conv2DEpilogueEachActivationAgainstLoops) {
   for (const ConvCase &g : kConvCases)
     for (DType dtype : kFloats)
