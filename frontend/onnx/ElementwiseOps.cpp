@@ -110,20 +110,8 @@ void reciprocal(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   n.setOutput(0, div(scalar(x, 1), x));
 }
-Tensor floorOf(Tensor x) {
-  Tensor t = truncated(x);
-  return keepLarge(x, select(compare(t, x, CompareDirection::gt), sub(t, scalar(x, 1)), t));
-}
 void floor(NodeImporter &n) { n.setOutput(0, floorOf(floatInput(n, 0))); }
-/// Round half to even, as ONNX (and NumPy) round.
-void round(NodeImporter &n) {
-  Tensor x = floatInput(n, 0), f = floorOf(x), fraction = sub(x, f), half = scalar(x, 0.5);
-  Tensor up = add(f, scalar(x, 1));
-  Tensor even = compare(floorOf(mul(f, half)), mul(f, half), CompareDirection::eq);
-  n.setOutput(0, select(compare(fraction, half, CompareDirection::gt), up,
-                        select(compare(fraction, half, CompareDirection::lt), f,
-                               select(even, f, up))));
-}
+void round(NodeImporter &n) { n.setOutput(0, roundHalfEven(floatInput(n, 0))); }
 void isInf(NodeImporter &n) {
   Tensor x = floatInput(n, 0);
   Tensor positive = compare(x, scalar(x, INFINITY), CompareDirection::eq);
@@ -233,6 +221,19 @@ void clip(NodeImporter &n) {
 }
 
 } // namespace
+
+Tensor floorOf(Tensor x) {
+  Tensor t = truncated(x);
+  return keepLarge(x, select(compare(t, x, CompareDirection::gt), sub(t, scalar(x, 1)), t));
+}
+
+Tensor roundHalfEven(Tensor x) {
+  Tensor f = floorOf(x), fraction = sub(x, f), half = scalar(x, 0.5);
+  Tensor up = add(f, scalar(x, 1));
+  Tensor even = compare(floorOf(mul(f, half)), mul(f, half), CompareDirection::eq);
+  return select(compare(fraction, half, CompareDirection::gt), up,
+                select(compare(fraction, half, CompareDirection::lt), f, select(even, f, up)));
+}
 
 void addElementwiseOps(ConverterTable &t) {
   t["Abs"] = unaryNumber<abs>;

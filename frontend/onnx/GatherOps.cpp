@@ -20,15 +20,6 @@ Tensor wrapped(Tensor indices, int64_t size) {
                 add(i, constant(g, double(size), {}, DType::i64)), i);
 }
 
-/// `table` [V, D...] at row indices `index` (i64, in range) -> [index dims..., D...]. i1 tables
-/// go through i32: smelt.gather takes numbers.
-Tensor gatherRows(Tensor table, Tensor index) {
-  if (table.dtype() != DType::i1)
-    return smelt::gather(table, index);
-  Tensor rows = smelt::gather(convert(table, DType::i32), index);
-  return compare(rows, scalarLike(rows, 0), CompareDirection::ne);
-}
-
 /// `data` [P, D...] with `updates` [U, D...] landed at rows `index` [U] (i64, in range): added
 /// to the rows, or replacing the rows some update lands on (several landing on one row add up,
 /// which ONNX leaves undefined). scatter_add sums floats, so integers and booleans go through
@@ -215,6 +206,14 @@ void scatterND(NodeImporter &n) {
 }
 
 } // namespace
+
+Tensor gatherRows(Tensor table, Tensor index) {
+  if (table.dtype() != DType::i1)
+    return smelt::gather(table, index);
+  // i1 tables go through i32: smelt.gather takes numbers.
+  Tensor rows = smelt::gather(convert(table, DType::i32), index);
+  return compare(rows, scalarLike(rows, 0), CompareDirection::ne);
+}
 
 void addGatherOps(ConverterTable &t) {
   t["Gather"] = gather;

@@ -223,6 +223,7 @@ static const ConverterTable &converters() {
     addGatherOps(t);
     addResizeOps(t);
     addRecurrentOps(t);
+    addGridSampleOp(t);
     return t;
   }();
   return table;

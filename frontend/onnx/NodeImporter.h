@@ -177,6 +177,7 @@ void addLossOps(ConverterTable &table);
 void addGatherOps(ConverterTable &table);
 void addResizeOps(ConverterTable &table);
 void addRecurrentOps(ConverterTable &table);
+void addGridSampleOp(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
 /// An activation function of ONNX's RNN, GRU or LSTM, with the alpha and beta it takes.
@@ -228,6 +229,12 @@ Tensor pickAlong(Tensor x, int64_t axis, const std::vector<int64_t> &indices);
 /// An i1 tensor of `shape`: true where the index along `axis` equals `indices` (integer, of
 /// `shape` without `axis`): one-hot rows, for Hardmax, OneHot and the losses' label picks.
 Tensor indexMask(Tensor indices, const std::vector<int64_t> &shape, int64_t axis);
+/// `table` [V, D...] at row indices `index` (i64, in range) -> [index dims..., D...], any dtype.
+Tensor gatherRows(Tensor table, Tensor index);
+/// The largest integer not above each element of float `x` (a truncating convert, corrected
+/// below zero), and the nearest integer with ties to even (ONNX's and NumPy's Round).
+Tensor floorOf(Tensor x);
+Tensor roundHalfEven(Tensor x);
 /// `x` with dimension `axis` moved last, and back (transposes that fold with their neighbours).
 Tensor axisLast(Tensor x, int64_t axis);
 Tensor axisBack(Tensor x, int64_t axis);
