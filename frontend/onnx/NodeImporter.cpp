@@ -223,7 +223,7 @@ static const ConverterTable &converters() {
     addGatherOps(t);
     addResizeOps(t);
     addRecurrentOps(t);
-    addGridSampleOp(t);
+    addGridOps(t);
     return t;
   }();
   return table;

@@ -5,7 +5,8 @@
 // random inputs, with grid coordinates far enough outside [-1, 1] to bounce off the borders
 // several times. Every mode, padding and align_corners in 2-D (opset 16), 1-D and 3-D (opset
 // 20), f16 data, integer data (nearest); and the gradients of the data and of the grid,
-// imported for training in float64, against central differences.
+// imported for training in float64, against central differences. AffineGrid (the grids of
+// affine transforms) against its spec too.
 #include "OnnxTestGraph.h"
 #include "TestUtil.h"
 
@@ -141,9 +142,8 @@ Values reference(const Case &c) {
 
 /// The case's node as a model file, data of `dataType` and grid of `gridType`, removed with
 /// the object.
-struct ModelFile {
-  std::string path;
-  ModelFile(const Case &c, int dataType, int gridType) {
+struct ModelFile : TempModelFile {
+  ModelFile(const Case &c, int dataType, int gridType) : TempModelFile("smelt-grid-sample") {
     ::onnx::ModelProto model;
     model.set_ir_version(9);
     model.add_opset_import()->set_version(c.opset);
@@ -156,13 +156,8 @@ struct ModelFile {
     addString(*node, "mode", c.mode);
     addString(*node, "padding_mode", c.padding);
     addInt(*node, "align_corners", c.alignCorners);
-    path = (std::filesystem::temp_directory_path() /
-            ("smelt-grid-sample-" + std::to_string(::getpid()) + ".onnx"))
-               .string();
-    std::ofstream out(path, std::ios::binary);
-    model.SerializeToOstream(&out);
+    write(model);
   }
-  ~ModelFile() { std::filesystem::remove(path); }
 };
 
 /// Y of the case imported, compiled and run: data as `dataType` (FLOAT, FLOAT16 or INT32),
@@ -288,6 +283,81 @@ TEST(OnnxGridSample, GradientsMatchCentralDifferences) {
     ASSERT_TRUE(cpu);
     expectGradientsMatchDifferences(*cpu, args, {0, 1}, 1e-6, {"X", "grid"});
   }
+}
+
+/// An AffineGrid model of opset 20: theta an input of `elemType`, size an int64 initializer.
+struct AffineGridFile : TempModelFile {
+  AffineGridFile(const Ints &thetaShape, const Ints &size, bool alignCorners, int elemType)
+      : TempModelFile("smelt-affine-grid") {
+    ::onnx::ModelProto model;
+    model.set_ir_version(9);
+    model.add_opset_import()->set_version(20);
+    ::onnx::GraphProto &graph = *model.mutable_graph();
+    graph.set_name("affine_grid");
+    addValueInfo(*graph.mutable_input(), "theta", thetaShape, elemType);
+    ::onnx::TensorProto *sizes = graph.add_initializer();
+    sizes->set_name("size");
+    sizes->set_data_type(::onnx::TensorProto::INT64);
+    sizes->add_dims(int64_t(size.size()));
+    for (int64_t d : size)
+      sizes->add_int64_data(d);
+    graph.add_output()->set_name("grid");
+    addInt(*addNode(graph, "AffineGrid", {"theta", "size"}, {"grid"}), "align_corners",
+           alignCorners);
+    write(model);
+  }
+};
+
+// AffineGrid against its spec (op_affine_grid.py): the normalized coordinates of each position,
+// x first, made homogeneous and multiplied by theta; 2-D and 3-D, both corner conventions, an
+// axis of one entry.
+TEST(OnnxGridSample, AffineGridMatchesTheSpec) {
+  SCOPED_TRACE("SMELT_TEST_SEED=" + std::to_string(rngSeed()));
+  for (Ints size : {Ints{2, 3, 4, 5}, Ints{1, 2, 1, 3}, Ints{2, 1, 3, 2, 4}})
+    for (bool align : {false, true}) {
+      int64_t r = int64_t(size.size()) - 2;
+      Ints thetaShape = {size[0], r, r + 1};
+      Values theta;
+      for (int64_t i = 0; i < count(thetaShape); ++i)
+        theta.push_back(double(float(draw(-1.5, 1.5))));
+      Ints spatial(size.begin() + 2, size.end());
+      Values want;
+      for (int64_t b = 0; b < size[0]; ++b)
+        for (int64_t p = 0; p < count(spatial); ++p) {
+          Values homogeneous(static_cast<size_t>(r) + 1, 1.0);
+          for (int64_t i = r - 1, rest = p; i >= 0; rest /= spatial[size_t(i)], --i) {
+            double length = double(spatial[size_t(i)]), index = double(rest % spatial[size_t(i)]);
+            homogeneous[size_t(r - 1 - i)] =
+                align ? (length == 1 ? -1 : -1 + 2 * index / (length - 1))
+                      : (2 * index + 1) / length - 1;
+          }
+          for (int64_t j = 0; j < r; ++j) {
+            double sum = 0;
+            for (int64_t k = 0; k <= r; ++k)
+              sum += theta[size_t((b * r + j) * (r + 1) + k)] * homogeneous[size_t(k)];
+            want.push_back(sum);
+          }
+        }
+      AffineGridFile file(thetaShape, size, align, ::onnx::TensorProto::FLOAT);
+      std::optional<rt::CpuExecutor> cpu = compileOnnxFile(file.path);
+      ASSERT_TRUE(cpu);
+      std::vector<rt::HostTensor> inputs = {rt::HostTensor::fromDoubles({DType::f32, thetaShape},
+                                                                        theta)},
+                                  outputs;
+      rt::Status s = cpu->run(inputs, outputs);
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_LE(relError(outputs[0].toDoubles(), want), 1e-6)
+          << "size " << shapeString(size) << " align_corners " << align;
+    }
+  AffineGridFile bad({2, 2, 3}, {2, 3, 4, 5, 6}, false, ::onnx::TensorProto::FLOAT);
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      onnx::importModel(bad.path, {}, context);
+  ASSERT_FALSE(module);
+  EXPECT_NE(llvm::toString(module.takeError())
+                .find("theta is [2, 2, 3] and size [2, 3, 4, 5, 6], expected theta [N, 2, 3]"),
+            std::string::npos);
 }
 
 } // namespace

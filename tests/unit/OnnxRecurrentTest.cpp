@@ -85,9 +85,8 @@ Case withInputs(Case c) {
 
 /// The case's node as a model file of `elemType` (FLOAT or DOUBLE), removed with the object.
 /// X, sequence_lens and the initial states are graph inputs; W, R, B and P initializers.
-struct ModelFile {
-  std::string path;
-  ModelFile(const Case &c, int elemType) {
+struct ModelFile : TempModelFile {
+  ModelFile(const Case &c, int elemType) : TempModelFile("smelt-recurrent") {
     ::onnx::ModelProto model;
     model.set_ir_version(8);
     model.add_opset_import()->set_version(14);
@@ -137,13 +136,8 @@ struct ModelFile {
       addFloats(*node, "activation_alpha", c.alphas);
     if (!c.betas.empty())
       addFloats(*node, "activation_beta", c.betas);
-    path = (std::filesystem::temp_directory_path() /
-            ("smelt-recurrent-" + std::to_string(::getpid()) + ".onnx"))
-               .string();
-    std::ofstream out(path, std::ios::binary);
-    model.SerializeToOstream(&out);
+    write(model);
   }
-  ~ModelFile() { std::filesystem::remove(path); }
 };
 
 /// The case's run-time inputs in the graph's order.

@@ -11,13 +11,34 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace smelt::test {
+
+/// A model file of this process's own in the temporary folder ("<stem>-<pid>.onnx"), removed
+/// with the object: a test's model type derives from it and calls write() once it is built.
+struct TempModelFile {
+  std::string path;
+  explicit TempModelFile(const std::string &stem)
+      : path((std::filesystem::temp_directory_path() /
+              (stem + "-" + std::to_string(::getpid()) + ".onnx"))
+                 .string()) {}
+  TempModelFile(const TempModelFile &) = delete;
+  TempModelFile &operator=(const TempModelFile &) = delete;
+  ~TempModelFile() { std::filesystem::remove(path); }
+  void write(const ::onnx::ModelProto &model) const {
+    std::ofstream out(path, std::ios::binary);
+    model.SerializeToOstream(&out);
+  }
+};
 
 /// A float initializer of `elemType` (FLOAT or DOUBLE).
 inline void addInitializer(::onnx::GraphProto &graph, const std::string &name,

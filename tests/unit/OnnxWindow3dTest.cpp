@@ -66,9 +66,8 @@ struct Case {
 };
 
 /// The case's node as a model file of `elemType` (FLOAT or DOUBLE), removed with the object.
-struct ModelFile {
-  std::string path;
-  ModelFile(const Case &c, int elemType) {
+struct ModelFile : TempModelFile {
+  ModelFile(const Case &c, int elemType) : TempModelFile("smelt-window3d") {
     ::onnx::ModelProto model;
     model.set_ir_version(8);
     model.add_opset_import()->set_version(19);
@@ -102,13 +101,8 @@ struct ModelFile {
       addString(*node, "auto_pad", c.autoPad);
     }
 
-    path = (std::filesystem::temp_directory_path() /
-            ("smelt-window3d-" + std::to_string(::getpid()) + ".onnx"))
-               .string();
-    std::ofstream out(path, std::ios::binary);
-    model.SerializeToOstream(&out);
+    write(model);
   }
-  ~ModelFile() { std::filesystem::remove(path); }
 };
 
 /// The case's node imported, compiled and run on `c.x` in float32.

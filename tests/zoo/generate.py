@@ -153,12 +153,61 @@ def tiny_video():
     return Video(), (1, 3, 4, 32, 32)
 
 
+def tiny_stn():
+    """A spatial transformer (Jaderberg et al.): a localization network predicts an affine
+    transform (initialized near the identity), F.affine_grid makes its sampling grid and
+    F.grid_sample warps the image (bilinear, zeros padding); a second warp samples bicubic
+    with reflection padding and aligned corners, and a small classifier reads the result."""
+    import torch.nn.functional as F
+
+    class Stn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.localize = nn.Sequential(nn.Conv2d(3, 8, 5, 2, 2), nn.ReLU(),
+                                          nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+                                          nn.Linear(128, 6))
+            with torch.no_grad():
+                self.localize[-1].bias.copy_(torch.tensor([1.0, 0, 0, 0, 1, 0]))
+            self.head = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(),
+                                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+
+        def forward(self, x):
+            theta = self.localize(x).view(-1, 2, 3)
+            grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+            warped = F.grid_sample(x, grid, "bilinear", "zeros", align_corners=False)
+            grid2 = F.affine_grid(1.2 * theta, [x.shape[0], 3, 24, 24], align_corners=True)
+            warped = F.grid_sample(warped, grid2, "bicubic", "reflection", align_corners=True)
+            return self.head(warped)
+
+    return Stn(), (1, 3, 32, 32)
+
+
+def tiny_recurrent():
+    """torch.nn's recurrent layers, which both exporters write as ONNX LSTM and GRU nodes: an
+    embedding, a 2-layer bidirectional LSTM, a GRU over its outputs and a linear head per step."""
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(100, 16)
+            self.lstm = nn.LSTM(16, 12, num_layers=2, bidirectional=True, batch_first=True)
+            self.gru = nn.GRU(24, 16, batch_first=True)
+            self.head = nn.Linear(16, 5)
+
+        def forward(self, ids):
+            return self.head(self.gru(self.lstm(self.embed(ids))[0])[0])
+
+    return Tagger()
+
+
 TORCHVISION = ["resnet", "mobilenet_v2", "mobilenet_v3", "efficientnet", "densenet",
                "shufflenet", "regnet", "convnext", "vit", "swin"]
 HF = ["bert", "bert_masked", "distilbert", "roberta", "gpt2", "llama", "llama_masked",
       "t5_encoder", "vit_hf", "whisper_encoder"]
-VIDEO = ["video3d", "videomae"]  # last, so the seeds of the models above stay as they were
-MODELS = TORCHVISION + HF + VIDEO
+VIDEO = ["video3d", "videomae"]
+# Each group after the ones before it, so the seeds of the models above stay as they were.
+LATER = ["stn", "recurrent"]
+MODELS = TORCHVISION + HF + VIDEO + LATER
 EXPORTERS = ["torchscript", "dynamo"]
 
 
@@ -192,6 +241,10 @@ def build_model(name, exporter, rng):
         model, shape = tiny_resnet()
     elif name == "video3d":
         model, shape = tiny_video()
+    elif name == "stn":
+        model, shape = tiny_stn()
+    elif name == "recurrent":
+        return tiny_recurrent().eval(), {"input_ids": rng.integers(0, 100, (2, 12)).astype(np.int64)}
     elif name in TORCHVISION:
         model, shape = torchvision_model(name)
     else:

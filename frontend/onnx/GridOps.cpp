@@ -1,4 +1,6 @@
-// The converter of GridSample (opsets 16 and 20): each output position reads the input at the
+// The converters of GridSample (opsets 16 and 20) and AffineGrid (20), which makes the
+// sampling grid of an affine transform (a spatial transformer's F.affine_grid, as the
+// TorchScript exporter writes it). GridSample: each output position reads the input at the
 // grid's coordinates there, interpolated (nearest, linear or cubic) and padded (zeros, border or
 // reflection) as ONNX's reference (onnx/reference/ops/op_grid_sample.py) and PyTorch's
 // grid_sampler do. The coordinates are known only at run time, so each interpolation tap is one
@@ -239,8 +241,62 @@ void gridSample(NodeImporter &n) {
   n.setOutput(0, transpose(convert(*sum, x.dtype()), channelsFirst));
 }
 
+/// AffineGrid: theta [N, 2, 3] (or [N, 3, 4]) and size [N, C, H, W] (or [N, C, D, H, W], known
+/// at import time) -> grid [N, H, W, 2] (or [N, D, H, W, 3]): each position's normalized
+/// coordinates (x, y[, z], 1), the last axis's first, times theta. A coordinate along an axis
+/// of L entries is -1 + 2i / (L - 1) with align_corners (-1 when L is 1), else -1 + (2i + 1) / L.
+void affineGrid(NodeImporter &n) {
+  Tensor theta = floatInput(n, 0);
+  std::vector<int64_t> size;
+  for (double v : n.constantInput(1, "the size").values)
+    size.push_back(int64_t(v));
+  bool alignCorners = n.attrInt("align_corners", 0) != 0;
+  int64_t r = int64_t(size.size()) - 2;
+  if ((r != 2 && r != 3) || theta.rank() != 3 || theta.dim(1) != r || theta.dim(2) != r + 1 ||
+      theta.dim(0) != size[0])
+    fail(
+        ImportErrorKind::BadFile,
+        "theta is " + shapeString(theta.shape()) + " and size " + shapeString(size) +
+            ", expected theta [N, 2, 3] with size [N, C, H, W], or [N, 3, 4] with [N, C, D, H, W]");
+  for (int64_t d : size)
+    if (d < 1)
+      fail(ImportErrorKind::BadFile, "size " + shapeString(size) + " has an empty dimension");
+  std::vector<int64_t> spatial(size.begin() + 2, size.end());
+  int64_t positions = 1;
+  for (int64_t d : spatial)
+    positions *= d;
+  // The homogeneous coordinates of every position, row-major over the spatial axes: [P, r + 1].
+  std::vector<double> base;
+  for (int64_t p = 0; p < positions; ++p) {
+    std::vector<double> coordinates(static_cast<size_t>(r) + 1, 1.0);
+    int64_t rest = p;
+    for (int64_t i = r - 1; i >= 0; --i) {
+      double length = double(spatial[size_t(i)]), index = double(rest % spatial[size_t(i)]);
+      rest /= spatial[size_t(i)];
+      coordinates[size_t(r - 1 - i)] = alignCorners
+                                           ? (length > 1 ? -1 + 2 * index / (length - 1) : -1.0)
+                                           : -1 + (2 * index + 1) / length;
+    }
+    base.insert(base.end(), coordinates.begin(), coordinates.end());
+  }
+  // grid[n, p, j] = sum_k theta[n, j, k] base[p, k]: [N, P, r, r + 1] summed over k.
+  int64_t batch = size[0];
+  Tensor positionsTable = constant(n.g, base, {1, positions, 1, r + 1}, theta.dtype());
+  std::vector<int64_t> products = {batch, positions, r, r + 1};
+  Tensor grid = reduceSum(mul(broadcastTo(reshape(theta, {batch, 1, r, r + 1}), products),
+                              broadcastTo(positionsTable, products)),
+                          {3});
+  std::vector<int64_t> gridShape = {batch};
+  gridShape.insert(gridShape.end(), spatial.begin(), spatial.end());
+  gridShape.push_back(r);
+  n.setOutput(0, reshape(grid, gridShape));
+}
+
 } // namespace
 
-void addGridSampleOp(ConverterTable &t) { t["GridSample"] = gridSample; }
+void addGridOps(ConverterTable &t) {
+  t["GridSample"] = gridSample;
+  t["AffineGrid"] = affineGrid;
+}
 
 } // namespace smelt::onnx
