@@ -224,6 +224,7 @@ static const ConverterTable &converters() {
     addResizeOps(t);
     addRecurrentOps(t);
     addGridOps(t);
+    addRandomOps(t);
     return t;
   }();
   return table;

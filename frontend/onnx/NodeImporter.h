@@ -178,6 +178,7 @@ void addGatherOps(ConverterTable &table);
 void addResizeOps(ConverterTable &table);
 void addRecurrentOps(ConverterTable &table);
 void addGridOps(ConverterTable &table);
+void addRandomOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
 /// An activation function of ONNX's RNN, GRU or LSTM, with the alpha and beta it takes.
