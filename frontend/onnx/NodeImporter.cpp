@@ -80,6 +80,17 @@ double NodeImporter::attrFloat(const std::string &name, double fallback) const {
   return a ? double(a->f()) : fallback;
 }
 
+DType NodeImporter::attrDType(const std::string &name, DType fallback) const {
+  const AttributeProto *a = attribute(name);
+  if (!a)
+    return fallback;
+  std::optional<DType> dtype = smeltDType(int(a->i()));
+  if (!dtype)
+    fail(ImportErrorKind::UnsupportedDtype,
+         name + " " + onnxTypeName(int(a->i())) + ", which Smelt does not have");
+  return *dtype;
+}
+
 std::vector<int64_t> NodeImporter::attrInts(const std::string &name,
                                             std::vector<int64_t> fallback) const {
   const AttributeProto *a = attribute(name);
@@ -225,6 +236,7 @@ static const ConverterTable &converters() {
     addRecurrentOps(t);
     addGridOps(t);
     addRandomOps(t);
+    addSignalOps(t);
     return t;
   }();
   return table;

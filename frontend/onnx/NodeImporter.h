@@ -111,6 +111,9 @@ public:
   double attrFloat(const std::string &name, double fallback) const;
   std::vector<int64_t> attrInts(const std::string &name, std::vector<int64_t> fallback) const;
   std::string attrString(const std::string &name, std::string fallback) const;
+  /// An element-type attribute (an ONNX TensorProto type: Cast's to, the random ops' dtype),
+  /// `fallback` when absent; an UnsupportedDtype failure for a type Smelt does not have.
+  DType attrDType(const std::string &name, DType fallback) const;
 
   /// Outputs: `known`, when given, records the value's contents for later static uses.
   int numOutputs() const { return node.output_size(); }
@@ -179,6 +182,7 @@ void addResizeOps(ConverterTable &table);
 void addRecurrentOps(ConverterTable &table);
 void addGridOps(ConverterTable &table);
 void addRandomOps(ConverterTable &table);
+void addSignalOps(ConverterTable &table);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
 /// An activation function of ONNX's RNN, GRU or LSTM, with the alpha and beta it takes.

@@ -31,17 +31,14 @@ std::optional<Tensor> offsetOf(const NodeImporter &n) {
   return n.binding ? n.binding->step : std::nullopt;
 }
 
-/// The `dtype` attribute (an ONNX TensorProto type), `fallback` when absent; a float type.
+/// The `dtype` attribute, `fallback` when absent; a float type.
 DType floatDType(const NodeImporter &n, DType fallback) {
-  const ::onnx::AttributeProto *dtype = n.attribute("dtype");
-  if (!dtype)
-    return fallback;
-  std::optional<DType> d = smeltDType(int(dtype->i()));
-  if (!d || !rt::isFloat(*d))
-    fail(ImportErrorKind::UnsupportedDtype, "dtype " + onnxTypeName(int(dtype->i())) +
-                                                " (random draws are float16, bfloat16, float " +
-                                                "or double)");
-  return *d;
+  DType dtype = n.attrDType("dtype", fallback);
+  if (!rt::isFloat(dtype))
+    fail(ImportErrorKind::UnsupportedDtype,
+         std::string("dtype ") + dtypeName(dtype) +
+             " (random draws are float16, bfloat16, float or double)");
+  return dtype;
 }
 
 /// The draws of `n` over `shape`: uniform in [low, high) or normal with mean and scale.
@@ -76,15 +73,7 @@ void bernoulli(NodeImporter &n) {
   DType work = p.dtype() == DType::f64 ? DType::f64 : DType::f32;
   Tensor u = rngUniform(n.g, p.shape(), seedOf(n), 0, 1, work, offsetOf(n));
   Tensor hit = compare(u, convert(p, work), CompareDirection::lt);
-  DType dtype = p.dtype();
-  if (const ::onnx::AttributeProto *attr = n.attribute("dtype")) {
-    std::optional<DType> d = smeltDType(int(attr->i()));
-    if (!d)
-      fail(ImportErrorKind::UnsupportedDtype,
-           "dtype " + onnxTypeName(int(attr->i())) + ", which Smelt does not have");
-    dtype = *d;
-  }
-  n.setOutput(0, convert(hit, dtype));
+  n.setOutput(0, convert(hit, n.attrDType("dtype", p.dtype())));
 }
 
 } // namespace

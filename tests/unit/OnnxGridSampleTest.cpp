@@ -38,21 +38,14 @@ struct Case {
   int64_t spatial() const { return int64_t(xShape.size()) - 2; }
 };
 
-int64_t count(const Ints &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 /// Fresh inputs: data in [-1, 1], as f32 holds them; grid coordinates mostly in [-1.3, 1.3],
 /// a quarter of them in [-4, 4] (several lengths outside for the small axes).
 Case withInputs(Case c) {
   c.x.clear();
   c.grid.clear();
-  for (int64_t i = 0; i < count(c.xShape); ++i)
+  for (int64_t i = 0; i < elementCount(c.xShape); ++i)
     c.x.push_back(double(float(draw(-1, 1))));
-  for (int64_t i = 0; i < count(c.gridShape); ++i)
+  for (int64_t i = 0; i < elementCount(c.gridShape); ++i)
     c.grid.push_back(double(float(draw(0, 1, 0) < 0.25 ? draw(-4, 4, 0) : draw(-1.3, 1.3, 0))));
   return c;
 }
@@ -84,7 +77,8 @@ std::vector<double> cubic(double t) {
 Values reference(const Case &c) {
   int64_t r = c.spatial(), n = c.xShape[0], channels = c.xShape[1];
   Ints outSpatial(c.gridShape.begin() + 1, c.gridShape.end() - 1);
-  int64_t outCount = count(outSpatial), inCount = count(Ints(c.xShape.begin() + 2, c.xShape.end()));
+  int64_t outCount = elementCount(outSpatial),
+          inCount = elementCount(Ints(c.xShape.begin() + 2, c.xShape.end()));
   Values y;
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < channels; ++ch)
@@ -318,12 +312,12 @@ TEST(OnnxGridSample, AffineGridMatchesTheSpec) {
       int64_t r = int64_t(size.size()) - 2;
       Ints thetaShape = {size[0], r, r + 1};
       Values theta;
-      for (int64_t i = 0; i < count(thetaShape); ++i)
+      for (int64_t i = 0; i < elementCount(thetaShape); ++i)
         theta.push_back(double(float(draw(-1.5, 1.5))));
       Ints spatial(size.begin() + 2, size.end());
       Values want;
       for (int64_t b = 0; b < size[0]; ++b)
-        for (int64_t p = 0; p < count(spatial); ++p) {
+        for (int64_t p = 0; p < elementCount(spatial); ++p) {
           Values homogeneous(static_cast<size_t>(r) + 1, 1.0);
           for (int64_t i = r - 1, rest = p; i >= 0; rest /= spatial[size_t(i)], --i) {
             double length = double(spatial[size_t(i)]), index = double(rest % spatial[size_t(i)]);

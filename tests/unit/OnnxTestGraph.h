@@ -40,6 +40,14 @@ struct TempModelFile {
   }
 };
 
+/// How many elements a tensor of `shape` holds.
+inline int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 /// A float initializer of `elemType` (FLOAT or DOUBLE).
 inline void addInitializer(::onnx::GraphProto &graph, const std::string &name,
                            const std::vector<int64_t> &dims, const std::vector<double> &values,
