@@ -41,7 +41,8 @@ NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falco
          "data2vec_text", "canine", "megatron_bert", "levit", "poolformer", "convnextv2", "pvt",
          "cvt", "bit", "mobilenet_v2_hf", "regnet_hf", "data2vec_vision", "swiftformer",
          "focalnet", "siglip_vision", "vitmae", "hiera", "dpt", "glpn", "timesformer", "sew",
-         "data2vec_audio", "encodec", "lstm_tagger", "gru_encoder", "rnn_relu", "lstm_proj"]
+         "data2vec_audio", "encodec", "lstm_tagger", "gru_encoder", "rnn_relu", "lstm_proj",
+         "deformable_detr", "spectrogram"]
 
 
 def build(name, rng):
@@ -177,7 +178,6 @@ def build(name, rng):
               "swiftformer": (hf.SwiftFormerModel, hf.SwiftFormerConfig, {}),
               "focalnet": (hf.FocalNetModel, hf.FocalNetConfig, {}),
               "siglip_vision": (hf.SiglipVisionModel, hf.SiglipVisionConfig, tiny),
-              "vitmae": (hf.ViTMAEModel, hf.ViTMAEConfig, dict(tiny, mask_ratio=0.0)),
               "hiera": (hf.HieraModel, hf.HieraConfig, {}),
               "dpt": (hf.DPTForDepthEstimation, hf.DPTConfig, dict(tiny, num_hidden_layers=4)),
               "glpn": (hf.GLPNForDepthEstimation, hf.GLPNConfig, {}),
@@ -216,6 +216,49 @@ def build(name, rng):
                     y = y.transpose(0, 1)
                 return self.head(y)
         return Recurrent(), {"ids": rng.integers(0, 1000, (4, 40)).astype(np.int64)}
+    if name == "vitmae":
+        class Reconstruction(nn.Module):
+            """The pre-training head's reconstructed patches. With mask_ratio 0 every patch is
+            kept, and the decoder puts the shuffled patches back in order: the output does not
+            depend on the random noise (RandomUniformLike) that shuffles them."""
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+            def forward(self, x):
+                return self.model(x).logits
+        config = hf.ViTMAEConfig(**tiny, mask_ratio=0.0, decoder_hidden_size=64,
+                                 decoder_num_hidden_layers=1, decoder_num_attention_heads=2,
+                                 decoder_intermediate_size=128)
+        return Reconstruction(hf.ViTMAEForPreTraining(config)), pixels()
+    if name == "deformable_detr":  # multi-scale deformable attention: GridSample
+        class Hidden(nn.Module):
+            """The decoder's last hidden state (the output's first field is the reference
+            points, computed from the queries alone)."""
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+            def forward(self, x):
+                return self.model(x).last_hidden_state
+        backbone = hf.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1],
+                                   out_features=["stage2", "stage3", "stage4"])
+        config = hf.DeformableDetrConfig(d_model=32, encoder_layers=1, decoder_layers=1,
+                                         encoder_attention_heads=2, decoder_attention_heads=2,
+                                         encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10,
+                                         use_timm_backbone=False, backbone_config=backbone,
+                                         num_feature_levels=3, encoder_n_points=2, decoder_n_points=2)
+        return Hidden(hf.DeformableDetrModel(config)), {"pixel_values": img(64)["image"]}
+    if name == "spectrogram":  # torch.stft -> ONNX STFT, a log power spectrum, a linear layer
+        class Spectrogram(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("window", torch.hann_window(400))
+                self.head = nn.Linear(201, 32)
+            def forward(self, audio):
+                z = torch.stft(audio, n_fft=400, hop_length=160, window=self.window, center=False,
+                               return_complex=True)
+                power = torch.view_as_real(z).pow(2).sum(-1)
+                return self.head(torch.log(power + 1e-6).transpose(1, 2))
+        return Spectrogram(), {"audio": rng.standard_normal((2, 16000)).astype(np.float32)}
     if name == "yolos":
         return Logits(hf.YolosModel(hf.YolosConfig(**tiny, image_size=[256, 256]))), {"pixel_values": img(256)["image"]}
     raise KeyError(name)
