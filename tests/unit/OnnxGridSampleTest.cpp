@@ -220,11 +220,7 @@ TEST(OnnxGridSample, HalfAndIntegerData) {
 TEST(OnnxGridSample, RefusesWhatItCannotSample) {
   auto importError = [](const Case &c, int dataType) {
     ModelFile file(c, dataType, ::onnx::TensorProto::FLOAT);
-    mlir::MLIRContext context;
-    codegen::loadDialects(context);
-    llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-        onnx::importModel(file.path, {}, context);
-    return module ? std::string() : llvm::toString(module.takeError());
+    return importErrorOf(file.path);
   };
   EXPECT_NE(importError({"bilinear", "zeros", false, 16, {2, 3, 5, 4}, {2, 4, 6, 3}},
                         ::onnx::TensorProto::FLOAT)
@@ -344,13 +340,8 @@ TEST(OnnxGridSample, AffineGridMatchesTheSpec) {
           << "size " << shapeString(size) << " align_corners " << align;
     }
   AffineGridFile bad({2, 2, 3}, {2, 3, 4, 5, 6}, false, ::onnx::TensorProto::FLOAT);
-  mlir::MLIRContext context;
-  codegen::loadDialects(context);
-  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-      onnx::importModel(bad.path, {}, context);
-  ASSERT_FALSE(module);
-  EXPECT_NE(llvm::toString(module.takeError())
-                .find("theta is [2, 2, 3] and size [2, 3, 4, 5, 6], expected theta [N, 2, 3]"),
+  EXPECT_NE(importErrorOf(bad.path).find(
+                "theta is [2, 2, 3] and size [2, 3, 4, 5, 6], expected theta [N, 2, 3]"),
             std::string::npos);
 }
 

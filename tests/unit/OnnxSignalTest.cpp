@@ -234,13 +234,7 @@ TEST(OnnxSignal, StftGradientsMatchCentralDifferences) {
 }
 
 TEST(OnnxSignal, RefusesWhatItCannotTransform) {
-  auto importError = [](const SignalModel &model) {
-    mlir::MLIRContext context;
-    codegen::loadDialects(context);
-    llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-        onnx::importModel(model.path, {}, context);
-    return module ? std::string() : llvm::toString(module.takeError());
-  };
+  auto importError = [](const SignalModel &model) { return importErrorOf(model.path); };
   auto attributes = [](int64_t axis, bool onesided) {
     return [=](::onnx::NodeProto &node) {
       addInt(node, "axis", axis);

@@ -144,4 +144,12 @@ inline std::optional<rt::CpuExecutor> compileOnnxFile(const std::string &path) {
   return compileForCpu(**module, "main");
 }
 
+/// The import error of the model file at `path` ("" when it imports).
+inline std::string importErrorOf(const std::string &path) {
+  mlir::MLIRContext context;
+  codegen::loadDialects(context);
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module = onnx::importModel(path, {}, context);
+  return module ? std::string() : llvm::toString(module.takeError());
+}
+
 } // namespace smelt::test
