@@ -20,10 +20,7 @@ struct EinsumModel : TempModelFile {
   EinsumModel(const std::string &equation, const std::vector<Ints> &shapes)
       : TempModelFile("smelt-einsum") {
     ::onnx::ModelProto model;
-    model.set_ir_version(9);
-    model.add_opset_import()->set_version(12);
-    ::onnx::GraphProto &graph = *model.mutable_graph();
-    graph.set_name("einsum");
+    ::onnx::GraphProto &graph = startModel(model, 12, "einsum");
     std::vector<std::string> names;
     for (size_t i = 0; i < shapes.size(); ++i) {
       names.push_back("x" + std::to_string(i));

@@ -139,10 +139,7 @@ Values reference(const Case &c) {
 struct ModelFile : TempModelFile {
   ModelFile(const Case &c, int dataType, int gridType) : TempModelFile("smelt-grid-sample") {
     ::onnx::ModelProto model;
-    model.set_ir_version(9);
-    model.add_opset_import()->set_version(c.opset);
-    ::onnx::GraphProto &graph = *model.mutable_graph();
-    graph.set_name("grid_sample");
+    ::onnx::GraphProto &graph = startModel(model, c.opset, "grid_sample");
     addValueInfo(*graph.mutable_input(), "X", c.xShape, dataType);
     addValueInfo(*graph.mutable_input(), "grid", c.gridShape, gridType);
     graph.add_output()->set_name("Y");
@@ -280,10 +277,7 @@ struct AffineGridFile : TempModelFile {
   AffineGridFile(const Ints &thetaShape, const Ints &size, bool alignCorners, int elemType)
       : TempModelFile("smelt-affine-grid") {
     ::onnx::ModelProto model;
-    model.set_ir_version(9);
-    model.add_opset_import()->set_version(20);
-    ::onnx::GraphProto &graph = *model.mutable_graph();
-    graph.set_name("affine_grid");
+    ::onnx::GraphProto &graph = startModel(model, 20, "affine_grid");
     addValueInfo(*graph.mutable_input(), "theta", thetaShape, elemType);
     ::onnx::TensorProto *sizes = graph.add_initializer();
     sizes->set_name("size");

@@ -26,10 +26,7 @@ struct RandomModel : TempModelFile {
               const Ints &xShape = {}, int xType = ::onnx::TensorProto::FLOAT, bool twice = false)
       : TempModelFile("smelt-random") {
     ::onnx::ModelProto model;
-    model.set_ir_version(9);
-    model.add_opset_import()->set_version(20);
-    ::onnx::GraphProto &graph = *model.mutable_graph();
-    graph.set_name("random");
+    ::onnx::GraphProto &graph = startModel(model, 20, "random");
     std::vector<std::string> inputs;
     if (!xShape.empty()) {
       addValueInfo(*graph.mutable_input(), "x", xShape, xType);

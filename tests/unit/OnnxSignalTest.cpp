@@ -67,10 +67,7 @@ struct SignalModel : TempModelFile {
               const std::function<void(::onnx::NodeProto &)> &attributes, int elemType)
       : TempModelFile("smelt-signal") {
     ::onnx::ModelProto model;
-    model.set_ir_version(9);
-    model.add_opset_import()->set_version(opset);
-    ::onnx::GraphProto &graph = *model.mutable_graph();
-    graph.set_name("signal");
+    ::onnx::GraphProto &graph = startModel(model, opset, "signal");
     std::vector<std::string> names;
     for (const auto &[name, shape] : inputs) {
       names.push_back(name);

@@ -40,6 +40,17 @@ struct TempModelFile {
   }
 };
 
+/// `model`'s graph, named `name`, the model stating IR version 9 and `opset` of the default
+/// domain.
+inline ::onnx::GraphProto &startModel(::onnx::ModelProto &model, int64_t opset,
+                                      const std::string &name) {
+  model.set_ir_version(9);
+  model.add_opset_import()->set_version(opset);
+  ::onnx::GraphProto &graph = *model.mutable_graph();
+  graph.set_name(name);
+  return graph;
+}
+
 /// How many elements a tensor of `shape` holds.
 inline int64_t elementCount(const std::vector<int64_t> &shape) {
   int64_t n = 1;
