@@ -1,12 +1,13 @@
-// Converters of Gather, GatherElements, GatherND, ScatterElements and ScatterND. Indices known
-// at import time become a concat of one-wide slices; indices known only at run time become
-// smelt.gather and smelt.scatter_add (docs/ops.md) on a view of the data whose rows are what
-// an index picks: the gathered axis moved first, or the data flattened and each index made a
-// linear position. Their work grows with the output, not with the axis (a one-hot mask would
-// be out * K for an axis of K entries: an embedding table of 30k rows), and gather's gradient
-// is scatter_add, so imported models train.
+// Converters of Gather, GatherElements, GatherND, ScatterElements, ScatterND and
+// ReverseSequence. Indices known at import time become a concat of one-wide slices; indices
+// known only at run time become smelt.gather and smelt.scatter_add (docs/ops.md) on a view of
+// the data whose rows are what an index picks: the gathered axis moved first, or the data
+// flattened and each index made a linear position. Their work grows with the output, not with
+// the axis (a one-hot mask would be out * K for an axis of K entries: an embedding table of 30k
+// rows), and gather's gradient is scatter_add, so imported models train.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <numeric>
 
 namespace smelt::onnx {
 namespace {
@@ -174,18 +175,70 @@ Tensor tupleRows(Tensor data, int64_t k) {
   return reshape(data, rows);
 }
 
-/// GatherND (batch_dims 0): each index tuple picks a slice of the data, a row of its
-/// tupleRows view.
+/// GatherND: each index tuple picks a slice of the data, a row of its tupleRows view. With
+/// batch_dims b, the first b dimensions of the data and of the indices are one batch: a tuple
+/// of batch item j indexes that item's data (its rows offset by j times the rows of an item).
 void gatherND(NodeImporter &n) {
   Tensor data = n.input(0), indices = n.input(1);
-  if (n.attrInt("batch_dims", 0) != 0)
-    n.unsupported("batch_dims other than 0");
+  int64_t b = n.attrInt("batch_dims", 0), k = indices.dim(-1);
   std::vector<int64_t> shape = data.shape(), idxShape = indices.shape();
-  int64_t k = indices.dim(-1);
-  Tensor rows = gatherRows(tupleRows(data, k), linearIndex(n, indices, shape)); // [U, D...]
+  if (b < 0 || b >= indices.rank() || b + k > data.rank())
+    fail(ImportErrorKind::BadFile,
+         "batch_dims " + std::to_string(b) + " with indices " + shapeString(idxShape) +
+             " into data " + shapeString(shape) +
+             " (batch_dims + the tuples' length must not exceed the data's rank)");
+  int64_t batch = 1, perItem = 1;
+  for (int64_t d = 0; d < b; ++d) {
+    if (shape[size_t(d)] != idxShape[size_t(d)])
+      fail(ImportErrorKind::BadFile, "batch dimension " + std::to_string(d) + " is " +
+                                         std::to_string(shape[size_t(d)]) + " in the data and " +
+                                         std::to_string(idxShape[size_t(d)]) + " in the indices");
+    batch *= shape[size_t(d)];
+  }
+  for (int64_t d = b; d < b + k; ++d)
+    perItem *= shape[size_t(d)];
+  Tensor linear = linearIndex(n, indices, std::vector<int64_t>(shape.begin() + b, shape.end()));
+  if (b > 0) { // the item's rows come first: j * perItem
+    int64_t tuples = linear.dim(0);
+    Tensor item = reshape(iota(n.g, {batch, tuples / batch}, 0, DType::i64), {tuples});
+    linear = add(linear, mul(item, constant(n.g, double(perItem), {}, DType::i64)));
+  }
+  Tensor rows = gatherRows(tupleRows(data, b + k), linear); // [U, D...]
   std::vector<int64_t> out(idxShape.begin(), idxShape.end() - 1);
-  out.insert(out.end(), shape.begin() + k, shape.end());
+  out.insert(out.end(), shape.begin() + b + k, shape.end());
   n.setOutput(0, reshape(rows, out));
+}
+
+/// ReverseSequence: along the time axis, each batch item's first sequence_lens[b] entries
+/// reversed and the rest kept, as gathers of the [batch * time, ...] rows at b * time + t',
+/// t' = len - 1 - t below len and t from there.
+void reverseSequence(NodeImporter &n) {
+  Tensor x = n.input(0), lens = n.input(1);
+  int64_t timeAxis = n.attrInt("time_axis", 0), batchAxis = n.attrInt("batch_axis", 1);
+  if (x.rank() < 2 || !((timeAxis == 0 && batchAxis == 1) || (timeAxis == 1 && batchAxis == 0)))
+    fail(ImportErrorKind::BadFile, "time_axis " + std::to_string(timeAxis) + " and batch_axis " +
+                                       std::to_string(batchAxis) + " of an input " +
+                                       shapeString(x.shape()) + " (they are 0 and 1, either way)");
+  int64_t time = x.dim(timeAxis), batch = x.dim(batchAxis);
+  if (lens.rank() != 1 || lens.dim(0) != batch || rt::isFloat(lens.dtype()))
+    fail(ImportErrorKind::BadFile, "sequence_lens is " + shapeString(lens.shape()) + " " +
+                                       dtypeName(lens.dtype()) + ", expected [" +
+                                       std::to_string(batch) + "] integers");
+  std::vector<int64_t> swap(size_t(x.rank()));
+  std::iota(swap.begin(), swap.end(), 0);
+  std::swap(swap[0], swap[1]);
+  Tensor itemsFirst = batchAxis == 0 ? x : transpose(x, swap); // [batch, time, ...]
+  std::vector<int64_t> grid = {batch, time}, rows = itemsFirst.shape();
+  rows.erase(rows.begin());
+  rows[0] = batch * time;
+  Tensor length = broadcastTo(reshape(convert(lens, DType::i64), {batch, 1}), grid);
+  Tensor t = iota(n.g, grid, 1, DType::i64);
+  Tensor source = select(compare(t, length, CompareDirection::lt),
+                         sub(sub(length, scalarLike(length, 1)), t), t);
+  Tensor position =
+      add(mul(iota(n.g, grid, 0, DType::i64), constant(n.g, double(time), {}, DType::i64)), source);
+  Tensor reversed = reshape(gatherRows(reshape(itemsFirst, rows), position), itemsFirst.shape());
+  n.setOutput(0, batchAxis == 0 ? reversed : transpose(reversed, swap));
 }
 
 /// ScatterND: each index tuple's slice of the data replaced by (or added to) its update.
@@ -201,8 +254,8 @@ void scatterND(NodeImporter &n) {
     rowElements *= rows.dim(i);
   if (updates.numElements() != rowElements * linear.dim(0))
     fail(ImportErrorKind::BadFile, "updates do not match the indices and the data");
-  n.setOutput(0, reshape(scatterRows(rows, reshape(updates, updateRows), linear, adds),
-                         data.shape()));
+  n.setOutput(0,
+              reshape(scatterRows(rows, reshape(updates, updateRows), linear, adds), data.shape()));
 }
 
 } // namespace
@@ -222,6 +275,7 @@ void addGatherOps(ConverterTable &t) {
   t["ScatterElements"] = scatterElements;
   t["Scatter"] = scatterElements; // its name before opset 11
   t["ScatterND"] = scatterND;
+  t["ReverseSequence"] = reverseSequence;
 }
 
 } // namespace smelt::onnx
