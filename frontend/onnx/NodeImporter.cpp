@@ -237,6 +237,7 @@ static const ConverterTable &converters() {
     addGridOps(t);
     addRandomOps(t);
     addSignalOps(t);
+    addUnpoolOps(t);
     return t;
   }();
   return table;

@@ -183,6 +183,13 @@ void addRecurrentOps(ConverterTable &table);
 void addGridOps(ConverterTable &table);
 void addRandomOps(ConverterTable &table);
 void addSignalOps(ConverterTable &table);
+void addUnpoolOps(ConverterTable &table);
+/// MaxPool's Indices output (UnpoolOps.cpp): for `pooled` [N, C, O...], the maximum of `x`
+/// [N, C, D...] over windows of `kernel` with `strides` and the pads `low` and `high`, the flat
+/// position in `x` each maximum came from (row-major, or column-major over the spatial axes).
+Tensor maxPoolIndices(Tensor x, Tensor pooled, const std::vector<int64_t> &kernel,
+                      const std::vector<int64_t> &strides, const std::vector<int64_t> &low,
+                      const std::vector<int64_t> &high, bool columnMajor);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
 /// An activation function of ONNX's RNN, GRU or LSTM, with the alpha and beta it takes.

@@ -343,8 +343,6 @@ void convTranspose(NodeImporter &n) {
 }
 
 void pool(NodeImporter &n, bool isMax) {
-  if (n.wantsOutput(1))
-    n.unsupported("the Indices output");
   Tensor x = n.input(0);
   std::vector<int64_t> spatial = spatialDims(n, x);
   size_t rank = spatial.size();
@@ -372,8 +370,16 @@ void pool(NodeImporter &n, bool isMax) {
     return isMax ? maxPool2d(nhwc, win.kernel, win.strides, win.padding)
                  : avgPool2d(nhwc, win.kernel, win.strides, win.padding);
   };
+  // MaxPool's Indices: where in the input each maximum came from (UnpoolOps.cpp).
+  auto setIndices = [&](Tensor y) {
+    if (n.wantsOutput(1))
+      n.setOutput(1, maxPoolIndices(x, y, axes.kernel, axes.strides, axes.low, axes.high,
+                                    n.attrInt("storage_order", 0) != 0));
+  };
   if (rank < 3) {
-    n.setOutput(0, lower(pool2d(last), rank == 1));
+    Tensor y = lower(pool2d(last), rank == 1);
+    n.setOutput(0, y);
+    setIndices(y);
     return;
   }
   // Over H and W, then along the depth: the largest tap, or the taps' sum over how many of
@@ -396,7 +402,10 @@ void pool(NodeImporter &n, bool isMax) {
     Tensor scale = constant(n.g, inverseCounts, {y.dim(1)}, y.dtype());
     y = mul(y, broadcastInDim(scale, y.shape(), {1}));
   }
-  n.setOutput(0, foldingTranspose(y, kToNcdhw));
+  y = foldingTranspose(y, kToNcdhw);
+  n.setOutput(0, y);
+  if (isMax)
+    setIndices(y);
 }
 void maxPool(NodeImporter &n) { pool(n, true); }
 void averagePool(NodeImporter &n) { pool(n, false); }
