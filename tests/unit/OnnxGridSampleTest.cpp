@@ -279,12 +279,7 @@ struct AffineGridFile : TempModelFile {
     ::onnx::ModelProto model;
     ::onnx::GraphProto &graph = startModel(model, 20, "affine_grid");
     addValueInfo(*graph.mutable_input(), "theta", thetaShape, elemType);
-    ::onnx::TensorProto *sizes = graph.add_initializer();
-    sizes->set_name("size");
-    sizes->set_data_type(::onnx::TensorProto::INT64);
-    sizes->add_dims(int64_t(size.size()));
-    for (int64_t d : size)
-      sizes->add_int64_data(d);
+    addInt64Initializer(graph, "size", size);
     graph.add_output()->set_name("grid");
     addInt(*addNode(graph, "AffineGrid", {"theta", "size"}, {"grid"}), "align_corners",
            alignCorners);

@@ -74,10 +74,7 @@ struct SignalModel : TempModelFile {
       if (name.empty())
         continue;
       if (auto it = scalars.find(name); it != scalars.end()) {
-        ::onnx::TensorProto *t = graph.add_initializer();
-        t->set_name(name);
-        t->set_data_type(::onnx::TensorProto::INT64);
-        t->add_int64_data(it->second);
+        addInt64Initializer(graph, name, {it->second}, false);
       } else {
         addValueInfo(*graph.mutable_input(), name, shape, elemType);
       }

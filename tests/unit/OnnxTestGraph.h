@@ -75,6 +75,18 @@ inline void addInitializer(::onnx::GraphProto &graph, const std::string &name,
       t->add_float_data(float(v));
 }
 
+/// An int64 initializer: a vector of `values`, or a scalar when `vector` is false.
+inline void addInt64Initializer(::onnx::GraphProto &graph, const std::string &name,
+                                const std::vector<int64_t> &values, bool vector = true) {
+  ::onnx::TensorProto *t = graph.add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::INT64);
+  if (vector)
+    t->add_dims(int64_t(values.size()));
+  for (int64_t v : values)
+    t->add_int64_data(v);
+}
+
 /// A graph input or output; a dimension of -1 is the symbolic "batch".
 inline void addValueInfo(google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> &into,
                          const std::string &name, const std::vector<int64_t> &dims, int elemType) {

@@ -53,12 +53,7 @@ struct PoolModel : TempModelFile {
     addInt(*pool, "storage_order", c.columnMajor);
     std::vector<std::string> inputs = {"y", "indices"};
     if (!unpoolShape.empty()) {
-      ::onnx::TensorProto *shape = graph.add_initializer();
-      shape->set_name("shape");
-      shape->set_data_type(::onnx::TensorProto::INT64);
-      shape->add_dims(int64_t(unpoolShape.size()));
-      for (int64_t d : unpoolShape)
-        shape->add_int64_data(d);
+      addInt64Initializer(graph, "shape", unpoolShape);
       inputs.push_back("shape");
     }
     ::onnx::NodeProto *unpool = addNode(graph, "MaxUnpool", inputs, {"unpooled"});
