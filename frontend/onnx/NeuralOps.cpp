@@ -123,28 +123,34 @@ void softmaxLike(NodeImporter &n, bool logarithm) {
 void softmaxOp(NodeImporter &n) { softmaxLike(n, false); }
 void logSoftmaxOp(NodeImporter &n) { softmaxLike(n, true); }
 
-/// The identity at inference. In importInto's training steps, a mask per step drawn from the
-/// binding's seed and the node's index (each Dropout its own stream), with the ratio of the
-/// node (an attribute before opset 12, an input from it; 0.5 by default).
+/// The identity at inference. In importInto's training steps, and wherever the node's
+/// training_mode input is true (a graph exported in training mode), a mask drawn from the
+/// node's index (and the binding's seed), offset by the binding's step when there is one (a
+/// fresh mask per training step; at inference the same mask every run, as the random ops
+/// draw), with the ratio of the node (an attribute before opset 12, an input from it; 0.5 by
+/// default). The mask output is the kept elements.
 void dropout(NodeImporter &n) {
-  if (n.binding == nullptr && n.opset >= 12 && n.hasInput(2) &&
-      n.constantInput(2, "training_mode").values.at(0) != 0)
-    n.unsupported("training_mode=true (random masks; Smelt imports inference)");
+  bool trainingMode = n.opset >= 12 && n.hasInput(2) &&
+                      n.constantInput(2, "training_mode").values.at(0) != 0;
   Tensor x = n.input(0);
-  if (!n.training()) {
+  if (!n.training() && !trainingMode) {
     n.setOutput(0, x);
     if (n.wantsOutput(1))
       n.setOutput(1, constant(n.g, 1.0, x.shape(), DType::i1));
     return;
   }
-  if (n.wantsOutput(1))
-    n.unsupported("the mask output in training (Smelt's dropout does not return its mask)");
   double ratio = n.opset >= 12 ? (n.hasInput(1) ? n.constantInput(1, "ratio").values.at(0) : 0.5)
                                : n.attrFloat("ratio", 0.5);
   if (!(ratio >= 0 && ratio < 1))
     n.unsupported("ratio " + std::to_string(ratio) + " (it must be in [0, 1))");
-  uint64_t seed = n.binding->seed + 0x9E3779B97F4A7C15ull * uint64_t(n.index + 1);
-  n.setOutput(0, smelt::dropout(x, ratio, seed, true, n.binding->step));
+  uint64_t seed = (n.binding ? n.binding->seed : 0) + 0x9E3779B97F4A7C15ull * uint64_t(n.index + 1);
+  std::optional<Tensor> step = n.binding ? n.binding->step : std::nullopt;
+  n.setOutput(0, smelt::dropout(x, ratio, seed, true, step));
+  if (n.wantsOutput(1)) // smelt::dropout's draws (one op after CSE) at or above the ratio
+  {
+    Tensor u = rngUniform(n.g, x.shape(), seed, 0, 1, x.dtype(), step);
+    n.setOutput(1, compare(u, scalarLike(u, ratio), CompareDirection::ge));
+  }
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 // ONNX conformance: every node test of ONNX's test data (libonnx-testdata) imported with the
 // ONNX importer, compiled with the default pipeline, run on the CPU in process (the JIT) and
 // compared with the test's expected outputs at ONNX's tolerance (rtol 1e-3, atol 1e-7); random
-// ops' draws, which come from another generator, with the values the expected draws take.
+// ops' draws, which come from another generator, with the values the expected draws take, and a
+// training-mode Dropout's output elements with 0 and the input over 1 - ratio.
 //
 //   smelt-onnx-conformance [--data DIR] [--claimed FILE] [--docs FILE | --update-docs FILE]
 //                          [--verbose] [--filter SUBSTRING]
@@ -28,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -198,8 +200,19 @@ Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const 
   // Random draws come from another generator than the data's (NumPy's): each element must be
   // one of the values the expected output takes (Bernoulli's 0 and 1), not the same one.
   bool random = false;
-  for (const auto &node : proto.graph().node())
+  // A Dropout in training mode: its output elements are 0 or x / (1 - ratio).
+  std::optional<std::pair<std::vector<double>, double>> dropout;
+  for (const auto &node : proto.graph().node()) {
     random |= kRandomOps.count(node.op_type()) > 0;
+    if (node.op_type() == "Dropout" && node.input_size() > 2 && inputs.count(node.input(2)) &&
+        inputs[node.input(2)].values.at(0) != 0 && inputs.count(node.input(0))) {
+      double ratio = node.input_size() > 1 && inputs.count(node.input(1))
+                         ? inputs[node.input(1)].values.at(0)
+                         : 0.5;
+      dropout = {inputs[node.input(0)].values, ratio};
+      random = true;
+    }
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     llvm::Expected<importer::TensorValue> want = importer::readTensorFile(outputFiles[i]);
     if (!want)
@@ -208,6 +221,13 @@ Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const 
       return failed("output " + std::to_string(i) + " has shape " +
                     shapeText(outputs[i].type().shape) + ", expected " + shapeText(want->shape));
     std::vector<double> got = outputs[i].toDoubles();
+    if (dropout && i == 0) {
+      for (size_t k = 0; k < got.size(); ++k)
+        if (got[k] != 0 && !close(got[k], dropout->first.at(k) / (1 - dropout->second)))
+          return failed("output 0 element " + std::to_string(k) + " is " +
+                        std::to_string(got[k]) + ", neither 0 nor the input over 1 - ratio");
+      continue;
+    }
     if (random) {
       std::set<double> support(want->values.begin(), want->values.end());
       if (support.size() > 2)

@@ -3,7 +3,8 @@
 // the checks are the distributions' known moments on 100,000 draws (within 6 standard errors),
 // the support, the dtypes, Bernoulli's frequency at each probability, and which draws repeat:
 // at inference a compiled model draws the same numbers every run; in importInto's steps each
-// step draws afresh; nodes without a seed draw apart, nodes with one seed alike.
+// step draws afresh; nodes without a seed draw apart, nodes with one seed alike. Dropout
+// exported in training mode drops at inference, with its mask.
 #include "OnnxTestGraph.h"
 #include "TestUtil.h"
 
@@ -213,6 +214,41 @@ TEST(OnnxRandom, EachImportedStepDrawsAfresh) {
   ASSERT_EQ(first.size(), 128u);
   EXPECT_NE(first, second);
   EXPECT_EQ(first, drawsAt(0));
+}
+
+// A Dropout exported in training mode (training_mode true) drops at inference too, as the graph
+// says: the mask keeps about 1 - ratio of the elements, the output is the input over 1 - ratio
+// where it keeps and 0 elsewhere, and the same mask is drawn every run.
+TEST(OnnxRandom, TrainingModeDropoutDropsAtInference) {
+  TempModelFile file("smelt-dropout");
+  ::onnx::ModelProto model;
+  ::onnx::GraphProto &graph = startModel(model, 13, "dropout");
+  addValueInfo(*graph.mutable_input(), "x", kShape, ::onnx::TensorProto::FLOAT);
+  addInitializer(graph, "ratio", {}, {0.3}, ::onnx::TensorProto::FLOAT);
+  ::onnx::TensorProto *mode = graph.add_initializer();
+  mode->set_name("training_mode");
+  mode->set_data_type(::onnx::TensorProto::BOOL);
+  mode->add_int32_data(1);
+  graph.add_output()->set_name("y");
+  graph.add_output()->set_name("mask");
+  addNode(graph, "Dropout", {"x", "ratio", "training_mode"}, {"y", "mask"});
+  file.write(model);
+  std::optional<rt::CpuExecutor> cpu = compileOnnxFile(file.path);
+  ASSERT_TRUE(cpu);
+  rt::HostTensor x = randomTensor(kShape, DType::f32);
+  std::vector<rt::HostTensor> inputs = {x}, first, second;
+  ASSERT_TRUE(cpu->run(inputs, first).ok());
+  ASSERT_TRUE(cpu->run(inputs, second).ok());
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(first[1].type().dtype, DType::i1);
+  Values in = x.toDoubles(), y = first[0].toDoubles(), mask = first[1].toDoubles();
+  double kept = 0;
+  for (size_t k = 0; k < y.size(); ++k) {
+    kept += mask[k];
+    ASSERT_NEAR(y[k], mask[k] != 0 ? in[k] / 0.7 : 0.0, 1e-6 * std::abs(in[k]) + 1e-12) << k;
+  }
+  EXPECT_NEAR(kept / 1e5, 0.7, 6 * std::sqrt(0.7 * 0.3 / 1e5));
+  EXPECT_EQ(mask, second[1].toDoubles());
 }
 
 TEST(OnnxRandom, RefusesWhatItCannotDraw) {
