@@ -63,7 +63,7 @@ std::optional<Tensor> positionsAllowed(Graph &g, const PositionRule &rule, int64
   }
   std::optional<Tensor> allowed;
   auto require = [&](Tensor condition) {
-    allowed = allowed ? select(*allowed, condition, *allowed) : condition;
+    allowed = allowed ? andOf(*allowed, condition) : condition;
   };
   if (rule.causal)
     require(compare(j, position, CompareDirection::le));

@@ -72,14 +72,8 @@ Tensor boolInput(const NodeImporter &n, int i) {
     fail(ImportErrorKind::BadFile, "logic ops take bool inputs");
   return x;
 }
-void logicAnd(NodeImporter &n) {
-  Tensor a = boolInput(n, 0), b = boolInput(n, 1);
-  n.setOutput(0, select(a, b, a));
-}
-void logicOr(NodeImporter &n) {
-  Tensor a = boolInput(n, 0), b = boolInput(n, 1);
-  n.setOutput(0, select(a, a, b));
-}
+void logicAnd(NodeImporter &n) { n.setOutput(0, andOf(boolInput(n, 0), boolInput(n, 1))); }
+void logicOr(NodeImporter &n) { n.setOutput(0, orOf(boolInput(n, 0), boolInput(n, 1))); }
 void logicXor(NodeImporter &n) {
   n.setOutput(0, compare(boolInput(n, 0), boolInput(n, 1), CompareDirection::ne));
 }
@@ -118,7 +112,7 @@ void isInf(NodeImporter &n) {
   Tensor negative = compare(x, scalar(x, -INFINITY), CompareDirection::eq);
   bool detectPositive = n.attrInt("detect_positive", 1), detectNegative = n.attrInt("detect_negative", 1);
   if (detectPositive && detectNegative)
-    n.setOutput(0, select(positive, positive, negative));
+    n.setOutput(0, orOf(positive, negative));
   else if (detectPositive || detectNegative)
     n.setOutput(0, detectPositive ? positive : negative);
   else
@@ -226,6 +220,9 @@ Tensor floorOf(Tensor x) {
   Tensor t = truncated(x);
   return keepLarge(x, select(compare(t, x, CompareDirection::gt), sub(t, scalar(x, 1)), t));
 }
+
+Tensor andOf(Tensor a, Tensor b) { return select(a, b, a); }
+Tensor orOf(Tensor a, Tensor b) { return select(a, a, b); }
 
 Tensor roundHalfEven(Tensor x) {
   Tensor f = floorOf(x), fraction = sub(x, f), half = scalar(x, 0.5);

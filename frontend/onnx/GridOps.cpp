@@ -23,15 +23,13 @@ struct SampleAxis {
   double lo, hi;
 };
 
-/// One interpolation tap along an axis: the input index it reads (i64, in range) and its weight;
-/// `inside` (i1) where zeros padding reads nothing, else null.
+/// One interpolation tap along an axis: the input index it reads (i64, in range), its weight
+/// (none for nearest, whose one tap weighs 1), and `inside` (i1) where zeros padding reads
+/// nothing, else null.
 struct Tap {
-  Tensor index, weight;
-  std::optional<Tensor> inside;
+  Tensor index;
+  std::optional<Tensor> weight, inside;
 };
-
-Tensor orOf(Tensor a, Tensor b) { return select(a, a, b); }
-Tensor andOf(Tensor a, Tensor b) { return select(a, b, a); }
 
 /// `x` reflected into [lo, hi], bouncing off the borders as often as it takes (PyTorch's
 /// reflect_coordinates): after an even number of bounces it comes back in from the border it
@@ -53,7 +51,7 @@ Tensor reflected(Tensor x, double lo, double hi) {
 }
 
 /// The input index `at` (a float, integral) reads along `axis`: in range, by the padding mode.
-Tap tapAt(Tensor at, Tensor weight, const SampleAxis &axis, Padding padding) {
+Tap tapAt(Tensor at, std::optional<Tensor> weight, const SampleAxis &axis, Padding padding) {
   double last = double(axis.length - 1);
   if (padding == Padding::zeros) {
     Tensor notBelow = compare(at, scalarLike(at, 0), CompareDirection::ge);
@@ -94,7 +92,7 @@ std::vector<Tap> tapsAlong(Tensor x, const SampleAxis &axis, Interpolation mode,
     x = select(outside, moved, x);
   }
   if (mode == Interpolation::nearest)
-    return {tapAt(x, broadcastTo(scalarLike(x, 1), x.shape()), axis, padding)};
+    return {tapAt(x, std::nullopt, axis, padding)};
   Tensor below = floorOf(x), t = sub(x, below);
   std::vector<Tap> taps;
   if (mode == Interpolation::linear) {
@@ -204,25 +202,24 @@ void gridSample(NodeImporter &n) {
   std::optional<Tensor> sum;
   std::vector<size_t> pick(size_t(r), 0);
   while (true) {
-    Tensor position = batchStart, weight = taps[0][pick[0]].weight;
-    std::optional<Tensor> inside; // where every tap reads inside the input
+    Tensor position = batchStart;
+    std::optional<Tensor> weight, inside; // the taps' product; where each reads inside the input
     for (int64_t i = 0; i < r; ++i) {
       const Tap &tap = taps[size_t(i)][pick[size_t(i)]];
       Tensor index = tap.index;
       position = add(position, strides[size_t(i)] == 1
                                    ? index
                                    : mul(index, constant(n.g, strides[size_t(i)], {}, DType::i64)));
-      if (i > 0)
-        weight = mul(weight, tap.weight);
+      if (tap.weight)
+        weight = weight ? mul(*weight, *tap.weight) : *tap.weight;
       if (tap.inside)
         inside = inside ? andOf(*inside, *tap.inside) : *tap.inside;
     }
     Tensor values = gatherRows(rows, position); // [N, O..., C]
     // Nearest has one tap of weight 1: integer data stays exact.
-    Tensor term =
-        mode == Interpolation::nearest
-            ? values
-            : mul(convert(values, work), broadcastTo(reshape(weight, weightShape), withChannels));
+    Tensor term = weight ? mul(convert(values, work),
+                               broadcastTo(reshape(*weight, weightShape), withChannels))
+                         : values;
     if (inside)
       term = select(broadcastTo(reshape(*inside, weightShape), withChannels), term,
                     broadcastTo(scalarLike(term, 0), withChannels));

@@ -143,11 +143,10 @@ void dropout(NodeImporter &n) {
                                : n.attrFloat("ratio", 0.5);
   if (!(ratio >= 0 && ratio < 1))
     n.unsupported("ratio " + std::to_string(ratio) + " (it must be in [0, 1))");
-  uint64_t seed = (n.binding ? n.binding->seed : 0) + 0x9E3779B97F4A7C15ull * uint64_t(n.index + 1);
-  std::optional<Tensor> step = n.binding ? n.binding->step : std::nullopt;
+  uint64_t seed = nodeSeed(n);
+  std::optional<Tensor> step = drawOffset(n);
   n.setOutput(0, smelt::dropout(x, ratio, seed, true, step));
-  if (n.wantsOutput(1)) // smelt::dropout's draws (one op after CSE) at or above the ratio
-  {
+  if (n.wantsOutput(1)) { // smelt::dropout's draws (one op after CSE) at or above the ratio
     Tensor u = rngUniform(n.g, x.shape(), seed, 0, 1, x.dtype(), step);
     n.setOutput(1, compare(u, scalarLike(u, ratio), CompareDirection::ge));
   }

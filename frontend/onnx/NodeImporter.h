@@ -182,6 +182,11 @@ void addResizeOps(ConverterTable &table);
 void addRecurrentOps(ConverterTable &table);
 void addGridOps(ConverterTable &table);
 void addRandomOps(ConverterTable &table);
+/// The draws of node `n` (RandomOps.cpp; Dropout's masks too): a seed of its own from its
+/// index (and, in importInto, the binding's seed), and the counter offset, importInto's step
+/// (none at inference, where every run draws the same).
+uint64_t nodeSeed(const NodeImporter &n);
+std::optional<Tensor> drawOffset(const NodeImporter &n);
 void addSignalOps(ConverterTable &table);
 void addUnpoolOps(ConverterTable &table);
 /// MaxPool's Indices output (UnpoolOps.cpp): for `pooled` [N, C, O...], the maximum of `x`
@@ -247,6 +252,9 @@ Tensor gatherRows(Tensor table, Tensor index);
 /// below zero), and the nearest integer with ties to even (ONNX's and NumPy's Round).
 Tensor floorOf(Tensor x);
 Tensor roundHalfEven(Tensor x);
+/// Logical and, or of i1 tensors of one shape (as selects: Smelt has no logic ops).
+Tensor andOf(Tensor a, Tensor b);
+Tensor orOf(Tensor a, Tensor b);
 /// `x` with dimension `axis` moved last, and back (transposes that fold with their neighbours).
 Tensor axisLast(Tensor x, int64_t axis);
 Tensor axisBack(Tensor x, int64_t axis);

@@ -11,24 +11,26 @@
 #include <cstring>
 
 namespace smelt::onnx {
+
+uint64_t nodeSeed(const NodeImporter &n) {
+  return (n.binding ? n.binding->seed : 0) + 0x9E3779B97F4A7C15ull * uint64_t(n.index + 1);
+}
+
+std::optional<Tensor> drawOffset(const NodeImporter &n) {
+  return n.binding ? n.binding->step : std::nullopt;
+}
+
 namespace {
 
-/// The node's seed: its `seed` attribute (a float in ONNX: its bits), else one derived from the
-/// node's index, and in importInto from the binding's seed too.
+/// The node's seed: its `seed` attribute (a float in ONNX: its bits), else nodeSeed.
 uint64_t seedOf(const NodeImporter &n) {
-  uint64_t index = 0x9E3779B97F4A7C15ull * uint64_t(n.index + 1);
   if (const ::onnx::AttributeProto *seed = n.attribute("seed")) {
     float value = seed->f();
     uint32_t bits;
     std::memcpy(&bits, &value, sizeof bits);
     return uint64_t(bits) ^ 0xD1B54A32D192ED03ull;
   }
-  return (n.binding ? n.binding->seed : 0) + index;
-}
-
-/// The counter offset: importInto's step, so that each step draws anew; none at inference.
-std::optional<Tensor> offsetOf(const NodeImporter &n) {
-  return n.binding ? n.binding->step : std::nullopt;
+  return nodeSeed(n);
 }
 
 /// The `dtype` attribute, `fallback` when absent; a float type.
@@ -44,9 +46,9 @@ DType floatDType(const NodeImporter &n, DType fallback) {
 /// The draws of `n` over `shape`: uniform in [low, high) or normal with mean and scale.
 Tensor draws(const NodeImporter &n, const std::vector<int64_t> &shape, DType dtype, bool normal) {
   return normal ? rngNormal(n.g, shape, seedOf(n), n.attrFloat("mean", 0), n.attrFloat("scale", 1),
-                            dtype, offsetOf(n))
+                            dtype, drawOffset(n))
                 : rngUniform(n.g, shape, seedOf(n), n.attrFloat("low", 0), n.attrFloat("high", 1),
-                             dtype, offsetOf(n));
+                             dtype, drawOffset(n));
 }
 
 template <bool Normal> void randomOfShape(NodeImporter &n) {
@@ -71,7 +73,7 @@ template <bool Normal> void randomLike(NodeImporter &n) {
 void bernoulli(NodeImporter &n) {
   Tensor p = floatInput(n, 0);
   DType work = p.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  Tensor u = rngUniform(n.g, p.shape(), seedOf(n), 0, 1, work, offsetOf(n));
+  Tensor u = rngUniform(n.g, p.shape(), seedOf(n), 0, 1, work, drawOffset(n));
   Tensor hit = compare(u, convert(p, work), CompareDirection::lt);
   n.setOutput(0, convert(hit, n.attrDType("dtype", p.dtype())));
 }

@@ -50,10 +50,9 @@ Tensor maxPoolIndices(Tensor x, Tensor pooled, const std::vector<int64_t> &kerne
       // The input coordinate: o * stride - low + tap.
       Tensor at = add(mul(iota(g, shape, 2 + i), i64(double(s))),
                       i64(double(tap[size_t(i)] - low[size_t(i)])));
-      Tensor in = select(compare(at, i64(0), CompareDirection::ge),
-                         compare(at, i64(double(x.dim(2 + i))), CompareDirection::lt),
-                         compare(at, i64(0), CompareDirection::ge));
-      inside = inside ? select(*inside, in, *inside) : in;
+      Tensor in = andOf(compare(at, i64(0), CompareDirection::ge),
+                        compare(at, i64(double(x.dim(2 + i))), CompareDirection::lt));
+      inside = inside ? andOf(*inside, in) : in;
       coordinates[size_t(i)] = at;
     }
     Tensor offset = coordinates[size_t(order[0])];
@@ -62,7 +61,7 @@ Tensor maxPoolIndices(Tensor x, Tensor pooled, const std::vector<int64_t> &kerne
                    coordinates[size_t(order[size_t(j)])]);
     Tensor position = add(plane, offset);
     Tensor holds = compare(slice(padded, start, limit, step), pooled, CompareDirection::eq);
-    Tensor hit = select(*inside, holds, *inside);
+    Tensor hit = andOf(*inside, holds);
     index = index ? select(hit, position, *index) : select(hit, position, plane);
   }
   return *index;

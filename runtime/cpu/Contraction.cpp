@@ -2,8 +2,8 @@
 // depthwise too). f32 runs on oneDNN primitives built once per step (a matmul of a few rows,
 // a matrix-vector product, on oneDNN's sgemm), a convolution's filter and a matmul's constant
 // weights in the layout the primitive chose (constants reordered once, at preparation);
-// f16/bf16 stage through f32; f64, which oneDNN lacks, runs plain loops in
-// double (it serves reference and gradient checks, not speed). A matmul's or conv2d's epilogue
+// f16/bf16 stage through f32; f64, which oneDNN lacks, runs plain loops in double (it serves
+// reference and gradient checks, not speed). A matmul's or conv2d's epilogue
 // (bias, then activation) is oneDNN's bias argument and an eltwise post-op, applied before the
 // primitive stores its result; the f64 loops apply it after.
 #include "runtime/DTypeDispatch.h"
