@@ -24,6 +24,30 @@ constexpr NpyDType kNpyDTypes[] = {{"<f4", DType::f32}, {"<f2", DType::f16},
                                    {"<f8", DType::f64}, {"<i4", DType::i32},
                                    {"<i8", DType::i64}, {"|b1", DType::i1}};
 
+/// 8- and 16-bit integers (a quantized model's inputs), read as int32, which Smelt carries
+/// them as.
+struct NarrowNpy {
+  const char *descr;
+  size_t width;
+  bool isSigned;
+};
+constexpr NarrowNpy kNarrowNpy[] = {
+    {"|u1", 1, false}, {"|i1", 1, true}, {"<u2", 2, false}, {"<i2", 2, true}};
+
+/// The little-endian integers of `narrow` at `data` as int32 bytes.
+std::vector<uint8_t> widened(const NarrowNpy &narrow, const uint8_t *data, int64_t count) {
+  std::vector<uint8_t> wide(size_t(count) * 4);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t *at = data + size_t(i) * narrow.width;
+    uint32_t bits = narrow.width == 1 ? at[0] : uint32_t(at[0] | at[1] << 8);
+    int32_t value = !narrow.isSigned    ? int32_t(bits)
+                    : narrow.width == 1 ? int32_t(int8_t(bits))
+                                        : int32_t(int16_t(bits));
+    std::memcpy(&wide[size_t(i) * 4], &value, 4);
+  }
+  return wide;
+}
+
 /// The row-major (C order) copy of `fortran`, the column-major bytes of `type`: walks the
 /// row-major order with an odometer over the index, keeping the column-major offset of it.
 void fortranToC(const TensorType &type, const uint8_t *fortran, uint8_t *c) {
@@ -89,14 +113,21 @@ Expected<HostTensor> readNpy(const std::string &path) {
   for (const NpyDType &d : kNpyDTypes)
     if (header->descr == d.descr)
       dtype = d.dtype;
+  const NarrowNpy *narrow = nullptr;
+  for (const NarrowNpy &d : kNarrowNpy)
+    if (header->descr == d.descr) {
+      narrow = &d;
+      dtype = DType::i32;
+    }
   if (!dtype) {
     const std::string &code = header->descr;
     if (code.size() == 3 && code[0] == '>')
       return error("big-endian data ('" + code + "') is not supported; save it little-endian");
     // The start of the string is enough to say which it is; a header may be long.
     std::string shown = code.size() > 16 ? code.substr(0, 16) + "..." : code;
-    return error("dtype '" + shown + "' is not supported (float32, float16, float64, int32, "
-                 "int64 or bool)");
+    return error("dtype '" + shown +
+                 "' is not supported (float32, float16, float64, int8, "
+                 "uint8, int16, uint16, int32, int64 or bool)");
   }
   TensorType type{*dtype, {}};
   for (int64_t d : header->shape) {
@@ -106,7 +137,8 @@ Expected<HostTensor> readNpy(const std::string &path) {
                                fmt::join(header->shape, ", ")));
     type.shape.push_back(d);
   }
-  size_t dataStart = headerStart + headerLen, need = type.byteSize();
+  size_t dataStart = headerStart + headerLen,
+         need = narrow ? size_t(type.numElements()) * narrow->width : type.byteSize();
   if (bytes.size() - dataStart < need)
     return error(fmt::format("truncated data: {} needs {} bytes at offset {}, file has {}",
                              type.str(), need, dataStart, bytes.size() - dataStart));
@@ -115,6 +147,12 @@ Expected<HostTensor> readNpy(const std::string &path) {
                              bytes.size() - dataStart - need, need, type.str(), dataStart));
   HostTensor tensor = HostTensor::zeros(type);
   const uint8_t *data = bytes.data() + dataStart;
+  std::vector<uint8_t> wide;
+  if (narrow) {
+    wide = widened(*narrow, data, type.numElements());
+    data = wide.data();
+    need = wide.size();
+  }
   if (header->fortranOrder)
     fortranToC(type, data, static_cast<uint8_t *>(tensor.raw()));
   else

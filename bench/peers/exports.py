@@ -9,6 +9,9 @@ bench/peers/setup.sh's venv):
 
   python bench/peers/exports.py [--smelt build/bin/smelt] [--out /tmp/smelt-exports] NAME...
 
+With --quantize, the comparison is on the exported model quantized by ONNX Runtime's quantizer
+(dynamic, or static in the QDQ or QOperator format).
+
 Each line says `NAME: ok rel.L2 ...`, `WRONG ...`, or where it stopped (the export, ONNX
 Runtime, Smelt's error). NAME is one of build()'s; `all` runs them all.
 """
@@ -29,6 +32,7 @@ from generate import Logits  # noqa: E402
 SMELT = "build/bin/smelt"
 OUT = "/tmp/smelt-exports"
 DYNAMO = True
+QUANTIZE = None
 
 NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falcon", "albert",
          "electra", "deberta_v2", "xlm_roberta", "mobilebert", "clip_text", "clip_vision", "beit",
@@ -263,6 +267,32 @@ def build(name, rng):
         return Logits(hf.YolosModel(hf.YolosConfig(**tiny, image_size=[256, 256]))), {"pixel_values": img(256)["image"]}
     raise KeyError(name)
 
+def quantized(model, inputs, rng):
+    """`model` quantized as ONNX Runtime's quantizer does for users: `dynamic` (quantize_dynamic:
+    int8 weights, DynamicQuantizeLinear + MatMulInteger), `qdq` or `qoperator` (quantize_static,
+    calibrated on 8 inputs near the given one: QuantizeLinear/DequantizeLinear pairs, or
+    QLinearConv/QLinearMatMul). The quantized file's path."""
+    from onnxruntime import quantization as q
+    out = model.replace(".onnx", f"_{QUANTIZE}.onnx")
+    if os.path.exists(out):
+        return out
+    if QUANTIZE == "dynamic":
+        q.quantize_dynamic(model, out, weight_type=q.QuantType.QInt8)
+        return out
+
+    class Calibration(q.CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
+                                if v.dtype.kind == "f" else v for k, v in inputs.items()}
+                               for _ in range(8)])
+        def get_next(self):
+            return next(self.feeds, None)
+    fmt = q.QuantFormat.QDQ if QUANTIZE == "qdq" else q.QuantFormat.QOperator
+    q.quantize_static(model, out, Calibration(), quant_format=fmt, per_channel=True,
+                      weight_type=q.QuantType.QInt8, activation_type=q.QuantType.QUInt8)
+    return out
+
+
 def run(name):
     rng = np.random.default_rng(0)
     torch.manual_seed(0)
@@ -284,20 +314,44 @@ def run(name):
             return f"export failed: {str(e).splitlines()[0][:200]}"
     import onnxruntime as ort
     inputs = {f[6:-4]: np.load(f"{folder}/{f}") for f in sorted(os.listdir(folder)) if f.startswith("input_")}
+    model = f"{folder}/model.onnx"
+    if QUANTIZE:
+        try:
+            model = quantized(model, inputs, rng)
+        except Exception as e:
+            return f"quantization failed: {str(e).splitlines()[0][:200]}"
     try:
-        want = ort.InferenceSession(f"{folder}/model.onnx", providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+        want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     except Exception as e:
         return f"ort failed: {str(e)[:200]}"
     args = [f"--input={k}={folder}/input_{k}.npy" for k in inputs]
-    p = subprocess.run([SMELT, "run", f"{folder}/model.onnx", *args, "--no-cache", "--output-dir", f"{folder}/smelt"],
+    p = subprocess.run([SMELT, "run", model, *args, "--no-cache", "--output-dir", f"{folder}/smelt"],
                        capture_output=True, text=True)
     if p.returncode:
         return "smelt failed: " + " | ".join(p.stderr.strip().splitlines()[-3:])[:600]
     got = np.load(f"{folder}/smelt/output.npy")
     if got.shape != want.shape:
         return f"shape {got.shape} vs ort {want.shape}"
-    rel = np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-30)
-    return f"ok rel.L2 {rel:.2e}" if rel < 1e-4 else f"WRONG rel.L2 {rel:.2e}"
+    rel = relative(got, want)
+    if not QUANTIZE:
+        return f"ok rel.L2 {rel:.2e}" if rel < 1e-4 else f"WRONG rel.L2 {rel:.2e}"
+    # A quantized model turns a last-bit difference in a float op into a whole quantization
+    # level, and a level into a new dynamic range downstream: ONNX Runtime's own sessions with
+    # and without graph optimizations (QLinearConv on integers, or the QDQ graph as written)
+    # differ so. Say how far Smelt is from each, and how far quantization moved the output.
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    literal = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    floats = ort.InferenceSession(f"{folder}/model.onnx",
+                                  providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    verdict = "ok" if min(rel, relative(got, literal)) < 1e-4 else "differs"
+    return (f"{verdict} rel.L2 {rel:.2e}, {relative(got, literal):.2e} from ORT without graph "
+            f"optimizations (ORT's two differ by {relative(want, literal):.2e}; quantization "
+            f"moved ORT's output by {relative(want, floats):.2e})")
+
+
+def relative(got, want):
+    return np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-30)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
@@ -305,9 +359,11 @@ if __name__ == "__main__":
     parser.add_argument("--out", default=OUT)
     parser.add_argument("--torchscript", action="store_true",
                         help="export with the TorchScript exporter (dynamo=False) instead")
+    parser.add_argument("--quantize", choices=["dynamic", "qdq", "qoperator"],
+                        help="compare on the model quantized by ONNX Runtime's quantizer")
     parser.add_argument("names", nargs="+")
     a = parser.parse_args()
-    SMELT, OUT, DYNAMO = os.path.abspath(a.smelt), a.out, not a.torchscript
+    SMELT, OUT, DYNAMO, QUANTIZE = os.path.abspath(a.smelt), a.out, not a.torchscript, a.quantize
     if a.torchscript:
         OUT += "-torchscript"
     for name in (NAMES if a.names == ["all"] else a.names):

@@ -140,7 +140,7 @@ Weight ExternalData::weight(const TensorProto &proto, const std::string &what) {
   WeightBytes bytes = read(proto, layout, what);
   // Constants are read as arrays of their element type: an offset that is not a multiple of
   // its width (ONNX only says offsets SHOULD be page multiples) gets an aligned copy.
-  if (reinterpret_cast<uintptr_t>(bytes.data.data()) % byteWidth(layout.dtype)) {
+  if (reinterpret_cast<uintptr_t>(bytes.data.data()) % layout.fileWidth) {
     auto copy = std::make_shared<std::string>(bytes.data.str());
     // The copy is the weight from now on: the mapped pages it came from leave memory (the
     // dynamo exporter packs tensors without padding, so a model can have dozens of these).
@@ -148,7 +148,7 @@ Weight ExternalData::weight(const TensorProto &proto, const std::string &what) {
       releaseFilePages(bytes.data);
     bytes = WeightBytes{copy, llvm::StringRef(*copy)};
   }
-  return Weight{layout.dtype, layout.shape, std::move(bytes)};
+  return widenedWeight(layout, std::move(bytes));
 }
 
 void ExternalData::inlineInto(TensorProto &proto, const std::string &what) {

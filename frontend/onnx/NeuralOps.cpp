@@ -34,8 +34,9 @@ std::optional<Tensor> swappedLastTwo(Tensor x) {
   return Tensor(&x.graph(), transpose.getX());
 }
 
-void matMulOp(NodeImporter &n) {
-  Tensor a = floatInput(n, 0), b = floatInput(n, 1);
+} // namespace
+
+Tensor numpyMatmul(Tensor a, Tensor b) {
   if (a.rank() == 0 || b.rank() == 0)
     fail(ImportErrorKind::BadFile, "MatMul's inputs are at least 1-D; input " +
                                        std::string(a.rank() == 0 ? "A" : "B") + " is a scalar");
@@ -64,8 +65,7 @@ void matMulOp(NodeImporter &n) {
       shape.push_back(a.dim(-2));
     if (!columnVector)
       shape.push_back(b.dim(-1));
-    n.setOutput(0, reshape(rows, shape));
-    return;
+    return reshape(rows, shape);
   }
   if (batchA != batchB) {
     // Broadcast the batch dimensions of both to their common shape.
@@ -91,8 +91,12 @@ void matMulOp(NodeImporter &n) {
     shape.push_back(y.dim(-2));
   if (!columnVector)
     shape.push_back(y.dim(-1));
-  n.setOutput(0, rowVector || columnVector ? reshape(y, shape) : y);
+  return rowVector || columnVector ? reshape(y, shape) : y;
 }
+
+namespace {
+
+void matMulOp(NodeImporter &n) { n.setOutput(0, numpyMatmul(floatInput(n, 0), floatInput(n, 1))); }
 
 void gemm(NodeImporter &n) {
   Tensor a = floatInput(n, 0), b = floatInput(n, 1);

@@ -238,6 +238,7 @@ static const ConverterTable &converters() {
     addRandomOps(t);
     addSignalOps(t);
     addUnpoolOps(t);
+    addQuantizeOps(t);
     return t;
   }();
   return table;

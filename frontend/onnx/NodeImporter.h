@@ -29,6 +29,12 @@ struct Failure {
 
 /// The ONNX element type `onnxType` (TensorProto::DataType) as Smelt's, if Smelt has it.
 std::optional<DType> smeltDType(int onnxType);
+/// INT8, UINT8, INT16 and UINT16, which Smelt carries as i32 holding the same integers: the
+/// importer tracks which values have them (Values::narrow), wraps arithmetic on them to their
+/// range as ONNX Runtime computes it, and QuantizeLinear saturates to it.
+bool isNarrowInteger(int onnxType);
+/// The [lowest, highest] value of narrow integer type `onnxType`.
+std::pair<int64_t, int64_t> narrowRange(int onnxType);
 /// "FLOAT", "UINT8", ...: for messages.
 std::string onnxTypeName(int onnxType);
 /// A TensorProto's element type, shape and element count, checked: a type Smelt has, a valid
@@ -37,6 +43,8 @@ struct TensorLayout {
   DType dtype;
   std::vector<int64_t> shape;
   int64_t count;
+  int onnxType;     // the file's element type
+  size_t fileWidth; // bytes per element in the file (1 for UINT8 carried as i32)
 };
 TensorLayout tensorLayout(const ::onnx::TensorProto &proto, const std::string &what);
 /// The contents of `proto`, whose data is in the proto (ExternalData::inlineInto brings an
@@ -63,6 +71,9 @@ struct Weight {
 /// `proto`'s contents as a Weight; its raw data is moved out of `proto`, not copied. Not for
 /// bool tensors (MLIR stores i1 constants as bits) nor external ones (ExternalData::weight).
 Weight weightValue(::onnx::TensorProto &proto, const std::string &what);
+/// A weight of `layout` from its file bytes: narrow integers widened to i32 (a copy), any other
+/// type the bytes as they are.
+Weight widenedWeight(const TensorLayout &layout, WeightBytes bytes);
 /// Fails unless `size` bytes hold the `layout`'s elements exactly.
 void checkRawSize(const std::string &what, size_t size, const TensorLayout &layout);
 /// A Weight as a known value (an op that reads it at import time).
@@ -83,6 +94,8 @@ struct Values {
   std::set<std::string> trainable;
   /// The variables among them (BatchNormalization's running statistics).
   std::set<std::string> variables;
+  /// The values of a narrow integer type (isNarrowInteger), carried as i32: their ONNX type.
+  std::map<std::string, int> narrow;
 };
 
 /// One node being converted: a converter reads its inputs and attributes and sets its outputs.
@@ -132,6 +145,20 @@ public:
   bool isVariable(int i) const { return hasInput(i) && values_.variables.count(node.input(i)); }
   /// The number of elements of known input `i` (without reading a large weight as doubles).
   int64_t knownElements(int i) const;
+  /// The ONNX type of input `i` when it is a narrow integer (UINT8 ...), else 0.
+  int narrowType(int i) const {
+    auto it = hasInput(i) ? values_.narrow.find(node.input(i)) : values_.narrow.end();
+    return it == values_.narrow.end() ? 0 : it->second;
+  }
+  /// Records that output `i` holds narrow integer type `onnxType` (0: it does not).
+  void setNarrowType(int i, int onnxType) {
+    if (!wantsOutput(i))
+      return;
+    if (isNarrowInteger(onnxType))
+      values_.narrow[node.output(i)] = onnxType;
+    else
+      values_.narrow.erase(node.output(i));
+  }
   /// The tensor setOutput gave output `i`.
   Tensor output(int i) const { return values_.tensors.at(node.output(i)); }
   /// The known contents of output `i`'s value, if it has some.
@@ -189,6 +216,16 @@ uint64_t nodeSeed(const NodeImporter &n);
 std::optional<Tensor> drawOffset(const NodeImporter &n);
 void addSignalOps(ConverterTable &table);
 void addUnpoolOps(ConverterTable &table);
+void addQuantizeOps(ConverterTable &table);
+/// After node `n` is converted (IntegerTypes.cpp): its outputs' narrow integer types, from a
+/// Cast's `to`, a Constant's value or the inputs they are computed from, and arithmetic on
+/// them (and casts to them) wrapped to their range, as ONNX Runtime's 8- and 16-bit integers
+/// wrap. The quantization ops type their outputs themselves.
+void settleNarrowOutputs(NodeImporter &n);
+/// `x` (i32) wrapped to narrow integer type `onnxType`'s range (modulo 2^8 or 2^16), and
+/// clamped to it.
+Tensor wrapTo(Tensor x, int onnxType);
+Tensor saturateTo(Tensor x, int onnxType);
 /// MaxPool's Indices output (UnpoolOps.cpp): for `pooled` [N, C, O...], the maximum of `x`
 /// [N, C, D...] over windows of `kernel` with `strides` and the pads `low` and `high`, the flat
 /// position in `x` each maximum came from (row-major, or column-major over the spatial axes).
@@ -196,6 +233,11 @@ Tensor maxPoolIndices(Tensor x, Tensor pooled, const std::vector<int64_t> &kerne
                       const std::vector<int64_t> &strides, const std::vector<int64_t> &low,
                       const std::vector<int64_t> &high, bool columnMajor);
 void addWindowOps(ConverterTable &table); // Conv and pooling, called by addNeuralOps
+/// ONNX's Conv of `x` [N, C, D...] by `w` [F, C / group, K...] plus `bias` [F], with node
+/// `n`'s attributes (pads, strides, dilations, group, auto_pad): Conv, ConvInteger, QLinearConv.
+Tensor convolve(const NodeImporter &n, Tensor x, Tensor w, std::optional<Tensor> bias);
+/// NumPy's matmul (batch broadcasting, 1-D operands), MatMul's and the integer matmuls'.
+Tensor numpyMatmul(Tensor a, Tensor b);
 void addEinsumOp(ConverterTable &table);  // called by addNeuralOps
 /// An activation function of ONNX's RNN, GRU or LSTM, with the alpha and beta it takes.
 struct RecurrentActivation {

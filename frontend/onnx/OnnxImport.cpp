@@ -172,6 +172,8 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
   for (const ::onnx::ValueInfoProto &info : graph.input()) {
     if (initialized.count(info.name()))
       continue;
+    if (int type = info.type().tensor_type().elem_type(); isNarrowInteger(type))
+      values.narrow[info.name()] = type;
     if (auto c = options.constantInputs.find(info.name()); c != options.constantInputs.end()) {
       values.constants[info.name()] = c->second;
       continue;
@@ -200,6 +202,8 @@ static void addInputs(Graph &g, ::onnx::GraphProto &graph, const ImportOptions &
   for (::onnx::TensorProto &init : *graph.mutable_initializer()) {
     std::string what = "initializer '" + init.name() + "'";
     TensorLayout layout = tensorLayout(init, what);
+    if (isNarrowInteger(layout.onnxType))
+      values.narrow[init.name()] = layout.onnxType;
     // Integer initializers (shapes, indices) always stay constants: Smelt's parameters are
     // floats, and ops read them at import time.
     bool isParameter = !options.initializersAsConstants && rt::isFloat(layout.dtype);
@@ -243,16 +247,17 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
                           : node.name()));
     g.atLocation(at, [&] {
       NodeImporter n(g, node, index, values, opset, binding);
-      if (foldKnownNode(n))
-        return;
-      Converter convert = findConverter(node.op_type());
-      if (!convert)
-        fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
-      g.atomically([&] {
-        if (!convertBelowTranspose(n, convert))
-          convert(n);
-      });
-      recordKnownResult(n);
+      if (!foldKnownNode(n)) {
+        Converter convert = findConverter(node.op_type());
+        if (!convert)
+          fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
+        g.atomically([&] {
+          if (!convertBelowTranspose(n, convert))
+            convert(n);
+        });
+        recordKnownResult(n);
+      }
+      settleNarrowOutputs(n);
     });
   } catch (const Failure &f) {
     throw Failure{f.kind, where + ": " + f.message, f.value};

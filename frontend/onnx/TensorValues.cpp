@@ -35,9 +35,39 @@ std::optional<DType> smeltDType(int onnxType) {
     return DType::i64;
   case TensorProto::BOOL:
     return DType::i1;
+  case TensorProto::INT8:
+  case TensorProto::UINT8:
+  case TensorProto::INT16:
+  case TensorProto::UINT16:
+    return DType::i32; // carried widened: isNarrowInteger
   default:
     return std::nullopt;
   }
+}
+
+bool isNarrowInteger(int onnxType) {
+  return onnxType == TensorProto::INT8 || onnxType == TensorProto::UINT8 ||
+         onnxType == TensorProto::INT16 || onnxType == TensorProto::UINT16;
+}
+
+std::pair<int64_t, int64_t> narrowRange(int onnxType) {
+  switch (onnxType) {
+  case TensorProto::INT8:
+    return {-128, 127};
+  case TensorProto::UINT8:
+    return {0, 255};
+  case TensorProto::INT16:
+    return {-32768, 32767};
+  default:
+    return {0, 65535};
+  }
+}
+
+/// Bytes per element of `onnxType` as a file stores it (Smelt's width for the types it has).
+static size_t fileWidth(int onnxType, DType dtype) {
+  if (!isNarrowInteger(onnxType))
+    return byteWidth(dtype);
+  return onnxType == TensorProto::INT8 || onnxType == TensorProto::UINT8 ? 1 : 2;
 }
 
 std::string onnxTypeName(int onnxType) {
@@ -89,13 +119,36 @@ static double rawElement(llvm::StringRef raw, size_t i, DType dtype) {
   return 0;
 }
 
+/// Element `i` of little-endian raw bytes laid out as `layout` says (narrow integers at their
+/// file width).
+static double fileElement(llvm::StringRef raw, size_t i, const TensorLayout &layout) {
+  auto load = [&](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, raw.data() + i * sizeof(v), sizeof(v));
+    return double(v);
+  };
+  switch (layout.onnxType) {
+  case TensorProto::INT8:
+    return load(int8_t());
+  case TensorProto::UINT8:
+    return load(uint8_t());
+  case TensorProto::INT16:
+    return load(int16_t());
+  case TensorProto::UINT16:
+    return load(uint16_t());
+  default:
+    return rawElement(raw, i, layout.dtype);
+  }
+}
+
 TensorLayout tensorLayout(const TensorProto &proto, const std::string &what) {
   std::optional<DType> dtype = smeltDType(proto.data_type());
   if (!dtype)
     fail(ImportErrorKind::UnsupportedDtype,
          what + " has element type " + onnxTypeName(proto.data_type()) +
-             ", which Smelt does not have (float, float16, bfloat16, double, int32, int64, bool)");
-  TensorLayout layout{*dtype, {}, 1};
+             ", which Smelt does not have (float, float16, bfloat16, double, int8 to int64, "
+             "uint8, uint16, bool)");
+  TensorLayout layout{*dtype, {}, 1, proto.data_type(), fileWidth(proto.data_type(), *dtype)};
   for (int64_t d : proto.dims()) {
     if (d < 0 || (d > 0 && layout.count > (int64_t(1) << 40) / d))
       fail(ImportErrorKind::BadFile, what + " has an invalid shape");
@@ -113,9 +166,9 @@ static void needElements(const std::string &what, int64_t have, int64_t count) {
 }
 
 void checkRawSize(const std::string &what, size_t size, const TensorLayout &layout) {
-  if (size % byteWidth(layout.dtype))
+  if (size % layout.fileWidth)
     fail(ImportErrorKind::BadFile, what + "'s raw data is not a whole number of elements");
-  needElements(what, int64_t(size / byteWidth(layout.dtype)), layout.count);
+  needElements(what, int64_t(size / layout.fileWidth), layout.count);
 }
 
 /// Fails for a tensor whose data is still in an external file: the importer brings it in first.
@@ -129,7 +182,7 @@ static void needDataInProto(const TensorProto &proto, const std::string &what) {
 TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
   needDataInProto(proto, what);
   TensorLayout layout = tensorLayout(proto, what);
-  auto [dtype, shape, count] = layout;
+  auto [dtype, shape, count, onnxType, width] = layout;
   TensorValue v;
   v.type = dtype;
   v.shape = shape;
@@ -138,7 +191,7 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
     checkRawSize(what, raw.size(), layout);
     v.values.reserve(size_t(count));
     for (int64_t i = 0; i < count; ++i)
-      v.values.push_back(rawElement(raw, size_t(i), dtype));
+      v.values.push_back(fileElement(raw, size_t(i), layout));
     return v;
   }
   switch (dtype) {
@@ -155,7 +208,7 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
     for (int64_t x : proto.int64_data())
       v.values.push_back(double(x));
     break;
-  case DType::i32:
+  case DType::i32: // narrow integers too, one element per int32
   case DType::i1:
     needElements(what, proto.int32_data_size(), count);
     for (int32_t x : proto.int32_data())
@@ -192,7 +245,7 @@ static std::string packed(const Field &values) {
 Weight weightValue(TensorProto &proto, const std::string &what) {
   needDataInProto(proto, what);
   TensorLayout layout = tensorLayout(proto, what);
-  auto [dtype, shape, count] = layout;
+  auto [dtype, shape, count, onnxType, width] = layout;
   if (dtype == DType::i1)
     fail(ImportErrorKind::Internal, what + ": bool initializers are imported as values");
   auto bytes = std::make_shared<std::string>();
@@ -228,7 +281,20 @@ Weight weightValue(TensorProto &proto, const std::string &what) {
     }
   }
   llvm::StringRef data(*bytes);
-  return Weight{dtype, shape, WeightBytes{std::move(bytes), data}};
+  return widenedWeight(layout, WeightBytes{std::move(bytes), data});
+}
+
+Weight widenedWeight(const TensorLayout &layout, WeightBytes bytes) {
+  if (!isNarrowInteger(layout.onnxType) ||
+      bytes.data.size() != size_t(layout.count) * layout.fileWidth)
+    return Weight{layout.dtype, layout.shape, std::move(bytes)};
+  auto wide = std::make_shared<std::vector<int32_t>>(size_t(layout.count));
+  for (size_t i = 0; i < wide->size(); ++i)
+    (*wide)[i] = int32_t(fileElement(bytes.data, i, layout));
+  if (bytes.fileMapped)
+    releaseFilePages(bytes.data);
+  llvm::StringRef data(reinterpret_cast<const char *>(wide->data()), wide->size() * 4);
+  return Weight{layout.dtype, layout.shape, WeightBytes{std::move(wide), data}};
 }
 
 TensorValue weightAsValue(const Weight &w) {

@@ -176,8 +176,9 @@ Tensor conv3d(const NodeImporter &n, Tensor x, Tensor w, const Axes &axes, int64
   return foldingTranspose(unfoldDepth(y, x.dim(0)), kToNcdhw);
 }
 
-void conv(NodeImporter &n) {
-  Tensor x = n.input(0), w = n.input(1);
+} // namespace
+
+Tensor convolve(const NodeImporter &n, Tensor x, Tensor w, std::optional<Tensor> bias) {
   std::vector<int64_t> spatial = spatialDims(n, x);
   if (w.rank() != x.rank())
     fail(ImportErrorKind::BadFile, "the filter's rank differs from the input's");
@@ -196,18 +197,21 @@ void conv(NodeImporter &n) {
   if (std::vector<int64_t> given = n.attrInts("kernel_shape", kernel); given != kernel)
     fail(ImportErrorKind::BadFile, "kernel_shape disagrees with the filter");
   Axes axes = axesOf(n, spatial, kernel, false);
-  std::optional<Tensor> bias = n.optionalInput(2);
-  if (spatial.size() == 3) {
-    n.setOutput(0, conv3d(n, x, w, axes, groups, bias));
-    return;
-  }
+  if (spatial.size() == 3)
+    return conv3d(n, x, w, axes, groups, bias);
   Window win = planar(axes);
   Tensor filter = transpose(lift(w), {2, 3, 1, 0}); // [F, C, KH, KW] -> HWIO
   Tensor input = foldingTranspose(lift(x), kToNhwc);
   Tensor y = conv2d(input, filter, win.strides, win.padding, win.dilation, groups);
   if (bias)
     y = add(y, *bias); // [F] along NHWC's last dimension: conv2d's epilogue
-  n.setOutput(0, lower(y, spatial.size() == 1));
+  return lower(y, spatial.size() == 1);
+}
+
+namespace {
+
+void conv(NodeImporter &n) {
+  n.setOutput(0, convolve(n, n.input(0), n.input(1), n.optionalInput(2)));
 }
 
 /// The values of z [N, D, ...] spread along D at every `stride`-th place from `offset` on, zeros
@@ -407,7 +411,15 @@ void pool(NodeImporter &n, bool isMax) {
   if (isMax)
     setIndices(y);
 }
-void maxPool(NodeImporter &n) { pool(n, true); }
+void maxPool(NodeImporter &n) {
+  if (!n.narrowType(0))
+    return pool(n, true);
+  // 8- and 16-bit integers (a UINT8 image) pool exactly as f32: Smelt's pools take floats.
+  n.substituteInput(0, convert(n.input(0), DType::f32));
+  pool(n, true);
+  n.clearSubstitutes();
+  n.setOutput(0, convert(n.output(0), DType::i32));
+}
 void averagePool(NodeImporter &n) { pool(n, false); }
 
 void globalPool(NodeImporter &n, bool isMax) {

@@ -103,6 +103,22 @@ bool bindSmallIntegerInputs(const std::map<std::string, importer::TensorValue> &
   return bound;
 }
 
+/// Why `file`'s data cannot stand for a value declared `info`: older test data store a
+/// BFLOAT16 tensor as its UINT16 bits, which Smelt, carrying UINT16 as integers, would read as
+/// numbers.
+std::optional<std::string> storedAsAnotherType(const fs::path &file,
+                                               const ::onnx::ValueInfoProto &info) {
+  ::onnx::TensorProto proto;
+  std::ifstream in(file, std::ios::binary);
+  int declared = info.type().tensor_type().elem_type();
+  if (!info.type().has_tensor_type() || !proto.ParseFromIstream(&in) ||
+      declared == ::onnx::TensorProto::UNDEFINED || proto.data_type() == declared)
+    return std::nullopt;
+  return file.filename().string() + " stores '" + info.name() + "' (" +
+         ::onnx::TensorProto::DataType_Name(::onnx::TensorProto::DataType(declared)) + ") as " +
+         ::onnx::TensorProto::DataType_Name(::onnx::TensorProto::DataType(proto.data_type()));
+}
+
 /// One data set of one test: import (binding inputs the importer needs as constants, or with
 /// `inputsKnown` every input, so that the importer folds what it can), compile, run, compare.
 Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const fs::path &set,
@@ -117,9 +133,17 @@ Result runDataSet(const fs::path &model, const ::onnx::ModelProto &proto, const 
     // A sequence or optional input's data is no TensorProto: the import says it is unsupported.
     if (!in.type().has_tensor_type())
       inputFiles.clear();
-    if (!initializers.count(in.name()))
-      inputNames.push_back(in.name());
+    if (initializers.count(in.name()))
+      continue;
+    if (inputNames.size() < inputFiles.size())
+      if (std::optional<std::string> other = storedAsAnotherType(inputFiles[inputNames.size()], in))
+        return unsupported(*other);
+    inputNames.push_back(in.name());
   }
+  for (int i = 0; i < proto.graph().output_size() && i < int(outputFiles.size()); ++i)
+    if (std::optional<std::string> other =
+            storedAsAnotherType(outputFiles[size_t(i)], proto.graph().output(i)))
+      return unsupported(*other);
   std::map<std::string, importer::TensorValue> inputs;
   for (size_t i = 0; i < inputFiles.size() && i < inputNames.size(); ++i) {
     llvm::Expected<importer::TensorValue> v = importer::readTensorFile(inputFiles[i]);

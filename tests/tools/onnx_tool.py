@@ -266,10 +266,11 @@ def invalid_models(out):
               f"{out}/scatternd_no_rows.onnx")
 
 
-def uint8_input(path):
-    """Relu of a uint8 input: a dtype Smelt does not have."""
-    x = helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, [2])
-    y = helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [2])
+def uint32_input(path):
+    """Relu of a uint32 input: a dtype Smelt does not have (8- and 16-bit integers it carries
+    as int32)."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.UINT32, [2])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.UINT32, [2])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
@@ -284,6 +285,6 @@ if __name__ == "__main__":
     {"inputs": inputs, "compare": compare, "unsupported-op": unsupported_op,
      "symbolic": symbolic, "conv-pool": conv_pool, "grouped-conv": grouped_conv,
      "compare-npy": compare_npy, "gather-embedding": gather_embedding, "lrn-wide": lrn_wide,
-     "malformed": malformed, "uint8-input": uint8_input, "truncate": truncate,
+     "malformed": malformed, "uint32-input": uint32_input, "truncate": truncate,
      "missing-input": missing_input, "claims-too-much": claims_too_much,
      "invalid-models": invalid_models}[command](*args)

@@ -284,6 +284,53 @@ TEST(Npy, ReadsFortranOrderIntoRowMajor) {
   EXPECT_EQ(t->toDoubles(), expected);
 }
 
+TEST(Npy, ReadsEightAndSixteenBitIntegersAsInt32) {
+  // A quantized model's uint8 image or int16 audio: values as NumPy stores them, little-endian,
+  // widened to int32 with their sign, in C and Fortran order.
+  std::string u1 = {char(0), char(255), char(128), char(7), char(200), char(1)};
+  std::vector<int16_t> i2 = {-32768, 32767, -1, 12345, 0, -300};
+  struct Case {
+    const char *descr;
+    std::string bytes;
+    std::vector<double> values;
+  };
+  std::vector<Case> cases = {
+      {"|u1", u1, {0, 255, 128, 7, 200, 1}},
+      {"|i1", u1, {0, -1, -128, 7, -56, 1}},
+      {"<i2",
+       std::string(reinterpret_cast<const char *>(i2.data()), 12),
+       {-32768, 32767, -1, 12345, 0, -300}},
+      {"<u2",
+       std::string(reinterpret_cast<const char *>(i2.data()), 12),
+       {32768, 32767, 65535, 12345, 0, 65236}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.descr);
+    Expected<HostTensor> t =
+        readNpyBytes("narrow.npy", npyFile(std::string("{'descr': '") + c.descr +
+                                               "', 'fortran_order': False, 'shape': (2, 3), }",
+                                           c.bytes));
+    ASSERT_TRUE(t.ok()) << t.message();
+    EXPECT_EQ(t->type().dtype, DType::i32);
+    EXPECT_EQ(t->toDoubles(), c.values);
+    // The same bytes read column-major: element (i, j) is stored at i + 2 j.
+    t = readNpyBytes("narrow-fortran.npy",
+                     npyFile(std::string("{'descr': '") + c.descr +
+                                 "', 'fortran_order': True, 'shape': (2, 3), }",
+                             c.bytes));
+    ASSERT_TRUE(t.ok()) << t.message();
+    const std::vector<double> &v = c.values;
+    EXPECT_EQ(t->toDoubles(), (std::vector<double>{v[0], v[2], v[4], v[1], v[3], v[5]}));
+    // One byte short is a truncated file, named in the stored width.
+    t = readNpyBytes("narrow-short.npy",
+                     npyFile(std::string("{'descr': '") + c.descr +
+                                 "', 'fortran_order': False, 'shape': (2, 3), }",
+                             c.bytes.substr(1)));
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.message().find("truncated data"), std::string::npos) << t.message();
+  }
+}
+
 TEST(Npy, DirectoriesDevicesAndFifosAreErrorsNamingTheFile) {
   smelt::test::expectNotRegularFilesRefused(
       tempPath("dir.npy"), tempPath("fifo.npy"), [](const std::string &path) {

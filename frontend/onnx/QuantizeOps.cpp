@@ -1,0 +1,282 @@
+// ONNX's quantization ops, as ONNX Runtime's quantizer writes them: QuantizeLinear and
+// DequantizeLinear (the QDQ format: per tensor, per axis, blocked), DynamicQuantizeLinear with
+// MatMulInteger (quantize_dynamic's transformers), ConvInteger, and the operator-format
+// QLinearMatMul and QLinearConv. Quantized values are narrow integers carried as i32
+// (IntegerTypes.cpp). An integer matmul or convolution runs as the f32 one on the values minus
+// their zero points: each product and partial sum is an integer, exact in f32 while it stays
+// below 2^24 in magnitude (a K of 512 or less always, with 8-bit operands), and then converted
+// back to INT32. Requantization multiplies the accumulator by a_scale * b_scale / y_scale and
+// rounds half to even, as ONNX Runtime's MlasRequantizeOutput.
+#include "frontend/onnx/NodeImporter.h"
+
+namespace smelt::onnx {
+namespace {
+
+using ::onnx::TensorProto;
+
+std::string shapeOf(Tensor t) { return shapeString(t.shape()); }
+
+/// Input `i` of the node, which must hold quantized integers (a narrow type, or INT32 where
+/// `int32Allowed`); its ONNX type.
+int quantizedType(const NodeImporter &n, int i, const char *what, bool int32Allowed = false) {
+  if (int type = n.narrowType(i))
+    return type;
+  if (int32Allowed && n.input(i).dtype() == DType::i32)
+    return TensorProto::INT32;
+  fail(ImportErrorKind::UnsupportedDtype,
+       std::string(what) + " is " + std::string(dtypeName(n.input(i).dtype())) +
+           ", expected an 8- or 16-bit integer (INT4, UINT4 and the float8 types are not "
+           "supported)");
+}
+
+/// A scale or zero point `p` laid against `x` for quantization along the node's `axis`: one
+/// element (per tensor) as a scalar; a 1-D of x's length along the axis (per axis) shaped to
+/// broadcast along it; with block_size, x's shape with the axis in blocks, each entry repeated
+/// over its block.
+Tensor alongAxis(const NodeImporter &n, Tensor p, Tensor x, const char *what) {
+  int64_t rank = x.rank();
+  int64_t blockSize = n.attrInt("block_size", 0);
+  if (p.numElements() == 1 && p.rank() <= 1 && blockSize == 0)
+    return reshape(p, {});
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 1), rank, "axis");
+  int64_t length = x.dim(axis);
+  if (blockSize == 0) {
+    if (p.rank() != 1 || p.dim(0) != length)
+      fail(ImportErrorKind::BadFile, std::string(what) + " is " + shapeOf(p) +
+                                         "; per-axis quantization along axis " +
+                                         std::to_string(axis) + " of " + shapeOf(x) + " needs [" +
+                                         std::to_string(length) + "] (or one element, per tensor)");
+    std::vector<int64_t> shape(size_t(rank), 1);
+    shape[size_t(axis)] = length;
+    return reshape(p, shape);
+  }
+  if (blockSize < 0)
+    n.unsupported("block_size " + std::to_string(blockSize) + " (must be positive)");
+  std::vector<int64_t> blocks = x.shape();
+  blocks[size_t(axis)] = (length + blockSize - 1) / blockSize;
+  if (p.shape() != blocks)
+    fail(ImportErrorKind::BadFile, std::string(what) + " is " + shapeOf(p) + "; blocks of " +
+                                       std::to_string(blockSize) + " along axis " +
+                                       std::to_string(axis) + " of " + shapeOf(x) + " need " +
+                                       shapeString(blocks));
+  // [..., B, ...] -> [..., B, blockSize, ...] -> [..., B * blockSize, ...], cut to the axis.
+  std::vector<int64_t> spread = blocks, dims(static_cast<size_t>(rank));
+  spread.insert(spread.begin() + axis + 1, blockSize);
+  for (int64_t d = 0; d < rank; ++d)
+    dims[size_t(d)] = d <= axis ? d : d + 1;
+  std::vector<int64_t> merged = blocks;
+  merged[size_t(axis)] *= blockSize;
+  Tensor repeated = reshape(broadcastInDim(p, spread, dims), merged);
+  std::vector<int64_t> start(size_t(rank), 0), limit = x.shape();
+  return slice(repeated, start, limit);
+}
+
+/// An integer operand minus its zero point, as f32 (exact: both are at most 16-bit integers).
+Tensor centered(Tensor q, std::optional<Tensor> zeroPoint) {
+  return convert(zeroPoint ? sub(q, *zeroPoint) : q, DType::f32);
+}
+
+/// f32 `v`, rounded half to even and offset by `zeroPoint`, saturated to `type`'s range: the
+/// clamp to [lo - zero point, hi - zero point] comes first, which rounds the same and keeps a
+/// huge value from overflowing the integer conversion.
+Tensor quantized(Tensor v, std::optional<Tensor> zeroPoint, int type) {
+  auto [lo, hi] = narrowRange(type);
+  if (zeroPoint) {
+    Tensor offset = convert(*zeroPoint, DType::f32);
+    v = minimum(maximum(v, sub(scalarLike(v, double(lo)), offset)),
+                sub(scalarLike(v, double(hi)), offset));
+    return add(convert(roundHalfEven(v), DType::i32), *zeroPoint);
+  }
+  return convert(roundHalfEven(clamp(v, double(lo), double(hi))), DType::i32);
+}
+
+/// The narrow type of the quantized output: the zero point's, else output_dtype, else UINT8.
+int outputTypeOf(const NodeImporter &n, int zeroPointInput) {
+  if (n.hasInput(zeroPointInput))
+    return quantizedType(n, zeroPointInput, "the zero point");
+  int64_t type = n.attrInt("output_dtype", TensorProto::UINT8);
+  if (!isNarrowInteger(int(type)))
+    fail(ImportErrorKind::UnsupportedDtype,
+         "output_dtype " + onnxTypeName(int(type)) +
+             " (Smelt quantizes to INT8, UINT8, INT16 and UINT16)");
+  return int(type);
+}
+
+void quantizeLinear(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int type = outputTypeOf(n, 2);
+  Tensor scale = convert(alongAxis(n, floatInput(n, 1), x, "y_scale"), DType::f32);
+  std::optional<Tensor> zeroPoint;
+  if (n.hasInput(2))
+    zeroPoint = alongAxis(n, n.input(2), x, "y_zero_point");
+  n.setOutput(0, quantized(div(convert(x, DType::f32), scale), zeroPoint, type));
+  n.setNarrowType(0, type);
+}
+
+void dequantizeLinear(NodeImporter &n) {
+  Tensor x = n.input(0);
+  int type = quantizedType(n, 0, "x", /*int32Allowed=*/true);
+  Tensor scale = floatInput(n, 1);
+  std::optional<Tensor> zeroPoint;
+  if (n.hasInput(2)) {
+    // An INT32 x (a bias) has a zero point of 0 if any: ONNX Runtime's quantizer writes one.
+    quantizedType(n, 2, "x_zero_point", /*int32Allowed=*/type == TensorProto::INT32);
+    zeroPoint = alongAxis(n, n.input(2), x, "x_zero_point");
+  }
+  DType out = scale.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  Tensor y = mul(convert(zeroPoint ? sub(x, *zeroPoint) : x, out),
+                 convert(alongAxis(n, scale, x, "x_scale"), out));
+  n.setOutput(0, convert(y, n.attrDType("output_dtype", scale.dtype())));
+}
+
+/// DynamicQuantizeLinear: UINT8 with the scale and zero point that map [min(x, 0), max(x, 0)]
+/// onto [0, 255], as ONNX Runtime computes them (a scale of 1 when x is all zeros).
+void dynamicQuantizeLinear(NodeImporter &n) {
+  Tensor x = convert(floatInput(n, 0), DType::f32);
+  std::vector<int64_t> all(size_t(x.rank()));
+  for (int64_t d = 0; d < x.rank(); ++d)
+    all[size_t(d)] = d;
+  Tensor zero = scalarLike(x, 0);
+  Tensor lo = minimum(reduceMin(x, all), zero), hi = maximum(reduceMax(x, all), zero);
+  Tensor scale = select(compare(hi, lo, CompareDirection::eq), scalarLike(x, 1),
+                        div(sub(hi, lo), scalarLike(x, 255)));
+  Tensor zeroPoint = convert(roundHalfEven(clamp(sub(zero, div(lo, scale)), 0, 255)), DType::i32);
+  n.setOutput(0, quantized(div(x, scale), zeroPoint, TensorProto::UINT8));
+  n.setNarrowType(0, TensorProto::UINT8);
+  n.setOutput(1, scale);
+  n.setOutput(2, zeroPoint);
+  n.setNarrowType(2, TensorProto::UINT8);
+}
+
+/// The zero point of a matmul operand (input `i`), shaped to broadcast against `q`: one
+/// element, or a 1-D per row of A (`perRow`) or per column of B.
+std::optional<Tensor> matmulZeroPoint(const NodeImporter &n, int i, Tensor q, bool perRow,
+                                      const char *what) {
+  if (!n.hasInput(i))
+    return std::nullopt;
+  quantizedType(n, i, what);
+  Tensor zp = n.input(i);
+  if (zp.numElements() == 1)
+    return reshape(zp, {});
+  int64_t length = perRow ? q.dim(-2) : q.dim(-1);
+  if (zp.rank() != 1 || zp.dim(0) != length || q.rank() < 2)
+    fail(ImportErrorKind::UnsupportedAttribute,
+         std::string(what) + " is " + shapeOf(zp) + "; Smelt takes one element or a 1-D of " +
+             std::to_string(length) + (perRow ? " (one per row of A " : " (one per column of B ") +
+             shapeOf(q) + ")");
+  return perRow ? reshape(zp, {length, 1}) : zp;
+}
+
+/// (A - a_zero_point) x (B - b_zero_point) as f32 holding integers; the zero points are inputs
+/// `zpA` and `zpB` (MatMulInteger: 2 and 3; QLinearMatMul: 2 and 5).
+Tensor integerMatmul(const NodeImporter &n, int a, int b, int zpA, int zpB) {
+  Tensor qa = n.input(a), qb = n.input(b);
+  quantizedType(n, a, "A");
+  quantizedType(n, b, "B");
+  return numpyMatmul(centered(qa, matmulZeroPoint(n, zpA, qa, true, "a_zero_point")),
+                     centered(qb, matmulZeroPoint(n, zpB, qb, false, "b_zero_point")));
+}
+
+void matMulInteger(NodeImporter &n) {
+  n.setOutput(0, convert(integerMatmul(n, 0, 1, 2, 3), DType::i32));
+}
+
+/// (x - x_zero_point) * (w - w_zero_point) convolved as f32 holding integers, plus an INT32
+/// `bias`; w's zero point is one element or one per output channel.
+Tensor integerConv(const NodeImporter &n, int x, int w, std::optional<Tensor> zpX,
+                   std::optional<Tensor> zpW, std::optional<Tensor> bias) {
+  Tensor qx = n.input(x), qw = n.input(w);
+  quantizedType(n, x, "x");
+  quantizedType(n, w, "w");
+  if (zpX && zpX->numElements() != 1)
+    n.unsupported("x_zero_point " + shapeOf(*zpX) + " (one element, per tensor)");
+  if (zpX)
+    zpX = reshape(*zpX, {});
+  if (zpW && zpW->numElements() != 1) {
+    if (zpW->rank() != 1 || zpW->dim(0) != qw.dim(0))
+      fail(ImportErrorKind::BadFile, "w_zero_point is " + shapeOf(*zpW) +
+                                         "; it needs one element or one per output channel (" +
+                                         std::to_string(qw.dim(0)) + ")");
+    std::vector<int64_t> shape(size_t(qw.rank()), 1);
+    shape[0] = qw.dim(0);
+    zpW = reshape(*zpW, shape);
+  } else if (zpW) {
+    zpW = reshape(*zpW, {});
+  }
+  if (bias)
+    bias = convert(*bias, DType::f32);
+  return convolve(n, centered(qx, zpX), centered(qw, zpW), bias);
+}
+
+void convInteger(NodeImporter &n) {
+  n.setOutput(0, convert(integerConv(n, 0, 1, n.optionalInput(2), n.optionalInput(3), std::nullopt),
+                         DType::i32));
+}
+
+/// `accumulator` (f32 integers) requantized: times a_scale * b_scale / y_scale (computed in f32
+/// as ONNX Runtime does, per tensor or per row, column or channel as the scales come), rounded
+/// and offset by y_zero_point (input `zpY`), saturated to its type.
+Tensor requantized(const NodeImporter &n, Tensor accumulator, Tensor scaleA, Tensor scaleB,
+                   int scaleY, int zpY) {
+  Tensor scale = floatInput(n, scaleY), zeroPoint = n.input(zpY);
+  if (scale.numElements() != 1 || zeroPoint.numElements() != 1)
+    n.unsupported("y_scale " + shapeOf(scale) + " and y_zero_point " + shapeOf(zeroPoint) +
+                  " (one element each, per tensor)");
+  Tensor multiplier = div(mul(convert(scaleA, DType::f32), convert(scaleB, DType::f32)),
+                          convert(reshape(scale, {}), DType::f32));
+  int type = quantizedType(n, zpY, "y_zero_point");
+  return quantized(mul(accumulator, multiplier), reshape(zeroPoint, {}), type);
+}
+
+/// A QLinear op's scale of an operand (input `i`): one element as a scalar, or a 1-D along
+/// dimension `dim` of a tensor of rank `rank`.
+Tensor scaleAlong(const NodeImporter &n, int i, int64_t dim, int64_t rank, int64_t length,
+                  const char *what) {
+  Tensor s = floatInput(n, i);
+  if (s.numElements() == 1)
+    return reshape(s, {});
+  if (s.rank() != 1 || s.dim(0) != length)
+    fail(ImportErrorKind::BadFile, std::string(what) + " is " + shapeOf(s) +
+                                       "; it needs one element or " + std::to_string(length));
+  std::vector<int64_t> shape(size_t(rank), 1);
+  shape[size_t(dim)] = length;
+  return reshape(s, shape);
+}
+
+void qLinearMatMul(NodeImporter &n) {
+  Tensor y = integerMatmul(n, 0, 3, 2, 5);
+  Tensor a = n.input(0), b = n.input(3);
+  Tensor scaleA = a.rank() >= 2 ? scaleAlong(n, 1, y.rank() - 2, y.rank(), a.dim(-2), "a_scale")
+                                : reshape(floatInput(n, 1), {});
+  Tensor scaleB = b.rank() >= 2 ? scaleAlong(n, 4, y.rank() - 1, y.rank(), b.dim(-1), "b_scale")
+                                : reshape(floatInput(n, 4), {});
+  n.setOutput(0, requantized(n, y, scaleA, scaleB, 6, 7));
+  n.setNarrowType(0, quantizedType(n, 7, "y_zero_point"));
+}
+
+void qLinearConv(NodeImporter &n) {
+  Tensor w = n.input(3);
+  std::optional<Tensor> bias = n.optionalInput(8);
+  if (bias && bias->dtype() != DType::i32)
+    fail(ImportErrorKind::BadFile,
+         "QLinearConv's bias B is " + std::string(dtypeName(bias->dtype())) + ", expected INT32");
+  Tensor y = integerConv(n, 0, 3, n.input(2), n.input(5), bias);
+  Tensor scaleX = reshape(floatInput(n, 1), {});
+  Tensor scaleW = scaleAlong(n, 4, 1, y.rank(), w.dim(0), "w_scale");
+  n.setOutput(0, requantized(n, y, scaleX, scaleW, 6, 7));
+  n.setNarrowType(0, quantizedType(n, 7, "y_zero_point"));
+}
+
+} // namespace
+
+void addQuantizeOps(ConverterTable &t) {
+  t["QuantizeLinear"] = quantizeLinear;
+  t["DequantizeLinear"] = dequantizeLinear;
+  t["DynamicQuantizeLinear"] = dynamicQuantizeLinear;
+  t["MatMulInteger"] = matMulInteger;
+  t["ConvInteger"] = convInteger;
+  t["QLinearMatMul"] = qLinearMatMul;
+  t["QLinearConv"] = qLinearConv;
+}
+
+} // namespace smelt::onnx
