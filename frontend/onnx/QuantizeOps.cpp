@@ -113,7 +113,39 @@ void quantizeLinear(NodeImporter &n) {
   n.setNarrowType(0, type);
 }
 
+/// DequantizeLinear of small known values, per tensor or per axis, folded at import time: a
+/// quantized pad value (MobileBERT's QDQ export) is one that Pad needs then.
+bool foldedDequantize(NodeImporter &n) {
+  constexpr int64_t kMaxFolded = 1 << 12;
+  for (int i = 0; i < n.numInputs(); ++i)
+    if (n.hasInput(i) && (!n.isKnown(i) || n.knownElements(i) > kMaxFolded))
+      return false;
+  const TensorValue &x = n.constantInput(0, "x"), &scale = n.constantInput(1, "x_scale");
+  const TensorValue *zeroPoint = n.hasInput(2) ? &n.constantInput(2, "x_zero_point") : nullptr;
+  bool perTensor = scale.values.size() == 1;
+  int64_t axis = perTensor ? 0 : normalizeAxis(n, n.attrInt("axis", 1), int64_t(x.shape.size()), "axis");
+  if ((scale.type != DType::f32 && scale.type != DType::f64) || n.attrInt("block_size", 0) ||
+      n.attribute("output_dtype") ||
+      (!perTensor && (scale.shape.size() != 1 || scale.shape[0] != x.shape[size_t(axis)])) ||
+      (zeroPoint && zeroPoint->values.size() != scale.values.size()))
+    return false;
+  int64_t inner = 1;
+  for (size_t d = size_t(axis) + 1; d < x.shape.size(); ++d)
+    inner *= x.shape[d];
+  TensorValue y{scale.type, x.shape, {}};
+  for (size_t i = 0; i < x.values.size(); ++i) {
+    size_t p = perTensor ? 0 : size_t(int64_t(i) / inner % x.shape[size_t(axis)]);
+    double centered = x.values[i] - (zeroPoint ? zeroPoint->values[p] : 0.0);
+    y.values.push_back(scale.type == DType::f64 ? centered * scale.values[p]
+                                                : double(float(centered) * float(scale.values[p])));
+  }
+  n.setConstantOutput(0, y);
+  return true;
+}
+
 void dequantizeLinear(NodeImporter &n) {
+  if (foldedDequantize(n))
+    return;
   Tensor x = n.input(0);
   int type = quantizedType(n, 0, "x", /*int32Allowed=*/true);
   Tensor scale = floatInput(n, 1);

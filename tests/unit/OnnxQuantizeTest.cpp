@@ -450,6 +450,29 @@ TEST(OnnxQuantize, NarrowIntegerArithmeticWraps) {
   }
 }
 
+TEST(OnnxQuantize, DequantizedConstantsFoldForOpsThatNeedThemAtImport) {
+  // A QDQ export quantizes a Pad's value too: Pad needs it at import time.
+  SCOPED_TRACE(fmt::format("SMELT_TEST_SEED={}", rngSeed()));
+  double q = std::floor(draw(0, 256, 0)), zero = std::floor(draw(0, 256, 0));
+  float scale = float(draw(0.01, 0.1, 0));
+  NodeModel m("DequantizeLinear", 13, {"q", "scale", "zero"}, {"value"});
+  m.graph.clear_output();
+  m.graph.add_output()->set_name("y");
+  addNode(m.graph, "Pad", {"x", "pads", "value"}, {"y"});
+  m.input("x", {2, 3}, TensorProto::FLOAT);
+  addTyped(m.graph, "q", {}, {q}, TensorProto::UINT8);
+  addInitializer(m.graph, "scale", {}, {scale}, TensorProto::FLOAT);
+  addTyped(m.graph, "zero", {}, {zero}, TensorProto::UINT8);
+  addInt64Initializer(m.graph, "pads", {0, 1, 1, 0});
+  Values x;
+  for (int i = 0; i < 6; ++i)
+    x.push_back(double(float(draw(-1, 1))));
+  std::vector<rt::HostTensor> out = m.run({tensorOf(DType::f32, {2, 3}, x)});
+  ASSERT_EQ(out.size(), 1u);
+  double v = double(float(q - zero) * scale);
+  EXPECT_EQ(out[0].toDoubles(), (Values{v, x[0], x[1], x[2], v, x[3], x[4], x[5], v, v, v, v}));
+}
+
 TEST(OnnxQuantize, BadQuantizationParametersAreNamed) {
   {
     NodeModel m("QuantizeLinear", 13, {"x", "scale", "zero_point"}, {"y"});
