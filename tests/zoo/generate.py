@@ -207,7 +207,11 @@ HF = ["bert", "bert_masked", "distilbert", "roberta", "gpt2", "llama", "llama_ma
 VIDEO = ["video3d", "videomae"]
 # Each group after the ones before it, so the seeds of the models above stay as they were.
 LATER = ["stn", "recurrent"]
-MODELS = TORCHVISION + HF + VIDEO + LATER
+# Quantized by ONNX Runtime's quantizer after the export, as users shrink a model: BERT by
+# quantize_dynamic (int8 weights, DynamicQuantizeLinear + MatMulInteger), the ResNet by
+# quantize_static in the QDQ format (QuantizeLinear/DequantizeLinear around every convolution).
+QUANTIZED = ["bert_int8", "resnet_qdq"]
+MODELS = TORCHVISION + HF + VIDEO + LATER + QUANTIZED
 EXPORTERS = ["torchscript", "dynamo"]
 
 
@@ -270,9 +274,34 @@ def build_model(name, exporter, rng):
     return model.eval(), {"image": rng.standard_normal(shape).astype(np.float32)}
 
 
+def quantize(path, name, inputs, rng):
+    """Replaces the model at `path` by its quantized form (QUANTIZED), calibrated for the
+    static one on 8 inputs near `inputs`."""
+    from onnxruntime import quantization as q
+    folder = os.path.dirname(path)
+    float_path = f"{folder}/float.onnx"
+    os.rename(path, float_path)
+    if name.endswith("_int8"):
+        q.quantize_dynamic(float_path, path, weight_type=q.QuantType.QInt8)
+    else:
+        class Calibration(q.CalibrationDataReader):
+            def __init__(self):
+                self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
+                                    for k, v in inputs.items()} for _ in range(8)])
+
+            def get_next(self):
+                return next(self.feeds, None)
+        q.quantize_static(float_path, path, Calibration(), quant_format=q.QuantFormat.QDQ,
+                          per_channel=True, weight_type=q.QuantType.QInt8,
+                          activation_type=q.QuantType.QUInt8)
+    for f in os.listdir(folder):  # the float model and its external data
+        if f != "model.onnx":
+            os.remove(f"{folder}/{f}")
+
+
 def export(name, exporter, out):
     rng = np.random.default_rng(SEED + MODELS.index(name))
-    model, inputs = build(name, exporter, rng)
+    model, inputs = build(name.split("_")[0] if name in QUANTIZED else name, exporter, rng)
     args = tuple(torch.from_numpy(v) for v in inputs.values())
     folder = f"{out}/{name}.{exporter}"
     shutil.rmtree(folder, ignore_errors=True)
@@ -285,14 +314,20 @@ def export(name, exporter, out):
     else:
         torch.onnx.export(model, args, path, input_names=list(inputs), output_names=["output"],
                           dynamo=False)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if name in QUANTIZED:
+        quantize(path, name, inputs, rng)
+        # The graph as written: ONNX Runtime's optimized session runs fused integer kernels
+        # whose roundings differ from it (and by a quantization level, from each other).
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
     results = session.run(None, feeds)
     for k, v in feeds.items():
         np.save(f"{folder}/input_{k}.npy", v)
     for o, v in zip(session.get_outputs(), results):
         np.save(f"{folder}/expected_{o.name}.npy", v)
-    reference = model(*args).detach()
+    reference = model(*args).detach()  # for a quantized model, the quantization error too
     error = np.linalg.norm(results[0] - reference.numpy()) / np.linalg.norm(reference.numpy())
     size = sum(os.path.getsize(f"{folder}/{f}") for f in os.listdir(folder))
     print(f"{name}.{exporter}: {size / 1024:.0f} KiB, ORT vs PyTorch relative L2 {error:.1e}")
