@@ -21,6 +21,11 @@ torchvision, transformers, onnxscript, onnxruntime), not in CI:
 
 --baseline adds an engine, `baseline`: another Smelt binary (say, the previous commit's),
 measured as `smelt` is, in the same rounds.
+
+--quantize dynamic|qdq runs each model as ONNX Runtime's quantizer leaves it (quantize_dynamic:
+int8 weights, DynamicQuantizeLinear + MatMulInteger; or quantize_static in the QDQ format,
+calibrated on 8 inputs near the given one), in OUT/<name>.b<batch>.<kind>/; the torch engine
+runs the float module there.
 """
 import argparse
 import json
@@ -125,6 +130,39 @@ def export(name, batch, out):
     return folder
 
 
+def quantized(folder, kind):
+    """FOLDER.<kind>/: folder's model quantized by ONNX Runtime's quantizer, its inputs and
+    module."""
+    import shutil
+    from onnxruntime import quantization as q
+    target = f"{folder}.{kind}"
+    if os.path.exists(f"{target}/model.onnx"):
+        return target
+    os.makedirs(target, exist_ok=True)
+    for f in os.listdir(folder):
+        if f.startswith("input_") or f == "model.pt":
+            shutil.copy(f"{folder}/{f}", target)
+    if kind == "dynamic":
+        q.quantize_dynamic(f"{folder}/model.onnx", f"{target}/model.onnx",
+                           weight_type=q.QuantType.QInt8)
+        return target
+    inputs = {f[6:-4]: np.load(f"{folder}/{f}") for f in os.listdir(folder) if f.startswith("input_")}
+    rng = np.random.default_rng(1)
+
+    class Calibration(q.CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
+                                if v.dtype.kind == "f" else v for k, v in inputs.items()}
+                               for _ in range(8)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+    q.quantize_static(f"{folder}/model.onnx", f"{target}/model.onnx", Calibration(),
+                      quant_format=q.QuantFormat.QDQ, per_channel=True,
+                      weight_type=q.QuantType.QInt8, activation_type=q.QuantType.QUInt8)
+    return target
+
+
 # Each engine's measurement, run as `python zoo.py --engine E FOLDER RUNS THREADS`: prints one
 # JSON line {"ms": median, "rss": peak bytes, "out": path of its output}.
 def engine_main(engine, folder, runs, threads):
@@ -212,6 +250,8 @@ def main():
     parser.add_argument("--engines", default="smelt,ort,torch")
     parser.add_argument("--out", default="/tmp/smelt-zoo")
     parser.add_argument("--baseline", help="another smelt binary, measured as engine `baseline`")
+    parser.add_argument("--quantize", choices=["dynamic", "qdq"],
+                        help="run the models as ONNX Runtime's quantizer leaves them")
     a = parser.parse_args()
     smelts = {"smelt": os.path.abspath(a.smelt)}
     engines = a.engines.split(",")
@@ -225,6 +265,8 @@ def main():
     for name in a.models.split(","):
         for batch in [int(b) for b in a.batch.split(",")]:
             folder = export(name, batch, a.out)
+            if a.quantize:
+                folder = quantized(folder, a.quantize)
             rounds = {e: [] for e in engines}
             for _ in range(a.rounds):
                 for e in engines:  # interleaved: each round runs every engine once

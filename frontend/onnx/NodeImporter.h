@@ -143,6 +143,13 @@ public:
   }
   /// True when input `i` is one of importInto's variables.
   bool isVariable(int i) const { return hasInput(i) && values_.variables.count(node.input(i)); }
+  /// Known input `i` when it is a large initializer kept as its file's bytes, else null.
+  const Weight *knownWeight(int i) const {
+    if (!isKnown(i))
+      return nullptr;
+    auto it = values_.weights.find(node.input(i));
+    return it == values_.weights.end() ? nullptr : &it->second;
+  }
   /// The number of elements of known input `i` (without reading a large weight as doubles).
   int64_t knownElements(int i) const;
   /// The ONNX type of input `i` when it is a narrow integer (UINT8 ...), else 0.

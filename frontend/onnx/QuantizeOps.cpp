@@ -9,6 +9,8 @@
 // rounds half to even, as ONNX Runtime's MlasRequantizeOutput.
 #include "frontend/onnx/NodeImporter.h"
 
+#include <cstring>
+
 namespace smelt::onnx {
 namespace {
 
@@ -116,14 +118,15 @@ void quantizeLinear(NodeImporter &n) {
 /// DequantizeLinear of small known values, per tensor or per axis, folded at import time: a
 /// quantized pad value (MobileBERT's QDQ export) is one that Pad needs then.
 bool foldedDequantize(NodeImporter &n) {
-  constexpr int64_t kMaxFolded = 1 << 12;
+  constexpr int64_t kMaxFolded = 1 << 16; // the importer's known-value size
   for (int i = 0; i < n.numInputs(); ++i)
     if (n.hasInput(i) && (!n.isKnown(i) || n.knownElements(i) > kMaxFolded))
       return false;
   const TensorValue &x = n.constantInput(0, "x"), &scale = n.constantInput(1, "x_scale");
   const TensorValue *zeroPoint = n.hasInput(2) ? &n.constantInput(2, "x_zero_point") : nullptr;
   bool perTensor = scale.values.size() == 1;
-  int64_t axis = perTensor ? 0 : normalizeAxis(n, n.attrInt("axis", 1), int64_t(x.shape.size()), "axis");
+  int64_t axis =
+      perTensor ? 0 : normalizeAxis(n, n.attrInt("axis", 1), int64_t(x.shape.size()), "axis");
   if ((scale.type != DType::f32 && scale.type != DType::f64) || n.attrInt("block_size", 0) ||
       n.attribute("output_dtype") ||
       (!perTensor && (scale.shape.size() != 1 || scale.shape[0] != x.shape[size_t(axis)])) ||
@@ -143,9 +146,62 @@ bool foldedDequantize(NodeImporter &n) {
   return true;
 }
 
+/// Large known weight input `i` less its zero point (known input `zeroPointInput`, if any) and
+/// times its scale (known input `scaleInput`, if any), each one element or one per index along
+/// `axis` (a `scaleInput` of -1: none), as an f32 constant computed at import time: the float
+/// model's kind of weight, which the compiler lays out for its library once, rather than ops that
+/// dequantize it every run. None when the inputs are not of that kind.
+std::optional<Tensor> dequantizedWeight(const NodeImporter &n, int i, int zeroPointInput,
+                                        int scaleInput, int64_t axis) {
+  const Weight *w = n.knownWeight(i);
+  bool hasZeroPoint = n.hasInput(zeroPointInput),
+       hasScale = scaleInput >= 0 && n.hasInput(scaleInput);
+  if (!w || w->dtype != DType::i32 || (hasZeroPoint && !n.isKnown(zeroPointInput)) ||
+      (hasScale && !n.isKnown(scaleInput)))
+    return std::nullopt;
+  int64_t rank = int64_t(w->shape.size());
+  if (axis < 0 || axis >= rank)
+    return std::nullopt;
+  const TensorValue *zeroPoint =
+      hasZeroPoint ? &n.constantInput(zeroPointInput, "the zero point") : nullptr;
+  const TensorValue *scale = hasScale ? &n.constantInput(scaleInput, "the scale") : nullptr;
+  int64_t length = w->shape[size_t(axis)], inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= w->shape[size_t(d)];
+  auto fits = [&](const TensorValue *p) {
+    return !p || p->values.size() == 1 || (p->shape.size() == 1 && p->shape[0] == length);
+  };
+  if (!fits(zeroPoint) || !fits(scale) || (scale && scale->type != DType::f32))
+    return std::nullopt;
+  auto at = [](const TensorValue *p, int64_t index, double fallback) {
+    return !p ? fallback : p->values[p->values.size() == 1 ? 0 : size_t(index)];
+  };
+  int64_t count = w->count();
+  auto values = std::make_shared<std::vector<float>>(size_t(count));
+  for (int64_t e = 0; e < count; ++e) {
+    int32_t q;
+    std::memcpy(&q, w->bytes.data.data() + e * 4, 4);
+    int64_t index = (e / inner) % length;
+    float centered = float(int64_t(q) - int64_t(at(zeroPoint, index, 0)));
+    (*values)[size_t(e)] = scale ? centered * float(at(scale, index, 1)) : centered;
+  }
+  Weight dequantized{
+      DType::f32, w->shape,
+      WeightBytes{values, llvm::StringRef(reinterpret_cast<const char *>(values->data()),
+                                          values->size() * sizeof(float))}};
+  return weightConstant(n.g, n.node.input(i) + "_dequantized", dequantized);
+}
+
 void dequantizeLinear(NodeImporter &n) {
   if (foldedDequantize(n))
     return;
+  if (n.attrInt("block_size", 0) == 0 && n.knownWeight(0)) {
+    int64_t axis = normalizeAxis(n, n.attrInt("axis", 1), n.input(0).rank(), "axis");
+    if (std::optional<Tensor> w = dequantizedWeight(n, 0, 2, 1, axis)) {
+      n.setOutput(0, convert(*w, n.attrDType("output_dtype", n.input(1).dtype())));
+      return;
+    }
+  }
   Tensor x = n.input(0);
   int type = quantizedType(n, 0, "x", /*int32Allowed=*/true);
   Tensor scale = floatInput(n, 1);
@@ -205,8 +261,12 @@ Tensor integerMatmul(const NodeImporter &n, int a, int b, int zpA, int zpB) {
   Tensor qa = n.input(a), qb = n.input(b);
   quantizedType(n, a, "A");
   quantizedType(n, b, "B");
+  std::optional<Tensor> weight;
+  if (qb.rank() >= 1 && n.knownWeight(b)) // int8 weights, per tensor or per column
+    weight = dequantizedWeight(n, b, zpB, -1, qb.rank() - 1);
   return numpyMatmul(centered(qa, matmulZeroPoint(n, zpA, qa, true, "a_zero_point")),
-                     centered(qb, matmulZeroPoint(n, zpB, qb, false, "b_zero_point")));
+                     weight ? *weight
+                            : centered(qb, matmulZeroPoint(n, zpB, qb, false, "b_zero_point")));
 }
 
 void matMulInteger(NodeImporter &n) {
@@ -215,9 +275,10 @@ void matMulInteger(NodeImporter &n) {
 
 /// (x - x_zero_point) * (w - w_zero_point) convolved as f32 holding integers, plus an INT32
 /// `bias`; w's zero point is one element or one per output channel.
-Tensor integerConv(const NodeImporter &n, int x, int w, std::optional<Tensor> zpX,
-                   std::optional<Tensor> zpW, std::optional<Tensor> bias) {
+Tensor integerConv(const NodeImporter &n, int x, int w, int wZeroPointInput,
+                   std::optional<Tensor> zpX, std::optional<Tensor> bias) {
   Tensor qx = n.input(x), qw = n.input(w);
+  std::optional<Tensor> zpW = n.optionalInput(wZeroPointInput);
   quantizedType(n, x, "x");
   quantizedType(n, w, "w");
   if (zpX && zpX->numElements() != 1)
@@ -237,12 +298,14 @@ Tensor integerConv(const NodeImporter &n, int x, int w, std::optional<Tensor> zp
   }
   if (bias)
     bias = convert(*bias, DType::f32);
-  return convolve(n, centered(qx, zpX), centered(qw, zpW), bias);
+  std::optional<Tensor> weight;
+  if (n.knownWeight(w)) // int8 filters, per tensor or per output channel
+    weight = dequantizedWeight(n, w, wZeroPointInput, -1, 0);
+  return convolve(n, centered(qx, zpX), weight ? *weight : centered(qw, zpW), bias);
 }
 
 void convInteger(NodeImporter &n) {
-  n.setOutput(0, convert(integerConv(n, 0, 1, n.optionalInput(2), n.optionalInput(3), std::nullopt),
-                         DType::i32));
+  n.setOutput(0, convert(integerConv(n, 0, 1, 3, n.optionalInput(2), std::nullopt), DType::i32));
 }
 
 /// `accumulator` (f32 integers) requantized: times a_scale * b_scale / y_scale (computed in f32
@@ -292,7 +355,7 @@ void qLinearConv(NodeImporter &n) {
   if (bias && bias->dtype() != DType::i32)
     fail(ImportErrorKind::BadFile,
          "QLinearConv's bias B is " + std::string(dtypeName(bias->dtype())) + ", expected INT32");
-  Tensor y = integerConv(n, 0, 3, n.input(2), n.input(5), bias);
+  Tensor y = integerConv(n, 0, 3, 5, n.input(2), bias);
   Tensor scaleX = reshape(floatInput(n, 1), {});
   Tensor scaleW = scaleAlong(n, 4, 1, y.rank(), w.dim(0), "w_scale");
   n.setOutput(0, requantized(n, y, scaleX, scaleW, 6, 7));

@@ -473,6 +473,38 @@ TEST(OnnxQuantize, DequantizedConstantsFoldForOpsThatNeedThemAtImport) {
   EXPECT_EQ(out[0].toDoubles(), (Values{v, x[0], x[1], x[2], v, x[3], x[4], x[5], v, v, v, v}));
 }
 
+TEST(OnnxQuantize, LargeQuantizedWeightsDequantizeAtImport) {
+  // A QDQ export's int8 filters past the importer's known-value size (300 x 260, one scale and
+  // zero point per row), dequantized into an f32 constant at import time, plus a run-time x.
+  SCOPED_TRACE(fmt::format("SMELT_TEST_SEED={}", rngSeed()));
+  Ints shape = {300, 260};
+  Values w = integers(elementCount(shape), TensorProto::INT8);
+  Values zero = integers(300, TensorProto::INT8, std::pair(-20, 20)), scales;
+  for (int i = 0; i < 300; ++i)
+    scales.push_back(double(float(draw(0.001, 0.01, 0))));
+  NodeModel m("DequantizeLinear", 13, {"w", "scale", "zero"}, {"weight"});
+  m.graph.clear_output();
+  m.graph.add_output()->set_name("y");
+  addNode(m.graph, "Add", {"x", "weight"}, {"y"});
+  addInt(*m.node, "axis", 0);
+  m.input("x", {260}, TensorProto::FLOAT);
+  addTyped(m.graph, "w", shape, w, TensorProto::INT8);
+  addInitializer(m.graph, "scale", {300}, scales, TensorProto::FLOAT);
+  addTyped(m.graph, "zero", {300}, zero, TensorProto::INT8);
+  Values x;
+  for (int i = 0; i < 260; ++i)
+    x.push_back(double(float(draw(-1, 1))));
+  std::vector<rt::HostTensor> out = m.run({tensorOf(DType::f32, {260}, x)});
+  ASSERT_EQ(out.size(), 1u);
+  Values want;
+  for (int64_t i = 0; i < elementCount(shape); ++i) {
+    size_t row = size_t(i / 260);
+    want.push_back(double(float(x[size_t(i % 260)]) +
+                          float(w[size_t(i)] - zero[row]) * float(scales[row])));
+  }
+  EXPECT_EQ(out[0].toDoubles(), want);
+}
+
 TEST(OnnxQuantize, BadQuantizationParametersAreNamed) {
   {
     NodeModel m("QuantizeLinear", 13, {"x", "scale", "zero_point"}, {"y"});
