@@ -26,7 +26,10 @@ const std::set<std::string> &wrappingOps() {
 const std::set<std::string> &typedOps() {
   static const std::set<std::string> ops = {
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
-      "QLinearMatMul",  "QLinearConv"};
+      "QLinearMatMul", "QLinearConv",
+      // com.microsoft's
+      "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat",
+      "QLinearSoftmax", "QLinearGlobalAveragePool", "QGemm"};
   return ops;
 }
 

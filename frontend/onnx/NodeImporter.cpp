@@ -249,6 +249,16 @@ Converter findConverter(const std::string &opType) {
   return it == converters().end() ? nullptr : it->second;
 }
 
+Converter findMicrosoftConverter(const std::string &opType) {
+  static const ConverterTable table = [] {
+    ConverterTable t;
+    addMicrosoftQuantizeOps(t);
+    return t;
+  }();
+  auto it = table.find(opType);
+  return it == table.end() ? nullptr : it->second;
+}
+
 std::vector<std::string> supportedOps() {
   std::vector<std::string> ops;
   for (const auto &[op, convert] : converters())

@@ -224,6 +224,10 @@ std::optional<Tensor> drawOffset(const NodeImporter &n);
 void addSignalOps(ConverterTable &table);
 void addUnpoolOps(ConverterTable &table);
 void addQuantizeOps(ConverterTable &table);
+/// com.microsoft's quantized ops (QuantizeOps.cpp): QLinearAdd, QLinearMul, QLinearConcat, ...
+void addMicrosoftQuantizeOps(ConverterTable &table);
+/// The converter of `opType` in the com.microsoft domain, or null.
+Converter findMicrosoftConverter(const std::string &opType);
 /// After node `n` is converted (IntegerTypes.cpp): its outputs' narrow integer types, from a
 /// Cast's `to`, a Constant's value or the inputs they are computed from, and arithmetic on
 /// them (and casts to them) wrapped to their range, as ONNX Runtime's 8- and 16-bit integers

@@ -232,13 +232,22 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
                       (node.name().empty() ? "" : " '" + node.name() + "'") + " (" +
                       node.op_type() + ")";
   try {
-    if (!isDefaultDomain(node.domain()))
+    // ONNX Runtime's com.microsoft domain: the quantized ops its quantizer writes.
+    bool microsoft = node.domain() == "com.microsoft";
+    if (!isDefaultDomain(node.domain()) && !microsoft)
       fail(ImportErrorKind::UnsupportedOp, "op domain '" + node.domain() + "' is not supported");
+    if (microsoft && !findMicrosoftConverter(node.op_type()))
+      fail(ImportErrorKind::UnsupportedOp,
+           "Smelt maps only the quantized ops of domain 'com.microsoft' (QLinearAdd, "
+           "QLinearMul, QLinearConcat, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, "
+           "QLinearGlobalAveragePool, QGemm, QuantizeLinear, DequantizeLinear, QLinearConv, "
+           "QLinearMatMul)");
     static const std::set<std::string> controlFlow = {"If", "Loop", "Scan", "SequenceMap"};
     if (controlFlow.count(node.op_type()))
       fail(ImportErrorKind::ControlFlow,
            "control flow (subgraphs) does not map onto Smelt's static dataflow graphs");
-    checkAgainstSchema(node, opset);
+    if (!microsoft)
+      checkAgainstSchema(node, opset);
     // The node's ops are located at its name (or its index and type when it has none), which
     // dumps, placement logs, profiles and run-time errors then show.
     mlir::Location at = mlir::NameLoc::get(mlir::StringAttr::get(
@@ -247,8 +256,9 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
                           : node.name()));
     g.atLocation(at, [&] {
       NodeImporter n(g, node, index, values, opset, binding);
-      if (!foldKnownNode(n)) {
-        Converter convert = findConverter(node.op_type());
+      if (microsoft || !foldKnownNode(n)) {
+        Converter convert =
+            microsoft ? findMicrosoftConverter(node.op_type()) : findConverter(node.op_type());
         if (!convert)
           fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
         g.atomically([&] {

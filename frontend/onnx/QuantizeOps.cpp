@@ -9,6 +9,8 @@
 // rounds half to even, as ONNX Runtime's MlasRequantizeOutput.
 #include "frontend/onnx/NodeImporter.h"
 
+#include "frontend/Layers.h"
+
 #include <cstring>
 
 namespace smelt::onnx {
@@ -362,7 +364,154 @@ void qLinearConv(NodeImporter &n) {
   n.setNarrowType(0, quantizedType(n, 7, "y_zero_point"));
 }
 
+// com.microsoft's quantized ops, which ONNX Runtime's quantizer writes in its QOperator format
+// (and the ONNX model zoo's int8 models use): per-tensor uint8/int8 operands, each computed as
+// its float op on the dequantized inputs and quantized to the output's scale and zero point.
+
+/// Input `i` (quantized, with its scale at `i + 1` and optional zero point at `i + 2`)
+/// dequantized to f32.
+Tensor dequantizedInput(const NodeImporter &n, int i) {
+  quantizedType(n, i, "a quantized operand");
+  Tensor scale = floatInput(n, i + 1);
+  if (scale.numElements() != 1)
+    n.unsupported("scale " + shapeOf(scale) + " of input " + std::to_string(i) +
+                  " (com.microsoft's elementwise ops quantize per tensor)");
+  std::optional<Tensor> zeroPoint;
+  if (n.hasInput(i + 2))
+    zeroPoint = reshape(n.input(i + 2), {});
+  return mul(centered(n.input(i), zeroPoint), convert(reshape(scale, {}), DType::f32));
+}
+
+/// f32 `v` quantized to output 0 with the scale at input `i` and the zero point at `i + 1`
+/// (its type; without one, `type`).
+void setQuantizedOutput(NodeImporter &n, Tensor v, int i, int type) {
+  Tensor scale = convert(reshape(floatInput(n, i), {}), DType::f32);
+  std::optional<Tensor> zeroPoint;
+  if (n.hasInput(i + 1)) {
+    type = quantizedType(n, i + 1, "the output's zero point");
+    zeroPoint = reshape(n.input(i + 1), {});
+  }
+  n.setOutput(0, quantized(div(v, scale), zeroPoint, type));
+  n.setNarrowType(0, type);
+}
+
+void qLinearAdd(NodeImporter &n) {
+  setQuantizedOutput(n, add(dequantizedInput(n, 0), dequantizedInput(n, 3)), 6,
+                     quantizedType(n, 0, "A"));
+}
+void qLinearMul(NodeImporter &n) {
+  setQuantizedOutput(n, mul(dequantizedInput(n, 0), dequantizedInput(n, 3)), 6,
+                     quantizedType(n, 0, "A"));
+}
+void qLinearSigmoid(NodeImporter &n) {
+  setQuantizedOutput(n, logistic(dequantizedInput(n, 0)), 3, quantizedType(n, 0, "X"));
+}
+void qLinearLeakyRelu(NodeImporter &n) {
+  Tensor x = dequantizedInput(n, 0);
+  Tensor negative = compare(x, scalarLike(x, 0), CompareDirection::lt);
+  setQuantizedOutput(n, select(negative, mul(x, scalarLike(x, n.attrFloat("alpha", 0.01))), x), 3,
+                     quantizedType(n, 0, "X"));
+}
+
+/// QLinearConcat(Y_scale, Y_zero_point, (X, X_scale, X_zero_point)...): each input
+/// requantized to the output's scale and zero point.
+void qLinearConcat(NodeImporter &n) {
+  if (n.numInputs() < 5 || (n.numInputs() - 2) % 3 != 0)
+    fail(ImportErrorKind::BadFile, "QLinearConcat takes Y_scale, Y_zero_point and triples of "
+                                   "X, X_scale, X_zero_point; it has " +
+                                       std::to_string(n.numInputs()) + " inputs");
+  std::vector<Tensor> parts;
+  for (int i = 2; i < n.numInputs(); i += 3)
+    parts.push_back(dequantizedInput(n, i));
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", 0), parts[0].rank(), "axis");
+  setQuantizedOutput(n, concat(parts, axis), 0, quantizedType(n, 2, "X"));
+}
+
+/// QLinearSoftmax: Softmax's semantics of its `opset` attribute (before 13: the input read as
+/// 2-D from the axis on).
+void qLinearSoftmax(NodeImporter &n) {
+  Tensor x = dequantizedInput(n, 0);
+  int64_t opset = n.attrInt("opset", 13);
+  int64_t axis = normalizeAxis(n, n.attrInt("axis", opset >= 13 ? -1 : 1), x.rank(), "axis");
+  Tensor y;
+  if (opset >= 13) {
+    y = softmax(x, axis);
+  } else {
+    std::vector<int64_t> s = x.shape();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < x.rank(); ++d)
+      (d < axis ? outer : inner) *= s[size_t(d)];
+    y = reshape(softmax(reshape(x, {outer, inner}), 1), s);
+  }
+  setQuantizedOutput(n, y, 3, quantizedType(n, 0, "X"));
+}
+
+/// QLinearGlobalAveragePool: the mean over the spatial axes (after the channels, or before them
+/// with channels_last).
+void qLinearGlobalAveragePool(NodeImporter &n) {
+  Tensor x = dequantizedInput(n, 0);
+  bool channelsLast = n.attrInt("channels_last", 0) != 0;
+  std::vector<int64_t> axes;
+  for (int64_t d = channelsLast ? 1 : 2; d < x.rank() - (channelsLast ? 1 : 0); ++d)
+    axes.push_back(d);
+  setQuantizedOutput(n, mean(x, axes, KeepDims::yes), 3, quantizedType(n, 0, "X"));
+}
+
+/// QGemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point): alpha
+/// A B (either transposed) plus C, an INT32 bias at scale a_scale * b_scale; quantized when
+/// y_scale is given, else f32. B's scale and zero point may be per column; int8 weights are
+/// dequantized at import time.
+void qGemm(NodeImporter &n) {
+  Tensor a = dequantizedInput(n, 0);
+  bool transA = n.attrInt("transA", 0) != 0, transB = n.attrInt("transB", 0) != 0;
+  Tensor qb = n.input(3);
+  quantizedType(n, 3, "B");
+  if (qb.rank() != 2 || a.rank() != 2)
+    fail(ImportErrorKind::BadFile,
+         "QGemm's A and B are 2-D; they are " + shapeOf(a) + " and " + shapeOf(qb));
+  int64_t columnAxis = transB ? 0 : 1;
+  std::optional<Tensor> b = dequantizedWeight(n, 3, 5, 4, columnAxis);
+  if (!b) {
+    Tensor scale = floatInput(n, 4);
+    std::vector<int64_t> shape = {1, 1};
+    shape[size_t(columnAxis)] = qb.dim(columnAxis);
+    auto perColumn = [&](Tensor p) {
+      return p.numElements() == 1 ? reshape(p, {}) : reshape(p, shape);
+    };
+    std::optional<Tensor> zeroPoint;
+    if (n.hasInput(5))
+      zeroPoint = perColumn(n.input(5));
+    b = mul(centered(qb, zeroPoint), convert(perColumn(scale), DType::f32));
+  }
+  Tensor y = mul(matmul(a, *b, transA, transB), scalarLike(a, n.attrFloat("alpha", 1.0)));
+  if (std::optional<Tensor> c = n.optionalInput(6)) {
+    Tensor scaleA = convert(reshape(floatInput(n, 1), {}), DType::f32);
+    Tensor scaleB = convert(floatInput(n, 4), DType::f32);
+    y = add(y, mul(convert(*c, DType::f32), mul(scaleA, scaleB)));
+  }
+  if (!n.hasInput(7)) {
+    n.setOutput(0, y);
+    return;
+  }
+  setQuantizedOutput(n, y, 7, quantizedType(n, 0, "A"));
+}
+
 } // namespace
+
+void addMicrosoftQuantizeOps(ConverterTable &t) {
+  t["QLinearAdd"] = qLinearAdd;
+  t["QLinearMul"] = qLinearMul;
+  t["QLinearSigmoid"] = qLinearSigmoid;
+  t["QLinearLeakyRelu"] = qLinearLeakyRelu;
+  t["QLinearConcat"] = qLinearConcat;
+  t["QLinearSoftmax"] = qLinearSoftmax;
+  t["QLinearGlobalAveragePool"] = qLinearGlobalAveragePool;
+  t["QGemm"] = qGemm;
+  t["QuantizeLinear"] = quantizeLinear; // com.microsoft's older int16 forms: the same formula
+  t["DequantizeLinear"] = dequantizeLinear;
+  t["QLinearConv"] = qLinearConv;
+  t["QLinearMatMul"] = qLinearMatMul;
+}
 
 void addQuantizeOps(ConverterTable &t) {
   t["QuantizeLinear"] = quantizeLinear;
