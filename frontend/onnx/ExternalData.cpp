@@ -148,7 +148,7 @@ Weight ExternalData::weight(const TensorProto &proto, const std::string &what) {
       releaseFilePages(bytes.data);
     bytes = WeightBytes{copy, llvm::StringRef(*copy)};
   }
-  return widenedWeight(layout, std::move(bytes));
+  return fileWeight(layout, std::move(bytes));
 }
 
 void ExternalData::inlineInto(TensorProto &proto, const std::string &what) {

@@ -66,14 +66,18 @@ struct Weight {
   DType dtype;
   std::vector<int64_t> shape;
   WeightBytes bytes;
+  /// A narrow integer type (INT8 ...) whose bytes are at the file's width, else 0.
+  int narrowType = 0;
   int64_t count() const;
 };
+/// Element `i` of `w` (at its file width for a narrow integer weight).
+double weightElement(const Weight &w, int64_t i);
 /// `proto`'s contents as a Weight; its raw data is moved out of `proto`, not copied. Not for
 /// bool tensors (MLIR stores i1 constants as bits) nor external ones (ExternalData::weight).
 Weight weightValue(::onnx::TensorProto &proto, const std::string &what);
-/// A weight of `layout` from its file bytes: narrow integers widened to i32 (a copy), any other
-/// type the bytes as they are.
-Weight widenedWeight(const TensorLayout &layout, WeightBytes bytes);
+/// A weight of `layout` from its file bytes, as they are (narrow integers too: weightConstant
+/// and weightTensor widen them to i32 where an op reads them as integers).
+Weight fileWeight(const TensorLayout &layout, WeightBytes bytes);
 /// Fails unless `size` bytes hold the `layout`'s elements exactly.
 void checkRawSize(const std::string &what, size_t size, const TensorLayout &layout);
 /// A Weight as a known value (an op that reads it at import time).

@@ -11,8 +11,6 @@
 
 #include "frontend/Layers.h"
 
-#include <cstring>
-
 namespace smelt::onnx {
 namespace {
 
@@ -190,10 +188,9 @@ std::optional<Tensor> dequantizedWeight(const NodeImporter &n, int i, int zeroPo
   int64_t count = w->count();
   auto values = std::make_shared<std::vector<float>>(size_t(count));
   for (int64_t e = 0; e < count; ++e) {
-    int32_t q;
-    std::memcpy(&q, w->bytes.data.data() + e * 4, 4);
+    auto q = int64_t(weightElement(*w, e));
     int64_t index = (e / inner) % length;
-    float centered = float(int64_t(q) - int64_t(at(zeroPoint, index, 0)));
+    float centered = float(q - int64_t(at(zeroPoint, index, 0)));
     (*values)[size_t(e)] = scale ? centered * float(at(scale, index, 1)) : centered;
   }
   Weight dequantized{
@@ -206,8 +203,8 @@ std::optional<Tensor> dequantizedWeight(const NodeImporter &n, int i, int zeroPo
 void dequantizeLinear(NodeImporter &n) {
   if (foldedDequantize(n))
     return;
-  if (n.attrInt("block_size", 0) == 0 && n.knownWeight(0)) {
-    int64_t axis = normalizeAxis(n, n.attrInt("axis", 1), n.input(0).rank(), "axis");
+  if (const Weight *weight = n.knownWeight(0); weight && n.attrInt("block_size", 0) == 0) {
+    int64_t axis = normalizeAxis(n, n.attrInt("axis", 1), int64_t(weight->shape.size()), "axis");
     if (std::optional<Tensor> w = dequantizedWeight(n, 0, 2, 1, axis)) {
       n.setOutput(0, convert(*w, n.attrDType("output_dtype", n.input(1).dtype())));
       return;
@@ -269,15 +266,19 @@ std::optional<Tensor> matmulZeroPoint(const NodeImporter &n, int i, Tensor q, bo
 /// (A - a_zero_point) x (B - b_zero_point) as f32 holding integers; the zero points are inputs
 /// `zpA` and `zpB` (MatMulInteger: 2 and 3; QLinearMatMul: 2 and 5).
 Tensor integerMatmul(const NodeImporter &n, int a, int b, int zpA, int zpB) {
-  Tensor qa = n.input(a), qb = n.input(b);
   quantizedType(n, a, "A");
   quantizedType(n, b, "B");
+  Tensor qa = n.input(a);
+  // int8 weights, per tensor or per column, dequantized at import time; B itself is then never
+  // made a (widened) constant.
   std::optional<Tensor> weight;
-  if (qb.rank() >= 1 && n.knownWeight(b)) // int8 weights, per tensor or per column
-    weight = dequantizedWeight(n, b, zpB, -1, qb.rank() - 1);
-  return numpyMatmul(centered(qa, matmulZeroPoint(n, zpA, qa, true, "a_zero_point")),
-                     weight ? *weight
-                            : centered(qb, matmulZeroPoint(n, zpB, qb, false, "b_zero_point")));
+  if (const Weight *w = n.knownWeight(b); w && !w->shape.empty())
+    weight = dequantizedWeight(n, b, zpB, -1, int64_t(w->shape.size()) - 1);
+  if (!weight) {
+    Tensor qb = n.input(b);
+    weight = centered(qb, matmulZeroPoint(n, zpB, qb, false, "b_zero_point"));
+  }
+  return numpyMatmul(centered(qa, matmulZeroPoint(n, zpA, qa, true, "a_zero_point")), *weight);
 }
 
 void matMulInteger(NodeImporter &n) {
@@ -288,14 +289,21 @@ void matMulInteger(NodeImporter &n) {
 /// `bias`; w's zero point is one element or one per output channel.
 Tensor integerConv(const NodeImporter &n, int x, int w, int wZeroPointInput,
                    std::optional<Tensor> zpX, std::optional<Tensor> bias) {
-  Tensor qx = n.input(x), qw = n.input(w);
-  std::optional<Tensor> zpW = n.optionalInput(wZeroPointInput);
   quantizedType(n, x, "x");
   quantizedType(n, w, "w");
+  Tensor qx = n.input(x);
   if (zpX && zpX->numElements() != 1)
     n.unsupported("x_zero_point " + shapeOf(*zpX) + " (one element, per tensor)");
   if (zpX)
     zpX = reshape(*zpX, {});
+  if (bias)
+    bias = convert(*bias, DType::f32);
+  // int8 filters, per tensor or per output channel, dequantized at import time.
+  if (n.knownWeight(w))
+    if (std::optional<Tensor> weight = dequantizedWeight(n, w, wZeroPointInput, -1, 0))
+      return convolve(n, centered(qx, zpX), *weight, bias);
+  Tensor qw = n.input(w);
+  std::optional<Tensor> zpW = n.optionalInput(wZeroPointInput);
   if (zpW && zpW->numElements() != 1) {
     if (zpW->rank() != 1 || zpW->dim(0) != qw.dim(0))
       fail(ImportErrorKind::BadFile, "w_zero_point is " + shapeOf(*zpW) +
@@ -307,12 +315,7 @@ Tensor integerConv(const NodeImporter &n, int x, int w, int wZeroPointInput,
   } else if (zpW) {
     zpW = reshape(*zpW, {});
   }
-  if (bias)
-    bias = convert(*bias, DType::f32);
-  std::optional<Tensor> weight;
-  if (n.knownWeight(w)) // int8 filters, per tensor or per output channel
-    weight = dequantizedWeight(n, w, wZeroPointInput, -1, 0);
-  return convolve(n, centered(qx, zpX), weight ? *weight : centered(qw, zpW), bias);
+  return convolve(n, centered(qx, zpX), centered(qw, zpW), bias);
 }
 
 void convInteger(NodeImporter &n) {
@@ -473,14 +476,18 @@ void qLinearGlobalAveragePool(NodeImporter &n) {
 void qGemm(NodeImporter &n) {
   Tensor a = dequantizedInput(n, 0);
   bool transA = n.attrInt("transA", 0) != 0, transB = n.attrInt("transB", 0) != 0;
-  Tensor qb = n.input(3);
   quantizedType(n, 3, "B");
-  if (qb.rank() != 2 || a.rank() != 2)
-    fail(ImportErrorKind::BadFile,
-         "QGemm's A and B are 2-D; they are " + shapeOf(a) + " and " + shapeOf(qb));
+  if (a.rank() != 2)
+    fail(ImportErrorKind::BadFile, "QGemm's A is 2-D; it is " + shapeOf(a));
   int64_t columnAxis = transB ? 0 : 1;
-  std::optional<Tensor> b = dequantizedWeight(n, 3, 5, 4, columnAxis);
+  const Weight *weight = n.knownWeight(3);
+  std::optional<Tensor> b;
+  if (weight && weight->shape.size() == 2)
+    b = dequantizedWeight(n, 3, 5, 4, columnAxis);
   if (!b) {
+    Tensor qb = n.input(3);
+    if (qb.rank() != 2)
+      fail(ImportErrorKind::BadFile, "QGemm's B is 2-D; it is " + shapeOf(qb));
     Tensor scale = floatInput(n, 4);
     std::vector<int64_t> shape = {1, 1};
     shape[size_t(columnAxis)] = qb.dim(columnAxis);

@@ -119,15 +119,15 @@ static double rawElement(llvm::StringRef raw, size_t i, DType dtype) {
   return 0;
 }
 
-/// Element `i` of little-endian raw bytes laid out as `layout` says (narrow integers at their
-/// file width).
-static double fileElement(llvm::StringRef raw, size_t i, const TensorLayout &layout) {
+/// Element `i` of little-endian raw bytes of ONNX type `onnxType`, Smelt's `dtype` (narrow
+/// integers at their file width).
+static double fileElement(llvm::StringRef raw, size_t i, int onnxType, DType dtype) {
   auto load = [&](auto zero) {
     decltype(zero) v;
     std::memcpy(&v, raw.data() + i * sizeof(v), sizeof(v));
     return double(v);
   };
-  switch (layout.onnxType) {
+  switch (onnxType) {
   case TensorProto::INT8:
     return load(int8_t());
   case TensorProto::UINT8:
@@ -137,7 +137,7 @@ static double fileElement(llvm::StringRef raw, size_t i, const TensorLayout &lay
   case TensorProto::UINT16:
     return load(uint16_t());
   default:
-    return rawElement(raw, i, layout.dtype);
+    return rawElement(raw, i, dtype);
   }
 }
 
@@ -191,7 +191,7 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
     checkRawSize(what, raw.size(), layout);
     v.values.reserve(size_t(count));
     for (int64_t i = 0; i < count; ++i)
-      v.values.push_back(fileElement(raw, size_t(i), layout));
+      v.values.push_back(fileElement(raw, size_t(i), onnxType, dtype));
     return v;
   }
   switch (dtype) {
@@ -219,19 +219,34 @@ TensorValue tensorValue(const TensorProto &proto, const std::string &what) {
     needElements(what, proto.int32_data_size(), count);
     for (int32_t x : proto.int32_data())
       v.values.push_back(dtype == DType::f16 ? halfToDouble(uint16_t(x))
-                                              : bfloatToDouble(uint16_t(x)));
+                                             : bfloatToDouble(uint16_t(x)));
     break;
   }
   return v;
 }
 
 int64_t Weight::count() const {
-  return int64_t(bytes.data.size() / byteWidth(dtype));
+  return int64_t(bytes.data.size() /
+                 (narrowType ? fileWidth(narrowType, dtype) : byteWidth(dtype)));
+}
+
+double weightElement(const Weight &w, int64_t i) {
+  return fileElement(w.bytes.data, size_t(i), w.narrowType, w.dtype);
+}
+
+/// `w` with narrow integers widened to the i32 it is (a copy); any other weight as it is.
+static Weight widened(const Weight &w) {
+  if (!w.narrowType)
+    return w;
+  auto wide = std::make_shared<std::vector<int32_t>>(size_t(w.count()));
+  for (size_t i = 0; i < wide->size(); ++i)
+    (*wide)[i] = int32_t(weightElement(w, int64_t(i)));
+  llvm::StringRef data(reinterpret_cast<const char *>(wide->data()), wide->size() * 4);
+  return Weight{w.dtype, w.shape, WeightBytes{std::move(wide), data}};
 }
 
 /// The typed field `values` packed as little-endian elements of `T`.
-template <typename T, typename Field>
-static std::string packed(const Field &values) {
+template <typename T, typename Field> static std::string packed(const Field &values) {
   std::string bytes(size_t(values.size()) * sizeof(T), '\0');
   char *to = bytes.data();
   for (auto x : values) {
@@ -281,20 +296,15 @@ Weight weightValue(TensorProto &proto, const std::string &what) {
     }
   }
   llvm::StringRef data(*bytes);
-  return widenedWeight(layout, WeightBytes{std::move(bytes), data});
+  return fileWeight(layout, WeightBytes{std::move(bytes), data});
 }
 
-Weight widenedWeight(const TensorLayout &layout, WeightBytes bytes) {
-  if (!isNarrowInteger(layout.onnxType) ||
-      bytes.data.size() != size_t(layout.count) * layout.fileWidth)
-    return Weight{layout.dtype, layout.shape, std::move(bytes)};
-  auto wide = std::make_shared<std::vector<int32_t>>(size_t(layout.count));
-  for (size_t i = 0; i < wide->size(); ++i)
-    (*wide)[i] = int32_t(fileElement(bytes.data, i, layout));
-  if (bytes.fileMapped)
-    releaseFilePages(bytes.data);
-  llvm::StringRef data(reinterpret_cast<const char *>(wide->data()), wide->size() * 4);
-  return Weight{layout.dtype, layout.shape, WeightBytes{std::move(wide), data}};
+Weight fileWeight(const TensorLayout &layout, WeightBytes bytes) {
+  // Narrow integers stay at their width (a quantized model's int8 weights): their usual reader
+  // dequantizes them into f32 constants, and a copy widened to i32 would be held beside them.
+  bool narrow = isNarrowInteger(layout.onnxType) &&
+                bytes.data.size() == size_t(layout.count) * layout.fileWidth;
+  return Weight{layout.dtype, layout.shape, std::move(bytes), narrow ? layout.onnxType : 0};
 }
 
 TensorValue weightAsValue(const Weight &w) {
@@ -303,23 +313,25 @@ TensorValue weightAsValue(const Weight &w) {
   v.shape = w.shape;
   v.values.reserve(size_t(w.count()));
   for (int64_t i = 0; i < w.count(); ++i)
-    v.values.push_back(rawElement(w.bytes.data, size_t(i), w.dtype));
+    v.values.push_back(weightElement(w, i));
   return v;
 }
 
-Tensor weightConstant(Graph &g, const std::string &name, const Weight &w) {
+Tensor weightConstant(Graph &g, const std::string &name, const Weight &file) {
+  Weight w = widened(file);
   mlir::OpBuilder &b = g.builder();
   auto type = mlir::RankedTensorType::get(w.shape, g.elementType(w.dtype));
   // The blob shares the bytes (its deleter keeps them alive): the module holds the file's
   // weights once, and printing or writing bytecode reads them from there.
   mlir::AsmResourceBlob blob =
-      sharedBlob(llvm::ArrayRef<char>(w.bytes.data.data(), w.bytes.data.size()),
-                 byteWidth(w.dtype), w.bytes.owner, w.bytes.fileMapped);
+      sharedBlob(llvm::ArrayRef<char>(w.bytes.data.data(), w.bytes.data.size()), byteWidth(w.dtype),
+                 w.bytes.owner, w.bytes.fileMapped);
   auto value = mlir::DenseResourceElementsAttr::get(type, name, std::move(blob));
   return Tensor(&g, ConstantOp::create(b, b.getUnknownLoc(), value).getResult());
 }
 
-rt::HostTensor weightTensor(const Weight &w) {
+rt::HostTensor weightTensor(const Weight &file) {
+  Weight w = widened(file);
   rt::HostTensor t = rt::HostTensor::zeros({w.dtype, w.shape});
   std::memcpy(t.raw(), w.bytes.data.data(), w.bytes.data.size());
   // The copy is the parameter's value now: the mapped pages it came from may go, or a model's
