@@ -6,7 +6,10 @@
 // their zero points: each product and partial sum is an integer, exact in f32 while it stays
 // below 2^24 in magnitude (a K of 512 or less always, with 8-bit operands), and then converted
 // back to INT32. Requantization multiplies the accumulator by a_scale * b_scale / y_scale and
-// rounds half to even, as ONNX Runtime's MlasRequantizeOutput.
+// rounds half to even, as ONNX Runtime's MlasRequantizeOutput. Quantized weights are
+// dequantized at import time into f32 constants, so a quantized model runs as its float one
+// plus the activations' quantize-dequantize kernels. Also com.microsoft's quantized ops of the
+// QOperator format (QLinearAdd ...), each its float op between a dequantize and a quantize.
 #include "frontend/onnx/NodeImporter.h"
 
 #include "frontend/Layers.h"
