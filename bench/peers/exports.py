@@ -10,7 +10,9 @@ bench/peers/setup.sh's venv):
   python bench/peers/exports.py [--smelt build/bin/smelt] [--out /tmp/smelt-exports] NAME...
 
 With --quantize, the comparison is on the exported model quantized by ONNX Runtime's quantizer
-(dynamic, or static in the QDQ or QOperator format).
+(dynamic, or static in the QDQ or QOperator format); --levels also prints, for every
+QuantizeLinear and DynamicQuantizeLinear, how many of its elements differ from ONNX Runtime's
+unoptimized session's and by how many levels.
 
 Each line says `NAME: ok rel.L2 ...`, `WRONG ...`, or where it stopped (the export, ONNX
 Runtime, Smelt's error). NAME is one of build()'s; `all` runs them all.
@@ -33,6 +35,7 @@ SMELT = "build/bin/smelt"
 OUT = "/tmp/smelt-exports"
 DYNAMO = True
 QUANTIZE = None
+LEVELS = False
 
 NAMES = ["mistral", "qwen2", "phi3", "gemma", "gpt_neox", "opt", "bloom", "falcon", "albert",
          "electra", "deberta_v2", "xlm_roberta", "mobilebert", "clip_text", "clip_vision", "beit",
@@ -345,9 +348,39 @@ def run(name):
     floats = ort.InferenceSession(f"{folder}/model.onnx",
                                   providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     verdict = "ok" if min(rel, relative(got, literal)) < 1e-4 else "differs"
+    if LEVELS:
+        levels(model, inputs, folder)
     return (f"{verdict} rel.L2 {rel:.2e}, {relative(got, literal):.2e} from ORT without graph "
             f"optimizations (ORT's two differ by {relative(want, literal):.2e}; quantization "
             f"moved ORT's output by {relative(want, floats):.2e})")
+
+
+def levels(model, inputs, folder):
+    """Every QuantizeLinear and DynamicQuantizeLinear result of `model`, Smelt's against ONNX
+    Runtime's unoptimized session's: how many elements differ and by how many levels, in graph
+    order, to find where two runs of a quantized model part."""
+    import onnx
+    import onnxruntime as ort
+    m = onnx.load(model)
+    initializers = {t.name: t.data_type for t in m.graph.initializer}
+    nodes = [n for n in m.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")]
+    del m.graph.output[1:]
+    for n in nodes:
+        zero_point = n.input[2] if len(n.input) > 2 else ""
+        m.graph.output.append(onnx.helper.make_tensor_value_info(
+            n.output[0], initializers.get(zero_point, onnx.TensorProto.UINT8), None))
+    path = f"{folder}/levels.onnx"
+    onnx.save(m, path)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, inputs)
+    args = [f"--input={k}={folder}/input_{k}.npy" for k in inputs]
+    subprocess.run([SMELT, "run", path, *args, "--no-cache", "--output-dir", f"{folder}/levels"],
+                   capture_output=True, check=True)
+    for n, w in zip(nodes, want[1:]):
+        d = np.abs(np.load(f"{folder}/levels/{n.output[0]}.npy").astype(np.int64) - w)
+        print(f"  {n.output[0][:48]:48s} {np.count_nonzero(d):8d} of {d.size:8d} differ, "
+              f"by at most {d.max()}")
 
 
 def relative(got, want):
@@ -361,8 +394,11 @@ if __name__ == "__main__":
                         help="export with the TorchScript exporter (dynamo=False) instead")
     parser.add_argument("--quantize", choices=["dynamic", "qdq", "qoperator"],
                         help="compare on the model quantized by ONNX Runtime's quantizer")
+    parser.add_argument("--levels", action="store_true",
+                        help="with --quantize, compare every quantized activation too")
     parser.add_argument("names", nargs="+")
     a = parser.parse_args()
+    LEVELS = a.levels
     SMELT, OUT, DYNAMO, QUANTIZE = os.path.abspath(a.smelt), a.out, not a.torchscript, a.quantize
     if a.torchscript:
         OUT += "-torchscript"
