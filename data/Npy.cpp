@@ -155,7 +155,7 @@ Expected<HostTensor> readNpy(const std::string &path) {
   }
   if (header->fortranOrder)
     fortranToC(type, data, static_cast<uint8_t *>(tensor.raw()));
-  else
+  else if (need) // an empty tensor's widened data has no address
     std::memcpy(tensor.raw(), data, need);
   if (type.dtype == DType::i1)
     for (int64_t i = 0; i < type.numElements(); ++i)

@@ -328,6 +328,13 @@ TEST(Npy, ReadsEightAndSixteenBitIntegersAsInt32) {
                              c.bytes.substr(1)));
     ASSERT_FALSE(t.ok());
     EXPECT_NE(t.message().find("truncated data"), std::string::npos) << t.message();
+    // No elements: no data, an empty int32 tensor (the fuzzer's find).
+    t = readNpyBytes("narrow-empty.npy",
+                     npyFile(std::string("{'descr': '") + c.descr +
+                                 "', 'fortran_order': False, 'shape': (0, 3), }",
+                             ""));
+    ASSERT_TRUE(t.ok()) << t.message();
+    EXPECT_EQ(t->type().shape, (std::vector<int64_t>{0, 3}));
   }
 }
 
