@@ -64,13 +64,15 @@ Tensor alongAxis(const NodeImporter &n, Tensor p, Tensor x, const char *what) {
                                        std::to_string(blockSize) + " along axis " +
                                        std::to_string(axis) + " of " + shapeOf(x) + " need " +
                                        shapeString(blocks));
-  // [..., B, ...] -> [..., B, blockSize, ...] -> [..., B * blockSize, ...], cut to the axis.
+  // [..., B, ...] -> [..., B, blockSize, ...] -> [..., B * blockSize, ...], cut to the axis
+  // (one block spreads over the axis's length only, however large block_size is).
+  int64_t spreadBy = blocks[size_t(axis)] == 1 ? length : blockSize;
   std::vector<int64_t> spread = blocks, dims(static_cast<size_t>(rank));
-  spread.insert(spread.begin() + axis + 1, blockSize);
+  spread.insert(spread.begin() + axis + 1, spreadBy);
   for (int64_t d = 0; d < rank; ++d)
     dims[size_t(d)] = d <= axis ? d : d + 1;
   std::vector<int64_t> merged = blocks;
-  merged[size_t(axis)] *= blockSize;
+  merged[size_t(axis)] *= spreadBy;
   Tensor repeated = reshape(broadcastInDim(p, spread, dims), merged);
   std::vector<int64_t> start(size_t(rank), 0), limit = x.shape();
   return slice(repeated, start, limit);
@@ -465,6 +467,9 @@ void qLinearSoftmax(NodeImporter &n) {
 /// with channels_last).
 void qLinearGlobalAveragePool(NodeImporter &n) {
   Tensor x = dequantizedInput(n, 0);
+  if (x.rank() < 3)
+    fail(ImportErrorKind::BadFile, "QLinearGlobalAveragePool's X is " + shapeOf(x) +
+                                       "; it needs a batch, channels and spatial axes");
   bool channelsLast = n.attrInt("channels_last", 0) != 0;
   std::vector<int64_t> axes;
   for (int64_t d = channelsLast ? 1 : 2; d < x.rank() - (channelsLast ? 1 : 0); ++d)
