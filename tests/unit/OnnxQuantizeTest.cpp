@@ -19,22 +19,26 @@ namespace {
 
 struct QuantizeCase {
   int type;
-  enum { perTensor, perAxis, blocked } layout;
+  enum { perTensor, perAxis, blocked, oneBlock } layout;
 };
 
 TEST(OnnxQuantize, QuantizeAndDequantizeLinearMatchTheSpec) {
   Ints shape = {3, 5, 7};
   for (int type : {TensorProto::UINT8, TensorProto::INT8, TensorProto::INT16, TensorProto::UINT16})
-    for (auto layout : {QuantizeCase::perTensor, QuantizeCase::perAxis, QuantizeCase::blocked}) {
+    for (auto layout : {QuantizeCase::perTensor, QuantizeCase::perAxis, QuantizeCase::blocked,
+                        QuantizeCase::oneBlock}) {
       SCOPED_TRACE(fmt::format("{} layout {} (SMELT_TEST_SEED={})",
                                TensorProto::DataType_Name(TensorProto::DataType(type)), int(layout),
                                rngSeed()));
       auto [lo, hi] = rangeOf(type);
-      // Scales and zero points per tensor, along axis 1, or in blocks of 3 along axis 2.
-      int64_t axis = layout == QuantizeCase::blocked ? 2 : 1, block = 3;
+      // Scales and zero points per tensor, along axis 1, or in blocks of 3 along axis 2 (or one
+      // block of 1000, longer than the axis).
+      bool isBlocked = layout == QuantizeCase::blocked || layout == QuantizeCase::oneBlock;
+      int64_t axis = isBlocked ? 2 : 1, block = layout == QuantizeCase::oneBlock ? 1000 : 3;
+      int64_t blocks = (shape[2] + block - 1) / block;
       Ints paramShape = layout == QuantizeCase::perTensor ? Ints{}
                         : layout == QuantizeCase::perAxis ? Ints{shape[1]}
-                                                          : Ints{3, 5, 3};
+                                                          : Ints{3, 5, blocks};
       int64_t params = elementCount(paramShape);
       Values scales, zeroPoints = integers(params, type, std::pair(lo / 2, hi / 2));
       for (int64_t p = 0; p < params; ++p)
@@ -44,7 +48,7 @@ TEST(OnnxQuantize, QuantizeAndDequantizeLinearMatchTheSpec) {
           return int64_t(0);
         if (layout == QuantizeCase::perAxis)
           return indexAlong(i, shape, 1);
-        return (i / shape[2]) * 3 + indexAlong(i, shape, 2) / block;
+        return (i / shape[2]) * blocks + indexAlong(i, shape, 2) / block;
       };
       // x: spread past both ends of the range, with exact ties (scales are powers of two).
       Values x;
@@ -54,13 +58,12 @@ TEST(OnnxQuantize, QuantizeAndDequantizeLinearMatchTheSpec) {
         double q = i % 4 == 0 ? std::floor(draw(-40, 40, 0)) + 0.5 : draw(-span, span, 0) - z;
         x.push_back(double(float(q * s)));
       }
-      NodeModel q("QuantizeLinear", layout == QuantizeCase::blocked ? 21 : 13,
-                  {"x", "scale", "zero_point"}, {"y"});
+      NodeModel q("QuantizeLinear", isBlocked ? 21 : 13, {"x", "scale", "zero_point"}, {"y"});
       q.input("x", shape, TensorProto::FLOAT);
       addInitializer(q.graph, "scale", paramShape, scales, TensorProto::FLOAT);
       addTyped(q.graph, "zero_point", paramShape, zeroPoints, type);
       addInt(*q.node, "axis", axis);
-      if (layout == QuantizeCase::blocked)
+      if (isBlocked)
         addInt(*q.node, "block_size", block);
       std::vector<rt::HostTensor> out = q.run({tensorOf(DType::f32, shape, x)});
       ASSERT_EQ(out.size(), 1u);
@@ -75,13 +78,12 @@ TEST(OnnxQuantize, QuantizeAndDequantizeLinearMatchTheSpec) {
 
       // DequantizeLinear of fresh integers with the same parameters.
       Values ints = integers(elementCount(shape), type);
-      NodeModel dq("DequantizeLinear", layout == QuantizeCase::blocked ? 21 : 13,
-                   {"x", "scale", "zero_point"}, {"y"});
+      NodeModel dq("DequantizeLinear", isBlocked ? 21 : 13, {"x", "scale", "zero_point"}, {"y"});
       dq.input("x", shape, type);
       addInitializer(dq.graph, "scale", paramShape, scales, TensorProto::FLOAT);
       addTyped(dq.graph, "zero_point", paramShape, zeroPoints, type, /*raw=*/false);
       addInt(*dq.node, "axis", axis);
-      if (layout == QuantizeCase::blocked)
+      if (isBlocked)
         addInt(*dq.node, "block_size", block);
       out = dq.run({tensorOf(DType::i32, shape, ints)});
       ASSERT_EQ(out.size(), 1u);
