@@ -17,7 +17,7 @@ const std::set<std::string> &wrappingOps() {
   static const std::set<std::string> ops = {
       "Add",      "Sub",    "Mul",    "Div",       "Neg",        "Abs",
       "Sum",      "Pow",    "CumSum", "ReduceSum", "ReduceProd", "ReduceSumSquare",
-      "ReduceL1", "MatMul", "Einsum", "Cast",      "CastLike"};
+      "ReduceL1", "MatMul", "Einsum", "Cast",      "CastLike",   "BitShift"};
   return ops;
 }
 
@@ -78,6 +78,31 @@ Tensor saturateTo(Tensor x, int onnxType) {
   auto [lo, hi] = narrowRange(onnxType);
   return clamp(x, double(lo), double(hi));
 }
+
+namespace {
+
+/// BitShift of UINT8 and UINT16 (the unsigned types Smelt carries; it has no UINT32 or
+/// UINT64): x times or over 2^y. The power is computed in f64 for shifts clamped to 16, since a
+/// shift past the width leaves 0 either way. settleNarrowOutputs wraps the left shift.
+void bitShift(NodeImporter &n) {
+  int type = n.narrowType(0);
+  if (type != ::onnx::TensorProto::UINT8 && type != ::onnx::TensorProto::UINT16)
+    fail(ImportErrorKind::UnsupportedDtype, "BitShift of " +
+                                                std::string(dtypeName(n.input(0).dtype())) +
+                                                " (Smelt shifts UINT8 and UINT16)");
+  std::string direction = n.attrString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    fail(ImportErrorKind::BadFile,
+         "BitShift's direction is '" + direction + "', not LEFT or RIGHT");
+  Tensor x = n.input(0);
+  Tensor shift = convert(clamp(n.input(1), 0, 16), DType::f64);
+  Tensor power = convert(pow(scalarLike(shift, 2), shift), DType::i32);
+  n.setOutput(0, direction == "LEFT" ? mul(x, power) : div(x, power));
+}
+
+} // namespace
+
+void addIntegerOps(ConverterTable &t) { t["BitShift"] = bitShift; }
 
 void settleNarrowOutputs(NodeImporter &n) {
   if (typedOps().count(n.node.op_type()))

@@ -239,6 +239,7 @@ static const ConverterTable &converters() {
     addSignalOps(t);
     addUnpoolOps(t);
     addQuantizeOps(t);
+    addIntegerOps(t);
     return t;
   }();
   return table;

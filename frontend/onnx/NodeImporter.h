@@ -228,6 +228,7 @@ std::optional<Tensor> drawOffset(const NodeImporter &n);
 void addSignalOps(ConverterTable &table);
 void addUnpoolOps(ConverterTable &table);
 void addQuantizeOps(ConverterTable &table);
+void addIntegerOps(ConverterTable &table); // BitShift (IntegerTypes.cpp)
 /// com.microsoft's quantized ops (QuantizeOps.cpp): QLinearAdd, QLinearMul, QLinearConcat, ...
 void addMicrosoftQuantizeOps(ConverterTable &table);
 /// The converter of `opType` in the com.microsoft domain, or null.

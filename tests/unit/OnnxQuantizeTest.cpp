@@ -403,6 +403,32 @@ TEST(OnnxQuantize, LargeQuantizedWeightsDequantizeAtImport) {
   EXPECT_EQ(out[0].toDoubles(), want);
 }
 
+TEST(OnnxQuantize, BitShiftOfUnsignedNarrowIntegers) {
+  // Shifts of 0 to 20: past the type's width a shift leaves 0, and a left shift drops the bits
+  // it moves out, as C++ shifts a uint8_t or uint16_t.
+  SCOPED_TRACE(fmt::format("SMELT_TEST_SEED={}", rngSeed()));
+  for (int type : {TensorProto::UINT8, TensorProto::UINT16})
+    for (const char *direction : {"LEFT", "RIGHT"}) {
+      SCOPED_TRACE(
+          fmt::format("{} {}", TensorProto::DataType_Name(TensorProto::DataType(type)), direction));
+      Values x = integers(64, type), y = integers(64, type, std::pair(0, 20));
+      NodeModel m("BitShift", 11, {"x", "y"}, {"z"});
+      addString(*m.node, "direction", direction);
+      m.input("x", {64}, type);
+      m.input("y", {64}, type);
+      std::vector<rt::HostTensor> out =
+          m.run({tensorOf(DType::i32, {64}, x), tensorOf(DType::i32, {64}, y)});
+      ASSERT_EQ(out.size(), 1u);
+      uint64_t mask = type == TensorProto::UINT8 ? 0xff : 0xffff;
+      Values want;
+      for (size_t i = 0; i < x.size(); ++i) {
+        uint64_t v = uint64_t(x[i]), s = uint64_t(y[i]);
+        want.push_back(double(std::string(direction) == "LEFT" ? (v << s) & mask : v >> s));
+      }
+      EXPECT_EQ(out[0].toDoubles(), want);
+    }
+}
+
 TEST(OnnxQuantize, BadQuantizationParametersAreNamed) {
   {
     NodeModel m("QuantizeLinear", 13, {"x", "scale", "zero_point"}, {"y"});
