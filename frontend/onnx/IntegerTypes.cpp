@@ -60,8 +60,7 @@ int outputType(const NodeImporter &n) {
   return 0;
 }
 
-} // namespace
-
+/// `x` (i32) wrapped to narrow integer type `onnxType`'s range (modulo 2^8 or 2^16).
 Tensor wrapTo(Tensor x, int onnxType) {
   auto [lo, hi] = narrowRange(onnxType);
   int64_t span = hi - lo + 1;
@@ -73,13 +72,6 @@ Tensor wrapTo(Tensor x, int onnxType) {
   rest = select(compare(rest, scalarLike(x, 0), CompareDirection::lt), add(rest, spanT), rest);
   return lo ? add(rest, scalarLike(x, double(lo))) : rest;
 }
-
-Tensor saturateTo(Tensor x, int onnxType) {
-  auto [lo, hi] = narrowRange(onnxType);
-  return clamp(x, double(lo), double(hi));
-}
-
-namespace {
 
 /// BitShift of UINT8 and UINT16 (the unsigned types Smelt carries; it has no UINT32 or
 /// UINT64): x times or over 2^y. The power is computed in f64 for shifts clamped to 16, since a

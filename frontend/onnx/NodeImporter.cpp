@@ -250,14 +250,25 @@ Converter findConverter(const std::string &opType) {
   return it == converters().end() ? nullptr : it->second;
 }
 
-Converter findMicrosoftConverter(const std::string &opType) {
+static const ConverterTable &microsoftConverters() {
   static const ConverterTable table = [] {
     ConverterTable t;
     addMicrosoftQuantizeOps(t);
     return t;
   }();
-  auto it = table.find(opType);
-  return it == table.end() ? nullptr : it->second;
+  return table;
+}
+
+Converter findMicrosoftConverter(const std::string &opType) {
+  auto it = microsoftConverters().find(opType);
+  return it == microsoftConverters().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> supportedMicrosoftOps() {
+  std::vector<std::string> ops;
+  for (const auto &[op, convert] : microsoftConverters())
+    ops.push_back(op);
+  return ops;
 }
 
 std::vector<std::string> supportedOps() {

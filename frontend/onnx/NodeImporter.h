@@ -231,17 +231,14 @@ void addQuantizeOps(ConverterTable &table);
 void addIntegerOps(ConverterTable &table); // BitShift (IntegerTypes.cpp)
 /// com.microsoft's quantized ops (QuantizeOps.cpp): QLinearAdd, QLinearMul, QLinearConcat, ...
 void addMicrosoftQuantizeOps(ConverterTable &table);
-/// The converter of `opType` in the com.microsoft domain, or null.
+/// The converter of `opType` in the com.microsoft domain, or null; the ops that have one.
 Converter findMicrosoftConverter(const std::string &opType);
+std::vector<std::string> supportedMicrosoftOps();
 /// After node `n` is converted (IntegerTypes.cpp): its outputs' narrow integer types, from a
 /// Cast's `to`, a Constant's value or the inputs they are computed from, and arithmetic on
 /// them (and casts to them) wrapped to their range, as ONNX Runtime's 8- and 16-bit integers
 /// wrap. The quantization ops type their outputs themselves.
 void settleNarrowOutputs(NodeImporter &n);
-/// `x` (i32) wrapped to narrow integer type `onnxType`'s range (modulo 2^8 or 2^16), and
-/// clamped to it.
-Tensor wrapTo(Tensor x, int onnxType);
-Tensor saturateTo(Tensor x, int onnxType);
 /// MaxPool's Indices output (UnpoolOps.cpp): for `pooled` [N, C, O...], the maximum of `x`
 /// [N, C, D...] over windows of `kernel` with `strides` and the pads `low` and `high`, the flat
 /// position in `x` each maximum came from (row-major, or column-major over the spatial axes).

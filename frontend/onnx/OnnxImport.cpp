@@ -4,8 +4,9 @@
 #include "frontend/onnx/ExternalData.h"
 #include "frontend/onnx/NodeImporter.h"
 
-#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <set>
@@ -236,12 +237,6 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
     bool microsoft = node.domain() == "com.microsoft";
     if (!isDefaultDomain(node.domain()) && !microsoft)
       fail(ImportErrorKind::UnsupportedOp, "op domain '" + node.domain() + "' is not supported");
-    if (microsoft && !findMicrosoftConverter(node.op_type()))
-      fail(ImportErrorKind::UnsupportedOp,
-           "Smelt maps only the quantized ops of domain 'com.microsoft' (QLinearAdd, "
-           "QLinearMul, QLinearConcat, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, "
-           "QLinearGlobalAveragePool, QGemm, QuantizeLinear, DequantizeLinear, QLinearConv, "
-           "QLinearMatMul)");
     static const std::set<std::string> controlFlow = {"If", "Loop", "Scan", "SequenceMap"};
     if (controlFlow.count(node.op_type()))
       fail(ImportErrorKind::ControlFlow,
@@ -259,6 +254,10 @@ static void importNode(Graph &g, const ::onnx::NodeProto &node, int index, Value
       if (microsoft || !foldKnownNode(n)) {
         Converter convert =
             microsoft ? findMicrosoftConverter(node.op_type()) : findConverter(node.op_type());
+        if (!convert && microsoft)
+          fail(ImportErrorKind::UnsupportedOp,
+               "Smelt maps only the quantized ops of domain 'com.microsoft' (" +
+                   llvm::join(supportedMicrosoftOps(), ", ") + ")");
         if (!convert)
           fail(ImportErrorKind::UnsupportedOp, "Smelt has no mapping for this op");
         g.atomically([&] {

@@ -78,6 +78,19 @@ Tensor alongAxis(const NodeImporter &n, Tensor p, Tensor x, const char *what) {
   return slice(repeated, start, limit);
 }
 
+/// A scale or zero point `p` of a tensor of rank `rank`: one element (per tensor) as a scalar,
+/// or a 1-D of `length` entries shaped to broadcast along dimension `dim`.
+Tensor perIndexAlong(Tensor p, int64_t dim, int64_t rank, int64_t length, const char *what) {
+  if (p.numElements() == 1)
+    return reshape(p, {});
+  if (p.rank() != 1 || p.dim(0) != length)
+    fail(ImportErrorKind::BadFile, std::string(what) + " is " + shapeOf(p) +
+                                       "; it needs one element or " + std::to_string(length));
+  std::vector<int64_t> shape(size_t(rank), 1);
+  shape[size_t(dim)] = length;
+  return reshape(p, shape);
+}
+
 /// An integer operand minus its zero point, as f32 (exact: both are at most 16-bit integers).
 Tensor centered(Tensor q, std::optional<Tensor> zeroPoint) {
   return convert(zeroPoint ? sub(q, *zeroPoint) : q, DType::f32);
@@ -129,6 +142,33 @@ void quantizeLinear(NodeImporter &n) {
   n.setNarrowType(0, type);
 }
 
+/// Dequantizes `count` integers `q(e)` of a tensor of `shape` into `out(e, value)`: (q - zero
+/// point) times scale, in f32 (f64 for an f64 scale), each parameter (null: 0 and 1) one element
+/// or one per index along `axis`; the import-time twin of dequantizeLinear's ops. False, writing
+/// nothing, when a parameter is neither.
+template <typename Q, typename Out>
+bool dequantizeEach(const std::vector<int64_t> &shape, int64_t axis, const TensorValue *zeroPoint,
+                    const TensorValue *scale, int64_t count, Q q, Out out) {
+  int64_t length = shape.empty() ? 1 : shape[size_t(axis)], inner = 1;
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  auto fits = [&](const TensorValue *p) {
+    return !p || p->values.size() == 1 || (p->shape.size() == 1 && p->shape[0] == length);
+  };
+  if (!fits(zeroPoint) || !fits(scale))
+    return false;
+  auto at = [](const TensorValue *p, int64_t index, double fallback) {
+    return !p ? fallback : p->values[p->values.size() == 1 ? 0 : size_t(index)];
+  };
+  bool wide = scale && scale->type == DType::f64;
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t index = (e / inner) % length;
+    double centered = q(e) - at(zeroPoint, index, 0), s = at(scale, index, 1);
+    out(e, wide ? centered * s : double(float(centered) * float(s)));
+  }
+  return true;
+}
+
 /// DequantizeLinear of small known values, per tensor or per axis, folded at import time: a
 /// quantized pad value (MobileBERT's QDQ export) is one that Pad needs then.
 bool foldedDequantize(NodeImporter &n) {
@@ -142,20 +182,14 @@ bool foldedDequantize(NodeImporter &n) {
   int64_t axis =
       perTensor ? 0 : normalizeAxis(n, n.attrInt("axis", 1), int64_t(x.shape.size()), "axis");
   if ((scale.type != DType::f32 && scale.type != DType::f64) || n.attrInt("block_size", 0) ||
-      n.attribute("output_dtype") ||
-      (!perTensor && (scale.shape.size() != 1 || scale.shape[0] != x.shape[size_t(axis)])) ||
-      (zeroPoint && zeroPoint->values.size() != scale.values.size()))
+      n.attribute("output_dtype") || (zeroPoint && zeroPoint->values.size() != scale.values.size()))
     return false;
-  int64_t inner = 1;
-  for (size_t d = size_t(axis) + 1; d < x.shape.size(); ++d)
-    inner *= x.shape[d];
-  TensorValue y{scale.type, x.shape, {}};
-  for (size_t i = 0; i < x.values.size(); ++i) {
-    size_t p = perTensor ? 0 : size_t(int64_t(i) / inner % x.shape[size_t(axis)]);
-    double centered = x.values[i] - (zeroPoint ? zeroPoint->values[p] : 0.0);
-    y.values.push_back(scale.type == DType::f64 ? centered * scale.values[p]
-                                                : double(float(centered) * float(scale.values[p])));
-  }
+  TensorValue y{scale.type, x.shape, std::vector<double>(x.values.size())};
+  if (!dequantizeEach(
+          x.shape, axis, zeroPoint, &scale, int64_t(x.values.size()),
+          [&](int64_t e) { return x.values[size_t(e)]; },
+          [&](int64_t e, double v) { y.values[size_t(e)] = v; }))
+    return false;
   n.setConstantOutput(0, y);
   return true;
 }
@@ -179,25 +213,14 @@ std::optional<Tensor> dequantizedWeight(const NodeImporter &n, int i, int zeroPo
   const TensorValue *zeroPoint =
       hasZeroPoint ? &n.constantInput(zeroPointInput, "the zero point") : nullptr;
   const TensorValue *scale = hasScale ? &n.constantInput(scaleInput, "the scale") : nullptr;
-  int64_t length = w->shape[size_t(axis)], inner = 1;
-  for (int64_t d = axis + 1; d < rank; ++d)
-    inner *= w->shape[size_t(d)];
-  auto fits = [&](const TensorValue *p) {
-    return !p || p->values.size() == 1 || (p->shape.size() == 1 && p->shape[0] == length);
-  };
-  if (!fits(zeroPoint) || !fits(scale) || (scale && scale->type != DType::f32))
+  if (scale && scale->type != DType::f32)
     return std::nullopt;
-  auto at = [](const TensorValue *p, int64_t index, double fallback) {
-    return !p ? fallback : p->values[p->values.size() == 1 ? 0 : size_t(index)];
-  };
   int64_t count = w->count();
   auto values = std::make_shared<std::vector<float>>(size_t(count));
-  for (int64_t e = 0; e < count; ++e) {
-    auto q = int64_t(weightElement(*w, e));
-    int64_t index = (e / inner) % length;
-    float centered = float(q - int64_t(at(zeroPoint, index, 0)));
-    (*values)[size_t(e)] = scale ? centered * float(at(scale, index, 1)) : centered;
-  }
+  if (!dequantizeEach(
+          w->shape, axis, zeroPoint, scale, count, [&](int64_t e) { return weightElement(*w, e); },
+          [&](int64_t e, double v) { (*values)[size_t(e)] = float(v); }))
+    return std::nullopt;
   Weight dequantized{
       DType::f32, w->shape,
       WeightBytes{values, llvm::StringRef(reinterpret_cast<const char *>(values->data()),
@@ -308,18 +331,10 @@ Tensor integerConv(const NodeImporter &n, int x, int w, int wZeroPointInput,
     if (std::optional<Tensor> weight = dequantizedWeight(n, w, wZeroPointInput, -1, 0))
       return convolve(n, centered(qx, zpX), *weight, bias);
   Tensor qw = n.input(w);
-  std::optional<Tensor> zpW = n.optionalInput(wZeroPointInput);
-  if (zpW && zpW->numElements() != 1) {
-    if (zpW->rank() != 1 || zpW->dim(0) != qw.dim(0))
-      fail(ImportErrorKind::BadFile, "w_zero_point is " + shapeOf(*zpW) +
-                                         "; it needs one element or one per output channel (" +
-                                         std::to_string(qw.dim(0)) + ")");
-    std::vector<int64_t> shape(size_t(qw.rank()), 1);
-    shape[0] = qw.dim(0);
-    zpW = reshape(*zpW, shape);
-  } else if (zpW) {
-    zpW = reshape(*zpW, {});
-  }
+  std::optional<Tensor> zpW; // one element, or one per output channel
+  if (n.hasInput(wZeroPointInput))
+    zpW = perIndexAlong(n.input(wZeroPointInput), 0, qw.rank(), qw.dim(0),
+                        "w_zero_point (per output channel)");
   return convolve(n, centered(qx, zpX), centered(qw, zpW), bias);
 }
 
@@ -342,19 +357,10 @@ Tensor requantized(const NodeImporter &n, Tensor accumulator, Tensor scaleA, Ten
   return quantized(mul(accumulator, multiplier), reshape(zeroPoint, {}), type);
 }
 
-/// A QLinear op's scale of an operand (input `i`): one element as a scalar, or a 1-D along
-/// dimension `dim` of a tensor of rank `rank`.
+/// A QLinear op's scale of an operand (input `i`), per tensor or per index along `dim`.
 Tensor scaleAlong(const NodeImporter &n, int i, int64_t dim, int64_t rank, int64_t length,
                   const char *what) {
-  Tensor s = floatInput(n, i);
-  if (s.numElements() == 1)
-    return reshape(s, {});
-  if (s.rank() != 1 || s.dim(0) != length)
-    fail(ImportErrorKind::BadFile, std::string(what) + " is " + shapeOf(s) +
-                                       "; it needs one element or " + std::to_string(length));
-  std::vector<int64_t> shape(size_t(rank), 1);
-  shape[size_t(dim)] = length;
-  return reshape(s, shape);
+  return perIndexAlong(floatInput(n, i), dim, rank, length, what);
 }
 
 void qLinearMatMul(NodeImporter &n) {
@@ -496,16 +502,12 @@ void qGemm(NodeImporter &n) {
     Tensor qb = n.input(3);
     if (qb.rank() != 2)
       fail(ImportErrorKind::BadFile, "QGemm's B is 2-D; it is " + shapeOf(qb));
-    Tensor scale = floatInput(n, 4);
-    std::vector<int64_t> shape = {1, 1};
-    shape[size_t(columnAxis)] = qb.dim(columnAxis);
-    auto perColumn = [&](Tensor p) {
-      return p.numElements() == 1 ? reshape(p, {}) : reshape(p, shape);
-    };
+    int64_t columns = qb.dim(columnAxis);
     std::optional<Tensor> zeroPoint;
     if (n.hasInput(5))
-      zeroPoint = perColumn(n.input(5));
-    b = mul(centered(qb, zeroPoint), convert(perColumn(scale), DType::f32));
+      zeroPoint = perIndexAlong(n.input(5), columnAxis, 2, columns, "b_zero_point");
+    b = mul(centered(qb, zeroPoint),
+            convert(scaleAlong(n, 4, columnAxis, 2, columns, "b_scale"), DType::f32));
   }
   Tensor y = mul(matmul(a, *b, transA, transB), scalarLike(a, n.attrFloat("alpha", 1.0)));
   if (std::optional<Tensor> c = n.optionalInput(6)) {
