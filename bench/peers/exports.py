@@ -29,7 +29,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "zoo"))
-from generate import Logits  # noqa: E402
+from generate import Logits, quantize_model  # noqa: E402
 
 SMELT = "build/bin/smelt"
 OUT = "/tmp/smelt-exports"
@@ -271,28 +271,11 @@ def build(name, rng):
     raise KeyError(name)
 
 def quantized(model, inputs, rng):
-    """`model` quantized as ONNX Runtime's quantizer does for users: `dynamic` (quantize_dynamic:
-    int8 weights, DynamicQuantizeLinear + MatMulInteger), `qdq` or `qoperator` (quantize_static,
-    calibrated on 8 inputs near the given one: QuantizeLinear/DequantizeLinear pairs, or
-    QLinearConv/QLinearMatMul). The quantized file's path."""
-    from onnxruntime import quantization as q
+    """`model` quantized by ONNX Runtime's quantizer in the QUANTIZE way (tests/zoo/generate.py's
+    quantize_model), once: the quantized file's path."""
     out = model.replace(".onnx", f"_{QUANTIZE}.onnx")
-    if os.path.exists(out):
-        return out
-    if QUANTIZE == "dynamic":
-        q.quantize_dynamic(model, out, weight_type=q.QuantType.QInt8)
-        return out
-
-    class Calibration(q.CalibrationDataReader):
-        def __init__(self):
-            self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
-                                if v.dtype.kind == "f" else v for k, v in inputs.items()}
-                               for _ in range(8)])
-        def get_next(self):
-            return next(self.feeds, None)
-    fmt = q.QuantFormat.QDQ if QUANTIZE == "qdq" else q.QuantFormat.QOperator
-    q.quantize_static(model, out, Calibration(), quant_format=fmt, per_channel=True,
-                      weight_type=q.QuantType.QInt8, activation_type=q.QuantType.QUInt8)
+    if not os.path.exists(out):
+        quantize_model(model, out, QUANTIZE, inputs, rng)
     return out
 
 

@@ -131,10 +131,10 @@ def export(name, batch, out):
 
 
 def quantized(folder, kind):
-    """FOLDER.<kind>/: folder's model quantized by ONNX Runtime's quantizer, its inputs and
-    module."""
+    """FOLDER.<kind>/: folder's model quantized by ONNX Runtime's quantizer (tests/zoo/
+    generate.py's quantize_model), its inputs and module."""
     import shutil
-    from onnxruntime import quantization as q
+    from generate import quantize_model
     target = f"{folder}.{kind}"
     if os.path.exists(f"{target}/model.onnx"):
         return target
@@ -142,24 +142,9 @@ def quantized(folder, kind):
     for f in os.listdir(folder):
         if f.startswith("input_") or f == "model.pt":
             shutil.copy(f"{folder}/{f}", target)
-    if kind == "dynamic":
-        q.quantize_dynamic(f"{folder}/model.onnx", f"{target}/model.onnx",
-                           weight_type=q.QuantType.QInt8)
-        return target
     inputs = {f[6:-4]: np.load(f"{folder}/{f}") for f in os.listdir(folder) if f.startswith("input_")}
-    rng = np.random.default_rng(1)
-
-    class Calibration(q.CalibrationDataReader):
-        def __init__(self):
-            self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
-                                if v.dtype.kind == "f" else v for k, v in inputs.items()}
-                               for _ in range(8)])
-
-        def get_next(self):
-            return next(self.feeds, None)
-    q.quantize_static(f"{folder}/model.onnx", f"{target}/model.onnx", Calibration(),
-                      quant_format=q.QuantFormat.QDQ, per_channel=True,
-                      weight_type=q.QuantType.QInt8, activation_type=q.QuantType.QUInt8)
+    quantize_model(f"{folder}/model.onnx", f"{target}/model.onnx", kind, inputs,
+                   np.random.default_rng(1))
     return target
 
 

@@ -274,26 +274,36 @@ def build_model(name, exporter, rng):
     return model.eval(), {"image": rng.standard_normal(shape).astype(np.float32)}
 
 
-def quantize(path, name, inputs, rng):
-    """Replaces the model at `path` by its quantized form (QUANTIZED), calibrated for the
-    static one on 8 inputs near `inputs`."""
+def quantize_model(source, target, kind, inputs, rng):
+    """Writes `source` quantized as ONNX Runtime's quantizer does it for users to `target`:
+    `dynamic` (quantize_dynamic: int8 weights, DynamicQuantizeLinear + MatMulInteger), `qdq` or
+    `qoperator` (quantize_static, per channel, calibrated on 8 inputs near `inputs`, their float
+    ones moved by noise from `rng`: QuantizeLinear/DequantizeLinear pairs, or QLinearConv,
+    QLinearMatMul and com.microsoft's QLinear ops). bench/peers' exports.py and zoo.py use it too."""
     from onnxruntime import quantization as q
+    if kind == "dynamic":
+        q.quantize_dynamic(source, target, weight_type=q.QuantType.QInt8)
+        return
+
+    class Calibration(q.CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
+                                if v.dtype.kind == "f" else v for k, v in inputs.items()}
+                               for _ in range(8)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+    formats = {"qdq": q.QuantFormat.QDQ, "qoperator": q.QuantFormat.QOperator}
+    q.quantize_static(source, target, Calibration(), quant_format=formats[kind], per_channel=True,
+                      weight_type=q.QuantType.QInt8, activation_type=q.QuantType.QUInt8)
+
+
+def quantize(path, name, inputs, rng):
+    """Replaces the model at `path` by its quantized form (QUANTIZED)."""
     folder = os.path.dirname(path)
     float_path = f"{folder}/float.onnx"
     os.rename(path, float_path)
-    if name.endswith("_int8"):
-        q.quantize_dynamic(float_path, path, weight_type=q.QuantType.QInt8)
-    else:
-        class Calibration(q.CalibrationDataReader):
-            def __init__(self):
-                self.feeds = iter([{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype)
-                                    for k, v in inputs.items()} for _ in range(8)])
-
-            def get_next(self):
-                return next(self.feeds, None)
-        q.quantize_static(float_path, path, Calibration(), quant_format=q.QuantFormat.QDQ,
-                          per_channel=True, weight_type=q.QuantType.QInt8,
-                          activation_type=q.QuantType.QUInt8)
+    quantize_model(float_path, path, "dynamic" if name.endswith("_int8") else "qdq", inputs, rng)
     for f in os.listdir(folder):  # the float model and its external data
         if f != "model.onnx":
             os.remove(f"{folder}/{f}")
